@@ -1,0 +1,67 @@
+import path from 'node:path';
+
+/** Every tunable, with its default and the reason for the default. */
+export interface Config {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  host: string;
+  port: number;
+  channelPort: number;
+  channelUrl: string | undefined;
+  poolSize: number;
+  payTimeoutMs: number;
+  staleAfterMs: number;
+  recoveryIntervalMs: number;
+  expiryIntervalMs: number;
+  relayIntervalMs: number;
+  idempotencyWaitMs: number;
+  idempotencyRetentionMs: number;
+  notifyToleranceSeconds: number;
+  bodyLimitBytes: number;
+  jwtSecret: string | undefined;
+  notifySecret: string | undefined;
+  outboxSink: 'http' | 'nats' | 'amqp';
+  natsUrl: string | undefined;
+  amqpUrl: string | undefined;
+  logLevel: string;
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
+  return value;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
+  const sink = env.FLASHPAY_OUTBOX_SINK ?? 'http';
+  if (sink !== 'http' && sink !== 'nats' && sink !== 'amqp') throw new Error(`FLASHPAY_OUTBOX_SINK must be http, nats or amqp`);
+  return {
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir: path.resolve(cwd, env.FLASHPAY_DATA_DIR ?? '.flashpay'),
+    host: env.FLASHPAY_HOST ?? '127.0.0.1',
+    port: int(env, 'FLASHPAY_PORT', 8080),
+    channelPort: int(env, 'FLASHPAY_CHANNEL_PORT', 8081),
+    channelUrl: env.FLASHPAY_CHANNEL_URL || undefined,
+    // Two cores: a handful of connections keeps PostgreSQL busy without thrashing.
+    poolSize: int(env, 'FLASHPAY_POOL_SIZE', 20, 1),
+    payTimeoutMs: int(env, 'FLASHPAY_PAY_TIMEOUT_MS', 300, 1),
+    staleAfterMs: int(env, 'FLASHPAY_STALE_AFTER_MS', 60_000),
+    recoveryIntervalMs: int(env, 'FLASHPAY_RECOVERY_INTERVAL_MS', 5_000, 10),
+    expiryIntervalMs: int(env, 'FLASHPAY_EXPIRY_INTERVAL_MS', 1_000, 10),
+    relayIntervalMs: int(env, 'FLASHPAY_RELAY_INTERVAL_MS', 200, 10),
+    // How long a second request with an in-flight key waits before 409 REQUEST_IN_PROGRESS.
+    idempotencyWaitMs: int(env, 'FLASHPAY_IDEMPOTENCY_WAIT_MS', 5_000, 1),
+    // Longer than any client's retry window (contract: at least 24 h).
+    idempotencyRetentionMs: int(env, 'FLASHPAY_IDEMPOTENCY_RETENTION_MS', 7 * 24 * 3600 * 1000, 24 * 3600 * 1000),
+    notifyToleranceSeconds: int(env, 'FLASHPAY_NOTIFY_TOLERANCE_S', 300, 1),
+    bodyLimitBytes: int(env, 'FLASHPAY_BODY_LIMIT_BYTES', 16 * 1024, 1024),
+    jwtSecret: env.FLASHPAY_JWT_SECRET || undefined,
+    notifySecret: env.FLASHPAY_NOTIFY_SECRET || undefined,
+    outboxSink: sink,
+    natsUrl: env.NATS_URL || undefined,
+    amqpUrl: env.AMQP_URL || undefined,
+    logLevel: env.FLASHPAY_LOG_LEVEL ?? 'info',
+  };
+}

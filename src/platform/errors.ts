@@ -1,0 +1,90 @@
+// The closed set of error codes a client can see. Each maps to one HTTP status here and
+// nowhere else; docs/errors.md lists every one (tests/platform/errors.test.ts checks that).
+export const ERROR_STATUS = {
+  VALIDATION: 400,
+  IDEMPOTENCY_KEY_MISSING: 400,
+  IDEMPOTENCY_KEY_INVALID: 400,
+  BAD_SIGNATURE: 400,
+  PAYLOAD_TOO_LARGE: 413,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  ORDER_NOT_FOUND: 404,
+  SKU_NOT_FOUND: 404,
+  SKU_EXISTS: 409,
+  SOLD_OUT: 409,
+  USER_LIMIT: 409,
+  REJECTED: 409,
+  REQUEST_IN_PROGRESS: 409,
+  IDEMPOTENCY_KEY_REUSED: 422,
+  UNAVAILABLE: 503,
+  INTERNAL: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+const TITLES: Record<ErrorCode, string> = {
+  VALIDATION: 'The request is not valid',
+  IDEMPOTENCY_KEY_MISSING: 'Idempotency-Key header is required',
+  IDEMPOTENCY_KEY_INVALID: 'Idempotency-Key header is malformed',
+  BAD_SIGNATURE: 'Notification signature is not valid',
+  PAYLOAD_TOO_LARGE: 'Request body is too large',
+  UNAUTHENTICATED: 'Authentication required',
+  FORBIDDEN: 'Not allowed for this principal',
+  NOT_FOUND: 'Not found',
+  ORDER_NOT_FOUND: 'Order not found',
+  SKU_NOT_FOUND: 'SKU not found',
+  SKU_EXISTS: 'SKU already exists',
+  SOLD_OUT: 'Sold out',
+  USER_LIMIT: 'Per-user limit reached',
+  REJECTED: 'Not allowed in the current state',
+  REQUEST_IN_PROGRESS: 'A request with this key is still in progress',
+  IDEMPOTENCY_KEY_REUSED: 'Idempotency-Key was used with a different request',
+  UNAVAILABLE: 'Service temporarily unavailable',
+  INTERNAL: 'Internal error',
+};
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: ErrorCode;
+  detail: string;
+  [extra: string]: unknown;
+}
+
+/** A client-visible failure: always rendered as RFC 9457 problem+json with a stable code. */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly extra: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, detail: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+    super(detail);
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.extra = extra;
+    this.headers = headers;
+  }
+
+  toProblem(): Problem {
+    return problem(this.code, this.message, this.extra);
+  }
+}
+
+export function problem(code: ErrorCode, detail: string, extra: Record<string, unknown> = {}): Problem {
+  return {
+    type: `https://flashpay.dev/errors/${code.toLowerCase().replace(/_/g, '-')}`,
+    title: TITLES[code],
+    status: ERROR_STATUS[code],
+    code,
+    detail,
+    ...extra,
+  };
+}
+
+/** A broken invariant: a bug, never a business outcome. */
+export function invariant(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new Error(`invariant violated: ${message}`);
+}

@@ -1,0 +1,74 @@
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { AppError, problem, type ErrorCode, type Problem } from './errors.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    rawBody?: string;
+  }
+}
+
+export interface HttpOptions {
+  bodyLimitBytes: number;
+  logLevel?: string;
+}
+
+/** Sends an RFC 9457 problem document. */
+export function sendProblem(reply: FastifyReply, body: Problem, headers: Record<string, string> = {}): FastifyReply {
+  return reply.code(body.status).headers(headers).type('application/problem+json').send(body);
+}
+
+function fromFastifyError(error: FastifyError): Problem {
+  if (error.validation) {
+    const first = error.validation[0];
+    const where = error.validationContext ?? 'body';
+    const field = first?.instancePath ? `${where}${first.instancePath.replace(/\//g, '.')}` : where;
+    const missing = (first?.params as { missingProperty?: string } | undefined)?.missingProperty;
+    const detail = missing ? `${field}.${missing} is required` : `${field} ${first?.message ?? 'is invalid'}`;
+    return problem('VALIDATION', detail);
+  }
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return problem('PAYLOAD_TOO_LARGE', error.message);
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return problem('VALIDATION', 'Content-Type must be application/json');
+  if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return problem('VALIDATION', 'body must be a JSON object');
+  if (error.statusCode === 400) return problem('VALIDATION', error.message);
+  return problem('INTERNAL', 'unexpected error');
+}
+
+/**
+ * A Fastify instance with the conventions every flashpay server shares: JSON bodies kept raw
+ * (notification signatures are computed over the exact bytes), a body limit, and one error
+ * handler that renders every failure as problem+json with a stable code.
+ */
+export function buildHttp(options: HttpOptions): FastifyInstance {
+  const app = Fastify({
+    bodyLimit: options.bodyLimitBytes,
+    logger: options.logLevel && options.logLevel !== 'silent' ? { level: options.logLevel } : false,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+    forceCloseConnections: true,
+  });
+
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string;
+    request.rawBody = text;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new AppError('VALIDATION', 'body is not valid JSON'), undefined);
+    }
+  });
+
+  app.setErrorHandler((error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
+    if (error instanceof AppError) return sendProblem(reply, error.toProblem(), error.headers);
+    const body = fromFastifyError(error as FastifyError);
+    if (body.status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendProblem(reply, body);
+  });
+
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, problem('NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`)));
+  return app;
+}
+
+export function fail(code: ErrorCode, detail: string, extra: Record<string, unknown> = {}): never {
+  throw new AppError(code, detail, extra);
+}

@@ -1,0 +1,60 @@
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
+// Arbitrary but fixed: every flashpay process that migrates takes this one advisory lock.
+const MIGRATION_LOCK_KEY = 7_294_629;
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]> {
+  const files = (await readdir(dir)).filter((file) => /^\d{3}_[a-z0-9_]+\.sql$/.test(file)).sort();
+  return Promise.all(
+    files.map(async (file) => ({
+      version: Number(file.slice(0, 3)),
+      name: file.slice(4, -4),
+      sql: await readFile(path.join(dir, file), 'utf8'),
+    })),
+  );
+}
+
+/**
+ * Applies pending migrations, each in its own transaction, under a session advisory lock so two
+ * processes starting at once apply each migration exactly once (the second waits, then finds
+ * nothing left to do). Returns the versions it applied.
+ */
+export async function migrate(databaseUrl: string, migrations?: Migration[]): Promise<number[]> {
+  const all = migrations ?? (await loadMigrations());
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const applied: number[] = [];
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+    for (const migration of all) {
+      if (done.has(migration.version)) continue;
+      await client.query('BEGIN');
+      try {
+        await client.query(migration.sql);
+        await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${migration.version}_${migration.name} failed: ${(error as Error).message}`);
+      }
+      applied.push(migration.version);
+    }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
+    await client.end();
+  }
+  return applied;
+}

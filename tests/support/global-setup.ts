@@ -1,0 +1,50 @@
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { startEmbedded, withDatabase, type EmbeddedCluster } from '../../src/platform/embedded.ts';
+import { migrate } from '../../src/platform/migrate.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    serverUrl: string;
+    templateDb: string;
+  }
+}
+
+// One PostgreSQL for the whole run (DATABASE_URL, else a throwaway embedded cluster), one migrated
+// template database; every test file clones the template (tests/support/db.ts).
+let cluster: EmbeddedCluster | undefined;
+let serverUrl = '';
+const templateDb = `flashpay_template_${process.pid}`;
+
+export async function setup(project: TestProject): Promise<void> {
+  if (process.env.DATABASE_URL) {
+    serverUrl = process.env.DATABASE_URL;
+  } else {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-test-'));
+    cluster = await startEmbedded({ dataDir: path.join(dir, 'pg'), persistent: false });
+    serverUrl = cluster.url('postgres');
+  }
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${templateDb}`);
+  await admin.query(`CREATE DATABASE ${templateDb}`);
+  await admin.end();
+  await migrate(withDatabase(serverUrl, templateDb));
+  project.provide('serverUrl', serverUrl);
+  project.provide('templateDb', templateDb);
+}
+
+export async function teardown(): Promise<void> {
+  if (!serverUrl) return;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  // Drop databases this run left behind (a crashed test file), then the template.
+  const leftovers = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [`t_${process.pid}_%`]);
+  for (const { datname } of leftovers.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+  await admin.query(`DROP DATABASE IF EXISTS ${templateDb} WITH (FORCE)`);
+  await admin.end();
+  await cluster?.stop();
+}
