@@ -79,3 +79,17 @@ export async function loadSecret(envValue: string | undefined, dataDir: string, 
   await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' }).catch(async () => undefined);
   return { secret: (await readFile(file, 'utf8')).trim(), generated: true };
 }
+
+/** Route hooks: `onRequest: requirePrincipal(signer)` or `requirePrincipal(signer, 'admin')`. */
+export function requirePrincipal(signer: TokenSigner, scope: Scope = 'buyer') {
+  return async (request: FastifyRequest): Promise<void> => {
+    const principal = await authenticate(signer, request);
+    if (scope === 'admin') requireAdmin(principal);
+    request.principal = principal;
+  };
+}
+
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Error('route has no authentication hook');
+  return request.principal;
+}

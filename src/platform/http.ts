@@ -1,4 +1,5 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { isConnectionError } from './db.ts';
 import { AppError, problem, type ErrorCode, type Problem } from './errors.ts';
 
 declare module 'fastify' {
@@ -60,6 +61,8 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
 
   app.setErrorHandler((error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof AppError) return sendProblem(reply, error.toProblem(), error.headers);
+    // The database (and so the idempotency key store) is unreachable: nothing executed, retry later.
+    if (isConnectionError(error)) return sendProblem(reply, problem('UNAVAILABLE', 'the database is unreachable; nothing was executed'), { 'Retry-After': '1' });
     const body = fromFastifyError(error as FastifyError);
     if (body.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, body);

@@ -1,0 +1,23 @@
+import type { TokenSigner } from './platform/auth.ts';
+import type { Clock } from './platform/clock.ts';
+import type { Config } from './platform/config.ts';
+import type { Db } from './platform/db.ts';
+import type { KeyedDeps } from './idempotency/idempotency.service.ts';
+
+/** Everything a route needs, built once by the process that serves it. */
+export interface AppDeps {
+  db: Db;
+  clock: Clock;
+  config: Config;
+  signer: TokenSigner;
+  notifySecret: string;
+  /** Base URL of the payment channel the service charges through. */
+  channelUrl: string;
+  /** Where the channel should send notifications about our charges. */
+  notifyUrl: string;
+}
+
+export function keyedDeps(deps: AppDeps): KeyedDeps {
+  // The lease outlives any honest owner: the pay call is bounded by its timeout.
+  return { db: deps.db, clock: deps.clock, waitMs: deps.config.idempotencyWaitMs, leaseMs: Math.max(30_000, deps.config.payTimeoutMs * 10) };
+}

@@ -1,0 +1,40 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import type { AppDeps } from './app.deps.ts';
+import { inventoryRoutes } from './inventory/inventory.routes.ts';
+import { ordersRoutes } from './orders/orders.routes.ts';
+import { buildHttp } from './platform/http.ts';
+import { installMetrics } from './platform/metrics.ts';
+
+export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
+
+/** Later modules (payments, outbox, fulfillment, recovery) plug in their routes here. */
+const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes];
+
+export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promise<FastifyInstance> {
+  const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel });
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'flashpay', version: '0.1.0', description: 'Flash-sale orders and payments. Errors are RFC 9457 problem+json with a stable `code`.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  installMetrics(app);
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
+  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    try {
+      await deps.db.query('SELECT 1');
+      return { ok: true };
+    } catch {
+      return reply.code(503).type('application/problem+json').send({ type: 'about:blank', title: 'Not ready', status: 503, code: 'UNAVAILABLE', detail: 'database unreachable' });
+    }
+  });
+
+  for (const register of [...ROUTE_MODULES, ...extra]) register(app, deps);
+  await app.ready();
+  return app;
+}

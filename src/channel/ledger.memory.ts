@@ -1,0 +1,47 @@
+import { KeyedMutex } from './keyed-mutex.ts';
+import { RefundKeyConflict, type ChargeRecord, type LedgerStore, type LineDraft, type StatementLine } from './ledger.ts';
+
+/**
+ * The ledger in process memory: the default for a standalone `flashpay channel`. A decision's
+ * write is applied in one synchronous step after the decision is made, so a failing decision
+ * leaves nothing half-written.
+ */
+export function createMemoryLedger(): LedgerStore {
+  const mutex = new KeyedMutex();
+  const records = new Map<string, ChargeRecord>();
+  const refundKeys = new Map<string, string>();
+  const lines: StatementLine[] = [];
+
+  function apply(record: ChargeRecord, line: LineDraft | undefined): void {
+    if (record.refundKey !== null) {
+      const owner = refundKeys.get(record.refundKey);
+      if (owner !== undefined && owner !== record.merchantOrder) throw new RefundKeyConflict(record.refundKey);
+      refundKeys.set(record.refundKey, record.merchantOrder);
+    }
+    records.set(record.merchantOrder, { ...record });
+    if (line) lines.push({ ...line, at: new Date().toISOString() });
+  }
+
+  return {
+    withOrder(merchantOrder, decide) {
+      return mutex.run(merchantOrder, async () => {
+        const stored = records.get(merchantOrder);
+        const decision = await decide({
+          current: stored ? { ...stored } : undefined,
+          refundKeyOwner: async (refundKey) => refundKeys.get(refundKey),
+        });
+        if (decision.write) apply(decision.write.record, decision.write.line);
+        return decision.outcome;
+      });
+    },
+    async statement(merchantOrder) {
+      const chosen = merchantOrder === undefined ? lines : lines.filter((line) => line.merchantOrder === merchantOrder);
+      return chosen.map((line) => ({ ...line }));
+    },
+    async reset() {
+      records.clear();
+      refundKeys.clear();
+      lines.length = 0;
+    },
+  };
+}

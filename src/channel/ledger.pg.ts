@@ -1,0 +1,151 @@
+import { inTx, pgCode, type Db, type Executor, type Tx } from '../platform/db.ts';
+import { KeyedMutex } from './keyed-mutex.ts';
+import { RefundKeyConflict, type ChargeRecord, type LedgerStore, type LineDraft, type StatementLine } from './ledger.ts';
+
+// The channel's own tables. They live in the channel's own database (never the service's), and
+// the store creates them itself, so the channel needs no migration step of the service.
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS channel_charges (
+  merchant_order text PRIMARY KEY CHECK (char_length(merchant_order) BETWEEN 1 AND 255),
+  status text NOT NULL CHECK (status IN ('CHARGED', 'DECLINED', 'CLOSED', 'REFUNDED')),
+  amount bigint CHECK (amount > 0),
+  txn text UNIQUE,
+  notify_url text,
+  refund_key text CONSTRAINT channel_charges_refund_key_unique UNIQUE,
+  refund_id text UNIQUE,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  CHECK ((status = 'CLOSED') = (amount IS NULL)),
+  CHECK ((status = 'REFUNDED') = (refund_id IS NOT NULL))
+);
+CREATE TABLE IF NOT EXISTS channel_lines (
+  seq bigserial PRIMARY KEY,
+  type text NOT NULL CHECK (type IN ('CHARGE', 'REFUND')),
+  merchant_order text NOT NULL REFERENCES channel_charges (merchant_order),
+  amount bigint NOT NULL CHECK (amount > 0),
+  ref text NOT NULL UNIQUE,
+  at timestamptz NOT NULL DEFAULT now()
+);`;
+
+// Advisory locks of the channel, in their own class (the two-int key space never meets the
+// one-int key space the migrator uses). Key 0 guards schema creation; orders use hashtext().
+const LOCK_CLASS = 7_294_630;
+const SCHEMA_LOCK_KEY = 0;
+// A merchant order is held only for a few statements; waiting longer than this is a fault.
+const ORDER_LOCK_TIMEOUT_MS = 10_000;
+
+interface ChargeRow {
+  merchant_order: string;
+  status: ChargeRecord['status'];
+  amount: number | null;
+  txn: string | null;
+  notify_url: string | null;
+  refund_key: string | null;
+  refund_id: string | null;
+}
+
+function toRecord(row: ChargeRow): ChargeRecord {
+  return {
+    merchantOrder: row.merchant_order,
+    status: row.status,
+    amount: row.amount,
+    txn: row.txn,
+    notifyUrl: row.notify_url,
+    refundKey: row.refund_key,
+    refundId: row.refund_id,
+  };
+}
+
+/**
+ * Serializes every operation on one merchant order across connections and processes. An
+ * advisory lock rather than `FOR UPDATE`, because the first charge or close of an order has no
+ * row to lock yet. Collisions of hashtext() only serialize two unrelated orders, never merge them.
+ */
+async function lockMerchantOrder(tx: Tx, merchantOrder: string): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK_CLASS, merchantOrder]);
+}
+
+async function findCharge(db: Executor, merchantOrder: string): Promise<ChargeRecord | undefined> {
+  const result = await db.query<ChargeRow>(
+    'SELECT merchant_order, status, amount, txn, notify_url, refund_key, refund_id FROM channel_charges WHERE merchant_order = $1',
+    [merchantOrder],
+  );
+  const row = result.rows[0];
+  return row ? toRecord(row) : undefined;
+}
+
+async function findRefundKeyOwner(db: Executor, refundKey: string): Promise<string | undefined> {
+  const result = await db.query<{ merchant_order: string }>('SELECT merchant_order FROM channel_charges WHERE refund_key = $1', [refundKey]);
+  return result.rows[0]?.merchant_order;
+}
+
+async function saveCharge(tx: Tx, record: ChargeRecord): Promise<void> {
+  await tx.query(
+    `INSERT INTO channel_charges (merchant_order, status, amount, txn, notify_url, refund_key, refund_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (merchant_order) DO UPDATE SET status = EXCLUDED.status, refund_key = EXCLUDED.refund_key,
+       refund_id = EXCLUDED.refund_id, updated_at = now()`,
+    [record.merchantOrder, record.status, record.amount, record.txn, record.notifyUrl, record.refundKey, record.refundId],
+  );
+}
+
+async function insertLine(tx: Tx, line: LineDraft): Promise<void> {
+  await tx.query('INSERT INTO channel_lines (type, merchant_order, amount, ref) VALUES ($1, $2, $3, $4)', [
+    line.type,
+    line.merchantOrder,
+    line.amount,
+    line.ref,
+  ]);
+}
+
+async function ensureSchema(pool: Db): Promise<void> {
+  // Two channels starting at once would race on CREATE TABLE IF NOT EXISTS (it is not atomic).
+  await inTx(pool, async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_CLASS, SCHEMA_LOCK_KEY]);
+    await tx.query(SCHEMA);
+  });
+}
+
+/** The ledger in PostgreSQL; every change is committed before the caller is answered. */
+export async function createPgLedger(pool: Db): Promise<LedgerStore> {
+  await ensureSchema(pool);
+  // Queue in process first, so a burst on one order waits in memory rather than holding a
+  // pooled connection each while blocked on the advisory lock.
+  const mutex = new KeyedMutex();
+  return {
+    withOrder(merchantOrder, decide) {
+      const run = (tx: Tx) => transact(tx, merchantOrder, decide);
+      return mutex.run(merchantOrder, () => inTx(pool, run, { lockTimeoutMs: ORDER_LOCK_TIMEOUT_MS }));
+    },
+    async statement(merchantOrder) {
+      const result = await pool.query<{ type: LineDraft['type']; merchant_order: string; amount: number; ref: string; at: Date }>(
+        `SELECT type, merchant_order, amount, ref, at FROM channel_lines
+         WHERE $1::text IS NULL OR merchant_order = $1 ORDER BY seq`,
+        [merchantOrder ?? null],
+      );
+      return result.rows.map((row): StatementLine => ({ type: row.type, merchantOrder: row.merchant_order, amount: row.amount, ref: row.ref, at: row.at.toISOString() }));
+    },
+    async reset() {
+      await pool.query('TRUNCATE channel_lines, channel_charges RESTART IDENTITY');
+    },
+  };
+}
+
+type Decide = Parameters<LedgerStore['withOrder']>[1];
+
+async function transact(tx: Tx, merchantOrder: string, decide: Decide) {
+  await lockMerchantOrder(tx, merchantOrder);
+  const decision = await decide({ current: await findCharge(tx, merchantOrder), refundKeyOwner: (key) => findRefundKeyOwner(tx, key) });
+  if (decision.write) {
+    try {
+      await saveCharge(tx, decision.write.record);
+    } catch (error) {
+      // Another order took this refund key between our check and our write (it holds another lock).
+      const constraint = (error as { constraint?: string }).constraint;
+      if (pgCode(error) === '23505' && constraint === 'channel_charges_refund_key_unique') throw new RefundKeyConflict(String(decision.write.record.refundKey));
+      throw error;
+    }
+    if (decision.write.line) await insertLine(tx, decision.write.line);
+  }
+  return decision.outcome;
+}

@@ -1,0 +1,82 @@
+import type { Executor, Tx } from '../platform/db.ts';
+
+export interface KeyScope {
+  tenantId: string;
+  userId: string;
+  operation: string;
+  key: string;
+}
+
+export interface StoredResponse {
+  status: number;
+  /** The exact bytes sent the first time, so a replay is byte for byte. */
+  body: string;
+  location?: string;
+}
+
+export interface KeyRecord {
+  digest: string;
+  state: 'PROCESSING' | 'DONE';
+  response?: StoredResponse;
+  lockedUntil: Date | null;
+}
+
+const SCOPE = 'tenant_id = $1 AND user_id = $2 AND operation = $3 AND idempotency_key = $4';
+const scopeParams = (s: KeyScope) => [s.tenantId, s.userId, s.operation, s.key];
+
+/**
+ * Claims the key for this request. The unique primary key decides between concurrent requests:
+ * a second INSERT waits on the first's uncommitted row (bounded by lock_timeout) and then either
+ * inserts (the first rolled back) or does nothing (it committed). True means we own the key.
+ */
+export async function tryInsertKey(tx: Tx, scope: KeyScope, digest: string, now: Date, lockedUntil: Date): Promise<boolean> {
+  const result = await tx.query(
+    `INSERT INTO idempotency_keys (tenant_id, user_id, operation, idempotency_key, request_digest, state, locked_until, created_at)
+     VALUES ($1, $2, $3, $4, $5, 'PROCESSING', $6, $7) ON CONFLICT DO NOTHING`,
+    [...scopeParams(scope), digest, lockedUntil, now],
+  );
+  return result.rowCount === 1;
+}
+
+export async function findKey(db: Executor, scope: KeyScope): Promise<KeyRecord | undefined> {
+  const result = await db.query<{ request_digest: string; state: 'PROCESSING' | 'DONE'; response_status: number | null; response_body: string | null; response_location: string | null; locked_until: Date | null }>(
+    `SELECT request_digest, state, response_status, response_body, response_location, locked_until FROM idempotency_keys WHERE ${SCOPE}`,
+    scopeParams(scope),
+  );
+  const row = result.rows[0];
+  if (!row) return undefined;
+  const response = row.response_status === null ? undefined : { status: row.response_status, body: row.response_body ?? '', ...(row.response_location ? { location: row.response_location } : {}) };
+  return { digest: row.request_digest, state: row.state, response, lockedUntil: row.locked_until };
+}
+
+/** PROCESSING → DONE with the response, in the transaction of the effect it describes. */
+export async function completeKey(tx: Tx, scope: KeyScope, response: StoredResponse, now: Date): Promise<void> {
+  const result = await tx.query(
+    `UPDATE idempotency_keys SET state = 'DONE', response_status = $5, response_body = $6, response_location = $7, completed_at = $8, locked_until = NULL
+     WHERE ${SCOPE} AND state = 'PROCESSING'`,
+    [...scopeParams(scope), response.status, response.body, response.location ?? null, now],
+  );
+  if (result.rowCount !== 1) throw new Error(`idempotency key ${scope.operation}/${scope.key} was not PROCESSING when completed`);
+}
+
+/** Takes over a PROCESSING key whose owner's lease ran out (its process died mid-way). */
+export async function tryTakeOverKey(tx: Tx, scope: KeyScope, now: Date, lockedUntil: Date): Promise<boolean> {
+  const result = await tx.query(
+    `UPDATE idempotency_keys SET locked_until = $6 WHERE ${SCOPE} AND state = 'PROCESSING' AND locked_until < $5`,
+    [...scopeParams(scope), now, lockedUntil],
+  );
+  return result.rowCount === 1;
+}
+
+// Bounded per statement so a purge never holds a long lock.
+const PURGE_BATCH = 1000;
+
+/** Deletes completed keys older than the retention; PROCESSING keys are never purged. */
+export async function purgeCompletedKeys(db: Executor, olderThan: Date): Promise<number> {
+  const result = await db.query(
+    `DELETE FROM idempotency_keys WHERE ctid IN (
+       SELECT ctid FROM idempotency_keys WHERE state = 'DONE' AND completed_at < $1 LIMIT ${PURGE_BATCH})`,
+    [olderThan],
+  );
+  return result.rowCount ?? 0;
+}

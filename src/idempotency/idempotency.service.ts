@@ -1,0 +1,118 @@
+import { inTx, pgCode, sleep, type Db, type Tx } from '../platform/db.ts';
+import type { Clock } from '../platform/clock.ts';
+import { AppError } from '../platform/errors.ts';
+import { completeKey, findKey, tryInsertKey, tryTakeOverKey, type KeyRecord, type KeyScope, type StoredResponse } from './idempotency.repo.ts';
+
+export interface KeyedDeps {
+  db: Db;
+  clock: Clock;
+  /** How long a second request with an in-flight key waits before REQUEST_IN_PROGRESS. */
+  waitMs: number;
+  /** How long a PROCESSING key belongs to its owner before another request may take it over. */
+  leaseMs: number;
+}
+
+export interface KeyedResult extends StoredResponse {
+  replayed: boolean;
+}
+
+/**
+ * What the operation does once it owns the key, inside the claiming transaction. Either the
+ * response is known before commit (`final`: the key is completed in the same commit as the
+ * effect), or the operation continues after commit (`continueWith`, for /pay, which calls the provider
+ * between commits) and completes the key itself through `complete` in its last transaction.
+ */
+export type KeyedStep =
+  | { final: StoredResponse }
+  | { continueWith: (complete: (tx: Tx, response: StoredResponse) => Promise<void>) => Promise<StoredResponse> };
+
+export interface KeyedOperation {
+  scope: KeyScope;
+  digest: string;
+  start(tx: Tx): Promise<KeyedStep>;
+  /** Answers for a key whose owner died mid-way (lease expired); runs in the takeover transaction. */
+  abandoned?(tx: Tx): Promise<StoredResponse>;
+}
+
+const POLL_MS = 25;
+const LOCK_NOT_AVAILABLE = '55P03';
+
+function inProgress(): AppError {
+  return new AppError('REQUEST_IN_PROGRESS', 'a request with this Idempotency-Key is still being processed; retry later', {}, { 'Retry-After': '1' });
+}
+
+function replay(record: KeyRecord, digest: string): KeyedResult | undefined {
+  if (record.digest !== digest) throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
+  return record.state === 'DONE' && record.response ? { ...record.response, replayed: true } : undefined;
+}
+
+type Claim = { owned: true; step: KeyedStep } | { owned: false; record: KeyRecord };
+
+async function claim(deps: KeyedDeps, op: KeyedOperation): Promise<Claim> {
+  try {
+    return await inTx(
+      deps.db,
+      async (tx) => {
+        const now = deps.clock.now();
+        if (await tryInsertKey(tx, op.scope, op.digest, now, new Date(now.getTime() + deps.leaseMs))) {
+          const step = await op.start(tx);
+          if ('final' in step) await completeKey(tx, op.scope, step.final, now);
+          return { owned: true, step } as const;
+        }
+        // The row exists and is committed (ON CONFLICT waited for any in-flight owner); a new
+        // statement sees it. Compare digests before anything else: a reused key has no side effect.
+        const record = await findKey(tx, op.scope);
+        if (!record) throw new Error('idempotency key vanished');
+        if (record.digest !== op.digest) throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
+        return { owned: false, record } as const;
+      },
+      { lockTimeoutMs: deps.waitMs },
+    );
+  } catch (error) {
+    if (pgCode(error) === LOCK_NOT_AVAILABLE) throw inProgress();
+    throw error;
+  }
+}
+
+async function tryTakeOver(deps: KeyedDeps, op: KeyedOperation): Promise<KeyedResult | undefined> {
+  const abandoned = op.abandoned;
+  if (!abandoned) return undefined;
+  return inTx(deps.db, async (tx) => {
+    const now = deps.clock.now();
+    if (!(await tryTakeOverKey(tx, op.scope, now, new Date(now.getTime() + deps.leaseMs)))) return undefined;
+    const response = await abandoned(tx);
+    await completeKey(tx, op.scope, response, now);
+    return { ...response, replayed: false };
+  });
+}
+
+/** Waits (bounded) for a PROCESSING key to complete, then replays; takes over an abandoned one. */
+async function awaitCompletion(deps: KeyedDeps, op: KeyedOperation, record: KeyRecord): Promise<KeyedResult> {
+  const deadline = Date.now() + deps.waitMs;
+  let current: KeyRecord | undefined = record;
+  for (;;) {
+    if (!current) throw new Error('idempotency key vanished');
+    const replayed = replay(current, op.digest);
+    if (replayed) return replayed;
+    if (current.lockedUntil && current.lockedUntil < deps.clock.now()) {
+      const taken = await tryTakeOver(deps, op);
+      if (taken) return taken;
+    }
+    if (Date.now() >= deadline) throw inProgress();
+    await sleep(POLL_MS);
+    current = await findKey(deps.db, op.scope);
+  }
+}
+
+/**
+ * Runs an operation at most once per (tenant, user, operation, key). The key record and the
+ * effect commit together, so "key completed" and "order exists" are one fact (seed 001).
+ */
+export async function executeKeyed(deps: KeyedDeps, op: KeyedOperation): Promise<KeyedResult> {
+  const claimed = await claim(deps, op);
+  if (!claimed.owned) return awaitCompletion(deps, op, claimed.record);
+  const step = claimed.step;
+  if ('final' in step) return { ...step.final, replayed: false };
+  const response = await step.continueWith((tx, final) => completeKey(tx, op.scope, final, deps.clock.now()));
+  return { ...response, replayed: false };
+}

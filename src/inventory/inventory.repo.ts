@@ -1,0 +1,201 @@
+import type { Executor, Tx } from '../platform/db.ts';
+import type { Reservation, ReservationStatus, ReserveRequest, ReserveResult, Sku } from './inventory.types.ts';
+
+interface SkuRow {
+  tenant_id: string;
+  sku: string;
+  name: string;
+  price: number;
+  total: number;
+  available: number;
+  held: number;
+  confirmed: number;
+  released: number;
+  per_user_limit: number | null;
+  hold_ttl_ms: number;
+}
+
+function toSku(row: SkuRow): Sku {
+  return {
+    tenantId: row.tenant_id,
+    sku: row.sku,
+    name: row.name,
+    price: row.price,
+    total: row.total,
+    available: row.available,
+    held: row.held,
+    confirmed: row.confirmed,
+    released: row.released,
+    perUserLimit: row.per_user_limit,
+    holdTtlMs: row.hold_ttl_ms,
+  };
+}
+
+export interface NewSku {
+  tenantId: string;
+  sku: string;
+  name: string;
+  price: number;
+  stock: number;
+  perUserLimit: number | null;
+  holdTtlMs: number;
+}
+
+/** Inserts a SKU; false when it already exists in the tenant. */
+export async function tryInsertSku(db: Executor, sku: NewSku, now: Date): Promise<boolean> {
+  const result = await db.query(
+    `INSERT INTO skus (tenant_id, sku, name, price, total, available, held, confirmed, per_user_limit, hold_ttl_ms, created_at)
+     VALUES ($1, $2, $3, $4, $5, $5, 0, 0, $6, $7, $8) ON CONFLICT DO NOTHING`,
+    [sku.tenantId, sku.sku, sku.name, sku.price, sku.stock, sku.perUserLimit, sku.holdTtlMs, now],
+  );
+  return result.rowCount === 1;
+}
+
+export async function findSku(db: Executor, tenantId: string, sku: string): Promise<Sku | undefined> {
+  const result = await db.query<SkuRow>('SELECT * FROM skus WHERE tenant_id = $1 AND sku = $2', [tenantId, sku]);
+  return result.rows[0] ? toSku(result.rows[0]) : undefined;
+}
+
+export async function findReservation(db: Executor, tenantId: string, key: string): Promise<Reservation | undefined> {
+  const result = await db.query<{ user_id: string; sku: string; quantity: number; status: ReservationStatus; expires_at: Date }>(
+    'SELECT user_id, sku, quantity, status, expires_at FROM reservations WHERE tenant_id = $1 AND request_key = $2',
+    [tenantId, key],
+  );
+  const row = result.rows[0];
+  return row && { tenantId, key, userId: row.user_id, sku: row.sku, quantity: row.quantity, status: row.status, expiresAt: row.expires_at };
+}
+
+/**
+ * Conditional decrement of the SKU counters: the row lock taken by this UPDATE is what makes
+ * concurrent buyers queue on a hot SKU, and `available >= $qty` is what makes overselling
+ * impossible. Returns the hold TTL when stock was taken.
+ */
+async function tryTakeStock(tx: Tx, tenantId: string, sku: string, quantity: number): Promise<number | undefined> {
+  const result = await tx.query<{ hold_ttl_ms: number }>(
+    `UPDATE skus SET available = available - $3, held = held + $3
+     WHERE tenant_id = $1 AND sku = $2 AND available >= $3 RETURNING hold_ttl_ms`,
+    [tenantId, sku, quantity],
+  );
+  return result.rows[0]?.hold_ttl_ms;
+}
+
+/**
+ * The per-user limit as a conditional upsert on the user's holding row: the row lock serialises
+ * one user's concurrent requests, the WHERE refuses the one that would cross the limit.
+ */
+async function tryAddHolding(tx: Tx, request: ReserveRequest, limit: number): Promise<boolean> {
+  const result = await tx.query(
+    `INSERT INTO user_holdings (tenant_id, sku, user_id, quantity) SELECT $1, $2, $3, $4::int WHERE $4::int <= $5::int
+     ON CONFLICT (tenant_id, sku, user_id) DO UPDATE SET quantity = user_holdings.quantity + EXCLUDED.quantity
+     WHERE user_holdings.quantity + EXCLUDED.quantity <= $5::int`,
+    [request.tenantId, request.sku, request.userId, request.quantity, limit],
+  );
+  return result.rowCount === 1;
+}
+
+async function subtractHolding(tx: Tx, tenantId: string, sku: string, userId: string, quantity: number): Promise<void> {
+  await tx.query(
+    'UPDATE user_holdings SET quantity = quantity - $4 WHERE tenant_id = $1 AND sku = $2 AND user_id = $3',
+    [tenantId, sku, userId, quantity],
+  );
+}
+
+async function reserveOne(tx: Tx, request: ReserveRequest, limit: number | null, now: Date): Promise<ReserveResult> {
+  const existing = await findReservation(tx, request.tenantId, request.key);
+  if (existing) return { key: request.key, outcome: 'HELD', existingStatus: existing.status, expiresAt: existing.expiresAt };
+  if (limit !== null && !(await tryAddHolding(tx, request, limit))) return { key: request.key, outcome: 'USER_LIMIT' };
+  const ttl = await tryTakeStock(tx, request.tenantId, request.sku, request.quantity);
+  if (ttl === undefined) {
+    if (limit !== null) await subtractHolding(tx, request.tenantId, request.sku, request.userId, request.quantity);
+    return { key: request.key, outcome: 'SOLD_OUT' };
+  }
+  const expiresAt = new Date(now.getTime() + ttl);
+  await tx.query(
+    `INSERT INTO reservations (tenant_id, request_key, user_id, sku, quantity, status, expires_at, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, 'HELD', $6, $7, $7)`,
+    [request.tenantId, request.key, request.userId, request.sku, request.quantity, expiresAt, now],
+  );
+  return { key: request.key, outcome: 'HELD', expiresAt };
+}
+
+/**
+ * Reserves for a batch of requests in the caller's transaction, in order. Idempotent by key: a
+ * key seen before answers with its reservation instead of taking stock again. Taking a batch lets
+ * a later single-writer-per-SKU path reserve for many queued buyers in one transaction.
+ */
+export async function reserve(tx: Tx, requests: readonly ReserveRequest[], now: Date): Promise<ReserveResult[]> {
+  const limits = new Map<string, number | null>();
+  const results: ReserveResult[] = [];
+  for (const request of requests) {
+    const skuKey = `${request.tenantId}\u0000${request.sku}`;
+    if (!limits.has(skuKey)) {
+      const row = await tx.query<{ per_user_limit: number | null }>('SELECT per_user_limit FROM skus WHERE tenant_id = $1 AND sku = $2', [request.tenantId, request.sku]);
+      limits.set(skuKey, row.rows[0]?.per_user_limit ?? null);
+    }
+    results.push(await reserveOne(tx, request, limits.get(skuKey) ?? null, now));
+  }
+  return results;
+}
+
+/**
+ * HELD → CONFIRMED or HELD → RELEASED, moving the counters in the same statement. Acts only on a
+ * HELD reservation and reports whether it did: callers decide from that, never assume.
+ */
+async function tryFinishHeld(tx: Tx, tenantId: string, key: string, to: 'CONFIRMED' | 'RELEASED', now: Date): Promise<boolean> {
+  const counters = to === 'CONFIRMED' ? 'held = s.held - r.quantity, confirmed = s.confirmed + r.quantity' : 'held = s.held - r.quantity, available = s.available + r.quantity, released = s.released + r.quantity';
+  const result = await tx.query<{ user_id: string; sku: string; quantity: number }>(
+    `WITH r AS (
+       UPDATE reservations SET status = $3, updated_at = $4
+       WHERE tenant_id = $1 AND request_key = $2 AND status = 'HELD'
+       RETURNING tenant_id, sku, user_id, quantity)
+     UPDATE skus s SET ${counters} FROM r WHERE s.tenant_id = r.tenant_id AND s.sku = r.sku
+     RETURNING r.user_id, r.sku, r.quantity`,
+    [tenantId, key, to, now],
+  );
+  const row = result.rows[0];
+  if (!row) return false;
+  if (to === 'RELEASED') await subtractHolding(tx, tenantId, row.sku, row.user_id, row.quantity);
+  return true;
+}
+
+export function tryConfirm(tx: Tx, tenantId: string, key: string, now: Date): Promise<boolean> {
+  return tryFinishHeld(tx, tenantId, key, 'CONFIRMED', now);
+}
+
+export function tryRelease(tx: Tx, tenantId: string, key: string, now: Date): Promise<boolean> {
+  return tryFinishHeld(tx, tenantId, key, 'RELEASED', now);
+}
+
+// Bounded so one sweep never holds locks on an unbounded number of rows.
+const EXPIRY_BATCH = 500;
+
+/**
+ * Releases HELD reservations past expires_at, looking at nothing else (not at orders: a slow
+ * payment does not keep stock off sale). SKIP LOCKED lets several sweepers share the work and
+ * skips reservations a payment is confirming right now.
+ */
+export async function releaseExpiredBatch(tx: Tx, now: Date): Promise<number> {
+  const result = await tx.query<{ n: number }>(
+    `WITH expired AS (
+       SELECT tenant_id, request_key FROM reservations
+       WHERE status = 'HELD' AND expires_at <= $1
+       ORDER BY expires_at LIMIT ${EXPIRY_BATCH} FOR UPDATE SKIP LOCKED),
+     released AS (
+       UPDATE reservations r SET status = 'RELEASED', updated_at = $1 FROM expired e
+       WHERE r.tenant_id = e.tenant_id AND r.request_key = e.request_key
+       RETURNING r.tenant_id, r.sku, r.user_id, r.quantity),
+     per_sku AS (
+       SELECT tenant_id, sku, sum(quantity)::int AS quantity, count(*)::int AS n FROM released GROUP BY tenant_id, sku),
+     holdings AS (
+       UPDATE user_holdings h SET quantity = h.quantity - x.quantity
+       FROM (SELECT tenant_id, sku, user_id, sum(quantity)::int AS quantity FROM released GROUP BY 1, 2, 3) x
+       WHERE h.tenant_id = x.tenant_id AND h.sku = x.sku AND h.user_id = x.user_id),
+     counters AS (
+       UPDATE skus s SET held = s.held - p.quantity, available = s.available + p.quantity, released = s.released + p.quantity
+       FROM per_sku p WHERE s.tenant_id = p.tenant_id AND s.sku = p.sku RETURNING p.n)
+     -- data-modifying CTEs run whether or not they are referenced
+     SELECT coalesce(sum(n), 0)::int AS n FROM counters`,
+    [now],
+  );
+  return result.rows[0]?.n ?? 0;
+}

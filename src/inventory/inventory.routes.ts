@@ -1,0 +1,51 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppDeps } from '../app.deps.ts';
+import { principalOf, requirePrincipal } from '../platform/auth.ts';
+import { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';
+
+// Prices are minor units; 10^12 keeps price × MAX_QUANTITY far inside Number.MAX_SAFE_INTEGER.
+const MAX_PRICE = 1_000_000_000_000;
+const MAX_STOCK = 100_000_000;
+
+const skuBody = {
+  type: 'object',
+  required: ['sku', 'name', 'price', 'stock'],
+  additionalProperties: false,
+  properties: {
+    sku: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[\\x21-\\x7e]+$' },
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    price: { type: 'integer', minimum: 0, maximum: MAX_PRICE },
+    stock: { type: 'integer', minimum: 0, maximum: MAX_STOCK },
+    per_user_limit: { type: ['integer', 'null'], minimum: 1 },
+    hold_ttl_ms: { type: 'integer', minimum: 1, maximum: 7 * 24 * 3600 * 1000 },
+  },
+} as const;
+
+interface SkuBody {
+  sku: string;
+  name: string;
+  price: number;
+  stock: number;
+  per_user_limit?: number | null;
+  hold_ttl_ms?: number;
+}
+
+export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const admin = requirePrincipal(deps.signer, 'admin');
+
+  app.post<{ Body: SkuBody }>('/v1/admin/skus', { onRequest: admin, schema: { body: skuBody, tags: ['admin'] } }, async (request, reply) => {
+    const b = request.body;
+    const sku = await createSku(
+      deps.db,
+      { tenantId: principalOf(request).tenantId, sku: b.sku, name: b.name, price: b.price, stock: b.stock, perUserLimit: b.per_user_limit ?? null, holdTtlMs: b.hold_ttl_ms ?? DEFAULT_HOLD_TTL_MS },
+      deps.clock,
+    );
+    return reply.code(201).header('Location', `/v1/admin/skus/${encodeURIComponent(sku.sku)}`).send(skuView(sku));
+  });
+
+  app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku', { onRequest: admin, schema: { tags: ['admin'] } }, async (request) =>
+    skuView(await getSku(deps.db, principalOf(request).tenantId, request.params.sku)),
+  );
+
+  app.post('/v1/admin/expiry/run', { onRequest: admin, schema: { tags: ['admin'] } }, async () => ({ released: await releaseExpired(deps.db, deps.clock) }));
+}

@@ -1,0 +1,45 @@
+import { inTx, type Db } from '../platform/db.ts';
+import type { Clock } from '../platform/clock.ts';
+import { AppError } from '../platform/errors.ts';
+import { findSku, releaseExpiredBatch, tryInsertSku, type NewSku } from './inventory.repo.ts';
+import type { Sku } from './inventory.types.ts';
+
+export const DEFAULT_HOLD_TTL_MS = 60_000;
+
+export async function createSku(db: Db, sku: NewSku, clock: Clock): Promise<Sku> {
+  if (!(await tryInsertSku(db, sku, clock.now()))) throw new AppError('SKU_EXISTS', `SKU ${sku.sku} already exists`);
+  const created = await findSku(db, sku.tenantId, sku.sku);
+  if (!created) throw new Error('SKU vanished after insert');
+  return created;
+}
+
+export async function getSku(db: Db, tenantId: string, sku: string): Promise<Sku> {
+  const found = await findSku(db, tenantId, sku);
+  if (!found) throw new AppError('SKU_NOT_FOUND', `no SKU ${sku}`);
+  return found;
+}
+
+export function skuView(sku: Sku) {
+  return {
+    sku: sku.sku,
+    name: sku.name,
+    price: sku.price,
+    per_user_limit: sku.perUserLimit,
+    hold_ttl_ms: sku.holdTtlMs,
+    total: sku.total,
+    available: sku.available,
+    held: sku.held,
+    confirmed: sku.confirmed,
+    released: sku.released,
+  };
+}
+
+/** The expiry sweep: releases every HELD reservation past its expiry, batch by batch. */
+export async function releaseExpired(db: Db, clock: Clock): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const released = await inTx(db, (tx) => releaseExpiredBatch(tx, clock.now()));
+    total += released;
+    if (released === 0) return total;
+  }
+}

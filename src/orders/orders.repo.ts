@@ -1,0 +1,124 @@
+import { randomBytes } from 'node:crypto';
+import type { Executor, Tx } from '../platform/db.ts';
+import { invariant } from '../platform/errors.ts';
+import { EVENT_STATUSES, isAllowed, type OrderStatus } from './orders.states.ts';
+import type { Order, TimelineEntry } from './orders.types.ts';
+
+interface OrderRow {
+  order_id: string;
+  tenant_id: string;
+  user_id: string;
+  sku: string;
+  quantity: number;
+  amount: number;
+  status: OrderStatus;
+  version: number;
+  reservation_key: string;
+  reserve_attempt: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toOrder(row: OrderRow): Order {
+  return {
+    orderId: row.order_id,
+    tenantId: row.tenant_id,
+    userId: row.user_id,
+    sku: row.sku,
+    quantity: row.quantity,
+    amount: row.amount,
+    status: row.status,
+    version: row.version,
+    reservationKey: row.reservation_key,
+    reserveAttempt: row.reserve_attempt,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function newOrderId(): string {
+  return `ord_${randomBytes(10).toString('hex')}`;
+}
+
+/** The first reservation key of an order; re-reservations use /r2, /r3, … */
+export function reservationKeyFor(orderId: string, attempt: number): string {
+  return `${orderId}/r${attempt}`;
+}
+
+export interface NewOrder {
+  orderId: string;
+  tenantId: string;
+  userId: string;
+  sku: string;
+  quantity: number;
+  amount: number;
+  reservationKey: string;
+}
+
+export async function insertOrder(tx: Tx, order: NewOrder, now: Date): Promise<void> {
+  await tx.query(
+    `INSERT INTO orders (order_id, tenant_id, user_id, sku, quantity, amount, status, version, reservation_key, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, 'CREATED', 1, $7, $8, $8)`,
+    [order.orderId, order.tenantId, order.userId, order.sku, order.quantity, order.amount, order.reservationKey, now],
+  );
+  await tx.query(
+    `INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at) VALUES ($1, NULL, 'CREATED', 1, 'create', $2)`,
+    [order.orderId, now],
+  );
+}
+
+export async function findOrder(db: Executor, orderId: string): Promise<Order | undefined> {
+  const result = await db.query<OrderRow>('SELECT * FROM orders WHERE order_id = $1', [orderId]);
+  return result.rows[0] ? toOrder(result.rows[0]) : undefined;
+}
+
+/** SELECT … FOR UPDATE: callbacks, query results and cancels on one order run one after another. */
+export async function lockOrder(tx: Tx, orderId: string): Promise<Order | undefined> {
+  const result = await tx.query<OrderRow>('SELECT * FROM orders WHERE order_id = $1 FOR UPDATE', [orderId]);
+  return result.rows[0] ? toOrder(result.rows[0]) : undefined;
+}
+
+export async function setReservation(tx: Tx, orderId: string, key: string, attempt: number): Promise<void> {
+  await tx.query('UPDATE orders SET reservation_key = $2, reserve_attempt = $3 WHERE order_id = $1', [orderId, key, attempt]);
+}
+
+export interface TransitionResult {
+  ok: boolean;
+  version?: number;
+}
+
+/**
+ * The one way an order changes state: a guarded UPDATE on the expected prior state, version + 1,
+ * a transition-log row, and for PAID/FAILED/CANCELLED/REFUNDED an outbox event — all in the
+ * caller's transaction. Zero rows updated means the precondition failed: refused, not overwritten.
+ */
+export async function transition(tx: Tx, orderId: string, from: OrderStatus, to: OrderStatus, reason: string, now: Date): Promise<TransitionResult> {
+  invariant(isAllowed(from, to), `transition ${from} -> ${to} is not in the state machine`);
+  const result = await tx.query<OrderRow>(
+    `UPDATE orders SET status = $3, version = version + 1, updated_at = $4
+     WHERE order_id = $1 AND status = $2 RETURNING *`,
+    [orderId, from, to, now],
+  );
+  const row = result.rows[0];
+  if (!row) return { ok: false };
+  await tx.query(
+    'INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at) VALUES ($1, $2, $3, $4, $5, $6)',
+    [orderId, from, to, row.version, reason, now],
+  );
+  if (EVENT_STATUSES.has(to)) {
+    const payload = { order_id: row.order_id, tenant_id: row.tenant_id, user_id: row.user_id, sku: row.sku, quantity: row.quantity, amount: row.amount, status: to, version: row.version };
+    await tx.query(
+      `INSERT INTO outbox (order_id, event_type, order_version, payload, created_at, next_attempt_at) VALUES ($1, $2, $3, $4, $5, $5)`,
+      [orderId, `ORDER_${to}`, row.version, payload, now],
+    );
+  }
+  return { ok: true, version: row.version };
+}
+
+export async function getTimeline(db: Executor, orderId: string): Promise<TimelineEntry[]> {
+  const result = await db.query<{ from_status: OrderStatus | null; to_status: OrderStatus; version: number; reason: string; at: Date }>(
+    'SELECT from_status, to_status, version, reason, at FROM order_transitions WHERE order_id = $1 ORDER BY version',
+    [orderId],
+  );
+  return result.rows.map((r) => ({ from: r.from_status, to: r.to_status, version: r.version, reason: r.reason, at: r.at.toISOString() }));
+}

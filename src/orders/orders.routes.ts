@@ -1,0 +1,77 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppDeps } from '../app.deps.ts';
+import { keyedDeps } from '../app.deps.ts';
+import { principalOf, requirePrincipal } from '../platform/auth.ts';
+import { inTx } from '../platform/db.ts';
+import { AppError } from '../platform/errors.ts';
+import { requestDigest } from '../idempotency/digest.ts';
+import { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from '../idempotency/idempotency.http.ts';
+import { executeKeyed } from '../idempotency/idempotency.service.ts';
+import { cancelOrder, createOrder, getOrderFor, orderView, timelineFor } from './orders.service.ts';
+
+// A flash sale sells a handful of units per buyer; anything near 10^9 is a client bug.
+export const MAX_QUANTITY = 1000;
+
+const orderIdParams = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', minLength: 1, maxLength: 64 } },
+} as const;
+
+const createBody = {
+  type: 'object',
+  required: ['sku'],
+  additionalProperties: false,
+  properties: {
+    sku: { type: 'string', minLength: 1, maxLength: 64 },
+    quantity: { type: 'integer', minimum: 1, maximum: MAX_QUANTITY },
+  },
+} as const;
+
+export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const auth = requirePrincipal(deps.signer);
+
+  app.post<{ Body: { sku: string; quantity?: number } }>('/v1/orders', { onRequest: auth, schema: { body: createBody, tags: ['orders'] } }, async (request, reply) => {
+    const principal = principalOf(request);
+    const key = idempotencyKeyOf(request);
+    const body = { sku: request.body.sku, quantity: request.body.quantity ?? 1 };
+    const result = await executeKeyed(keyedDeps(deps), {
+      scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },
+      digest: requestDigest('create_order', {}, body),
+      async start(tx) {
+        const outcome = await createOrder(tx, principal, body.sku, body.quantity, deps.clock.now());
+        if (outcome.kind !== 'CREATED') {
+          const detail = outcome.kind === 'SOLD_OUT' ? `no stock left for ${body.sku}` : `per-user limit reached for ${body.sku}`;
+          return { final: problemResponse(outcome.kind, detail) };
+        }
+        const { order, reservation } = outcome;
+        const view = {
+          order_id: order.orderId,
+          status: order.status,
+          sku: order.sku,
+          quantity: order.quantity,
+          amount: order.amount,
+          reservation: { key: reservation.key, status: reservation.status, expires_at: reservation.expiresAt.toISOString() },
+        };
+        return { final: jsonResponse(201, view, `/v1/orders/${order.orderId}`) };
+      },
+    });
+    return sendKeyed(reply, result);
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/orders/:id', { onRequest: auth, schema: { params: orderIdParams, tags: ['orders'] } }, async (request) => {
+    const order = await getOrderFor(deps.db, principalOf(request), request.params.id);
+    return orderView(deps.db, order);
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/orders/:id/timeline', { onRequest: auth, schema: { params: orderIdParams, tags: ['orders'] } }, async (request) =>
+    timelineFor(deps.db, principalOf(request), request.params.id),
+  );
+
+  app.post<{ Params: { id: string } }>('/v1/orders/:id/cancel', { onRequest: auth, schema: { params: orderIdParams, tags: ['orders'] } }, async (request) => {
+    const principal = principalOf(request);
+    const outcome = await inTx(deps.db, (tx) => cancelOrder(tx, principal, request.params.id, 'cancel', deps.clock.now()));
+    if (outcome.kind === 'REJECTED') throw new AppError('REJECTED', `order is ${outcome.status}, it cannot be cancelled`, { status: outcome.status });
+    return { order_id: outcome.order.orderId, status: outcome.order.status };
+  });
+}

@@ -1,0 +1,39 @@
+// The order state machine of seed 000 (figure 29-1). This table is the single source: transition()
+// refuses anything not listed, and docs/state-machine.md is generated from it (tests check they agree).
+export const ORDER_STATUSES = ['CREATED', 'PAYING', 'UNKNOWN', 'PAID', 'FAILED', 'CANCELLED', 'REFUNDING', 'REFUNDED'] as const;
+export type OrderStatus = (typeof ORDER_STATUSES)[number];
+
+export const TRANSITIONS: ReadonlyArray<readonly [OrderStatus, OrderStatus, string]> = [
+  ['CREATED', 'PAYING', 'pay: committed before the channel is called'],
+  ['CREATED', 'CANCELLED', 'cancel or reservation expired; HELD released in the same transaction'],
+  ['CREATED', 'PAID', 'success arrives before the pay reply, reservation still HELD'],
+  ['CREATED', 'REFUNDING', 'success arrives but the unit is lost'],
+  ['PAYING', 'UNKNOWN', 'timeout or IO error: the reservation stays HELD'],
+  ['PAYING', 'PAID', 'success: reservation confirmed (or re-reserved and confirmed)'],
+  ['PAYING', 'REFUNDING', 'success but the unit is lost'],
+  ['PAYING', 'FAILED', 'declined or closed; reservation released in the same transaction'],
+  ['UNKNOWN', 'PAID', 'query or callback success: reservation confirmed (or re-reserved)'],
+  ['UNKNOWN', 'REFUNDING', 'success but the unit is lost'],
+  ['UNKNOWN', 'FAILED', 'declined or closed; reservation released in the same transaction'],
+  ['FAILED', 'REFUNDING', 'success after failure: compensating refund'],
+  ['CANCELLED', 'REFUNDING', 'success after cancel: compensating refund'],
+  ['REFUNDING', 'REFUNDED', 'the channel confirmed the refund'],
+];
+
+/** Statuses whose entry emits an ORDER_<STATUS> outbox event in the same transaction. */
+export const EVENT_STATUSES: ReadonlySet<OrderStatus> = new Set(['PAID', 'FAILED', 'CANCELLED', 'REFUNDED']);
+
+/** Statuses recovery must still drive somewhere; reconciliation lists them as pending. */
+export const UNFINISHED_STATUSES: ReadonlySet<OrderStatus> = new Set(['PAYING', 'UNKNOWN', 'REFUNDING']);
+
+const ALLOWED = new Set(TRANSITIONS.map(([from, to]) => `${from}>${to}`));
+
+export function isAllowed(from: OrderStatus, to: OrderStatus): boolean {
+  return ALLOWED.has(`${from}>${to}`);
+}
+
+export function mermaidDiagram(): string {
+  const lines = ['stateDiagram-v2', '    [*] --> CREATED: create (reservation HELD, same transaction)'];
+  for (const [from, to, why] of TRANSITIONS) lines.push(`    ${from} --> ${to}: ${why}`);
+  return lines.join('\n');
+}

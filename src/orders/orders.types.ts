@@ -1,0 +1,24 @@
+import type { OrderStatus } from './orders.states.ts';
+
+export interface Order {
+  orderId: string;
+  tenantId: string;
+  userId: string;
+  sku: string;
+  quantity: number;
+  amount: number;
+  status: OrderStatus;
+  version: number;
+  reservationKey: string;
+  reserveAttempt: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface TimelineEntry {
+  from: OrderStatus | null;
+  to: OrderStatus;
+  version: number;
+  reason: string;
+  at: string;
+}

@@ -1,0 +1,145 @@
+import { inTx, type Db, type Executor } from '../platform/db.ts';
+
+// The outbox's concurrency-critical statements, one named function each. Every write after the
+// claim is guarded by `claimed_by = owner`, so a relay whose lease was taken over cannot mark or
+// fail an event another relay now owns.
+
+export interface OutboxRow {
+  event_id: number;
+  order_id: string;
+  event_type: string;
+  order_version: number;
+  payload: Record<string, unknown>;
+  attempts: number;
+}
+
+export interface ClaimRequest {
+  owner: string;
+  now: Date;
+  leaseMs: number;
+  limit: number;
+}
+
+// A claim is a short transaction: lock due rows with SKIP LOCKED (two relays never wait on, or both
+// take, the same row), stamp owner + lease, COMMIT. Nothing stays open while the sink is called;
+// the lease, not a row lock, protects the event during delivery, and an expired lease is simply
+// claimable again (takeover). NOT EXISTS keeps per-order version order: an event is claimable only
+// when no earlier version of its order is unpublished — dead or claimed elsewhere included.
+// (DISTINCT ON cannot be combined with FOR UPDATE, hence NOT EXISTS on the (order_id, order_version) index.)
+const CLAIM_SQL = `
+WITH due AS (
+  SELECT o.event_id FROM outbox o
+  WHERE o.published_at IS NULL AND o.dead_at IS NULL
+    AND o.next_attempt_at <= $1
+    AND (o.claimed_until IS NULL OR o.claimed_until < $1)
+    AND NOT EXISTS (
+      SELECT 1 FROM outbox e
+      WHERE e.order_id = o.order_id AND e.order_version < o.order_version AND e.published_at IS NULL)
+  ORDER BY o.event_id
+  LIMIT $2
+  FOR UPDATE OF o SKIP LOCKED
+)
+UPDATE outbox SET claimed_by = $3, claimed_until = $4
+FROM due WHERE outbox.event_id = due.event_id
+RETURNING outbox.event_id, outbox.order_id, outbox.event_type, outbox.order_version, outbox.payload, outbox.attempts`;
+
+export async function claimBatch(db: Db, request: ClaimRequest): Promise<OutboxRow[]> {
+  const claimedUntil = new Date(request.now.getTime() + request.leaseMs);
+  const result = await inTx(db, (tx) => tx.query<OutboxRow>(CLAIM_SQL, [request.now, request.limit, request.owner, claimedUntil]), {
+    lockTimeoutMs: 2_000,
+    statementTimeoutMs: 10_000,
+  });
+  return result.rows.sort((a, b) => a.event_id - b.event_id);
+}
+
+/** Marks an event published after the sink acknowledged it; false when another relay took it over. */
+export async function tryMarkPublished(db: Executor, eventId: number, owner: string, now: Date): Promise<boolean> {
+  // claimed_by is kept as the publisher's name (C29-09 shows each relay's share); the lease is cleared.
+  const result = await db.query(
+    `UPDATE outbox SET published_at = $3, claimed_until = NULL
+     WHERE event_id = $1 AND claimed_by = $2 AND published_at IS NULL`,
+    [eventId, owner, now],
+  );
+  return result.rowCount === 1;
+}
+
+export interface FailureRecord {
+  eventId: number;
+  owner: string;
+  now: Date;
+  error: string;
+  nextAttemptAt: Date;
+  maxAttempts: number;
+}
+
+/**
+ * Counts a failed attempt and releases the claim. At `maxAttempts` the event is parked (`dead_at`):
+ * kept, listed, re-drivable, never dropped. Returns whether it is now dead, or null when the claim
+ * was no longer ours.
+ */
+export async function tryRecordFailure(db: Executor, failure: FailureRecord): Promise<{ dead: boolean } | null> {
+  const result = await db.query<{ dead: boolean }>(
+    `UPDATE outbox SET attempts = attempts + 1, last_error = left($3, 2000), next_attempt_at = $4,
+       claimed_by = NULL, claimed_until = NULL,
+       dead_at = CASE WHEN attempts + 1 >= $5 THEN $6::timestamptz END
+     WHERE event_id = $1 AND claimed_by = $2 AND published_at IS NULL
+     RETURNING dead_at IS NOT NULL AS dead`,
+    [failure.eventId, failure.owner, failure.error, failure.nextAttemptAt, failure.maxAttempts, failure.now],
+  );
+  return result.rows[0] ?? null;
+}
+
+/** Parks an event at once (an unknown type will not get better by retrying). */
+export async function tryParkDead(db: Executor, eventId: number, owner: string, reason: string, now: Date): Promise<boolean> {
+  const result = await db.query(
+    `UPDATE outbox SET attempts = attempts + 1, last_error = left($3, 2000), dead_at = $4,
+       claimed_by = NULL, claimed_until = NULL
+     WHERE event_id = $1 AND claimed_by = $2 AND published_at IS NULL`,
+    [eventId, owner, reason, now],
+  );
+  return result.rowCount === 1;
+}
+
+export interface DeadEvent {
+  event_id: string;
+  order_id: string;
+  event_type: string;
+  order_version: number;
+  attempts: number;
+  last_error: string | null;
+  dead_at: string;
+}
+
+// Bounds one admin listing; the dead set is expected to be tiny, and paging is by event_id.
+export const MAX_DEAD_LISTED = 500;
+
+export async function listDeadEvents(db: Executor, limit = 100, afterEventId = 0): Promise<DeadEvent[]> {
+  const result = await db.query<DeadEvent>(
+    `SELECT event_id::text, order_id, event_type, order_version, attempts, last_error,
+            to_char(dead_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS dead_at
+     FROM outbox WHERE dead_at IS NOT NULL AND published_at IS NULL AND event_id > $2
+     ORDER BY event_id LIMIT $1`,
+    [Math.min(Math.max(limit, 1), MAX_DEAD_LISTED), afterEventId],
+  );
+  return result.rows;
+}
+
+/** Puts dead events (all, or the given ids) back in line with a fresh attempt budget. */
+export async function redriveDead(db: Executor, eventIds: readonly string[] | undefined, now: Date): Promise<number> {
+  const result = await db.query(
+    `UPDATE outbox SET dead_at = NULL, attempts = 0, next_attempt_at = $1, claimed_by = NULL, claimed_until = NULL
+     WHERE dead_at IS NOT NULL AND published_at IS NULL AND ($2::bigint[] IS NULL OR event_id = ANY($2::bigint[]))`,
+    [now, eventIds === undefined ? null : eventIds.map((id) => BigInt(id).toString())],
+  );
+  return result.rowCount ?? 0;
+}
+
+/** An operator's "deliver now": pending events waiting out a backoff become due (used by drain). */
+export async function bringDueForward(db: Executor, now: Date): Promise<number> {
+  const result = await db.query(
+    `UPDATE outbox SET next_attempt_at = $1
+     WHERE published_at IS NULL AND dead_at IS NULL AND next_attempt_at > $1`,
+    [now],
+  );
+  return result.rowCount ?? 0;
+}

@@ -1,0 +1,85 @@
+import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import type { OutboxEvent, Sink } from '../outbox.events.ts';
+import type { BrokerTopology } from './topology.ts';
+
+export interface AmqpSinkOptions {
+  url: string;
+  topology: Pick<BrokerTopology, 'exchange' | 'queue'>;
+}
+
+/**
+ * Durable topic exchange plus the consumer's durable queue bound to it with `#`. The sink declares
+ * the queue too, so events published before the consumer first starts are kept, not unroutable.
+ */
+export async function assertTopology(channel: Channel, topology: AmqpSinkOptions['topology']): Promise<void> {
+  await channel.assertExchange(topology.exchange, 'topic', { durable: true });
+  await channel.assertQueue(topology.queue, { durable: true });
+  await channel.bindQueue(topology.queue, topology.exchange, '#');
+}
+
+interface Session {
+  connection: ChannelModel;
+  channel: ConfirmChannel;
+  /** messageIds the broker returned as unroutable (basic.return arrives before the confirm). */
+  returned: Set<string>;
+}
+
+async function openSession(options: AmqpSinkOptions, onLost: (session: Session) => void): Promise<Session> {
+  const connection = await amqp.connect(options.url);
+  const channel = await connection.createConfirmChannel();
+  const session: Session = { connection, channel, returned: new Set() };
+  // Errors are followed by 'close'; the next delivery opens a fresh session, pending confirms reject.
+  connection.on('error', () => undefined);
+  channel.on('error', () => undefined);
+  connection.on('close', () => onLost(session));
+  channel.on('close', () => onLost(session));
+  channel.on('return', (message) => session.returned.add(String(message.properties.messageId)));
+  try {
+    await assertTopology(channel, options.topology);
+  } catch (error) {
+    await connection.close().catch(() => undefined);
+    throw error;
+  }
+  return session;
+}
+
+function publishConfirmed(session: Session, exchange: string, event: OutboxEvent): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const body = Buffer.from(JSON.stringify(event));
+    // persistent: survives a broker restart; mandatory: an unroutable message is returned, not dropped.
+    const options = { persistent: true, mandatory: true, messageId: event.event_id, type: event.event_type, contentType: 'application/json' };
+    session.channel.publish(exchange, event.event_type, body, options, (error: unknown) => {
+      if (error) return reject(new Error(`broker did not confirm event ${event.event_id}: ${String(error)}`));
+      if (session.returned.delete(event.event_id)) return reject(new Error(`event ${event.event_id} was unroutable`));
+      resolve();
+    });
+  });
+}
+
+/** Publishes on a confirm channel and resolves only on the broker's publisher confirm. */
+export async function createAmqpSink(options: AmqpSinkOptions): Promise<Sink> {
+  let current: Promise<Session> | undefined;
+  const onLost = (lost: Session): void => {
+    void current?.then((session) => {
+      if (session === lost) current = undefined;
+    });
+  };
+  const session = (): Promise<Session> => {
+    current ??= openSession(options, onLost).catch((error: unknown) => {
+      current = undefined;
+      throw error;
+    });
+    return current;
+  };
+  await session(); // fail fast when the broker is unreachable at startup
+  return {
+    async deliver(event: OutboxEvent): Promise<void> {
+      await publishConfirmed(await session(), options.topology.exchange, event);
+    },
+    async close(): Promise<void> {
+      const open = await current?.catch(() => undefined);
+      current = undefined;
+      await open?.connection.close().catch(() => undefined);
+    },
+  };
+}
