@@ -71,7 +71,7 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
   app.post<{ Params: { id: string } }>('/v1/orders/:id/cancel', { onRequest: auth, schema: { params: orderIdParams, tags: ['orders'] } }, async (request) => {
     const principal = principalOf(request);
     const outcome = await inTx(deps.db, (tx) => cancelOrder(tx, principal, request.params.id, 'cancel', deps.clock.now()));
-    if (outcome.kind === 'REJECTED') throw new AppError('REJECTED', `order is ${outcome.status}, it cannot be cancelled`, { status: outcome.status });
+    if (outcome.kind === 'REJECTED') throw new AppError('REJECTED', `order is ${outcome.status}, it cannot be cancelled`, { order_id: request.params.id, order_status: outcome.status });
     return { order_id: outcome.order.orderId, status: outcome.order.status };
   });
 }

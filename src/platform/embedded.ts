@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, statSync } from 'node:fs';
 import { chmod, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import net from 'node:net';
@@ -76,6 +77,27 @@ async function stopOrphanedPostmaster(dataDir: string): Promise<void> {
   }
 }
 
+/** Every ancestor must be searchable by others for PostgreSQL (not root) to reach its directory. */
+function reachableByOthers(dir: string): boolean {
+  for (let current = path.dirname(dir); ; current = path.dirname(current)) {
+    if (existsSync(current) && (statSync(current).mode & 0o001) === 0) return false;
+    if (current === path.dirname(current)) return true;
+  }
+}
+
+/**
+ * As root, PostgreSQL runs as the `postgres` user. When the project sits under a directory that
+ * user cannot enter (/root is 0700), keep the cluster in /var/lib/flashpay/<hash> instead and say
+ * so, rather than loosening the permissions of the user's home.
+ */
+function clusterDirFor(dataDir: string, log?: (line: string) => void): string {
+  if (process.getuid?.() !== 0 || reachableByOthers(dataDir)) return dataDir;
+  const hash = createHash('sha256').update(dataDir).digest('hex').slice(0, 12);
+  const moved = path.join('/var/lib/flashpay', hash, 'pg');
+  log?.(`${dataDir} is not reachable by the postgres user; the embedded cluster lives in ${moved}`);
+  return moved;
+}
+
 export interface EmbeddedOptions {
   dataDir: string;
   persistent: boolean;
@@ -84,7 +106,7 @@ export interface EmbeddedOptions {
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedCluster> {
   await hydrateSymlinks();
-  const dataDir = path.resolve(options.dataDir);
+  const dataDir = clusterDirFor(path.resolve(options.dataDir), options.log);
   await mkdir(path.dirname(dataDir), { recursive: true });
   // As root, PostgreSQL runs as the `postgres` user, which must be able to reach its directory.
   if (process.getuid?.() === 0) await chmod(path.dirname(dataDir), 0o755);

@@ -74,13 +74,14 @@ export class AppError extends Error {
 }
 
 export function problem(code: ErrorCode, detail: string, extra: Record<string, unknown> = {}): Problem {
+  // Extra members never shadow the RFC 9457 ones: `status` is always the HTTP status code.
   return {
+    ...extra,
     type: `https://flashpay.dev/errors/${code.toLowerCase().replace(/_/g, '-')}`,
     title: TITLES[code],
     status: ERROR_STATUS[code],
     code,
     detail,
-    ...extra,
   };
 }
 

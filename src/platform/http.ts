@@ -42,7 +42,8 @@ function fromFastifyError(error: FastifyError): Problem {
 export function buildHttp(options: HttpOptions): FastifyInstance {
   const app = Fastify({
     bodyLimit: options.bodyLimitBytes,
-    logger: options.logLevel && options.logLevel !== 'silent' ? { level: options.logLevel } : false,
+    // Logs go to stderr: stdout carries what commands print for people and scripts.
+    logger: options.logLevel && options.logLevel !== 'silent' ? { level: options.logLevel, stream: process.stderr } : false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     forceCloseConnections: true,
   });

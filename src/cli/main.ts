@@ -1,0 +1,40 @@
+import { UsageError } from './args.ts';
+
+type Command = (argv: string[]) => Promise<void>;
+
+// Loaded lazily so `flashpay token` does not pay for importing the whole server.
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  start: async () => (await import('./start.command.ts')).startCommand,
+  channel: async () => (await import('./channel.command.ts')).channelCommand,
+  token: async () => (await import('./token.command.ts')).tokenCommand,
+  migrate: async () => (await import('./migrate.command.ts')).migrateCommand,
+};
+
+const USAGE = `usage: flashpay <command> [options]
+  start [--port 8080] [--channel-port 8081] [--no-workers] [--control]
+  channel [--port 8081] [--control]
+  token --tenant T --user U [--admin] [--ttl 3600]
+  migrate
+  reconcile [--json]
+  recover
+  sim --seed N
+`;
+
+async function main(): Promise<void> {
+  const [name, ...rest] = process.argv.slice(2);
+  const load = name ? COMMANDS[name] : undefined;
+  if (!load) {
+    process.stderr.write(USAGE);
+    process.exit(name && name !== '--help' && name !== 'help' ? 2 : 0);
+  }
+  await (await load())(rest);
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof UsageError) {
+    process.stderr.write(`${error.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`flashpay: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,47 @@
+import type { AppDeps } from './app.deps.ts';
+import { purgeCompletedKeys } from './idempotency/idempotency.repo.ts';
+import { releaseExpired } from './inventory/inventory.service.ts';
+
+export interface Loop {
+  stop(): Promise<void>;
+}
+
+/**
+ * A thin loop around a runOnce: never overlapping itself, errors logged and retried on the next
+ * tick, stopped by awaiting the pass in flight (STYLE: every background job is runOnce + loop).
+ */
+export function every(name: string, intervalMs: number, runOnce: () => Promise<unknown>, log: (line: string) => void): Loop {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let inFlight: Promise<void> = Promise.resolve();
+  const tick = () => {
+    inFlight = runOnce()
+      .then(() => undefined)
+      .catch((error: unknown) => log(`${name} failed: ${(error as Error).message}`))
+      .finally(() => {
+        if (!stopped) timer = setTimeout(tick, intervalMs);
+      });
+  };
+  timer = setTimeout(tick, intervalMs);
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await inFlight;
+    },
+  };
+}
+
+export type WorkerFactory = (deps: AppDeps, log: (line: string) => void) => Loop[];
+
+/** The background loops of `flashpay start`; later modules add theirs to this list. */
+export const WORKERS: WorkerFactory[] = [
+  (deps, log) => [
+    every('expiry', deps.config.expiryIntervalMs, () => releaseExpired(deps.db, deps.clock), log),
+    every('idempotency-purge', 60_000, () => purgeCompletedKeys(deps.db, new Date(deps.clock.now().getTime() - deps.config.idempotencyRetentionMs)), log),
+  ],
+];
+
+export function startWorkers(deps: AppDeps, log: (line: string) => void): Loop[] {
+  return WORKERS.flatMap((factory) => factory(deps, log));
+}

@@ -1,0 +1,41 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/flashpay.js');
+
+export interface StartedProcess {
+  child: ChildProcess;
+  api: string;
+  channel: string;
+  stderr(): string;
+}
+
+/** Spawns `flashpay start --port 0` as its own process group and waits for its URL line. */
+export async function spawnStart(cwd: string, env: NodeJS.ProcessEnv, extraArgs: string[] = []): Promise<StartedProcess> {
+  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', ...extraArgs], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const urls = await new Promise<{ api: string; channel: string }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`flashpay start did not come up:\n${stderr}`)), 90_000);
+    child.stdout?.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const line = stdout.split('\n').find((l) => l.startsWith('{"api"'));
+      if (line) {
+        clearTimeout(timer);
+        resolve(JSON.parse(line) as { api: string; channel: string });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`flashpay start exited with ${code}:\n${stderr}`));
+    });
+  });
+  return { child, ...urls, stderr: () => stderr };
+}
+
+export function waitForExit(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
