@@ -4,13 +4,15 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from './app.deps.ts';
 import { inventoryRoutes } from './inventory/inventory.routes.ts';
 import { ordersRoutes } from './orders/orders.routes.ts';
+import { paymentsRoutes } from './payments/payments.routes.ts';
+import { recoveryRoutes } from './recovery/recovery.routes.ts';
 import { buildHttp } from './platform/http.ts';
 import { installMetrics } from './platform/metrics.ts';
 
 export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 
 /** Later modules (payments, outbox, fulfillment, recovery) plug in their routes here. */
-const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes];
+const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes];
 
 export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promise<FastifyInstance> {
   const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel });

@@ -12,7 +12,7 @@ const JWT = 'crash-test-jwt-secret';
 describe('flashpay start survives kill -9', () => {
   let dir = '';
   let current: StartedProcess | undefined;
-  const env = { ...process.env, FLASHPAY_JWT_SECRET: JWT, FLASHPAY_LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = { ...process.env, FLASHPAY_JWT_SECRET: JWT, FLASHPAY_LOG_LEVEL: 'warn' };
   delete env.DATABASE_URL;
   const signer = tokenSigner(JWT);
 

@@ -1,0 +1,77 @@
+// The provider as we see it: every call has a timeout, and a call whose answer we did not get
+// is UNKNOWN — the money may have moved. Never read a timeout as a failure.
+export type ChargeReply = { kind: 'CHARGED' | 'DECLINED' | 'CLOSED'; txn?: string } | { kind: 'UNKNOWN'; reason: string };
+export type ChargeStatus = 'CHARGED' | 'DECLINED' | 'CLOSED' | 'REFUNDED' | 'NOT_FOUND';
+export type StatusReply = { kind: 'STATUS'; status: ChargeStatus; amount?: number; txn?: string } | { kind: 'UNKNOWN'; reason: string };
+export type RefundReply = { kind: 'REFUNDED'; refundId: string } | { kind: 'REFUSED'; status: number; detail: string } | { kind: 'UNKNOWN'; reason: string };
+
+export interface ChannelClient {
+  charge(merchantOrder: string, amount: number, notifyUrl: string): Promise<ChargeReply>;
+  query(merchantOrder: string): Promise<StatusReply>;
+  close(merchantOrder: string): Promise<StatusReply>;
+  refund(merchantOrder: string, refundKey: string, amount: number): Promise<RefundReply>;
+}
+
+interface Reply {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+function reasonOf(error: unknown): string {
+  const e = error as { name?: string; cause?: { code?: string }; message?: string };
+  if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'timeout';
+  return `io error (${e.cause?.code ?? e.message ?? 'unknown'})`;
+}
+
+export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient {
+  async function send(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Reply | { unknown: string }> {
+    try {
+      const response = await fetch(`${baseUrl}${path}`, {
+        method,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      const text = await response.text();
+      // A 5xx says nothing reliable about the ledger: treat it like a lost answer.
+      if (response.status >= 500) return { unknown: `http ${response.status}` };
+      return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+    } catch (error) {
+      return { unknown: reasonOf(error) };
+    }
+  }
+
+  const statusReply = (reply: Reply | { unknown: string }): StatusReply => {
+    if ('unknown' in reply) return { kind: 'UNKNOWN', reason: reply.unknown };
+    const status = reply.body.status as ChargeStatus | undefined;
+    if (reply.status !== 200 || !status) return { kind: 'UNKNOWN', reason: `unexpected reply ${reply.status}` };
+    return { kind: 'STATUS', status, amount: reply.body.amount as number | undefined, txn: reply.body.txn as string | undefined };
+  };
+
+  return {
+    async charge(merchantOrder, amount, notifyUrl) {
+      const reply = await send('POST', '/charge', { merchant_order: merchantOrder, amount, notify_url: notifyUrl });
+      if ('unknown' in reply) return { kind: 'UNKNOWN', reason: reply.unknown };
+      const result = reply.body.result;
+      if (result === 'CHARGED' || result === 'DECLINED' || result === 'CLOSED') return { kind: result, txn: reply.body.txn as string | undefined };
+      return { kind: 'UNKNOWN', reason: `unexpected charge reply ${reply.status}` };
+    },
+    async query(merchantOrder) {
+      return statusReply(await send('GET', `/charges/${encodeURIComponent(merchantOrder)}`));
+    },
+    async close(merchantOrder) {
+      return statusReply(await send('POST', '/close', { merchant_order: merchantOrder }));
+    },
+    async refund(merchantOrder, refundKey, amount) {
+      const reply = await send('POST', '/refund', { merchant_order: merchantOrder, refund_key: refundKey, amount });
+      if ('unknown' in reply) return { kind: 'UNKNOWN', reason: reply.unknown };
+      if (reply.status === 200 && reply.body.result === 'REFUNDED') return { kind: 'REFUNDED', refundId: String(reply.body.refund_id) };
+      return { kind: 'REFUSED', status: reply.status, detail: JSON.stringify(reply.body) };
+    },
+  };
+}
+
+/** The refund key of an order is fixed, so every retry is the same refund at the provider. */
+export function refundKeyFor(orderId: string): string {
+  return `rf-${orderId}`;
+}

@@ -1,0 +1,66 @@
+import type { Executor, Tx } from '../platform/db.ts';
+import type { OrderStatus } from '../orders/orders.states.ts';
+
+export interface Candidate {
+  orderId: string;
+  status: OrderStatus;
+  attempts: number;
+}
+
+// One pass examines a bounded number of orders; the next pass takes the rest.
+export const RECOVERY_BATCH = 200;
+
+/**
+ * Claims unfinished orders for this recovery process: UNKNOWN and REFUNDING always, PAYING once
+ * it is older than the stale threshold (younger ones may still be in their pay request). SKIP
+ * LOCKED plus a short claim lets several recovery processes divide the work without waiting on
+ * each other or on a payment flow that holds the row right now.
+ */
+export async function claimUnfinished(tx: Tx, now: Date, staleBefore: Date, claimUntil: Date): Promise<Candidate[]> {
+  const result = await tx.query<{ order_id: string; status: OrderStatus; recovery_attempts: number }>(
+    `UPDATE orders o SET recovery_claimed_until = $3
+     FROM (SELECT order_id FROM orders
+           WHERE (status IN ('UNKNOWN', 'REFUNDING') OR (status = 'PAYING' AND updated_at <= $2))
+             AND (recovery_claimed_until IS NULL OR recovery_claimed_until < $1)
+             AND (next_recovery_at IS NULL OR next_recovery_at <= $1)
+           ORDER BY updated_at LIMIT ${RECOVERY_BATCH} FOR UPDATE SKIP LOCKED) c
+     WHERE o.order_id = c.order_id RETURNING o.order_id, o.status, o.recovery_attempts`,
+    [now, staleBefore, claimUntil],
+  );
+  return result.rows.map((r) => ({ orderId: r.order_id, status: r.status, attempts: r.recovery_attempts }));
+}
+
+/** CREATED orders whose unit is gone (reservation released, or HELD past its expiry). */
+export async function claimAbandonedCreated(tx: Tx, now: Date): Promise<string[]> {
+  const result = await tx.query<{ order_id: string }>(
+    `SELECT o.order_id FROM orders o JOIN reservations r ON r.tenant_id = o.tenant_id AND r.request_key = o.reservation_key
+     WHERE o.status = 'CREATED' AND (r.status = 'RELEASED' OR (r.status = 'HELD' AND r.expires_at <= $1))
+     ORDER BY o.created_at LIMIT ${RECOVERY_BATCH} FOR UPDATE OF o SKIP LOCKED`,
+    [now],
+  );
+  return result.rows.map((r) => r.order_id);
+}
+
+/** Records the outcome of an attempt: done clears the bookkeeping; pending backs off. */
+export async function finishAttempt(db: Executor, orderId: string, pending: boolean, nextAt: Date | null, attention: string | null): Promise<void> {
+  await db.query(
+    `UPDATE orders SET recovery_claimed_until = NULL,
+       recovery_attempts = CASE WHEN $2 THEN recovery_attempts + 1 ELSE 0 END,
+       next_recovery_at = $3,
+       attention = COALESCE($4, attention)
+     WHERE order_id = $1`,
+    [orderId, pending, nextAt, attention],
+  );
+}
+
+export async function countUnfinished(db: Executor): Promise<number> {
+  const result = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM orders WHERE status IN ('PAYING', 'UNKNOWN', 'REFUNDING')`);
+  return result.rows[0]?.n ?? 0;
+}
+
+export async function listNeedingAttention(db: Executor): Promise<Array<{ order_id: string; status: OrderStatus; attention: string }>> {
+  const result = await db.query<{ order_id: string; status: OrderStatus; attention: string }>(
+    `SELECT order_id, status, attention FROM orders WHERE attention IS NOT NULL ORDER BY updated_at LIMIT 100`,
+  );
+  return result.rows;
+}

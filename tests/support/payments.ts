@@ -1,0 +1,77 @@
+import { startChannel, type RunningChannel } from '../../src/channel/index.ts';
+import { signPayload } from '../../src/platform/signature.ts';
+import { createSku, placeOrder, TENANT } from './fixtures.ts';
+import { startStack, TEST_NOTIFY_SECRET, type HttpResult, type Stack, type StackOptions } from './stack.ts';
+
+export interface PaymentStack extends Stack {
+  channel: RunningChannel;
+  admin: string;
+  control(method: string, path: string, body?: unknown): Promise<unknown>;
+  statement(): Promise<{ lines: Array<{ type: string; merchant_order: string; amount: number; ref: string }>; net: number }>;
+  chargeRequests(orderId?: string): Promise<number>;
+  buy(user: string, sku: string, key?: string): Promise<{ orderId: string; token: string; key: string }>;
+  pay(token: string, orderId: string, key?: string): Promise<HttpResult>;
+  recover(staleAfterMs?: number): Promise<HttpResult>;
+  order(orderId: string): Promise<{ status: string; version: number; reservation: { key: string; status: string }; timeline: Array<{ from: string | null; to: string; reason: string }>; notifications: Array<{ notify_id: string; kind: string; effect: string }>; attention: string | null }>;
+  notify(body: Record<string, unknown>, options?: { secret?: string; at?: number }): Promise<HttpResult>;
+}
+
+/** The order API plus a real fake channel on its own port, wired as `flashpay start` wires them. */
+export async function startPaymentStack(options: StackOptions = {}): Promise<PaymentStack> {
+  const channel = await startChannel({ notifySecret: TEST_NOTIFY_SECRET, control: true, notifyRetryBaseMs: 20, notifyMaxAttempts: 5 });
+  const stack = await startStack({ ...options, channelUrl: channel.url });
+  const admin = await stack.token(TENANT, 'ops', 'admin');
+  const control = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${channel.url}${path}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await response.text();
+    if (response.status >= 400) throw new Error(`channel ${method} ${path}: ${response.status} ${text}`);
+    return text ? JSON.parse(text) : undefined;
+  };
+  let keys = 0;
+  return {
+    ...stack,
+    channel,
+    admin,
+    control,
+    statement: async () => (await control('GET', '/statement')) as Awaited<ReturnType<PaymentStack['statement']>>,
+    async chargeRequests(orderId) {
+      const counts = (await control('GET', '/_control/requests')) as { charge: { total: number; by_order: Record<string, number> } };
+      return orderId ? (counts.charge.by_order[orderId] ?? 0) : counts.charge.total;
+    },
+    async buy(user, sku, key = `buy-${++keys}`) {
+      const token = await stack.token(TENANT, user);
+      const created = await placeOrder(stack, token, key, { sku });
+      if (created.status !== 201) throw new Error(`buy failed: ${created.status} ${created.text}`);
+      return { orderId: created.body.order_id as string, token, key };
+    },
+    pay: (token, orderId, key = `pay-${++keys}`) => stack.call('POST', `/v1/orders/${orderId}/pay`, { token, headers: { 'idempotency-key': key } }),
+    recover: (staleAfterMs = 0) => stack.call('POST', '/v1/admin/recovery/run', { token: admin, body: { stale_after_ms: staleAfterMs } }),
+    async order(orderId) {
+      const result = await stack.call('GET', `/v1/admin/orders/${orderId}`, { token: admin });
+      if (result.status !== 200) throw new Error(`admin order view: ${result.status} ${result.text}`);
+      return result.body;
+    },
+    notify(body, notifyOptions = {}) {
+      const raw = JSON.stringify(body);
+      const signature = signPayload(notifyOptions.secret ?? TEST_NOTIFY_SECRET, raw, notifyOptions.at ?? Math.floor(Date.now() / 1000));
+      return stack.call('POST', '/v1/payment-notifications', { rawBody: raw, headers: { 'flashpay-signature': signature } });
+    },
+    async close() {
+      await stack.close();
+      await channel.close();
+    },
+  };
+}
+
+export { createSku, TENANT };
+
+/** Waits for a condition on state (never a bare sleep): polls until it holds or the time is up. */
+export async function eventually<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 5_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (accept(value)) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
