@@ -3,6 +3,7 @@ import type { Clock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
 import type { Db } from './platform/db.ts';
 import type { KeyedDeps } from './idempotency/idempotency.service.ts';
+import type { Relay } from './outbox/relay.ts';
 
 /** Everything a route needs, built once by the process that serves it. */
 export interface AppDeps {
@@ -15,6 +16,8 @@ export interface AppDeps {
   channelUrl: string;
   /** Where the channel should send notifications about our charges. */
   notifyUrl: string;
+  /** The outbox relay the admin drain and recovery use; absent where no events are delivered. */
+  relay?: Relay;
 }
 
 export function keyedDeps(deps: AppDeps): KeyedDeps {

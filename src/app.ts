@@ -2,9 +2,11 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from './app.deps.ts';
+import { eventsRoutes } from './events.routes.ts';
 import { inventoryRoutes } from './inventory/inventory.routes.ts';
 import { ordersRoutes } from './orders/orders.routes.ts';
 import { paymentsRoutes } from './payments/payments.routes.ts';
+import { reconcileRoutes } from './reconcile/reconcile.routes.ts';
 import { recoveryRoutes } from './recovery/recovery.routes.ts';
 import { buildHttp } from './platform/http.ts';
 import { installMetrics } from './platform/metrics.ts';
@@ -12,7 +14,7 @@ import { installMetrics } from './platform/metrics.ts';
 export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 
 /** Later modules (payments, outbox, fulfillment, recovery) plug in their routes here. */
-const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes];
+const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes, reconcileRoutes, eventsRoutes];
 
 export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promise<FastifyInstance> {
   const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel });

@@ -1,6 +1,8 @@
 import type { AppDeps } from './app.deps.ts';
 import { purgeCompletedKeys } from './idempotency/idempotency.repo.ts';
 import { releaseExpired } from './inventory/inventory.service.ts';
+import { paymentDeps } from './payments/payments.routes.ts';
+import { runRecoveryPass } from './recovery/recovery.service.ts';
 
 export interface Loop {
   stop(): Promise<void>;
@@ -38,6 +40,8 @@ export type WorkerFactory = (deps: AppDeps, log: (line: string) => void) => Loop
 export const WORKERS: WorkerFactory[] = [
   (deps, log) => [
     every('expiry', deps.config.expiryIntervalMs, () => releaseExpired(deps.db, deps.clock), log),
+    // The relay runs its own loop (outbox pipeline); recovery here converges orders only.
+    every('recovery', deps.config.recoveryIntervalMs, () => runRecoveryPass(paymentDeps(deps), { staleAfterMs: deps.config.staleAfterMs }), log),
     every('idempotency-purge', 60_000, () => purgeCompletedKeys(deps.db, new Date(deps.clock.now().getTime() - deps.config.idempotencyRetentionMs)), log),
   ],
 ];

@@ -20,12 +20,13 @@ const STATUS: Record<ChannelCode, number> = {
 };
 
 export function channelProblem(code: ChannelCode, detail: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  // Extra members never shadow the RFC 9457 ones (as in platform/errors.ts problem()).
   return {
+    ...extra,
     type: `https://flashpay.dev/errors/channel/${code.toLowerCase().replace(/_/g, '-')}`,
     title: TITLES[code],
     status: STATUS[code],
     code,
     detail,
-    ...extra,
   };
 }

@@ -8,6 +8,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   channel: async () => (await import('./channel.command.ts')).channelCommand,
   token: async () => (await import('./token.command.ts')).tokenCommand,
   migrate: async () => (await import('./migrate.command.ts')).migrateCommand,
+  reconcile: async () => (await import('./reconcile.command.ts')).reconcileCommand,
+  recover: async () => (await import('./recover.command.ts')).recoverCommand,
 };
 
 const USAGE = `usage: flashpay <command> [options]

@@ -7,6 +7,7 @@ import { systemClock } from '../platform/clock.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createPool } from '../platform/db.ts';
 import { migrate } from '../platform/migrate.ts';
+import { startEventPipeline, type EventPipeline } from '../outbox/index.ts';
 import { clearRuntime, openDatabase, writeRuntime } from '../runtime.ts';
 import { startWorkers } from '../workers.ts';
 import { intFlag, parseArgs, stringFlag } from './args.ts';
@@ -49,7 +50,16 @@ export async function startCommand(argv: string[]): Promise<void> {
   await app.listen({ host: config.host, port });
   const api = urlOf(app);
   deps.notifyUrl = stringFlag(args, 'notify-url') ?? `${api}/v1/payment-notifications`;
-  const loops = args.flags.has('no-workers') ? [] : startWorkers(deps, log);
+  const noWorkers = args.flags.has('no-workers');
+  const events: EventPipeline = await startEventPipeline(config, {
+    db: pool,
+    runRelayLoop: !noWorkers,
+    webhookUrl: `${api}/v1/fulfillment/events`,
+    secret: notify.secret,
+    onError: (error) => log(`outbox: ${(error as Error).message}`),
+  });
+  deps.relay = events.relay;
+  const loops = noWorkers ? [] : startWorkers(deps, log);
   await writeRuntime(config, { pid: process.pid, databaseUrl: database.url, api, channel: deps.channelUrl });
 
   if (port === 0) process.stdout.write(`${JSON.stringify({ api, channel: deps.channelUrl })}\n`);
@@ -61,6 +71,7 @@ export async function startCommand(argv: string[]): Promise<void> {
     stopping = true;
     log('stopping');
     await Promise.all(loops.map((loop) => loop.stop()));
+    await events.stop();
     await app.close();
     await channel?.close();
     await pool.end();

@@ -72,75 +72,123 @@ async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promi
   }
 }
 
-export function createRelay(options: RelayOptions): Relay {
-  const clock = options.clock ?? systemClock;
+interface RelayContext {
+  db: Db;
+  sink: Sink;
+  clock: Clock;
+  owner: string;
+  leaseMs: number;
+  batchSize: number;
+  maxAttempts: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  deliverTimeoutMs: number;
+  faults: RelayFaults;
+  onError: (error: unknown) => void;
+}
+
+function nowOf(ctx: RelayContext): Date {
+  return ctx.clock.now();
+}
+
+async function recordFailedAttempt(ctx: RelayContext, row: OutboxRow, error: unknown): Promise<void> {
+  const now = nowOf(ctx);
+  const delayMs = backoffDelayMs(row.attempts + 1, ctx.backoffBaseMs, ctx.backoffMaxMs);
+  await tryRecordFailure(ctx.db, {
+    eventId: row.event_id,
+    owner: ctx.owner,
+    now,
+    error: (error as Error | null)?.message ?? String(error),
+    nextAttemptAt: new Date(now.getTime() + delayMs),
+    maxAttempts: ctx.maxAttempts,
+  });
+}
+
+/** Delivers one claimed event; true = the sink acknowledged it. Throws only on a database fault. */
+async function deliverOne(ctx: RelayContext, row: OutboxRow): Promise<boolean> {
+  if (!isEventType(row.event_type)) {
+    // Never skipped silently: parked with the reason, visible to listDeadEvents and integrity.
+    await tryParkDead(ctx.db, row.event_id, ctx.owner, `unknown event type "${row.event_type}"`, nowOf(ctx));
+    ctx.onError(new Error(`outbox event ${row.event_id} has unknown type "${row.event_type}"; parked as dead`));
+    return false;
+  }
+  const event = toEvent(row);
+  try {
+    await withTimeout(ctx.sink.deliver(event), ctx.deliverTimeoutMs, `delivery of event ${row.event_id}`);
+  } catch (error) {
+    await recordFailedAttempt(ctx, row, error);
+    return false;
+  }
+  await ctx.faults.afterDeliverBeforeMark?.(event);
+  // Marked only after the ack (at least once). A false here means our lease was taken over and
+  // another relay re-sends it; the consumer's inbox absorbs the copy.
+  await tryMarkPublished(ctx.db, row.event_id, ctx.owner, nowOf(ctx));
+  return true;
+}
+
+async function runPass(ctx: RelayContext): Promise<PassResult> {
+  const rows = await claimBatch(ctx.db, { owner: ctx.owner, now: nowOf(ctx), leaseMs: ctx.leaseMs, limit: ctx.batchSize });
+  // The batch holds at most one event per order (the claim's NOT EXISTS), so delivering it
+  // concurrently cannot reorder an order's events.
+  const outcomes = await Promise.allSettled(rows.map((row) => deliverOne(ctx, row)));
+  const broken = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+  if (broken) throw broken.reason; // a database fault; unmarked events come back after their lease
+  const delivered = outcomes.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
+  return { delivered, failed: rows.length - delivered };
+}
+
+async function drainPasses(ctx: RelayContext, force: boolean, shouldStop: () => boolean): Promise<PassResult> {
+  if (force) await bringDueForward(ctx.db, nowOf(ctx));
+  const total = { delivered: 0, failed: 0 };
+  for (let pass = 0; pass < MAX_DRAIN_PASSES && !shouldStop(); pass++) {
+    const result = await runPass(ctx);
+    total.delivered += result.delivered;
+    total.failed += result.failed;
+    if (result.delivered + result.failed === 0) break;
+  }
+  return total;
+}
+
+function contextOf(options: RelayOptions): RelayContext {
   const owner = options.owner ?? defaultOwner();
-  const backoffMaxMs = options.backoffMaxMs ?? DEFAULT_BACKOFF_MAX_MS;
-  const deliverTimeoutMs = options.deliverTimeoutMs ?? Math.max(1, Math.floor(options.leaseMs / 2));
-  const onError = options.onError ?? ((error: unknown) => console.error(`[relay ${owner}]`, error));
-  invariant(options.batchSize >= 1 && options.batchSize <= MAX_BATCH_SIZE, `batchSize must be 1..${MAX_BATCH_SIZE}`);
-  invariant(options.maxAttempts >= 1, 'maxAttempts must be >= 1');
-  invariant(options.backoffBaseMs >= 1, 'backoffBaseMs must be >= 1');
-  invariant(deliverTimeoutMs < options.leaseMs, 'deliverTimeoutMs must be below leaseMs');
+  const ctx: RelayContext = {
+    db: options.db,
+    sink: options.sink,
+    clock: options.clock ?? systemClock,
+    owner,
+    leaseMs: options.leaseMs,
+    batchSize: options.batchSize,
+    maxAttempts: options.maxAttempts,
+    backoffBaseMs: options.backoffBaseMs,
+    backoffMaxMs: options.backoffMaxMs ?? DEFAULT_BACKOFF_MAX_MS,
+    deliverTimeoutMs: options.deliverTimeoutMs ?? Math.max(1, Math.floor(options.leaseMs / 2)),
+    faults: options.faults ?? {},
+    onError: options.onError ?? ((error: unknown) => console.error(`[relay ${owner}]`, error)),
+  };
+  invariant(ctx.batchSize >= 1 && ctx.batchSize <= MAX_BATCH_SIZE, `batchSize must be 1..${MAX_BATCH_SIZE}`);
+  invariant(ctx.maxAttempts >= 1, 'maxAttempts must be >= 1');
+  invariant(ctx.backoffBaseMs >= 1, 'backoffBaseMs must be >= 1');
+  invariant(ctx.deliverTimeoutMs < ctx.leaseMs, 'deliverTimeoutMs must be below leaseMs');
+  return ctx;
+}
 
-  /** true = the sink acknowledged it. */
-  async function deliverOne(row: OutboxRow): Promise<boolean> {
-    const event = toEvent(row);
-    if (!isEventType(row.event_type)) {
-      // Never skipped silently: parked with the reason, visible to listDeadEvents and integrity.
-      await tryParkDead(options.db, row.event_id, owner, `unknown event type "${row.event_type}"`, clock.now());
-      onError(new Error(`outbox event ${row.event_id} has unknown type "${row.event_type}"; parked as dead`));
-      return false;
-    }
-    try {
-      await withTimeout(options.sink.deliver(event), deliverTimeoutMs, `delivery of event ${row.event_id}`);
-    } catch (error) {
-      const attempts = row.attempts + 1;
-      const now = clock.now();
-      const nextAttemptAt = new Date(now.getTime() + backoffDelayMs(attempts, options.backoffBaseMs, backoffMaxMs));
-      const message = (error as Error).message ?? String(error);
-      await tryRecordFailure(options.db, { eventId: row.event_id, owner, now, error: message, nextAttemptAt, maxAttempts: options.maxAttempts });
-      return false;
-    }
-    await options.faults?.afterDeliverBeforeMark?.(event);
-    // A false here means our lease was taken over and the event will be sent again: at least once.
-    await tryMarkPublished(options.db, row.event_id, owner, clock.now());
-    return true;
-  }
-
-  async function runOnce(): Promise<PassResult> {
-    const rows = await claimBatch(options.db, { owner, now: clock.now(), leaseMs: options.leaseMs, limit: options.batchSize });
-    // The batch holds at most one event per order (the claim's NOT EXISTS), so delivering it
-    // concurrently cannot reorder an order's events.
-    const outcomes = await Promise.allSettled(rows.map(deliverOne));
-    const broken = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
-    if (broken) throw broken.reason; // a database fault; unmarked events come back after their lease
-    const delivered = outcomes.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
-    return { delivered, failed: rows.length - delivered };
-  }
-
+/**
+ * A relay: `runOnce` is one claim → deliver → mark pass; `drain` repeats it until nothing is
+ * deliverable now; `start`/`stop` is the thin background loop around `drain` (STYLE 12).
+ * Any number of relays may run at once, in one process or many: PostgreSQL coordinates them.
+ */
+export function createRelay(options: RelayOptions): Relay {
+  const ctx = contextOf(options);
   let stopping = false;
   let loop: Promise<void> | undefined;
   let wake: (() => void) | undefined;
 
-  async function drain(drainOptions: { force?: boolean } = {}, shouldStop: () => boolean = () => false): Promise<PassResult> {
-    if (drainOptions.force) await bringDueForward(options.db, clock.now());
-    const total = { delivered: 0, failed: 0 };
-    for (let pass = 0; pass < MAX_DRAIN_PASSES && !shouldStop(); pass++) {
-      const result = await runOnce();
-      total.delivered += result.delivered;
-      total.failed += result.failed;
-      if (result.delivered + result.failed === 0) break;
-    }
-    return total;
-  }
-
   async function run(intervalMs: number): Promise<void> {
     while (!stopping) {
       try {
-        await drain({}, () => stopping);
+        await drainPasses(ctx, false, () => stopping);
       } catch (error) {
-        onError(error);
+        ctx.onError(error); // a database fault: keep polling, the next pass may succeed
       }
       if (stopping) break;
       await new Promise<void>((resolve) => {
@@ -154,9 +202,9 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   return {
-    owner,
-    runOnce,
-    drain: (drainOptions) => drain(drainOptions),
+    owner: ctx.owner,
+    runOnce: () => runPass(ctx),
+    drain: (drainOptions = {}) => drainPasses(ctx, drainOptions.force ?? false, () => false),
     start(intervalMs: number) {
       invariant(loop === undefined, 'relay already started');
       invariant(intervalMs >= 1, 'intervalMs must be >= 1');

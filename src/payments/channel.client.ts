@@ -5,12 +5,24 @@ export type ChargeStatus = 'CHARGED' | 'DECLINED' | 'CLOSED' | 'REFUNDED' | 'NOT
 export type StatusReply = { kind: 'STATUS'; status: ChargeStatus; amount?: number; txn?: string } | { kind: 'UNKNOWN'; reason: string };
 export type RefundReply = { kind: 'REFUNDED'; refundId: string } | { kind: 'REFUSED'; status: number; detail: string } | { kind: 'UNKNOWN'; reason: string };
 
+export interface StatementLine {
+  type: 'CHARGE' | 'REFUND';
+  merchant_order: string;
+  amount: number;
+  ref: string;
+}
+
 export interface ChannelClient {
   charge(merchantOrder: string, amount: number, notifyUrl: string): Promise<ChargeReply>;
   query(merchantOrder: string): Promise<StatusReply>;
   close(merchantOrder: string): Promise<StatusReply>;
   refund(merchantOrder: string, refundKey: string, amount: number): Promise<RefundReply>;
+  /** The provider's ledger, for reconciliation; throws when it cannot be read. */
+  statement(): Promise<{ lines: StatementLine[]; net: number }>;
 }
+
+// A statement is one bulk read, not a payment call: it gets its own, longer limit.
+const STATEMENT_TIMEOUT_MS = 30_000;
 
 interface Reply {
   status: number;
@@ -67,6 +79,11 @@ export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient
       if ('unknown' in reply) return { kind: 'UNKNOWN', reason: reply.unknown };
       if (reply.status === 200 && reply.body.result === 'REFUNDED') return { kind: 'REFUNDED', refundId: String(reply.body.refund_id) };
       return { kind: 'REFUSED', status: reply.status, detail: JSON.stringify(reply.body) };
+    },
+    async statement() {
+      const response = await fetch(`${baseUrl}/statement`, { signal: AbortSignal.timeout(STATEMENT_TIMEOUT_MS) });
+      if (response.status !== 200) throw new Error(`provider statement: HTTP ${response.status}`);
+      return (await response.json()) as { lines: StatementLine[]; net: number };
     },
   };
 }

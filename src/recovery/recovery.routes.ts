@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { requirePrincipal } from '../platform/auth.ts';
 import { paymentDeps } from '../payments/payments.routes.ts';
-import { runRecoveryPass } from './recovery.service.ts';
+import { recoverAll } from './recovery.full.ts';
 
 const body = {
   type: ['object', 'null'],
@@ -13,6 +13,6 @@ const body = {
 export function recoveryRoutes(app: FastifyInstance, deps: AppDeps): void {
   const payments = paymentDeps(deps);
   app.post<{ Body: { stale_after_ms?: number } | null }>('/v1/admin/recovery/run', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { body, tags: ['admin'] } }, async (request) =>
-    runRecoveryPass(payments, { staleAfterMs: request.body?.stale_after_ms ?? deps.config.staleAfterMs }),
+    recoverAll(payments, { staleAfterMs: request.body?.stale_after_ms ?? deps.config.staleAfterMs, relay: deps.relay, reconcile: true }),
   );
 }

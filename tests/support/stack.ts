@@ -4,6 +4,8 @@ import type { AppDeps } from '../../src/app.deps.ts';
 import { tokenSigner, type Scope } from '../../src/platform/auth.ts';
 import { ManualClock, type Clock } from '../../src/platform/clock.ts';
 import { loadConfig, type Config } from '../../src/platform/config.ts';
+import { createHttpSink } from '../../src/outbox/sinks/index.ts';
+import { createRelay } from '../../src/outbox/relay.ts';
 import { freshDatabase, type TestDatabase } from './db.ts';
 
 export const TEST_JWT_SECRET = 'test-only-jwt-secret';
@@ -56,6 +58,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   deps.notifyUrl = `${url}/v1/payment-notifications`;
+  // Events go to the built-in consumer's webhook, as in `flashpay start`; tests drain on demand.
+  const sink = createHttpSink({ url: `${url}/v1/fulfillment/events`, secret: TEST_NOTIFY_SECRET, timeoutMs: 2_000 });
+  deps.relay = createRelay({ db: db.pool, sink, clock, leaseMs: 5_000, batchSize: 50, maxAttempts: 5, backoffBaseMs: 20 });
   return {
     url,
     db,
@@ -80,6 +85,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       return { status: response.status, headers: response.headers, text, body: parsed };
     },
     async close() {
+      await deps.relay?.stop();
+      await sink.close();
       await app.close();
       if (!options.db) await db.drop();
     },

@@ -1,0 +1,103 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, problem } from '../platform/errors.ts';
+import { sendProblem } from '../platform/http.ts';
+import type { FaultBook, FaultHits, FaultOp, RequestCounter } from './faults.ts';
+import { decideCharge, decideClose, decideQuery, decideRefund, RefundKeyConflict, statementBody, type LedgerStore, type Outcome } from './ledger.ts';
+import type { Notifier } from './notifier.ts';
+import { channelProblem } from './problems.ts';
+import { chargeBody, closeBody, queryParams, refundBody, statementQuery, type ChargeBody, type RefundBody } from './channel.schemas.ts';
+
+/** Everything one running channel owns; shared by the ledger and the control routes. */
+export interface ChannelDeps {
+  store: LedgerStore;
+  faults: FaultBook;
+  requests: RequestCounter;
+  notifier: Notifier;
+  /** Holds a request for a fault; cut short when the channel shuts down. */
+  pause(ms: number): Promise<void>;
+}
+
+export function assertHttpUrl(value: string, field: string): void {
+  try {
+    const parsed = new URL(value);
+    if (parsed.protocol === 'http:' || parsed.protocol === 'https:') return;
+  } catch {
+    // falls through to the refusal below
+  }
+  throw new AppError('VALIDATION', `body.${field} must be an absolute http(s) URL`);
+}
+
+function send(reply: FastifyReply, outcome: Outcome): FastifyReply {
+  reply.code(outcome.httpStatus);
+  if (outcome.httpStatus >= 400) reply.type('application/problem+json');
+  return reply.send(outcome.body);
+}
+
+/**
+ * The one path every ledger operation takes: count it, take its faults atomically on arrival,
+ * then act in the order the faults promise (hold before, break, act, notify, hold after).
+ */
+async function perform(
+  deps: ChannelDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  op: FaultOp,
+  merchantOrder: string,
+  act: (hits: FaultHits) => Promise<Outcome>,
+): Promise<FastifyReply> {
+  deps.requests.record(op, merchantOrder);
+  const hits = deps.faults.take(op, merchantOrder);
+  if (hits.DELAY_REQUEST) await deps.pause(hits.DELAY_REQUEST.ms);
+  if (hits.RESET_CONNECTION) {
+    reply.hijack();
+    request.raw.socket.destroy();
+    return reply;
+  }
+  if (hits.ERROR_500) return sendProblem(reply, problem('INTERNAL', `injected fault ERROR_500 on ${op}`));
+  const outcome = await act(hits);
+  // Committed by now; the notification goes out on its own, never delaying this reply.
+  if (outcome.notify) deps.notifier.enqueue(outcome.notify);
+  if (hits.DELAY_RESPONSE) await deps.pause(hits.DELAY_RESPONSE.ms);
+  return send(reply, outcome);
+}
+
+export function registerLedgerRoutes(app: FastifyInstance, deps: ChannelDeps): void {
+  const { store } = deps;
+
+  app.post('/charge', { schema: { body: chargeBody } }, async (request, reply) => {
+    const body = request.body as ChargeBody;
+    assertHttpUrl(body.notify_url, 'notify_url');
+    const mo = body.merchant_order;
+    return perform(deps, request, reply, 'charge', mo, (hits) =>
+      store.withOrder(mo, async (view) => decideCharge(view, { merchantOrder: mo, amount: body.amount, notifyUrl: body.notify_url, decline: hits.DECLINE !== undefined })),
+    );
+  });
+
+  app.get('/charges/:merchant_order', { schema: { params: queryParams } }, async (request, reply) => {
+    const mo = (request.params as { merchant_order: string }).merchant_order;
+    return perform(deps, request, reply, 'query', mo, () => store.withOrder(mo, async (view) => decideQuery(view, mo)));
+  });
+
+  app.post('/close', { schema: { body: closeBody } }, async (request, reply) => {
+    const mo = (request.body as { merchant_order: string }).merchant_order;
+    return perform(deps, request, reply, 'close', mo, () => store.withOrder(mo, async (view) => decideClose(view, mo)));
+  });
+
+  app.post('/refund', { schema: { body: refundBody } }, async (request, reply) => {
+    const body = request.body as RefundBody;
+    const mo = body.merchant_order;
+    return perform(deps, request, reply, 'refund', mo, async () => {
+      try {
+        return await store.withOrder(mo, (view) => decideRefund(view, { merchantOrder: mo, refundKey: body.refund_key, amount: body.amount }));
+      } catch (error) {
+        if (!(error instanceof RefundKeyConflict)) throw error;
+        return { httpStatus: 422, body: channelProblem('REFUND_KEY_REUSED', 'refund_key was already used for another merchant order', { merchant_order: mo }) };
+      }
+    });
+  });
+
+  app.get('/statement', { schema: { querystring: statementQuery } }, async (request) => {
+    const { merchant_order: mo } = request.query as { merchant_order?: string };
+    return statementBody(await store.statement(mo));
+  });
+}

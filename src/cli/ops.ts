@@ -1,0 +1,44 @@
+import { loadSecret } from '../platform/auth.ts';
+import { systemClock } from '../platform/clock.ts';
+import { loadConfig, type Config } from '../platform/config.ts';
+import { createPool, type Db } from '../platform/db.ts';
+import { channelClient } from '../payments/channel.client.ts';
+import type { PaymentDeps } from '../payments/payments.deps.ts';
+import { openDatabase, readRuntime } from '../runtime.ts';
+import { UsageError } from './args.ts';
+
+/** What an operator command (reconcile, recover) needs: the service's database and its provider. */
+export interface Ops {
+  config: Config;
+  db: Db;
+  payments: PaymentDeps;
+  /** The running API, when there is one (its fulfillment webhook receives drained events). */
+  apiUrl: string | undefined;
+  notifySecret: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Finds the stack: DATABASE_URL and FLASHPAY_CHANNEL_URL when set, otherwise the `flashpay start`
+ * running in this directory (its .flashpay/runtime.json).
+ */
+export async function connectOps(): Promise<Ops> {
+  const config = loadConfig();
+  const running = await readRuntime(config);
+  const channelUrl = config.channelUrl ?? running?.channel;
+  if (!channelUrl) throw new UsageError('no payment channel: run `flashpay start` in this directory, or set FLASHPAY_CHANNEL_URL (and DATABASE_URL)');
+  const database = await openDatabase(config, (line) => process.stderr.write(`${line}\n`));
+  const db = createPool(database.url, 10);
+  const notify = await loadSecret(config.notifySecret, config.dataDir, 'notify');
+  return {
+    config,
+    db,
+    payments: { db, clock: systemClock, channel: channelClient(channelUrl, config.payTimeoutMs), notifyUrl: running ? `${running.api}/v1/payment-notifications` : '' },
+    apiUrl: running?.api,
+    notifySecret: notify.secret,
+    async close() {
+      await db.end();
+      await database.embedded?.stop();
+    },
+  };
+}

@@ -1,0 +1,30 @@
+import { createRelay, createSinkFromConfig, RELAY_DEFAULTS } from '../outbox/index.ts';
+import { recoverAll } from '../recovery/recovery.full.ts';
+import { summaryLine } from '../reconcile/reconcile.service.ts';
+import { parseArgs } from './args.ts';
+import { connectOps } from './ops.ts';
+
+/** `flashpay recover [--stale-after-ms N] [--json]`: one recovery pass, then the outbox, then reconciliation. */
+export async function recoverCommand(argv: string[]): Promise<void> {
+  const args = parseArgs(argv, ['json']);
+  const ops = await connectOps();
+  const staleRaw = args.flags.get('stale-after-ms');
+  const staleAfterMs = typeof staleRaw === 'string' ? Number(staleRaw) : ops.config.staleAfterMs;
+  // Events are delivered where `flashpay start` delivers them: its webhook, or the configured broker.
+  const sink = ops.apiUrl || ops.config.outboxSink !== 'http' ? await createSinkFromConfig(ops.config, { webhookUrl: `${ops.apiUrl ?? ''}/v1/fulfillment/events`, secret: ops.notifySecret }) : undefined;
+  const relay = sink ? createRelay({ db: ops.db, sink, ...RELAY_DEFAULTS }) : undefined;
+  try {
+    const report = await recoverAll(ops.payments, { staleAfterMs, relay, reconcile: true });
+    if (args.flags.has('json')) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    else {
+      process.stdout.write(`examined ${report.examined}; resolved ${JSON.stringify(report.resolved)}; pending ${report.pending}\n`);
+      for (const p of report.still_pending) process.stdout.write(`still pending ${p.order_id} ${p.status}: ${p.reason}\n`);
+      for (const a of report.needs_attention) process.stdout.write(`needs a human ${a.order_id} ${a.status}: ${a.attention}\n`);
+      if (report.outbox) process.stdout.write(`outbox delivered ${report.outbox.delivered}, failed ${report.outbox.failed}\n`);
+      if (report.reconciliation) process.stdout.write(`${summaryLine(report.reconciliation)}\n`);
+    }
+  } finally {
+    await sink?.close();
+    await ops.close();
+  }
+}

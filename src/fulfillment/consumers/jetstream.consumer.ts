@@ -1,0 +1,78 @@
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
+import { connect, nanos } from '@nats-io/transport-node';
+import type { Db } from '../../platform/db.ts';
+import { ensureStream } from '../../outbox/sinks/nats.sink.ts';
+import type { BrokerTopology } from '../../outbox/sinks/topology.ts';
+import { parseEvent } from '../fulfillment.event.ts';
+import { consume, type ConsumeFn } from '../fulfillment.service.ts';
+import type { RunningConsumer } from './running.ts';
+
+export interface JetStreamConsumerOptions {
+  servers: string;
+  db: Db;
+  topology: Pick<BrokerTopology, 'stream' | 'subjectPrefix' | 'durable'>;
+  /** Unacknowledged messages are redelivered after this (at least once). */
+  ackWaitMs?: number;
+  /** Tests only (C29-18); production uses `consume`. */
+  consumeFn?: ConsumeFn;
+  onError?: (error: unknown) => void;
+}
+
+const DEFAULT_ACK_WAIT_MS = 30_000;
+const RETRY_DELAY_MS = 1_000; // a failed message (database down) comes back after this, not in a hot loop
+const MAX_IN_FLIGHT = 64; // messages pulled ahead of processing
+
+async function handle(message: JsMsg, options: JetStreamConsumerOptions, apply: ConsumeFn): Promise<void> {
+  let event;
+  try {
+    event = parseEvent(message.string());
+  } catch (error) {
+    // A malformed event will never parse: terminate its delivery loudly rather than loop on it.
+    message.term(`malformed event: ${(error as Error).message}`);
+    options.onError?.(error);
+    return;
+  }
+  try {
+    await apply(options.db, event);
+    message.ack(); // only after the effect committed; a lost ack means a redelivery, absorbed as DUPLICATE
+  } catch (error) {
+    message.nak(RETRY_DELAY_MS);
+    options.onError?.(error);
+  }
+}
+
+/**
+ * The fulfillment service reading the order stream through a durable pull consumer with explicit
+ * acks. Messages are handled one at a time, so an order's events are applied in stream order.
+ */
+export async function startJetStreamConsumer(options: JetStreamConsumerOptions): Promise<RunningConsumer> {
+  const apply = options.consumeFn ?? consume;
+  const { stream, subjectPrefix, durable } = options.topology;
+  const connection = await connect({ servers: options.servers, name: 'flashpay-fulfillment' });
+  try {
+    const jsm = await jetstreamManager(connection);
+    await ensureStream(jsm, { servers: options.servers, topology: options.topology }); // either side may start first
+    await jsm.consumers.add(stream, {
+      durable_name: durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: `${subjectPrefix}.>`,
+      ack_wait: nanos(options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
+    });
+    const consumer = await jetstream(connection).consumers.get(stream, durable);
+    const messages = await consumer.consume({ max_messages: MAX_IN_FLIGHT });
+    const loop = (async () => {
+      for await (const message of messages) await handle(message, options, apply);
+    })();
+    return {
+      async stop() {
+        await messages.close();
+        await loop;
+        if (!connection.isClosed()) await connection.drain();
+      },
+    };
+  } catch (error) {
+    await connection.close();
+    throw error;
+  }
+}

@@ -1,0 +1,4 @@
+/** A background consumer; `stop` finishes the message in hand, then disconnects. */
+export interface RunningConsumer {
+  stop(): Promise<void>;
+}

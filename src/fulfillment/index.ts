@@ -1,0 +1,6 @@
+// The fulfillment domain's public surface, for wiring (`flashpay start`, admin routes).
+export { consume, type ConsumeFn } from './fulfillment.service.ts';
+export { fulfillmentRoutes, type FulfillmentRoutesOptions } from './fulfillment.routes.ts';
+export { fulfillmentAdminView, findFulfillmentView, type FulfillmentView } from './fulfillment.admin.ts';
+export { EFFECTS, type Effect } from './fulfillment.repo.ts';
+export { startAmqpConsumer, startBrokerConsumerFromConfig, startJetStreamConsumer, type RunningConsumer } from './consumers/index.ts';

@@ -1,0 +1,81 @@
+import type { OrderStatus } from '../orders/orders.states.ts';
+
+// Seed 000 table 29-1: per order, the provider's ledger × the order × its current reservation.
+// Each class names the bug it catches; docs/reconciliation.md lists them with their proving test.
+export const ORDER_CLASSES = [
+  'PAID_WITHOUT_CHARGE',
+  'PAID_AMOUNT_MISMATCH',
+  'PAID_BUT_REFUNDED',
+  'PAID_WITHOUT_CONFIRMED_RESERVATION',
+  'REFUNDED_LEDGER_MISMATCH',
+  'REFUNDED_BUT_RESERVATION_HELD',
+  'REFUNDED_BUT_RESERVATION_CONFIRMED',
+  'CHARGED_BUT_FAILED',
+  'CHARGED_BUT_CANCELLED',
+  'FAILED_BUT_RESERVATION_HELD',
+  'FAILED_BUT_RESERVATION_CONFIRMED',
+  'CANCELLED_BUT_RESERVATION_HELD',
+  'CANCELLED_BUT_RESERVATION_CONFIRMED',
+  'CHARGED_BUT_CREATED',
+  'CREATED_WITHOUT_HELD',
+  'MULTIPLE_CHARGES',
+  'MULTIPLE_REFUNDS',
+] as const;
+
+export const GLOBAL_CLASSES = ['PROVIDER_RECORD_WITHOUT_ORDER', 'CONFIRMED_NE_PAID', 'STOCK_NOT_CONSERVED', 'CHANNEL_NET_NE_PAID_SUM', 'PAID_WITHOUT_EVENT', 'DUPLICATE_SHIPMENT', 'DEAD_EVENT'] as const;
+
+export type MismatchClass = (typeof ORDER_CLASSES)[number] | (typeof GLOBAL_CLASSES)[number];
+
+export interface LedgerView {
+  charges: number;
+  charged: number;
+  refunds: number;
+  refunded: number;
+}
+
+export interface OrderFacts {
+  status: OrderStatus;
+  amount: number;
+  reservation: string | null;
+  ledger: LedgerView;
+}
+
+export const PENDING_STATUSES: ReadonlySet<OrderStatus> = new Set(['PAYING', 'UNKNOWN', 'REFUNDING']);
+
+const live = (reservation: string | null) => reservation === 'HELD' || reservation === 'CONFIRMED';
+
+/** The classes one order violates; empty when it agrees with the ledger and its reservation. */
+export function classify(order: OrderFacts): Array<{ class: MismatchClass; detail: string }> {
+  const { ledger, amount, reservation } = order;
+  const out: Array<{ class: MismatchClass; detail: string }> = [];
+  const add = (c: MismatchClass, detail: string) => out.push({ class: c, detail });
+  const money = `charged=${ledger.charged} refunded=${ledger.refunded} amount=${amount} reservation=${reservation ?? 'none'}`;
+  if (ledger.charges > 1) add('MULTIPLE_CHARGES', `${ledger.charges} CHARGE lines`);
+  if (ledger.refunds > 1) add('MULTIPLE_REFUNDS', `${ledger.refunds} REFUND lines`);
+  switch (order.status) {
+    case 'PAID':
+      if (ledger.charges === 0) add('PAID_WITHOUT_CHARGE', money);
+      else if (ledger.charged !== amount) add('PAID_AMOUNT_MISMATCH', money);
+      if (ledger.refunds > 0) add('PAID_BUT_REFUNDED', money);
+      if (reservation !== 'CONFIRMED') add('PAID_WITHOUT_CONFIRMED_RESERVATION', money);
+      break;
+    case 'REFUNDED':
+      if (ledger.charged !== amount || ledger.refunded !== amount) add('REFUNDED_LEDGER_MISMATCH', money);
+      if (live(reservation)) add(`REFUNDED_BUT_RESERVATION_${reservation as 'HELD' | 'CONFIRMED'}`, money);
+      break;
+    case 'FAILED':
+    case 'CANCELLED':
+      if (ledger.charged - ledger.refunded !== 0) add(`CHARGED_BUT_${order.status}`, money);
+      if (live(reservation)) add(`${order.status}_BUT_RESERVATION_${reservation as 'HELD' | 'CONFIRMED'}`, money);
+      break;
+    case 'CREATED':
+      if (ledger.charges > 0) add('CHARGED_BUT_CREATED', money);
+      if (reservation !== 'HELD') add('CREATED_WITHOUT_HELD', money);
+      break;
+    case 'PAYING':
+    case 'UNKNOWN':
+    case 'REFUNDING':
+      break; // not judged: pending convergence
+  }
+  return out;
+}

@@ -1,0 +1,100 @@
+import type { Db } from '../platform/db.ts';
+import { checkEventIntegrity } from '../outbox/integrity.ts';
+import type { ChannelClient, StatementLine } from '../payments/channel.client.ts';
+import { countConfirmedReservations, listOrdersWithReservation, listStockDrift } from './reconcile.repo.ts';
+import { classify, PENDING_STATUSES, type LedgerView, type MismatchClass } from './reconcile.rules.ts';
+
+export interface Mismatch {
+  order_id: string;
+  status: string | null;
+  class: MismatchClass;
+  detail: string;
+}
+
+export interface ReconciliationReport {
+  ok: boolean;
+  pending: number;
+  pending_orders: Array<{ order_id: string; status: string }>;
+  mismatches: Mismatch[];
+  statuses: Record<string, number>;
+  totals: { channel_net: number; paid_sum: number; confirmed: number; paid: number; drift: number };
+  events: { paid_without_event: number; duplicate_shipments: number; pending: number; dead: number };
+}
+
+function ledgerByOrder(lines: StatementLine[]): Map<string, LedgerView> {
+  const byOrder = new Map<string, LedgerView>();
+  for (const line of lines) {
+    const view = byOrder.get(line.merchant_order) ?? { charges: 0, charged: 0, refunds: 0, refunded: 0 };
+    if (line.type === 'CHARGE') {
+      view.charges++;
+      view.charged += line.amount;
+    } else {
+      view.refunds++;
+      view.refunded += line.amount;
+    }
+    byOrder.set(line.merchant_order, view);
+  }
+  return byOrder;
+}
+
+const GLOBAL = 'GLOBAL';
+const NO_LINES: LedgerView = { charges: 0, charged: 0, refunds: 0, refunded: 0 };
+
+/**
+ * The three-way reconciliation of seed 000: the provider's ledger (read as a provider is read:
+ * its statement), the orders, and the reservations, order by order; then the global checks and
+ * the event-integrity checks that the three-way match alone cannot see (C29-19).
+ */
+export async function reconcile(db: Db, channel: ChannelClient): Promise<ReconciliationReport> {
+  const [statement, orders, confirmed, stockDrift, integrity] = await Promise.all([
+    channel.statement(),
+    listOrdersWithReservation(db),
+    countConfirmedReservations(db),
+    listStockDrift(db),
+    checkEventIntegrity(db),
+  ]);
+  const ledger = ledgerByOrder(statement.lines);
+  const mismatches: Mismatch[] = [];
+  const statuses: Record<string, number> = {};
+  const pendingOrders: Array<{ order_id: string; status: string }> = [];
+  let paid = 0;
+  let paidSum = 0;
+  for (const order of orders) {
+    statuses[order.status] = (statuses[order.status] ?? 0) + 1;
+    if (order.status === 'PAID') {
+      paid++;
+      paidSum += order.amount;
+    }
+    if (PENDING_STATUSES.has(order.status)) pendingOrders.push({ order_id: order.order_id, status: order.status });
+    for (const m of classify({ status: order.status, amount: order.amount, reservation: order.reservation, ledger: ledger.get(order.order_id) ?? NO_LINES })) {
+      mismatches.push({ order_id: order.order_id, status: order.status, ...m });
+    }
+  }
+  const known = new Set(orders.map((o) => o.order_id));
+  for (const mo of ledger.keys()) if (!known.has(mo)) mismatches.push({ order_id: mo, status: null, class: 'PROVIDER_RECORD_WITHOUT_ORDER', detail: 'the provider has lines for an order we do not have' });
+  if (confirmed !== paid) mismatches.push({ order_id: GLOBAL, status: null, class: 'CONFIRMED_NE_PAID', detail: `confirmed=${confirmed} != paid=${paid}` });
+  for (const s of stockDrift) mismatches.push({ order_id: GLOBAL, status: null, class: 'STOCK_NOT_CONSERVED', detail: `${s.tenant_id}/${s.sku}: ${s.detail}` });
+  // While an order is unfinished, money may legitimately be in flight: compare net only when none is.
+  if (pendingOrders.length === 0 && statement.net !== paidSum) {
+    mismatches.push({ order_id: GLOBAL, status: null, class: 'CHANNEL_NET_NE_PAID_SUM', detail: `channel_net=${statement.net} != paid_sum=${paidSum}` });
+  }
+  for (const id of integrity.paid_without_event_ids) mismatches.push({ order_id: id, status: 'PAID', class: 'PAID_WITHOUT_EVENT', detail: 'PAID order without an ORDER_PAID outbox event' });
+  if (integrity.duplicate_shipments > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DUPLICATE_SHIPMENT', detail: `${integrity.duplicate_shipments} orders shipped more than once` });
+  if (integrity.dead > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DEAD_EVENT', detail: `${integrity.dead} outbox events parked as dead` });
+  return {
+    ok: mismatches.length === 0 && pendingOrders.length === 0 && integrity.pending === 0,
+    pending: pendingOrders.length,
+    pending_orders: pendingOrders,
+    mismatches,
+    statuses,
+    totals: { channel_net: statement.net, paid_sum: paidSum, confirmed, paid, drift: statement.net - paidSum },
+    events: { paid_without_event: integrity.paid_without_event, duplicate_shipments: integrity.duplicate_shipments, pending: integrity.pending, dead: integrity.dead },
+  };
+}
+
+/** The seed's one-line summary: `classes={…} mismatches=0 pending=0 channel_net=… …`. */
+export function summaryLine(report: ReconciliationReport): string {
+  const classes = Object.entries(report.statuses).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(', ');
+  const t = report.totals;
+  return `reconcile classes={${classes}} mismatches=${report.mismatches.length} pending=${report.pending} channel_net=${t.channel_net} paid_sum=${t.paid_sum} confirmed=${t.confirmed} paid=${t.paid} drift=${t.drift} events_pending=${report.events.pending} dead=${report.events.dead}`;
+}

@@ -1,0 +1,24 @@
+import type { Relay } from '../outbox/relay.ts';
+import { outboxAdmin } from '../outbox/outbox.admin.ts';
+import { reconcile, type ReconciliationReport } from '../reconcile/reconcile.service.ts';
+import type { PaymentDeps } from '../payments/payments.deps.ts';
+import { runRecoveryPass, type RecoveryOptions, type RecoveryReport } from './recovery.service.ts';
+
+export interface FullRecoveryReport extends RecoveryReport {
+  outbox?: { delivered: number; failed: number };
+  reconciliation?: ReconciliationReport;
+}
+
+/**
+ * Seed 000's whole recovery: converge unfinished orders (steps 1–4), drain the outbox (5), then
+ * reconcile. Each part is safe to repeat; a relay or a reconciliation may be left out.
+ */
+export async function recoverAll(payments: PaymentDeps, options: RecoveryOptions & { relay?: Relay; reconcile?: boolean }): Promise<FullRecoveryReport> {
+  const report: FullRecoveryReport = await runRecoveryPass(payments, options);
+  if (options.relay) {
+    const drained = await outboxAdmin.drainOutbox(options.relay);
+    report.outbox = { delivered: drained.delivered, failed: drained.failed };
+  }
+  if (options.reconcile) report.reconciliation = await reconcile(payments.db, payments.channel);
+  return report;
+}
