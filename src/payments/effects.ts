@@ -1,4 +1,5 @@
 import type { Tx } from '../platform/db.ts';
+import { faultPoint } from '../platform/faultpoints.ts';
 import { reserve, tryConfirm, tryRelease } from '../inventory/inventory.repo.ts';
 import { lockOrder, reservationKeyFor, setReservation, transition } from '../orders/orders.repo.ts';
 import type { Order } from '../orders/orders.types.ts';
@@ -59,6 +60,7 @@ export async function applyCharged(tx: Tx, orderId: string, amount: number, caus
   }
   if (await tryConfirm(tx, order.tenantId, order.reservationKey, now)) {
     await transition(tx, orderId, order.status, 'PAID', cause, now);
+    await faultPoint('charged.before-commit'); // C29-11: confirm, PAID and outbox row written, not committed
     return applied('PAID');
   }
   const rehold = await tryRehold(tx, order, now);

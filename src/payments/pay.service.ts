@@ -1,5 +1,6 @@
 import type { Principal } from '../platform/auth.ts';
 import { inTx, type Tx } from '../platform/db.ts';
+import { faultPoint } from '../platform/faultpoints.ts';
 import { AppError } from '../platform/errors.ts';
 import type { StoredResponse } from '../idempotency/idempotency.repo.ts';
 import { jsonResponse, problemResponse } from '../idempotency/idempotency.http.ts';
@@ -50,6 +51,7 @@ export async function beginPay(deps: PaymentDeps, tx: Tx, principal: Principal, 
   return {
     continueWith: async (complete) => {
       const reply = await deps.channel.charge(orderId, order.amount, deps.notifyUrl);
+      await faultPoint('pay.after-charge'); // C29-10: PAYING committed, the provider charged, nothing recorded
       const { response, applied } = await applyReply(deps, orderId, order.amount, reply, complete);
       // The refund is sent after the transition to REFUNDING committed, never inside it.
       if (applied?.refund) await sendRefund(deps, orderId);

@@ -102,4 +102,25 @@ describe('broker sinks end to end', () => {
       await admin.close();
     }
   });
+  // A confirm alone is not enough: RabbitMQ confirms an unroutable message too. With `mandatory`
+  // the broker returns it first, and the sink turns that into a failed delivery (retried, never lost).
+  brokerTest('RabbitMQ: an unroutable publish is a failed delivery, not an ack', 'AMQP_URL', async (url) => {
+    const topology = { exchange: `flashpay.test.${suffix}.unroutable`, queue: `flashpay.test.${suffix}.unroutable.q` };
+    const sink = await createAmqpSink({ url, topology });
+    const admin = await amqp.connect(url);
+    const channel = await admin.createChannel();
+    try {
+      await channel.unbindQueue(topology.queue, topology.exchange, '#'); // now nothing routes
+      const event = { event_id: '777', order_id: 'mq-unroutable', event_type: 'ORDER_PAID', order_version: 4, payload: {} };
+      await expect(sink.deliver(event)).rejects.toThrow(/unroutable/);
+      await channel.bindQueue(topology.queue, topology.exchange, '#');
+      await sink.deliver(event);
+      expect((await channel.checkQueue(topology.queue)).messageCount).toBe(1);
+    } finally {
+      await sink.close();
+      await channel.deleteQueue(topology.queue);
+      await channel.deleteExchange(topology.exchange);
+      await admin.close();
+    }
+  });
 });
