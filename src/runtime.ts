@@ -66,7 +66,8 @@ export async function openDatabase(config: Config, log: (line: string) => void):
   }
   // PostgreSQL's own chatter stays out of our output; what needs a human does not.
   const important = (line: string) => {
-    if (/FATAL|PANIC|not reachable/.test(line)) log(line.trim());
+    // Connections cut by our own shutdown are expected, not news.
+    if (/FATAL|PANIC|not reachable/.test(line) && !/terminating connection due to administrator command/.test(line)) log(line.trim());
   };
   const embedded = await startEmbedded({ dataDir: path.join(config.dataDir, 'pg'), persistent: true, log: important });
   await ensureDatabase(embedded.url('postgres'), SERVICE_DB);

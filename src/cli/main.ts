@@ -10,6 +10,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   migrate: async () => (await import('./migrate.command.ts')).migrateCommand,
   reconcile: async () => (await import('./reconcile.command.ts')).reconcileCommand,
   recover: async () => (await import('./recover.command.ts')).recoverCommand,
+  sim: async () => (await import('./sim.command.ts')).simCommand,
 };
 
 const USAGE = `usage: flashpay <command> [options]

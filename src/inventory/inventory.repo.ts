@@ -199,3 +199,9 @@ export async function releaseExpiredBatch(tx: Tx, now: Date): Promise<number> {
   );
   return result.rows[0]?.n ?? 0;
 }
+
+/** Moves a HELD reservation's expiry to now (an operator releasing a hold early); the sweep does the rest. */
+export async function tryExpireNow(db: Executor, tenantId: string, key: string, now: Date): Promise<boolean> {
+  const result = await db.query(`UPDATE reservations SET expires_at = $3 WHERE tenant_id = $1 AND request_key = $2 AND status = 'HELD'`, [tenantId, key, now]);
+  return result.rowCount === 1;
+}

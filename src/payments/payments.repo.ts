@@ -29,3 +29,20 @@ export async function listNotifications(db: Executor, orderId: string) {
 export async function noteAttention(tx: Tx, orderId: string, note: string): Promise<void> {
   await tx.query(`UPDATE orders SET attention = $2 WHERE order_id = $1`, [orderId, note.slice(0, 500)]);
 }
+
+/** Per-SKU outcome counts for operators and the simulation: order statuses and notification effects. */
+export async function skuOutcomes(db: Executor, tenantId: string, sku: string) {
+  const statuses = await db.query<{ status: string; n: number }>(
+    'SELECT status, count(*)::int AS n FROM orders WHERE tenant_id = $1 AND sku = $2 GROUP BY status ORDER BY status',
+    [tenantId, sku],
+  );
+  const effects = await db.query<{ effect: string; n: number }>(
+    `SELECT n.effect, count(*)::int AS n FROM payment_notifications n JOIN orders o ON o.order_id = n.merchant_order
+     WHERE o.tenant_id = $1 AND o.sku = $2 GROUP BY n.effect ORDER BY n.effect`,
+    [tenantId, sku],
+  );
+  return {
+    statuses: Object.fromEntries(statuses.rows.map((r) => [r.status, r.n])),
+    notification_effects: Object.fromEntries(effects.rows.map((r) => [r.effect, r.n])),
+  };
+}

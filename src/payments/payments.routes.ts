@@ -9,7 +9,7 @@ import { getTimeline } from '../orders/orders.repo.ts';
 import { getOrderFor, orderView } from '../orders/orders.service.ts';
 import { channelClient } from './channel.client.ts';
 import { checkSignature, handleNotification, parseNotification, SIGNATURE_HEADER } from './notifications.ts';
-import { listNotifications } from './payments.repo.ts';
+import { listNotifications, skuOutcomes } from './payments.repo.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { abandonedPay, beginPay } from './pay.service.ts';
 
@@ -48,6 +48,10 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
     const effect = await handleNotification(payments, parseNotification(request.body));
     return { effect };
   });
+
+  app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku/outcomes', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { tags: ['admin'] } }, async (request) =>
+    skuOutcomes(deps.db, principalOf(request).tenantId, request.params.sku),
+  );
 
   app.get<{ Params: { id: string } }>('/v1/admin/orders/:id', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { params: orderIdParams, tags: ['admin'] } }, async (request) => {
     const order = await getOrderFor(deps.db, principalOf(request), request.params.id);

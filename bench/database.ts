@@ -1,0 +1,77 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { ensureDatabase, startEmbedded, withDatabase, type EmbeddedCluster } from '../src/platform/embedded.ts';
+import { migrate } from '../src/platform/migrate.ts';
+
+/** The database one bench run owns: created for it, migrated, and gone afterwards. */
+export interface BenchDatabase {
+  url: string;
+  /** Human description for the report: embedded in a temp dir, or a fresh database on DATABASE_URL's server. */
+  where: string;
+  close(): Promise<void>;
+}
+
+async function adminQuery(serverUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** DATABASE_URL's server: a fresh database for this run, dropped after (WITH FORCE: pools may linger). */
+async function onServer(serverUrl: string): Promise<BenchDatabase> {
+  const name = `flashpay_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await adminQuery(serverUrl, `CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+  const url = withDatabase(serverUrl, name);
+  try {
+    await migrate(url);
+  } catch (error) {
+    await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+    throw error;
+  }
+  return {
+    url,
+    where: `database ${name} on DATABASE_URL's server (dropped afterwards)`,
+    close: () => adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`),
+  };
+}
+
+/** A throwaway embedded cluster in a temp dir (default synchronous_commit: commits are fsynced). */
+async function embedded(log: (line: string) => void): Promise<BenchDatabase> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-bench-'));
+  // As root, PostgreSQL runs as `postgres`, which must reach the cluster; 0700 would move it elsewhere.
+  await chmod(dir, 0o755);
+  const important = (line: string) => {
+    if (/FATAL|PANIC/.test(line)) log(line.trim());
+  };
+  let cluster: EmbeddedCluster | undefined;
+  try {
+    cluster = await startEmbedded({ dataDir: path.join(dir, 'pg'), persistent: false, log: important });
+    await ensureDatabase(cluster.url('postgres'), 'flashpay_bench');
+    const url = cluster.url('flashpay_bench');
+    await migrate(url);
+    const running = cluster;
+    return {
+      url,
+      where: `embedded PostgreSQL in ${dir} (removed afterwards)`,
+      async close() {
+        await running.stop();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    await cluster?.stop().catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+export function openBenchDatabase(log: (line: string) => void, serverUrl = process.env.DATABASE_URL): Promise<BenchDatabase> {
+  return serverUrl ? onServer(serverUrl) : embedded(log);
+}

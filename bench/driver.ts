@@ -1,0 +1,94 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+/**
+ * The HTTP load driver, shared by every flashpay run and its baseline so that both pay the same
+ * client cost. It runs in its own process (its event loop never competes with the server's) and
+ * uses node:http with one keep-alive `http.Agent` per origin, `maxSockets` = concurrency: each
+ * simulated buyer owns one persistent connection. node:http costs less per request than the
+ * global fetch (undici behind WHATWG streams); docs/benchmarks.md has the comparison.
+ */
+
+export interface DriverRequest {
+  method: 'POST' | 'GET';
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+export interface DriverSpec {
+  /** http://127.0.0.1:<port> */
+  origin: string;
+  concurrency: number;
+  requests: DriverRequest[];
+}
+
+export interface DriverResult {
+  count: number;
+  elapsedMs: number;
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** HTTP status → count; "error" counts requests that got no response at all. */
+  statuses: Record<string, number>;
+  /** problem+json `code` of non-2xx answers → count. */
+  codes: Record<string, number>;
+  firstError?: string;
+}
+
+export type DriverMessage = { kind: 'run'; id: number; spec: DriverSpec } | { kind: 'exit' };
+export type DriverReply = { kind: 'result'; id: number; result: DriverResult } | { kind: 'failed'; id: number; error: string };
+
+export interface Driver {
+  run(spec: DriverSpec): Promise<DriverResult>;
+  close(): Promise<void>;
+}
+
+const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'driver.child.ts');
+
+function tsxLoader(): string {
+  // Absolute, so the child starts the same whatever the current directory.
+  return pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/** Forks the driver process; runs are sequential (one at a time). */
+export async function startDriver(): Promise<Driver> {
+  const child = fork(CHILD, [], { execArgv: ['--import', tsxLoader()], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  await new Promise<void>((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', reject);
+  });
+  let nextId = 0;
+  const pending = new Map<number, { resolve: (result: DriverResult) => void; reject: (error: Error) => void }>();
+  child.on('message', (reply: DriverReply) => {
+    const waiter = pending.get(reply.id);
+    pending.delete(reply.id);
+    if (reply.kind === 'result') waiter?.resolve(reply.result);
+    else waiter?.reject(new Error(`driver: ${reply.error}`));
+  });
+  child.once('exit', (code, signal) => {
+    for (const waiter of pending.values()) waiter.reject(new Error(`driver process exited (${code ?? signal})`));
+    pending.clear();
+  });
+  return {
+    run(spec) {
+      const id = ++nextId;
+      return new Promise<DriverResult>((resolve, reject) => {
+        pending.set(id, { resolve, reject });
+        child.send({ kind: 'run', id, spec } satisfies DriverMessage);
+      });
+    },
+    async close() {
+      if (child.connected) child.send({ kind: 'exit' } satisfies DriverMessage);
+      await exited(child);
+    },
+  };
+}

@@ -1,0 +1,118 @@
+import { performance } from 'node:perf_hooks';
+import { inTx, type Db } from '../src/platform/db.ts';
+import { createRelay, RELAY_DEFAULTS, type Relay, type Sink } from '../src/outbox/index.ts';
+import type { OutboxCounts } from './options.ts';
+import { checkDelivery, resetOutbox } from './outbox.seed.ts';
+import { perSecond, summarize } from './stats.ts';
+
+// The timed relay loop and the baseline loop; outbox.bench.ts runs them against each sink.
+
+// Limits, each with its reason.
+const MAX_PASSES_PER_RELAY = 100_000; // a relay's loop ends even if the outbox never empties
+const MAX_FINISH_ROUNDS = 5; // forced drains for events that failed once and wait out a backoff
+
+export interface OutboxFigures {
+  events: number;
+  elapsedMs: number;
+  perSecond: number;
+  /** One claim → deliver → mark pass of a relay (baseline: one claim → mark transaction), in ms. */
+  batchP50Ms: number;
+  batchP99Ms: number;
+  /** One sink.deliver call (relay runs only). */
+  deliverP50Ms?: number;
+  deliverP99Ms?: number;
+  /** Broker runs: events/s until the consumer had applied every event (relays and consumer overlap). */
+  appliedPerSecond?: number;
+  errors: number;
+  firstError?: string;
+}
+
+export interface Errors {
+  count: number;
+  first?: string;
+  record(error: unknown): void;
+}
+
+export function errorLog(): Errors {
+  const errors: Errors = {
+    count: 0,
+    record(error) {
+      errors.count++;
+      errors.first ??= (error as Error | null)?.message ?? String(error);
+    },
+  };
+  return errors;
+}
+
+function timedSink(sink: Sink, samplesMs: number[]): Sink {
+  return {
+    async deliver(event) {
+      const startedAt = performance.now();
+      await sink.deliver(event);
+      samplesMs.push(performance.now() - startedAt);
+    },
+    close: () => sink.close(),
+  };
+}
+
+/** The relay's own drain, pass by pass, so that each pass can be timed. */
+async function drainTimed(relay: Relay, passSamplesMs: number[]): Promise<void> {
+  for (let pass = 0; pass < MAX_PASSES_PER_RELAY; pass++) {
+    const startedAt = performance.now();
+    const result = await relay.runOnce();
+    if (result.delivered + result.failed === 0) return;
+    passSamplesMs.push(performance.now() - startedAt);
+  }
+}
+
+async function pendingCount(db: Db): Promise<number> {
+  const result = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL AND dead_at IS NULL');
+  return result.rows[0]?.n ?? 0;
+}
+
+/** Runs `sinks.length` relays at once until the outbox is empty; the figures of that stretch. */
+export async function deliverAll(db: Db, sinks: Sink[], batchSize: number, events: number, errors: Errors) {
+  const passMs: number[] = [];
+  const deliverMs: number[] = [];
+  const relays = sinks.map((sink, i) =>
+    createRelay({ db, sink: timedSink(sink, deliverMs), owner: `bench-relay-${i + 1}`, ...RELAY_DEFAULTS, batchSize, onError: (error) => errors.record(error) }),
+  );
+  const startedAt = performance.now();
+  await Promise.all(relays.map((relay) => drainTimed(relay, passMs)));
+  for (let round = 0; round < MAX_FINISH_ROUNDS && (await pendingCount(db)) > 0; round++) await relays[0]?.drain({ force: true });
+  const elapsedMs = performance.now() - startedAt;
+  const pass = summarize(passMs);
+  const deliver = summarize(deliverMs);
+  return { startedAt, figures: { events, elapsedMs, perSecond: perSecond(events, elapsedMs), batchP50Ms: pass.p50Ms, batchP99Ms: pass.p99Ms, deliverP50Ms: deliver.p50Ms, deliverP99Ms: deliver.p99Ms } };
+}
+
+/** The baseline worker: claim a batch with SKIP LOCKED and mark it published, no delivery at all. */
+async function baselineWorker(db: Db, batchSize: number, samplesMs: number[]): Promise<void> {
+  for (let pass = 0; pass < MAX_PASSES_PER_RELAY; pass++) {
+    const startedAt = performance.now();
+    const moved = await inTx(db, async (tx) => {
+      const claimed = await tx.query<{ event_id: string }>(
+        `SELECT event_id FROM outbox WHERE published_at IS NULL AND dead_at IS NULL ORDER BY event_id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [batchSize],
+      );
+      if (claimed.rows.length === 0) return 0;
+      await tx.query('UPDATE outbox SET published_at = now() WHERE event_id = ANY($1::bigint[])', [claimed.rows.map((row) => row.event_id)]);
+      return claimed.rows.length;
+    });
+    if (moved === 0) return;
+    samplesMs.push(performance.now() - startedAt);
+  }
+}
+
+export async function runBaseline(db: Db, workers: number, counts: OutboxCounts): Promise<OutboxFigures> {
+  await resetOutbox(db);
+  const samplesMs: number[] = [];
+  const startedAt = performance.now();
+  await Promise.all(Array.from({ length: workers }, () => baselineWorker(db, counts.batchSize, samplesMs)));
+  const elapsedMs = performance.now() - startedAt;
+  const check = await checkDelivery(db, counts.events, false);
+  const batch = summarize(samplesMs);
+  const errors = check.ok ? 0 : 1;
+  return { events: counts.events, elapsedMs, perSecond: perSecond(counts.events, elapsedMs), batchP50Ms: batch.p50Ms, batchP99Ms: batch.p99Ms, errors, ...(errors ? { firstError: `baseline left ${check.pending} events unpublished` } : {}) };
+}
+

@@ -1,0 +1,84 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadSecret, tokenSigner, type TokenSigner } from '../platform/auth.ts';
+import { loadConfig } from '../platform/config.ts';
+import type { SimTarget } from '../sim/sim.client.ts';
+import { parseMix, planSim, SEED_SHAPE, type SimShape } from '../sim/sim.plan.ts';
+import { Simulation, type Progress } from '../sim/sim.run.ts';
+import { launchStack } from '../stack.ts';
+import { intFlag, parseArgs, stringFlag, UsageError } from './args.ts';
+
+const USAGE = `usage: flashpay sim --seed N [--orders 24] [--stock 24] [--late 12] [--concurrency 8]
+       [--mix decline=3,lost=4,linger=3,nopay=3,expire=6] [--refund-timeouts 2]
+       [--api URL --channel URL] [--tenant sim] [--json]
+Without --api it starts a throwaway stack (DATABASE_URL, else an embedded PostgreSQL in a temp dir).
+With --api it drives a running \`flashpay start --control\` (tokens signed with FLASHPAY_JWT_SECRET or .flashpay/jwt.secret).`;
+
+function progressBar(p: Progress): void {
+  const width = 30;
+  const filled = p.total === 0 ? width : Math.round((p.done / p.total) * width);
+  process.stderr.write(`\r${p.phase.padEnd(11)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${p.done}/${p.total}   ${p.phase === 'done' ? '\n' : ''}`);
+}
+
+function shapeFrom(args: ReturnType<typeof parseArgs>): SimShape {
+  return {
+    orders: intFlag(args, 'orders', SEED_SHAPE.orders),
+    stock: intFlag(args, 'stock', SEED_SHAPE.stock),
+    lateBuyers: intFlag(args, 'late', SEED_SHAPE.lateBuyers),
+    concurrency: intFlag(args, 'concurrency', SEED_SHAPE.concurrency),
+    mix: parseMix(stringFlag(args, 'mix') ?? '', SEED_SHAPE.mix),
+    refundTimeouts: intFlag(args, 'refund-timeouts', SEED_SHAPE.refundTimeouts),
+  };
+}
+
+function targetOf(api: string, channel: string, signer: TokenSigner, tenantId: string): Promise<SimTarget> {
+  return signer.sign({ tenantId, userId: 'sim-operator', scope: 'admin' }).then((adminToken) => ({
+    api,
+    channel,
+    adminToken,
+    buyerToken: (user: string) => signer.sign({ tenantId, userId: user, scope: 'buyer' }),
+  }));
+}
+
+/** `flashpay sim --seed N`: seed 000's C29-13 as a product feature; exit 0 only on a clean reconciliation. */
+export async function simCommand(argv: string[]): Promise<void> {
+  const args = parseArgs(argv, ['json']);
+  const seedText = stringFlag(args, 'seed');
+  if (seedText === undefined || !/^\d+$/.test(seedText)) throw new UsageError(USAGE);
+  const seed = Number(seedText);
+  const shape = shapeFrom(args);
+  const plan = planSim(seed, shape);
+  const tenant = stringFlag(args, 'tenant') ?? 'sim';
+  const sku = `sim-${seed}-${randomBytes(3).toString('hex')}`;
+  const quiet = args.flags.has('json') || !process.stderr.isTTY;
+  const api = stringFlag(args, 'api');
+
+  let cleanup = async () => undefined as void;
+  let target: SimTarget;
+  if (api) {
+    const channel = stringFlag(args, 'channel');
+    if (!channel) throw new UsageError('--api needs --channel (the channel must run with --control)');
+    const config = loadConfig();
+    target = await targetOf(api, channel, tokenSigner((await loadSecret(config.jwtSecret, config.dataDir, 'jwt')).secret), tenant);
+  } else {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-sim-'));
+    await chmod(dir, 0o755);
+    const config = { ...loadConfig({ ...process.env, FLASHPAY_DATA_DIR: dir }), recoveryIntervalMs: 500, staleAfterMs: 2_000, relayIntervalMs: 100, logLevel: 'silent', channelUrl: undefined };
+    const stack = await launchStack({ config, port: 0, channelPort: 0, control: true, workers: true, advertise: false, log: (line) => process.stderr.write(`sim: ${line}\n`) });
+    target = await targetOf(stack.api, stack.channel, stack.signer, tenant);
+    cleanup = async () => {
+      await stack.stop();
+      await rm(dir, { recursive: true, force: true });
+    };
+  }
+  try {
+    const report = await new Simulation(target, plan, shape, sku, quiet ? undefined : progressBar).run();
+    process.stdout.write(args.flags.has('json') ? `${JSON.stringify({ ...report, plan }, null, 2)}\n` : `${report.lines.join('\n')}\n`);
+    if (!args.flags.has('json')) for (const m of report.reconciliation.mismatches) process.stdout.write(`mismatch ${m.order_id} ${m.status ?? '-'} ${m.class} ${m.detail}\n`);
+    process.exitCode = report.ok ? 0 : 1;
+  } finally {
+    await cleanup();
+  }
+}

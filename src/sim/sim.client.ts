@@ -1,0 +1,41 @@
+// The simulation talks to a stack only over HTTP, as a buyer, an operator and a test harness
+// would. A stack being killed and restarted under it is expected: connection errors are retried
+// until a deadline; answers are returned as they came.
+export interface Reply {
+  status: number;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+}
+
+export interface SimTarget {
+  api: string;
+  channel: string;
+  adminToken: string;
+  buyerToken(user: string): Promise<string>;
+}
+
+const RETRY_WINDOW_MS = 90_000;
+const REQUEST_TIMEOUT_MS = 15_000;
+
+function isConnectionFailure(error: unknown): boolean {
+  const e = error as { name?: string; cause?: { code?: string } };
+  return e.name === 'TimeoutError' || ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'].includes(e.cause?.code ?? '') || e.name === 'TypeError';
+}
+
+export async function http(url: string, options: { method?: string; token?: string; body?: unknown; key?: string; retry?: boolean } = {}): Promise<Reply> {
+  const headers: Record<string, string> = {};
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  if (options.key) headers['idempotency-key'] = options.key;
+  const deadline = Date.now() + RETRY_WINDOW_MS;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const response = await fetch(url, { method: options.method ?? 'GET', headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+      const text = await response.text();
+      return { status: response.status, body: text ? JSON.parse(text) : undefined };
+    } catch (error) {
+      if (options.retry === false || !isConnectionFailure(error) || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
+    }
+  }
+}

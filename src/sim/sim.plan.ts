@@ -1,0 +1,84 @@
+import { drawBetween, mulberry32 } from '../channel/prng.ts';
+
+// The faults of seed 000's C29-13, assigned to orders by a seeded generator.
+export const FAULTS = ['normal', 'decline', 'lost', 'linger', 'nopay', 'expire'] as const;
+export type Fault = (typeof FAULTS)[number];
+
+export interface SimShape {
+  orders: number;
+  stock: number;
+  lateBuyers: number;
+  /** How many orders get each fault; the rest are normal. */
+  mix: Record<Exclude<Fault, 'normal'>, number>;
+  /** Of the `expire` orders, how many see their first refund reply time out. */
+  refundTimeouts: number;
+  concurrency: number;
+}
+
+/** Seed 000's shape: 24 units, 24 orders (3 declined, 4 lost replies, 3 lingering, 3 never paid, 6 expired while UNKNOWN, 2 of them with a lost first refund), 12 late buyers. */
+export const SEED_SHAPE: SimShape = {
+  orders: 24,
+  stock: 24,
+  lateBuyers: 12,
+  mix: { decline: 3, lost: 4, linger: 3, nopay: 3, expire: 6 },
+  refundTimeouts: 2,
+  concurrency: 8,
+};
+
+export interface PlannedOrder {
+  index: number;
+  fault: Fault;
+  /** Delay of a lost reply or a lingering request, 400–1500 ms as in the seed. */
+  delayMs: number;
+  refundTimeout: boolean;
+  /** Copies of each of its notifications delivered, 1–3. */
+  copies: number;
+}
+
+export interface SimPlan {
+  seed: number;
+  orders: PlannedOrder[];
+  /** The order in which held notifications are released (indexes into `orders`). */
+  releaseOrder: number[];
+  /** Pause before each release, 0–300 ms. */
+  releaseDelaysMs: number[];
+}
+
+function shuffle<T>(items: T[], random: () => number): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j] as T, out[i] as T];
+  }
+  return out;
+}
+
+/** The same seed and shape give the same plan, whatever the machine does with the timing. */
+export function planSim(seed: number, shape: SimShape): SimPlan {
+  const faulted = Object.values(shape.mix).reduce((sum, n) => sum + n, 0);
+  if (faulted > shape.orders) throw new Error(`the fault mix names ${faulted} orders, more than --orders ${shape.orders}`);
+  if (shape.refundTimeouts > shape.mix.expire) throw new Error('refund timeouts are a subset of expired orders');
+  const random = mulberry32(seed);
+  const faults: Fault[] = [];
+  for (const [fault, n] of Object.entries(shape.mix) as Array<[Fault, number]>) for (let i = 0; i < n; i++) faults.push(fault);
+  while (faults.length < shape.orders) faults.push('normal');
+  let refundTimeouts = shape.refundTimeouts;
+  const orders = shuffle(faults, random).map((fault, index) => {
+    const refundTimeout = fault === 'expire' && refundTimeouts > 0;
+    if (refundTimeout) refundTimeouts--;
+    return { index, fault, delayMs: drawBetween(random, 400, 1500), refundTimeout, copies: drawBetween(random, 1, 3) };
+  });
+  const releaseOrder = shuffle(orders.map((o) => o.index), random);
+  return { seed, orders, releaseOrder, releaseDelaysMs: releaseOrder.map(() => drawBetween(random, 0, 300)) };
+}
+
+export function parseMix(text: string, base: SimShape['mix']): SimShape['mix'] {
+  const mix = { ...base };
+  for (const part of text.split(',').filter(Boolean)) {
+    const [name, value] = part.split('=');
+    const n = Number(value);
+    if (!name || !(name in mix) || !Number.isInteger(n) || n < 0) throw new Error(`--mix takes name=count pairs of ${Object.keys(mix).join(', ')}; got "${part}"`);
+    mix[name as keyof typeof mix] = n;
+  }
+  return mix;
+}

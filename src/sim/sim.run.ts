@@ -1,0 +1,204 @@
+import { summaryLine, type ReconciliationReport } from '../reconcile/reconcile.service.ts';
+import { http, type SimTarget } from './sim.client.ts';
+import type { PlannedOrder, SimPlan, SimShape } from './sim.plan.ts';
+
+export interface Progress {
+  phase: 'buying' | 'competing' | 'converging' | 'done';
+  done: number;
+  total: number;
+}
+
+export interface SimReport {
+  seed: number;
+  sku: string;
+  late_buyers: number;
+  late_buyers_won: number;
+  final: Record<string, number>;
+  notification_effects: Record<string, number>;
+  reconciliation: ReconciliationReport;
+  ok: boolean;
+  lines: string[];
+}
+
+interface Held {
+  id: string;
+  notify_id: string;
+  merchant_order: string;
+  kind: string;
+}
+
+const PRICE = 1990;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// The seed's competition window and convergence budget; both end early once the sale settles.
+const COMPETE_DEADLINE_MS = 60_000;
+const CONVERGE_DEADLINE_MS = 90_000;
+
+async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
+  const queue = [...items];
+  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, async () => {
+    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await fn(item);
+  }));
+}
+
+const format = (counts: Record<string, number>) => `{${Object.entries(counts).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(', ')}}`;
+
+/** The seeded flash sale of seed 000 (C29-13), run against a live stack over HTTP. */
+export class Simulation {
+  private readonly ids = new Map<number, string>();
+  private lateWon = 0;
+  private settledLate = 0;
+
+  constructor(
+    private readonly target: SimTarget,
+    private readonly plan: SimPlan,
+    private readonly shape: SimShape,
+    private readonly sku: string,
+    private readonly onProgress: (p: Progress) => void = () => undefined,
+  ) {}
+
+  private admin(method: string, path: string, body?: unknown) {
+    return http(`${this.target.api}${path}`, { method, token: this.target.adminToken, body });
+  }
+
+  private control(method: string, path: string, body?: unknown) {
+    return http(`${this.target.channel}${path}`, { method, body });
+  }
+
+  private async fault(orderId: string, op: string, kind: string, ms?: number) {
+    await this.control('POST', '/_control/faults', { op, kind, merchant_order: orderId, ...(ms ? { ms } : {}) });
+  }
+
+  /** One original buyer: order, the planned fault, and (unless they never pay) pay. */
+  private async original(order: PlannedOrder): Promise<void> {
+    const token = await this.target.buyerToken(`${this.sku}-buyer-${order.index}`);
+    const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key: `${this.sku}-o${order.index}`, body: { sku: this.sku } });
+    if (created.status !== 201) return;
+    const orderId = created.body.order_id as string;
+    this.ids.set(order.index, orderId);
+    if (order.fault === 'decline') await this.fault(orderId, 'charge', 'DECLINE');
+    if (order.fault === 'lost' || order.fault === 'expire') await this.fault(orderId, 'charge', 'DELAY_RESPONSE', order.delayMs);
+    if (order.fault === 'linger') await this.fault(orderId, 'charge', 'DELAY_REQUEST', order.delayMs);
+    if (order.refundTimeout) await this.fault(orderId, 'refund', 'DELAY_RESPONSE', 800);
+    if (order.fault === 'expire' || order.fault === 'nopay') {
+      // Its hold ends now, as if 60 s had passed: the unit goes back on sale while it pays.
+      await this.admin('POST', '/v1/admin/reservations/expire', { order_id: orderId });
+      await this.admin('POST', '/v1/admin/expiry/run');
+    }
+    if (order.fault !== 'nopay') await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-p${order.index}` });
+  }
+
+  private async saleOver(): Promise<boolean> {
+    const sku = await this.admin('GET', `/v1/admin/skus/${this.sku}`);
+    return sku.status === 200 && sku.body.available === 0 && sku.body.held === 0;
+  }
+
+  /** A buyer who was sold out earlier tries again with fresh keys until they win or nothing is left. */
+  private async lateBuyer(n: number, deadline: number): Promise<void> {
+    const token = await this.target.buyerToken(`${this.sku}-late-${n}`);
+    for (let attempt = 0; Date.now() < deadline; attempt++) {
+      const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key: `${this.sku}-late${n}-a${attempt}`, body: { sku: this.sku } });
+      if (created.status === 201) {
+        await http(`${this.target.api}/v1/orders/${created.body.order_id}/pay`, { method: 'POST', token, key: `${this.sku}-late${n}-pay` });
+        this.lateWon++;
+        break;
+      }
+      if (await this.saleOver()) break;
+      await sleep(100 + 20 * (n % 5));
+    }
+    this.settledLate++;
+  }
+
+  private async held(): Promise<Held[]> {
+    const reply = await this.control('GET', '/_control/callbacks/held');
+    const mine = new Set(this.ids.values());
+    return ((reply.body ?? []) as Held[]).filter((h) => mine.has(h.merchant_order));
+  }
+
+  /** Releases an order's held notifications, `copies` of each, in the plan's order and pacing. */
+  private async releaseCallbacks(): Promise<void> {
+    for (const [i, index] of this.plan.releaseOrder.entries()) {
+      await sleep(this.plan.releaseDelaysMs[i] ?? 0);
+      const orderId = this.ids.get(index);
+      const copies = this.plan.orders[index]?.copies ?? 1;
+      if (!orderId) continue;
+      const byNotify = new Map<string, string[]>();
+      for (const h of (await this.held()).filter((x) => x.merchant_order === orderId)) byNotify.set(h.notify_id, [...(byNotify.get(h.notify_id) ?? []), h.id]);
+      const ids = [...byNotify.values()].flatMap((list) => list.slice(0, copies));
+      if (ids.length > 0) await this.control('POST', '/_control/callbacks/release', { ids });
+    }
+  }
+
+  private async recoveryLoop(until: () => boolean): Promise<void> {
+    while (!until()) {
+      await this.admin('POST', '/v1/admin/recovery/run', { stale_after_ms: 1000 });
+      await sleep(300);
+    }
+  }
+
+  /** Recovery, the remaining notifications (one copy each), the outbox, until nothing is pending. */
+  private async converge(): Promise<ReconciliationReport> {
+    const deadline = Date.now() + CONVERGE_DEADLINE_MS;
+    for (;;) {
+      const byNotify = new Map<string, string>();
+      for (const h of await this.held()) if (!byNotify.has(h.notify_id)) byNotify.set(h.notify_id, h.id);
+      if (byNotify.size > 0) await this.control('POST', '/_control/callbacks/release', { ids: [...byNotify.values()] });
+      await this.admin('POST', '/v1/admin/recovery/run', { stale_after_ms: 0 });
+      await this.admin('POST', '/v1/admin/outbox/drain');
+      const report = (await this.admin('GET', '/v1/admin/reconciliation')).body as ReconciliationReport;
+      if ((report.pending === 0 && report.events.pending === 0) || Date.now() > deadline) return report;
+      await sleep(300);
+    }
+  }
+
+  async run(): Promise<SimReport> {
+    const created = await this.admin('POST', '/v1/admin/skus', { sku: this.sku, name: `Simulated flash sale (seed ${this.plan.seed})`, price: PRICE, stock: this.shape.stock, hold_ttl_ms: 60_000 });
+    // 409: our own earlier attempt created it before the stack went down under us.
+    if (created.status !== 201 && created.status !== 409) throw new Error(`cannot create SKU ${this.sku}: ${created.status} ${JSON.stringify(created.body)}`);
+    await this.control('POST', '/_control/callbacks', { mode: 'HOLD', duplicates: 3 });
+    let bought = 0;
+    this.onProgress({ phase: 'buying', done: 0, total: this.plan.orders.length });
+    await pool(this.plan.orders, this.shape.concurrency, async (order) => {
+      await this.original(order);
+      this.onProgress({ phase: 'buying', done: ++bought, total: this.plan.orders.length });
+    });
+
+    const deadline = Date.now() + COMPETE_DEADLINE_MS;
+    let competing = true;
+    const progress = setInterval(() => this.onProgress({ phase: 'competing', done: this.settledLate, total: this.shape.lateBuyers }), 200);
+    try {
+      await Promise.all([
+        Promise.all(Array.from({ length: this.shape.lateBuyers }, (_, n) => this.lateBuyer(n, deadline))),
+        this.releaseCallbacks(),
+        this.recoveryLoop(() => !competing),
+        (async () => {
+          while (this.settledLate < this.shape.lateBuyers && Date.now() < deadline) await sleep(50);
+          competing = false;
+        })(),
+      ]);
+    } finally {
+      clearInterval(progress);
+    }
+
+    this.onProgress({ phase: 'converging', done: 0, total: 1 });
+    const reconciliation = await this.converge();
+    await this.control('POST', '/_control/callbacks', { mode: 'AUTO', duplicates: 1 });
+    const outcomes = (await this.admin('GET', `/v1/admin/skus/${this.sku}/outcomes`)).body as { statuses: Record<string, number>; notification_effects: Record<string, number> };
+    this.onProgress({ phase: 'done', done: 1, total: 1 });
+    const lines = [
+      `note late buyers ${this.lateWon} ; final ${format(outcomes.statuses)}`,
+      `note notification effects ${format(outcomes.notification_effects)}`,
+      `note ${summaryLine(reconciliation)}`,
+    ];
+    return {
+      seed: this.plan.seed,
+      sku: this.sku,
+      late_buyers: this.shape.lateBuyers,
+      late_buyers_won: this.lateWon,
+      final: outcomes.statuses,
+      notification_effects: outcomes.notification_effects,
+      reconciliation,
+      ok: reconciliation.ok,
+      lines,
+    };
+  }
+}

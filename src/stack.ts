@@ -1,0 +1,89 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.ts';
+import type { AppDeps } from './app.deps.ts';
+import { createPgLedger, startChannel, type RunningChannel } from './channel/index.ts';
+import { startEventPipeline, type EventPipeline } from './outbox/index.ts';
+import { loadSecret, tokenSigner, type TokenSigner } from './platform/auth.ts';
+import { systemClock } from './platform/clock.ts';
+import type { Config } from './platform/config.ts';
+import { createPool } from './platform/db.ts';
+import { migrate } from './platform/migrate.ts';
+import { clearRuntime, openDatabase, writeRuntime } from './runtime.ts';
+import { startWorkers } from './workers.ts';
+
+export interface StackOptions {
+  config: Config;
+  port: number;
+  channelPort: number;
+  control: boolean;
+  workers: boolean;
+  /** Written to .flashpay/runtime.json so `reconcile`/`recover` find this stack; off for throwaway stacks. */
+  advertise: boolean;
+  log: (line: string) => void;
+}
+
+export interface RunningStack {
+  api: string;
+  channel: string;
+  deps: AppDeps;
+  signer: TokenSigner;
+  stop(): Promise<void>;
+}
+
+function urlOf(app: FastifyInstance): string {
+  const address = app.server.address();
+  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+}
+
+/**
+ * The whole stack in one process: database (external or embedded), migrations, the fake channel
+ * with its durable ledger in a database of its own, the API, the outbox pipeline and the loops.
+ */
+export async function launchStack(options: StackOptions): Promise<RunningStack> {
+  const { config, log } = options;
+  const database = await openDatabase(config, log);
+  await migrate(database.url);
+  const jwt = await loadSecret(config.jwtSecret, config.dataDir, 'jwt');
+  const notify = await loadSecret(config.notifySecret, config.dataDir, 'notify');
+  if (jwt.generated || notify.generated) log(`using development secrets kept under ${config.dataDir} (set FLASHPAY_JWT_SECRET and FLASHPAY_NOTIFY_SECRET in production)`);
+
+  const pool = createPool(database.url, config.poolSize);
+  const channelPool = createPool(database.channelUrl, 10);
+  let channel: RunningChannel | undefined;
+  if (!config.channelUrl) {
+    channel = await startChannel({ store: await createPgLedger(channelPool), notifySecret: notify.secret, control: options.control, host: config.host, port: options.channelPort, log });
+  }
+  const signer = tokenSigner(jwt.secret);
+  const deps: AppDeps = { db: pool, clock: systemClock, config, signer, notifySecret: notify.secret, channelUrl: config.channelUrl ?? channel?.url ?? '', notifyUrl: '' };
+  const app = await buildApp(deps);
+  await app.listen({ host: config.host, port: options.port });
+  const api = urlOf(app);
+  deps.notifyUrl = `${api}/v1/payment-notifications`;
+  const events: EventPipeline = await startEventPipeline(config, {
+    db: pool,
+    runRelayLoop: options.workers,
+    webhookUrl: `${api}/v1/fulfillment/events`,
+    secret: notify.secret,
+    onError: (error) => log(`outbox: ${(error as Error).message}`),
+  });
+  deps.relay = events.relay;
+  const loops = options.workers ? startWorkers(deps, log) : [];
+  if (options.advertise) await writeRuntime(config, { pid: process.pid, databaseUrl: database.url, api, channel: deps.channelUrl });
+
+  return {
+    api,
+    channel: deps.channelUrl,
+    deps,
+    signer,
+    async stop() {
+      await Promise.all(loops.map((loop) => loop.stop()));
+      await events.stop();
+      await app.close();
+      await channel?.close();
+      await pool.end();
+      await channelPool.end();
+      if (options.advertise) await clearRuntime(config);
+      await database.embedded?.stop();
+    },
+  };
+}
