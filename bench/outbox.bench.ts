@@ -7,7 +7,7 @@ import { startJetStreamConsumer } from '../src/fulfillment/index.ts';
 import type { Sink } from '../src/outbox/index.ts';
 import { createHttpSink, createNatsSink, DEFAULT_TOPOLOGY, type BrokerTopology } from '../src/outbox/sinks/index.ts';
 import type { OutboxCounts } from './options.ts';
-import { deliverAll, errorLog, runBaseline, type Errors, type OutboxFigures } from './outbox.relays.ts';
+import { deliverAll, errorLog, runBaseline, warmUp, type Errors, type OutboxFigures } from './outbox.relays.ts';
 import { checkDelivery, countApplied, resetOutbox, seedPaidOrders, type DeliveryCheck } from './outbox.seed.ts';
 import { perSecond, ratio } from './stats.ts';
 
@@ -19,6 +19,7 @@ const HTTP_TIMEOUT_MS = 5_000; // the http sink's production default, below the 
 const APPLY_WAIT_BASE_MS = 30_000; // how long a broker consumer may lag behind the relays: a base …
 const APPLY_WAIT_PER_EVENT_MS = 20; // … plus this per event (50 events/s would be pathological)
 const APPLY_POLL_MS = 50;
+const WARM_UP_SHARE = 10; // the untimed warm-up moves a tenth of the events
 
 export type { OutboxFigures } from './outbox.relays.ts';
 
@@ -130,6 +131,9 @@ function toRun(sink: OutboxRun['sink'], relays: number, measured: Measured, base
 export async function runOutboxBench(ctx: OutboxContext, counts: OutboxCounts): Promise<OutboxReport> {
   ctx.log(`outbox: seeding ${counts.events} PAID orders with their ORDER_PAID events`);
   await seedPaidOrders(ctx.db, counts.events);
+  const warmUpSink = createHttpSink({ url: ctx.webhookUrl, secret: ctx.secret, timeoutMs: HTTP_TIMEOUT_MS });
+  await warmUp(ctx.db, warmUpSink, counts.batchSize, Math.ceil(counts.events / WARM_UP_SHARE / counts.batchSize));
+  await warmUpSink.close();
   const runs: OutboxRun[] = [];
   const baselines = new Map<number, OutboxFigures>();
   for (const relays of counts.relayCounts) {

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from './platform/config.ts';
 import { ensureDatabase, startEmbedded, withDatabase, type EmbeddedCluster } from './platform/embedded.ts';
@@ -26,6 +26,7 @@ export interface RuntimeInfo {
 const runtimeFile = (config: Config) => path.join(config.dataDir, 'runtime.json');
 
 export async function writeRuntime(config: Config, info: RuntimeInfo): Promise<void> {
+  await mkdir(config.dataDir, { recursive: true });
   await writeFile(runtimeFile(config), `${JSON.stringify(info)}\n`);
 }
 

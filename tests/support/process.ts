@@ -21,10 +21,12 @@ export async function spawnStart(cwd: string, env: NodeJS.ProcessEnv, extraArgs:
     const timer = setTimeout(() => reject(new Error(`flashpay start did not come up:\n${stderr}`)), 90_000);
     child.stdout?.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
+      // `--port 0` prints one JSON line; a fixed port prints the two human lines.
       const line = stdout.split('\n').find((l) => l.startsWith('{"api"'));
-      if (line) {
+      const human = /flashpay API\s+(\S+)[^\n]*\nflashpay channel\s+(\S+)/.exec(stdout);
+      if (line || human) {
         clearTimeout(timer);
-        resolve(JSON.parse(line) as { api: string; channel: string });
+        resolve(line ? (JSON.parse(line) as { api: string; channel: string }) : { api: human?.[1] ?? '', channel: human?.[2] ?? '' });
       }
     });
     child.once('exit', (code) => {

@@ -1,0 +1,59 @@
+import os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { loadConfig } from '../src/platform/config.ts';
+import type { Db } from '../src/platform/db.ts';
+import { openBenchDatabase } from './database.ts';
+import { startDriver } from './driver.ts';
+import type { BenchOptions } from './options.ts';
+import { runOrdersBench } from './orders.bench.ts';
+import { runOutboxBench } from './outbox.bench.ts';
+import type { BenchReport, MachineInfo } from './report.ts';
+import { startFlashpayServer } from './servers.ts';
+
+export const DRIVER_DESCRIPTION = 'separate node process, node:http + keep-alive http.Agent (one socket per buyer)';
+
+async function machineInfo(db: Db, where: string, poolSize: number): Promise<MachineInfo> {
+  const settings = await db.query<{ version: string; sync: string }>(`SELECT current_setting('server_version') AS version, current_setting('synchronous_commit') AS sync`);
+  return {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
+    node: process.version,
+    postgres: settings.rows[0]?.version ?? 'unknown',
+    synchronousCommit: settings.rows[0]?.sync ?? 'unknown',
+    database: where,
+    poolSize,
+    driver: DRIVER_DESCRIPTION,
+  };
+}
+
+/**
+ * The whole bench: its own database (embedded, or fresh on DATABASE_URL's server), the real API on
+ * 127.0.0.1:0, the driver process; order runs, then outbox runs. Everything is torn down after.
+ */
+export async function runBench(options: BenchOptions, log: (line: string) => void): Promise<BenchReport> {
+  const startedAt = performance.now();
+  log('starting PostgreSQL and migrating');
+  const database = await openBenchDatabase(log);
+  try {
+    const config = { ...loadConfig(), logLevel: 'silent' };
+    const server = await startFlashpayServer(database.url, config);
+    const driver = await startDriver().catch(async (error: unknown) => {
+      await server.close();
+      throw error;
+    });
+    try {
+      const machine = await machineInfo(server.deps.db, database.where, config.poolSize);
+      const ordersContext = { databaseUrl: database.url, poolSize: config.poolSize, flashpay: server, driver, log };
+      const orders = options.only === 'outbox' ? undefined : { ...(await runOrdersBench(ordersContext, options.orders)), counts: options.orders };
+      const outboxContext = { db: server.deps.db, webhookUrl: `${server.url}/v1/fulfillment/events`, secret: server.deps.notifySecret, natsUrl: options.natsUrl, log };
+      const outbox = options.only === 'orders' ? undefined : await runOutboxBench(outboxContext, options.outbox);
+      const ok = (orders?.ok ?? true) && (outbox?.ok ?? true);
+      return { date: new Date().toISOString(), quick: options.quick, runtimeMs: Math.round(performance.now() - startedAt), machine, orders, outbox, ok };
+    } finally {
+      await driver.close();
+      await server.close();
+    }
+  } finally {
+    await database.close();
+  }
+}
