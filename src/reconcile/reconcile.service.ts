@@ -1,4 +1,4 @@
-import type { Db } from '../platform/db.ts';
+import { inTx, type Db } from '../platform/db.ts';
 import { checkEventIntegrity } from '../outbox/integrity.ts';
 import type { ChannelClient, StatementLine } from '../payments/channel.client.ts';
 import { countConfirmedReservations, listOrdersWithReservation, listStockDrift } from './reconcile.repo.ts';
@@ -39,6 +39,26 @@ function ledgerByOrder(lines: StatementLine[]): Map<string, LedgerView> {
 
 const GLOBAL = 'GLOBAL';
 const NO_LINES: LedgerView = { charges: 0, charged: 0, refunds: 0, refunded: 0 };
+// Each read is one full scan; far above what the tables of one sale need, well below "hung".
+const SNAPSHOT_STATEMENT_TIMEOUT_MS = 120_000;
+
+/**
+ * Every database fact from one REPEATABLE READ snapshot. Read on separate pooled connections, a
+ * PAID that commits between "count CONFIRMED" and "list orders" shows confirmed != paid out of
+ * nothing under ordinary traffic (tests/reconcile/live.test.ts). Read-only: it cannot fail to serialize.
+ */
+function readDatabaseFacts(db: Db) {
+  return inTx(
+    db,
+    async (tx) => ({
+      orders: await listOrdersWithReservation(tx),
+      confirmed: await countConfirmedReservations(tx),
+      stockDrift: await listStockDrift(tx),
+      integrity: await checkEventIntegrity(tx),
+    }),
+    { isolation: 'REPEATABLE READ', statementTimeoutMs: SNAPSHOT_STATEMENT_TIMEOUT_MS },
+  );
+}
 
 /**
  * The three-way reconciliation of seed 000: the provider's ledger (read as a provider is read:
@@ -46,13 +66,8 @@ const NO_LINES: LedgerView = { charges: 0, charged: 0, refunds: 0, refunded: 0 }
  * the event-integrity checks that the three-way match alone cannot see (C29-19).
  */
 export async function reconcile(db: Db, channel: ChannelClient): Promise<ReconciliationReport> {
-  const [statement, orders, confirmed, stockDrift, integrity] = await Promise.all([
-    channel.statement(),
-    listOrdersWithReservation(db),
-    countConfirmedReservations(db),
-    listStockDrift(db),
-    checkEventIntegrity(db),
-  ]);
+  // The provider's statement cannot share the snapshot: rules across the two are judged on a quiet system.
+  const [statement, { orders, confirmed, stockDrift, integrity }] = await Promise.all([channel.statement(), readDatabaseFacts(db)]);
   const ledger = ledgerByOrder(statement.lines);
   const mismatches: Mismatch[] = [];
   const statuses: Record<string, number> = {};

@@ -41,15 +41,20 @@ export async function claimAbandonedCreated(tx: Tx, now: Date): Promise<string[]
   return result.rows.map((r) => r.order_id);
 }
 
+/** Notes recovery writes about itself start with this; they are cleared once the order converges. */
+export const STUCK_PREFIX = 'cannot converge';
+
 /** Records the outcome of an attempt: done clears the bookkeeping; pending backs off. */
 export async function finishAttempt(db: Executor, orderId: string, pending: boolean, nextAt: Date | null, attention: string | null): Promise<void> {
   await db.query(
     `UPDATE orders SET recovery_claimed_until = NULL,
        recovery_attempts = CASE WHEN $2 THEN recovery_attempts + 1 ELSE 0 END,
        next_recovery_at = $3,
-       attention = COALESCE($4, attention)
+       attention = CASE WHEN $4::text IS NOT NULL THEN $4
+                        WHEN NOT $2 AND attention LIKE $5 THEN NULL
+                        ELSE attention END
      WHERE order_id = $1`,
-    [orderId, pending, nextAt, attention],
+    [orderId, pending, nextAt, attention, `${STUCK_PREFIX}%`],
   );
 }
 

@@ -3,7 +3,7 @@ import { tryRelease } from '../inventory/inventory.repo.ts';
 import { lockOrder, transition } from '../orders/orders.repo.ts';
 import { convergeRefunding, convergeUnknown, type Convergence } from '../payments/converge.ts';
 import type { PaymentDeps } from '../payments/payments.deps.ts';
-import { claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, type Candidate } from './recovery.repo.ts';
+import { claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, STUCK_PREFIX, type Candidate } from './recovery.repo.ts';
 
 export interface RecoveryOptions {
   staleAfterMs: number;
@@ -36,7 +36,7 @@ async function examine(deps: PaymentDeps, candidate: Candidate): Promise<Converg
   try {
     const result = candidate.status === 'REFUNDING' ? await convergeRefunding(deps, candidate.orderId) : await convergeUnknown(deps, candidate.orderId);
     const attempts = candidate.attempts + 1;
-    const attention = result.pending && attempts >= ATTENTION_AFTER ? `cannot converge after ${attempts} attempts: ${result.pending}` : null;
+    const attention = result.pending && attempts >= ATTENTION_AFTER ? `${STUCK_PREFIX} after ${attempts} attempts: ${result.pending}` : null;
     await finishAttempt(deps.db, candidate.orderId, result.pending !== undefined, result.pending ? nextAttemptAt(deps.clock.now(), attempts) : null, attention);
     return result;
   } catch (error) {

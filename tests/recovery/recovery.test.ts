@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runRecoveryPass } from '../../src/recovery/recovery.service.ts';
+import { paymentDeps } from '../../src/payments/payments.routes.ts';
+import { skuCounters } from '../support/fixtures.ts';
+import { createSku, startPaymentStack, type PaymentStack } from '../support/payments.ts';
+
+describe('the recovery job', () => {
+  let s: PaymentStack;
+  beforeAll(async () => {
+    s = await startPaymentStack();
+    await s.control('POST', '/_control/callbacks', { mode: 'HOLD' });
+  });
+  afterAll(async () => s.close());
+
+  const queries = async () => ((await s.control('GET', '/_control/requests')) as { query: { by_order: Record<string, number> } }).query.by_order;
+
+  it('several recovery processes at once divide the work: each UNKNOWN order is queried once and ends PAID', async () => {
+    // Proves SKIP LOCKED claims: concurrent passes neither collide nor repeat each other's provider calls.
+    await createSku(s, { sku: 'r1', stock: 10 });
+    const orders = await Promise.all(Array.from({ length: 10 }, (_, i) => s.buy(`r1-${i}`, 'r1')));
+    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', ms: 400, times: 10 });
+    await Promise.all(orders.map((o) => s.pay(o.token, o.orderId)));
+    const deps = paymentDeps(s.deps);
+    const reports = await Promise.all([1, 2, 3].map(() => runRecoveryPass(deps, { staleAfterMs: 0 })));
+    expect(reports.reduce((sum, r) => sum + r.examined, 0)).toBe(10);
+    const byOrder = await queries();
+    expect(orders.map((o) => byOrder[o.orderId])).toEqual(Array(10).fill(1));
+    for (const o of orders) expect((await s.order(o.orderId)).status).toBe('PAID');
+    expect(await skuCounters(s, 'r1')).toMatchObject({ confirmed: 10, held: 0 });
+  });
+
+  it('an order the provider cannot answer for is retried with backoff, then reported for a human with the reason', async () => {
+    // Proves an order that cannot converge is neither forgotten nor hammered, and never guessed.
+    await createSku(s, { sku: 'r2', stock: 2 });
+    const o = await s.buy('r2-user', 'r2');
+    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 400 });
+    expect((await s.pay(o.token, o.orderId)).body.status).toBe('UNKNOWN');
+    await s.control('POST', '/_control/faults', { op: 'query', kind: 'ERROR_500', merchant_order: o.orderId, times: 10 });
+    const deps = paymentDeps(s.deps);
+    let report = await runRecoveryPass(deps, { staleAfterMs: 0 });
+    expect(report.still_pending).toEqual([{ order_id: o.orderId, status: 'UNKNOWN', reason: 'query http 500' }]);
+    for (let i = 0; i < 2; i++) await runRecoveryPass(deps, { staleAfterMs: 0 });
+    // Three misses: the next attempt waits; an immediate pass leaves it alone.
+    expect((await runRecoveryPass(deps, { staleAfterMs: 0 })).examined).toBe(0);
+    for (let attempt = 3; attempt < 10; attempt++) {
+      s.clock.advance(10 * 60_000);
+      report = await runRecoveryPass(deps, { staleAfterMs: 0 });
+    }
+    expect(report.needs_attention).toContainEqual({ order_id: o.orderId, status: 'UNKNOWN', attention: 'cannot converge after 10 attempts: query http 500' });
+    const view = await s.order(o.orderId);
+    expect([view.status, view.reservation.status]).toEqual(['UNKNOWN', 'HELD']);
+    // When the provider answers again, the order converges and the note for a human is withdrawn.
+    s.clock.advance(10 * 60_000);
+    report = await runRecoveryPass(deps, { staleAfterMs: 0 });
+    expect(report.resolved).toMatchObject({ PAID: 1 });
+    expect(report.needs_attention.map((a) => a.order_id)).not.toContain(o.orderId);
+    expect((await s.order(o.orderId)).attention).toBeNull();
+  });
+
+  it('a CREATED order whose hold expired is cancelled, its unit released in the same transaction', async () => {
+    // Proves recovery step 4: abandoned orders do not keep stock off sale.
+    await createSku(s, { sku: 'r3', stock: 3, hold_ttl_ms: 1000 });
+    const abandoned = await s.buy('r3-a', 'r3');
+    s.clock.advance(1500);
+    const fresh = await s.buy('r3-b', 'r3');
+    const report = await s.recover(0);
+    expect(report.body.resolved).toMatchObject({ CANCELLED: 1 });
+    const view = await s.order(abandoned.orderId);
+    expect([view.status, view.reservation.status, view.timeline.at(-1)?.reason]).toEqual(['CANCELLED', 'RELEASED', 'reservation expired']);
+    expect((await s.order(fresh.orderId)).status).toBe('CREATED');
+    expect(await skuCounters(s, 'r3')).toMatchObject({ available: 2, held: 1 });
+    expect(report.body.reconciliation).toBeDefined();
+    expect(report.body.outbox).toMatchObject({ failed: 0 });
+  });
+});
