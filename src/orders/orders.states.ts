@@ -4,19 +4,19 @@ export const ORDER_STATUSES = ['CREATED', 'PAYING', 'UNKNOWN', 'PAID', 'FAILED',
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
 
 export const TRANSITIONS: ReadonlyArray<readonly [OrderStatus, OrderStatus, string]> = [
-  ['CREATED', 'PAYING', 'pay: committed before the channel is called'],
-  ['CREATED', 'CANCELLED', 'cancel or reservation expired; HELD released in the same transaction'],
+  ['CREATED', 'PAYING', 'pay, committed before the channel is called'],
+  ['CREATED', 'CANCELLED', 'cancel or hold expired, HELD released in the same transaction'],
   ['CREATED', 'PAID', 'success arrives before the pay reply, reservation still HELD'],
   ['CREATED', 'REFUNDING', 'success arrives but the unit is lost'],
-  ['PAYING', 'UNKNOWN', 'timeout or IO error: the reservation stays HELD'],
-  ['PAYING', 'PAID', 'success: reservation confirmed (or re-reserved and confirmed)'],
+  ['PAYING', 'UNKNOWN', 'timeout or IO error, the reservation stays HELD'],
+  ['PAYING', 'PAID', 'success, reservation confirmed (or re-reserved and confirmed)'],
   ['PAYING', 'REFUNDING', 'success but the unit is lost'],
-  ['PAYING', 'FAILED', 'declined or closed; reservation released in the same transaction'],
-  ['UNKNOWN', 'PAID', 'query or callback success: reservation confirmed (or re-reserved)'],
+  ['PAYING', 'FAILED', 'declined or closed, reservation released in the same transaction'],
+  ['UNKNOWN', 'PAID', 'query or callback success, reservation confirmed (or re-reserved)'],
   ['UNKNOWN', 'REFUNDING', 'success but the unit is lost'],
-  ['UNKNOWN', 'FAILED', 'declined or closed; reservation released in the same transaction'],
-  ['FAILED', 'REFUNDING', 'success after failure: compensating refund'],
-  ['CANCELLED', 'REFUNDING', 'success after cancel: compensating refund'],
+  ['UNKNOWN', 'FAILED', 'declined or closed, reservation released in the same transaction'],
+  ['FAILED', 'REFUNDING', 'success after failure, compensating refund'],
+  ['CANCELLED', 'REFUNDING', 'success after cancel, compensating refund'],
   ['REFUNDING', 'REFUNDED', 'the channel confirmed the refund'],
 ];
 

@@ -15,7 +15,8 @@ import { eventually, TENANT, type PaymentStack } from '../support/payments.ts';
 import * as plant from '../support/plant.ts';
 import { chargeAtChannel, GLOBAL, HOLD_TTL_MS, holdCallbacks, PRICE, refundAtChannel, SKU, statusOf, type Scenario } from './scenario.ts';
 
-export type Expected = Array<[orderId: string, mismatch: MismatchClass]>;
+/** `[order_id, class]`, optionally with text its detail must contain. */
+export type Expected = Array<[orderId: string, mismatch: MismatchClass, detail?: string]>;
 
 export interface Case {
   /** The class this case exists to fire. */
@@ -83,7 +84,7 @@ export const ORDER_CASES: Case[] = [
       await expire(s);
       await chargeAtChannel(s, created.orderId);
       await plant.markPaidIgnoringConfirm(db(s), created.orderId, s.clock.now());
-      return [[created.orderId, 'PAID_WITHOUT_CONFIRMED_RESERVATION'], CONFIRMED]; // one more PAID, no more CONFIRMED: oversold
+      return [[created.orderId, 'PAID_WITHOUT_CONFIRMED_RESERVATION'], [GLOBAL, 'CONFIRMED_NE_PAID', 'confirmed=2 != paid=3']]; // oversold
     },
   },
   {
@@ -268,7 +269,11 @@ export const GLOBAL_CASES: Case[] = [
       await payTreatingTimeoutAsFailure(db(s), client(s, 300), created.orderId, s.deps.notifyUrl, s.clock.now());
       const other = await s.buy('rc-other', SKU);
       expect((await s.pay(other.token, other.orderId)).body.status).toBe('PAID');
-      return [[created.orderId, 'CHARGED_BUT_FAILED'], NET]; // the seed's two lines
+      // The seed's two lines: PAID is the two scenario orders and the other buyer; the provider also holds the victim's 1990.
+      return [
+        [created.orderId, 'CHARGED_BUT_FAILED', `charged=${PRICE} refunded=0 amount=${PRICE} reservation=RELEASED`],
+        [GLOBAL, 'CHANNEL_NET_NE_PAID_SUM', `channel_net=${4 * PRICE} != paid_sum=${3 * PRICE}`],
+      ];
     },
   },
   {

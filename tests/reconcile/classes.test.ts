@@ -24,10 +24,15 @@ async function runCase(c: Case): Promise<void> {
     const report = await reconciliation(s);
     expect(named(report.mismatches)).toEqual(named(expected.map(([order_id, mismatch]) => ({ order_id, class: mismatch }))));
     expect(report.ok).toBe(false);
+    for (const [orderId, mismatch, detail] of expected) {
+      if (detail !== undefined) expect(report.mismatches.find((m) => m.order_id === orderId && m.class === mismatch)?.detail).toContain(detail);
+    }
     if (c.repair) {
       await c.repair(s, scenario);
       await drain(s);
-      await expectClean(s);
+      const repaired = await reconciliation(s);
+      expect(repaired.mismatches).toEqual([]);
+      expect(repaired.ok).toBe(true);
     }
   } finally {
     await s.close();

@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startDriver, type Driver } from '../../bench/driver.ts';
+import { runOrdersBench } from '../../bench/orders.bench.ts';
+import { runOutboxBench } from '../../bench/outbox.bench.ts';
+import { startFlashpayServer, type FlashpayServer } from '../../bench/servers.ts';
+import { loadConfig } from '../../src/platform/config.ts';
+import { freshDatabase, type TestDatabase } from '../support/db.ts';
+
+// Not a timed test: it proves `flashpay bench` still runs end to end, with tiny counts, and that
+// its correctness checks (no oversell, every event applied exactly once) hold.
+
+const POOL_SIZE = 5;
+let db: TestDatabase;
+let server: FlashpayServer;
+let driver: Driver;
+
+beforeAll(async () => {
+  db = await freshDatabase();
+  server = await startFlashpayServer(db.url, { ...loadConfig({}), poolSize: POOL_SIZE });
+  driver = await startDriver();
+});
+
+afterAll(async () => {
+  await driver?.close();
+  await server?.close();
+  await db?.drop();
+});
+
+it('runs every order scenario against its baseline without overselling', async () => {
+  const counts = { requests: 40, concurrency: 8, warmup: 8, users: 5 };
+  const report = await runOrdersBench({ databaseUrl: db.url, poolSize: POOL_SIZE, flashpay: server, driver, log: () => undefined }, counts);
+  expect(report.runs.map((run) => run.scenario)).toEqual(['hot', 'sold-out', 'uncontended']);
+  expect(report.brokenSkus).toBe(0);
+  for (const run of report.runs) {
+    for (const target of [run.flashpay, run.baseline]) {
+      expect(target.count).toBe(counts.requests);
+      expect(target.perSecond).toBeGreaterThan(0);
+      expect(target.p99Ms).toBeGreaterThan(0);
+      expect(target.answersOk).toBe(true);
+      expect(target.stock).toMatchObject({ oversoldSkus: 0, counterMismatches: 0, ok: true });
+    }
+    expect(run.ratio.throughput).toBeGreaterThan(0);
+  }
+  expect(report.ok).toBe(true);
+});
+
+it('delivers outbox events through relays to the webhook exactly once, next to its baseline', async () => {
+  const context = { db: server.deps.db, webhookUrl: `${server.url}/v1/fulfillment/events`, secret: server.deps.notifySecret, natsUrl: undefined, log: () => undefined };
+  const report = await runOutboxBench(context, { events: 60, relayCounts: [1, 2], batchSize: 10 });
+  expect(report.skipped).toEqual(['nats: skipped: no broker (NATS_URL not set)']);
+  expect(report.runs.map((run) => [run.sink, run.relays])).toEqual([
+    ['http', 1],
+    ['http', 2],
+  ]);
+  for (const run of report.runs) {
+    expect(run.flashpay.perSecond).toBeGreaterThan(0);
+    expect(run.baseline.perSecond).toBeGreaterThan(0);
+    expect(run.check).toMatchObject({ published: 60, pending: 0, dead: 0, shippedOrders: 60, shipCountNotOne: 0, arrivals: { APPLIED: 60 } });
+  }
+  expect(report.ok).toBe(true);
+});
