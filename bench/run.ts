@@ -32,7 +32,7 @@ async function machineInfo(db: Db, where: string, poolSize: number): Promise<Mac
  */
 export async function runBench(options: BenchOptions, log: (line: string) => void): Promise<BenchReport> {
   const startedAt = performance.now();
-  log('starting PostgreSQL and migrating');
+  log(process.env.DATABASE_URL ? 'creating and migrating a fresh database on DATABASE_URL' : 'starting an embedded PostgreSQL and migrating');
   const database = await openBenchDatabase(log);
   try {
     const config = { ...loadConfig(), logLevel: 'silent' };

@@ -11,6 +11,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   reconcile: async () => (await import('./reconcile.command.ts')).reconcileCommand,
   recover: async () => (await import('./recover.command.ts')).recoverCommand,
   sim: async () => (await import('./sim.command.ts')).simCommand,
+  bench: async () => (await import('./bench.command.ts')).benchCommand,
 };
 
 const USAGE = `usage: flashpay <command> [options]
@@ -19,8 +20,9 @@ const USAGE = `usage: flashpay <command> [options]
   token --tenant T --user U [--admin] [--ttl 3600]
   migrate
   reconcile [--json]
-  recover
-  sim --seed N
+  recover [--stale-after-ms N] [--json]
+  sim --seed N [--orders 24] [--stock 24] [--late 12] [--mix …] [--api URL --channel URL] [--json]
+  bench [--quick] [--json]
 `;
 
 async function main(): Promise<void> {

@@ -1,0 +1,42 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSku, startPaymentStack, type PaymentStack } from '../support/payments.ts';
+
+describe('idempotency keys on /pay', () => {
+  let s: PaymentStack;
+  beforeAll(async () => {
+    s = await startPaymentStack();
+    await s.control('POST', '/_control/callbacks', { mode: 'HOLD' });
+  });
+  afterAll(async () => s.close());
+
+  it('an UNKNOWN answer is final for its key; the same key on another order is 422 and charges nothing', async () => {
+    // Proves a retried pay never charges again, and a reused pay key has no side effect.
+    await createSku(s, { sku: 'pi', stock: 3 });
+    const a = await s.buy('pi-user', 'pi');
+    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: a.orderId, ms: 400 });
+    const first = await s.pay(a.token, a.orderId, 'pay-key');
+    expect(first.body).toEqual({ order_id: a.orderId, status: 'UNKNOWN' });
+    await s.recover(0);
+    expect((await s.order(a.orderId)).status).toBe('PAID');
+    const retry = await s.pay(a.token, a.orderId, 'pay-key');
+    expect([retry.status, retry.text, retry.headers.get('idempotent-replayed')]).toEqual([200, first.text, 'true']);
+    expect(await s.chargeRequests(a.orderId)).toBe(1);
+
+    const b = await s.buy('pi-user', 'pi');
+    const reused = await s.pay(a.token, b.orderId, 'pay-key');
+    expect([reused.status, reused.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
+    expect(await s.chargeRequests(b.orderId)).toBe(0);
+    expect((await s.order(b.orderId)).status).toBe('CREATED');
+  });
+
+  it('a pay that is still in flight makes a second request with the same key wait, then replay', async () => {
+    // Proves the waiting loser replays the winner's answer instead of charging again.
+    await createSku(s, { sku: 'pi2', stock: 1 });
+    const o = await s.buy('pi2-user', 'pi2');
+    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_REQUEST', merchant_order: o.orderId, ms: 200 });
+    const [one, two] = await Promise.all([s.pay(o.token, o.orderId, 'same'), s.pay(o.token, o.orderId, 'same')]);
+    expect(one.text).toBe(two.text);
+    expect([one.headers.get('idempotent-replayed'), two.headers.get('idempotent-replayed')].sort()).toEqual(['false', 'true']);
+    expect(await s.chargeRequests(o.orderId)).toBe(1);
+  });
+});
