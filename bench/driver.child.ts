@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { perSecond, summarize } from './stats.ts';
-import type { DriverMessage, DriverReply, DriverRequest, DriverResult, DriverSpec } from './driver.ts';
+import type { DriverMessage, DriverReply, DriverRequest, DriverRun, DriverSpec } from './driver.ts';
 
 // The driver process (see driver.ts). Every buyer is a loop that sends its next request as soon as
 // the previous answer is read; latency is measured from write to the last byte of the answer.
@@ -43,7 +43,7 @@ function increment(counts: Record<string, number>, key: string): void {
   counts[key] = (counts[key] ?? 0) + 1;
 }
 
-async function run(spec: DriverSpec): Promise<DriverResult> {
+async function run(spec: DriverSpec): Promise<DriverRun> {
   const agent = agentFor(spec.origin, spec.concurrency);
   const origin = new URL(spec.origin);
   const latencies: number[] = new Array<number>(spec.requests.length).fill(0);
@@ -72,7 +72,7 @@ async function run(spec: DriverSpec): Promise<DriverResult> {
   await Promise.all(Array.from({ length: Math.min(spec.concurrency, spec.requests.length) }, () => buyer()));
   const elapsedMs = performance.now() - startedAt;
   const count = spec.requests.length;
-  return { count, elapsedMs, perSecond: perSecond(count, elapsedMs), ...summarize(latencies), statuses, codes, ...(firstError ? { firstError } : {}) };
+  return { count, elapsedMs, perSecond: perSecond(count, elapsedMs), ...summarize(latencies), statuses, codes, latenciesMs: latencies, ...(firstError ? { firstError } : {}) };
 }
 
 function reply(message: DriverReply): void {

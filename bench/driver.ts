@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { perSecond, round, summarize } from './stats.ts';
 
 /**
  * The HTTP load driver, shared by every flashpay run and its baseline so that both pay the same
@@ -39,12 +40,36 @@ export interface DriverResult {
   firstError?: string;
 }
 
+/** One run with every request's latency, so that several runs (rounds) can be merged. */
+export interface DriverRun extends DriverResult {
+  latenciesMs: number[];
+}
+
 export type DriverMessage = { kind: 'run'; id: number; spec: DriverSpec } | { kind: 'exit' };
-export type DriverReply = { kind: 'result'; id: number; result: DriverResult } | { kind: 'failed'; id: number; error: string };
+export type DriverReply = { kind: 'result'; id: number; result: DriverRun } | { kind: 'failed'; id: number; error: string };
 
 export interface Driver {
-  run(spec: DriverSpec): Promise<DriverResult>;
+  run(spec: DriverSpec): Promise<DriverRun>;
   close(): Promise<void>;
+}
+
+function addCounts(into: Record<string, number>, from: Record<string, number>): void {
+  for (const [key, n] of Object.entries(from)) into[key] = (into[key] ?? 0) + n;
+}
+
+/** Rounds of one target as one figure: requests over summed time, percentiles over all requests. */
+export function mergeRuns(runs: readonly DriverRun[]): DriverResult {
+  const count = runs.reduce((sum, run) => sum + run.count, 0);
+  const elapsedMs = runs.reduce((sum, run) => sum + run.elapsedMs, 0);
+  const statuses: Record<string, number> = {};
+  const codes: Record<string, number> = {};
+  for (const run of runs) {
+    addCounts(statuses, run.statuses);
+    addCounts(codes, run.codes);
+  }
+  const firstError = runs.find((run) => run.firstError)?.firstError;
+  const latency = summarize(runs.flatMap((run) => run.latenciesMs));
+  return { count, elapsedMs: round(elapsedMs, 1), perSecond: perSecond(count, elapsedMs), ...latency, statuses, codes, ...(firstError ? { firstError } : {}) };
 }
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'driver.child.ts');
@@ -67,7 +92,7 @@ export async function startDriver(): Promise<Driver> {
     child.once('error', reject);
   });
   let nextId = 0;
-  const pending = new Map<number, { resolve: (result: DriverResult) => void; reject: (error: Error) => void }>();
+  const pending = new Map<number, { resolve: (result: DriverRun) => void; reject: (error: Error) => void }>();
   child.on('message', (reply: DriverReply) => {
     const waiter = pending.get(reply.id);
     pending.delete(reply.id);
@@ -81,7 +106,7 @@ export async function startDriver(): Promise<Driver> {
   return {
     run(spec) {
       const id = ++nextId;
-      return new Promise<DriverResult>((resolve, reject) => {
+      return new Promise<DriverRun>((resolve, reject) => {
         pending.set(id, { resolve, reject });
         child.send({ kind: 'run', id, spec } satisfies DriverMessage);
       });

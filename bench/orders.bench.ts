@@ -1,11 +1,17 @@
-import type { Driver, DriverRequest, DriverResult } from './driver.ts';
+import { mergeRuns, type Driver, type DriverRequest, type DriverResult, type DriverRun } from './driver.ts';
 import type { OrdersCounts } from './options.ts';
 import { checkBaselineStock, checkSkus, countBrokenSkus, seedBaselineStock, seedSkus, type StockCheck, type StockRow } from './orders.stock.ts';
 import { BASELINE_PATH, startBaselineServer, type BaselineServer, type FlashpayServer } from './servers.ts';
 import { ratio } from './stats.ts';
 
 // Order creation over real HTTP: flashpay's POST /v1/orders against the baseline route, through the
-// same driver, same concurrency, same counts, same pool size, same database.
+// same driver, same concurrency, same counts, same pool size, same database. A run is cut into
+// rounds that alternate the two targets (B F, F B, B F, …) so that both see the same noise from
+// whatever else the machine is doing; each target's rounds are then merged into one figure.
+
+const MAX_ROUNDS = 5;
+// A round is at least this many requests per concurrent buyer, so that its ramp-down stays small.
+const MIN_REQUESTS_PER_BUYER_PER_ROUND = 15;
 
 export const ORDER_SCENARIOS = ['hot', 'sold-out', 'uncontended'] as const;
 export type OrdersScenario = (typeof ORDER_SCENARIOS)[number];
@@ -50,6 +56,8 @@ export interface OrdersRun {
   description: string;
   requests: number;
   concurrency: number;
+  /** Alternating rounds the run was cut into (each target's figures merge its rounds). */
+  rounds: number;
   flashpay: TargetFigures;
   baseline: TargetFigures;
   /** flashpay / baseline: throughput (higher is better for flashpay) and p99 latency (lower is better). */
@@ -91,17 +99,35 @@ interface Targets {
   baseline: BaselineServer;
 }
 
+function roundsFor(requests: number, concurrency: number): number {
+  return Math.max(1, Math.min(MAX_ROUNDS, Math.floor(requests / (concurrency * MIN_REQUESTS_PER_BUYER_PER_ROUND))));
+}
+
+/** Both targets' requests, round by round, in ABBA order; returns each target's merged figures. */
+async function alternate(ctx: OrdersContext, targets: Targets, plan: Plan, requests: number, counts: OrdersCounts, tokens: readonly string[], keyPrefix: string) {
+  const all = { baseline: requestsFor(BASELINE_PATH, plan, requests, tokens, keyPrefix), flashpay: requestsFor('/v1/orders', plan, requests, tokens, keyPrefix) };
+  const runs: { baseline: DriverRun[]; flashpay: DriverRun[] } = { baseline: [], flashpay: [] };
+  const rounds = roundsFor(requests, counts.concurrency);
+  for (let round = 0; round < rounds; round++) {
+    const from = Math.floor((round * requests) / rounds);
+    const to = Math.floor(((round + 1) * requests) / rounds);
+    const order = round % 2 === 0 ? (['baseline', 'flashpay'] as const) : (['flashpay', 'baseline'] as const);
+    for (const target of order) {
+      runs[target].push(await ctx.driver.run({ origin: targets[target].url, concurrency: counts.concurrency, requests: all[target].slice(from, to) }));
+    }
+  }
+  return { baseline: mergeRuns(runs.baseline), flashpay: mergeRuns(runs.flashpay), rounds };
+}
+
 async function runScenario(ctx: OrdersContext, targets: Targets, scenario: OrdersScenario | 'warmup', counts: OrdersCounts, tokens: readonly string[]) {
   const requests = scenario === 'warmup' ? counts.warmup : counts.requests;
   const plan = planFor(scenario, requests);
   await seedSkus(ctx.flashpay.deps.db, plan.stock);
   await seedBaselineStock(targets.baseline.db, plan.stock);
-  // Baseline first, then flashpay: both see the same warm machine and an equally small database.
-  const base = await ctx.driver.run({ origin: targets.baseline.url, concurrency: counts.concurrency, requests: requestsFor(BASELINE_PATH, plan, requests, tokens, scenario) });
-  const flash = await ctx.driver.run({ origin: targets.flashpay.url, concurrency: counts.concurrency, requests: requestsFor('/v1/orders', plan, requests, tokens, scenario) });
-  const baseline = { ...base, answersOk: answersOk(base, plan), stock: await checkBaselineStock(targets.baseline.db, plan.prefix) };
-  const flashpay = { ...flash, answersOk: answersOk(flash, plan), stock: await checkSkus(ctx.flashpay.deps.db, plan.prefix) };
-  return { plan, requests, flashpay, baseline };
+  const measured = await alternate(ctx, targets, plan, requests, counts, tokens, scenario);
+  const baseline = { ...measured.baseline, answersOk: answersOk(measured.baseline, plan), stock: await checkBaselineStock(targets.baseline.db, plan.prefix) };
+  const flashpay = { ...measured.flashpay, answersOk: answersOk(measured.flashpay, plan), stock: await checkSkus(ctx.flashpay.deps.db, plan.prefix) };
+  return { plan, requests, rounds: measured.rounds, flashpay, baseline };
 }
 
 /** Warm-up (untimed), then hot, sold-out and uncontended runs, each checked for oversell. */
@@ -115,13 +141,14 @@ export async function runOrdersBench(ctx: OrdersContext, counts: OrdersCounts): 
     const runs: OrdersRun[] = [];
     for (const scenario of ORDER_SCENARIOS) {
       ctx.log(`orders: ${scenario}, ${counts.requests} requests, ${counts.concurrency} concurrent buyers`);
-      const { plan, requests, flashpay, baseline: base } = await runScenario(ctx, targets, scenario, counts, tokens);
+      const { plan, requests, rounds, flashpay, baseline: base } = await runScenario(ctx, targets, scenario, counts, tokens);
       const ok = flashpay.answersOk && flashpay.stock.ok && base.answersOk && base.stock.ok;
       runs.push({
         scenario,
         description: plan.description,
         requests,
         concurrency: counts.concurrency,
+        rounds,
         flashpay,
         baseline: base,
         ratio: { throughput: ratio(flashpay.perSecond, base.perSecond), p99: ratio(flashpay.p99Ms, base.p99Ms) },

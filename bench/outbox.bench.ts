@@ -7,7 +7,7 @@ import { startJetStreamConsumer } from '../src/fulfillment/index.ts';
 import type { Sink } from '../src/outbox/index.ts';
 import { createHttpSink, createNatsSink, DEFAULT_TOPOLOGY, type BrokerTopology } from '../src/outbox/sinks/index.ts';
 import type { OutboxCounts } from './options.ts';
-import { deliverAll, errorLog, runBaseline, warmUp, type Errors, type OutboxFigures } from './outbox.relays.ts';
+import { baselineFigures, deliverAll, errorLog, runBaseline, warmUp, type Errors, type OutboxFigures } from './outbox.relays.ts';
 import { checkDelivery, countApplied, resetOutbox, seedPaidOrders, type DeliveryCheck } from './outbox.seed.ts';
 import { perSecond, ratio } from './stats.ts';
 
@@ -127,7 +127,10 @@ function toRun(sink: OutboxRun['sink'], relays: number, measured: Measured, base
   };
 }
 
-/** Seeds the events once; per relay count: baseline, http, and (with NATS_URL) JetStream. */
+/**
+ * Seeds the events once; per relay count: baseline, http, baseline, and with NATS_URL JetStream,
+ * baseline. Each relay run is compared with the baseline runs right before and right after it.
+ */
 export async function runOutboxBench(ctx: OutboxContext, counts: OutboxCounts): Promise<OutboxReport> {
   ctx.log(`outbox: seeding ${counts.events} PAID orders with their ORDER_PAID events`);
   await seedPaidOrders(ctx.db, counts.events);
@@ -135,19 +138,18 @@ export async function runOutboxBench(ctx: OutboxContext, counts: OutboxCounts): 
   await warmUp(ctx.db, warmUpSink, counts.batchSize, Math.ceil(counts.events / WARM_UP_SHARE / counts.batchSize));
   await warmUpSink.close();
   const runs: OutboxRun[] = [];
-  const baselines = new Map<number, OutboxFigures>();
   for (const relays of counts.relayCounts) {
-    ctx.log(`outbox: baseline and http sink, ${relays} relay(s), ${counts.events} events`);
-    const baseline = await runBaseline(ctx.db, relays, counts);
-    baselines.set(relays, baseline);
-    runs.push(toRun('http', relays, await runHttp(ctx, relays, counts), baseline));
+    ctx.log(`outbox: ${relays} relay(s), ${counts.events} events: baseline, http sink, baseline${ctx.natsUrl ? ', JetStream sink, baseline' : ''}`);
+    const before = await runBaseline(ctx.db, relays, counts);
+    const http = await runHttp(ctx, relays, counts);
+    const between = await runBaseline(ctx.db, relays, counts);
+    runs.push(toRun('http', relays, http, baselineFigures([before, between])));
+    if (!ctx.natsUrl) continue;
+    const nats = await runNats(ctx, ctx.natsUrl, relays, counts);
+    const after = await runBaseline(ctx.db, relays, counts);
+    runs.push(toRun('nats', relays, nats, baselineFigures([between, after])));
   }
-  const skipped: string[] = [];
-  if (!ctx.natsUrl) skipped.push('nats: skipped: no broker (NATS_URL not set)');
-  for (const relays of ctx.natsUrl ? counts.relayCounts : []) {
-    ctx.log(`outbox: JetStream sink, ${relays} relay(s), ${counts.events} events`);
-    const baseline = baselines.get(relays);
-    if (baseline) runs.push(toRun('nats', relays, await runNats(ctx, ctx.natsUrl ?? '', relays, counts), baseline));
-  }
+  runs.sort((a, b) => a.sink.localeCompare(b.sink) || a.relays - b.relays);
+  const skipped = ctx.natsUrl ? [] : ['nats: skipped: no broker (NATS_URL not set)'];
   return { events: counts.events, batchSize: counts.batchSize, runs, skipped, ok: runs.every((run) => run.ok) };
 }

