@@ -146,7 +146,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
         child.kill('SIGINT');
         await exited;
       }
-      if (!options.persistent) await rm(dataDir, { recursive: true, force: true });
+      // A throwaway cluster leaves nothing behind, not even the directory it was relocated into.
+      if (!options.persistent) await rm(dataDir === path.resolve(options.dataDir) ? dataDir : path.dirname(dataDir), { recursive: true, force: true });
     },
   };
 }

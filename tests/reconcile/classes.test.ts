@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { transition } from '../../src/orders/orders.repo.ts';
 import { inTx } from '../../src/platform/db.ts';
@@ -44,6 +45,13 @@ describe('reconciliation classes: each one can fire', () => {
     // Proves the table below is complete: adding a class without a negative control fails here.
     const proven = new Set(CASES.map((c) => c.proves));
     expect([...ORDER_CLASSES, ...GLOBAL_CLASSES].filter((name) => !proven.has(name))).toEqual([]);
+  });
+
+  it('docs/reconciliation.md names every class and the case that proves it', async () => {
+    // Proves the documentation cannot fall behind: each class, and each case by its test name.
+    const doc = await readFile(new URL('../../docs/reconciliation.md', import.meta.url), 'utf8');
+    expect([...ORDER_CLASSES, ...GLOBAL_CLASSES].filter((name) => !doc.includes(`\`${name}\``))).toEqual([]);
+    expect(CASES.map((c) => `${c.proves}: ${c.title}`).filter((name) => !doc.includes(name))).toEqual([]);
   });
 
   for (const c of CASES) {
