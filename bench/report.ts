@@ -104,7 +104,7 @@ export function formatReport(report: BenchReport): string {
   const lines = [
     `flashpay bench, ${report.date}${report.quick ? ' (quick)' : ''}: ${(report.runtimeMs / 1000).toFixed(1)} s, ${report.ok ? 'all checks ok' : 'CHECKS FAILED'}`,
     `machine: ${m.cpus} × ${m.cpuModel}; node ${m.node}; PostgreSQL ${m.postgres}, synchronous_commit=${m.synchronousCommit}, pool ${m.poolSize}`,
-    `load average (1 min): ${m.loadAverage.start.toFixed(1)} at start, ${m.loadAverage.end.toFixed(1)} at end${Math.max(m.loadAverage.start, m.loadAverage.end) > m.cpus ? ' (busy machine: trust the ratios, not the absolute figures)' : ''}`,
+    `load average (1 min): ${m.loadAverage.start.toFixed(1)} at start, ${m.loadAverage.end.toFixed(1)} at end${Math.max(m.loadAverage.start, m.loadAverage.end) > m.cpus ? ' (busy machine: absolute figures are low; compare ratios only with runs at a similar load)' : ''}`,
     `database: ${m.database}`,
     `driver: ${m.driver}`,
   ];
