@@ -30,11 +30,13 @@ const scopeParams = (s: KeyScope) => [s.tenantId, s.userId, s.operation, s.key];
  * inserts (the first rolled back) or does nothing (it committed). True means we own the key.
  */
 export async function tryInsertKey(tx: Tx, scope: KeyScope, digest: string, now: Date, lockedUntil: Date): Promise<boolean> {
-  const result = await tx.query(
-    `INSERT INTO idempotency_keys (tenant_id, user_id, operation, idempotency_key, request_digest, state, locked_until, created_at)
-     VALUES ($1, $2, $3, $4, $5, 'PROCESSING', $6, $7) ON CONFLICT DO NOTHING`,
-    [...scopeParams(scope), digest, lockedUntil, now],
-  );
+  // Named statements are prepared once per connection: these run on every keyed request.
+  const result = await tx.query({
+    name: 'idempotency-insert',
+    text: `INSERT INTO idempotency_keys (tenant_id, user_id, operation, idempotency_key, request_digest, state, locked_until, created_at)
+           VALUES ($1, $2, $3, $4, $5, 'PROCESSING', $6, $7) ON CONFLICT DO NOTHING`,
+    values: [...scopeParams(scope), digest, lockedUntil, now],
+  });
   return result.rowCount === 1;
 }
 
@@ -51,11 +53,12 @@ export async function findKey(db: Executor, scope: KeyScope): Promise<KeyRecord 
 
 /** PROCESSING → DONE with the response, in the transaction of the effect it describes. */
 export async function completeKey(tx: Tx, scope: KeyScope, response: StoredResponse, now: Date): Promise<void> {
-  const result = await tx.query(
-    `UPDATE idempotency_keys SET state = 'DONE', response_status = $5, response_body = $6, response_location = $7, completed_at = $8, locked_until = NULL
-     WHERE ${SCOPE} AND state = 'PROCESSING'`,
-    [...scopeParams(scope), response.status, response.body, response.location ?? null, now],
-  );
+  const result = await tx.query({
+    name: 'idempotency-complete',
+    text: `UPDATE idempotency_keys SET state = 'DONE', response_status = $5, response_body = $6, response_location = $7, completed_at = $8, locked_until = NULL
+           WHERE ${SCOPE} AND state = 'PROCESSING'`,
+    values: [...scopeParams(scope), response.status, response.body, response.location ?? null, now],
+  });
   if (result.rowCount !== 1) throw new Error(`idempotency key ${scope.operation}/${scope.key} was not PROCESSING when completed`);
 }
 

@@ -23,7 +23,11 @@ export interface KeyedResult extends StoredResponse {
  * between commits) and completes the key itself through `complete` in its last transaction.
  */
 export type KeyedStep =
-  | { final: StoredResponse }
+  /**
+   * `durable: false` for an answer that changed nothing but the key (a SOLD_OUT): its commit need
+   * not wait for the WAL flush. Lost in a crash, the retry simply executes again.
+   */
+  | { final: StoredResponse; durable?: boolean }
   | { continueWith: (complete: (tx: Tx, response: StoredResponse) => Promise<void>) => Promise<StoredResponse> };
 
 export interface KeyedOperation {
@@ -56,7 +60,10 @@ async function claim(deps: KeyedDeps, op: KeyedOperation): Promise<Claim> {
         const now = deps.clock.now();
         if (await tryInsertKey(tx, op.scope, op.digest, now, new Date(now.getTime() + deps.leaseMs))) {
           const step = await op.start(tx);
-          if ('final' in step) await completeKey(tx, op.scope, step.final, now);
+          if ('final' in step) {
+            await completeKey(tx, op.scope, step.final, now);
+            if (step.durable === false) await tx.query('SET LOCAL synchronous_commit = off');
+          }
           return { owned: true, step } as const;
         }
         // The row exists and is committed (ON CONFLICT waited for any in-flight owner); a new

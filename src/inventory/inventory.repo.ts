@@ -52,7 +52,12 @@ export async function tryInsertSku(db: Executor, sku: NewSku, now: Date): Promis
 }
 
 export async function findSku(db: Executor, tenantId: string, sku: string): Promise<Sku | undefined> {
-  const result = await db.query<SkuRow>('SELECT * FROM skus WHERE tenant_id = $1 AND sku = $2', [tenantId, sku]);
+  const result = await db.query<SkuRow>({
+    name: 'sku-find',
+    text: `SELECT tenant_id, sku, name, price, total, available, held, confirmed, released, per_user_limit, hold_ttl_ms
+           FROM skus WHERE tenant_id = $1 AND sku = $2`,
+    values: [tenantId, sku],
+  });
   return result.rows[0] ? toSku(result.rows[0]) : undefined;
 }
 
@@ -66,17 +71,23 @@ export async function findReservation(db: Executor, tenantId: string, key: strin
 }
 
 /**
- * Conditional decrement of the SKU counters: the row lock taken by this UPDATE is what makes
- * concurrent buyers queue on a hot SKU, and `available >= $qty` is what makes overselling
- * impossible. Returns the hold TTL when stock was taken.
+ * Conditional decrement of the SKU counters and the HELD reservation row, in one statement: the
+ * row lock taken by the UPDATE is what makes concurrent buyers queue on a hot SKU, and
+ * `available >= $qty` is what makes overselling impossible. One statement keeps that lock's
+ * critical section short. Returns the expiry when stock was taken.
  */
-async function tryTakeStock(tx: Tx, tenantId: string, sku: string, quantity: number): Promise<number | undefined> {
-  const result = await tx.query<{ hold_ttl_ms: number }>(
-    `UPDATE skus SET available = available - $3, held = held + $3
-     WHERE tenant_id = $1 AND sku = $2 AND available >= $3 RETURNING hold_ttl_ms`,
-    [tenantId, sku, quantity],
-  );
-  return result.rows[0]?.hold_ttl_ms;
+async function tryTakeAndHold(tx: Tx, request: ReserveRequest, now: Date): Promise<Date | undefined> {
+  const result = await tx.query<{ expires_at: Date }>({
+    name: 'reserve-take-and-hold',
+    text: `WITH taken AS (
+       UPDATE skus SET available = available - $5, held = held + $5
+       WHERE tenant_id = $1 AND sku = $2 AND available >= $5 RETURNING hold_ttl_ms)
+     INSERT INTO reservations (tenant_id, request_key, user_id, sku, quantity, status, expires_at, created_at, updated_at)
+     SELECT $1, $3, $4, $2, $5, 'HELD', $6::timestamptz + make_interval(secs => taken.hold_ttl_ms / 1000.0), $6, $6 FROM taken
+     RETURNING expires_at`,
+    values: [request.tenantId, request.sku, request.key, request.userId, request.quantity, now],
+  });
+  return result.rows[0]?.expires_at;
 }
 
 /**
@@ -100,22 +111,28 @@ async function subtractHolding(tx: Tx, tenantId: string, sku: string, userId: st
   );
 }
 
-async function reserveOne(tx: Tx, request: ReserveRequest, limit: number | null, now: Date): Promise<ReserveResult> {
-  const existing = await findReservation(tx, request.tenantId, request.key);
-  if (existing) return { key: request.key, outcome: 'HELD', existingStatus: existing.status, expiresAt: existing.expiresAt };
+async function reserveOne(tx: Tx, request: ReserveRequest, limit: number | null, now: Date, freshKey: boolean): Promise<ReserveResult> {
+  if (!freshKey) {
+    const existing = await findReservation(tx, request.tenantId, request.key);
+    if (existing) return { key: request.key, outcome: 'HELD', existingStatus: existing.status, expiresAt: existing.expiresAt };
+  }
   if (limit !== null && !(await tryAddHolding(tx, request, limit))) return { key: request.key, outcome: 'USER_LIMIT' };
-  const ttl = await tryTakeStock(tx, request.tenantId, request.sku, request.quantity);
-  if (ttl === undefined) {
+  const expiresAt = await tryTakeAndHold(tx, request, now);
+  if (expiresAt === undefined) {
     if (limit !== null) await subtractHolding(tx, request.tenantId, request.sku, request.userId, request.quantity);
     return { key: request.key, outcome: 'SOLD_OUT' };
   }
-  const expiresAt = new Date(now.getTime() + ttl);
-  await tx.query(
-    `INSERT INTO reservations (tenant_id, request_key, user_id, sku, quantity, status, expires_at, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, 'HELD', $6, $7, $7)`,
-    [request.tenantId, request.key, request.userId, request.sku, request.quantity, expiresAt, now],
-  );
   return { key: request.key, outcome: 'HELD', expiresAt };
+}
+
+/** The key of a SKU across tenants, for maps of per-SKU facts. */
+export const skuKey = (tenantId: string, sku: string) => `${tenantId}\u0000${sku}`;
+
+export interface ReserveOptions {
+  /** Per-user limits the caller already read, by skuKey(); others are looked up. */
+  limits?: ReadonlyMap<string, number | null>;
+  /** The keys were minted just now (derived from a new order id): skip the replay lookup. */
+  freshKeys?: boolean;
 }
 
 /**
@@ -123,16 +140,20 @@ async function reserveOne(tx: Tx, request: ReserveRequest, limit: number | null,
  * key seen before answers with its reservation instead of taking stock again. Taking a batch lets
  * a later single-writer-per-SKU path reserve for many queued buyers in one transaction.
  */
-export async function reserve(tx: Tx, requests: readonly ReserveRequest[], now: Date): Promise<ReserveResult[]> {
+export async function reserve(tx: Tx, requests: readonly ReserveRequest[], now: Date, options: ReserveOptions = {}): Promise<ReserveResult[]> {
   const limits = new Map<string, number | null>();
   const results: ReserveResult[] = [];
   for (const request of requests) {
-    const skuKey = `${request.tenantId}\u0000${request.sku}`;
-    if (!limits.has(skuKey)) {
-      const row = await tx.query<{ per_user_limit: number | null }>('SELECT per_user_limit FROM skus WHERE tenant_id = $1 AND sku = $2', [request.tenantId, request.sku]);
-      limits.set(skuKey, row.rows[0]?.per_user_limit ?? null);
+    const key = skuKey(request.tenantId, request.sku);
+    if (!limits.has(key)) {
+      const known = options.limits?.get(key);
+      if (known !== undefined) limits.set(key, known);
+      else {
+        const row = await tx.query<{ per_user_limit: number | null }>('SELECT per_user_limit FROM skus WHERE tenant_id = $1 AND sku = $2', [request.tenantId, request.sku]);
+        limits.set(key, row.rows[0]?.per_user_limit ?? null);
+      }
     }
-    results.push(await reserveOne(tx, request, limits.get(skuKey) ?? null, now));
+    results.push(await reserveOne(tx, request, limits.get(key) ?? null, now, options.freshKeys === true));
   }
   return results;
 }

@@ -55,16 +55,16 @@ export interface NewOrder {
   reservationKey: string;
 }
 
+/** The order and the first row of its transition log, in one statement. */
 export async function insertOrder(tx: Tx, order: NewOrder, now: Date): Promise<void> {
-  await tx.query(
-    `INSERT INTO orders (order_id, tenant_id, user_id, sku, quantity, amount, status, version, reservation_key, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, 'CREATED', 1, $7, $8, $8)`,
-    [order.orderId, order.tenantId, order.userId, order.sku, order.quantity, order.amount, order.reservationKey, now],
-  );
-  await tx.query(
-    `INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at) VALUES ($1, NULL, 'CREATED', 1, 'create', $2)`,
-    [order.orderId, now],
-  );
+  await tx.query({
+    name: 'order-insert',
+    text: `WITH o AS (
+       INSERT INTO orders (order_id, tenant_id, user_id, sku, quantity, amount, status, version, reservation_key, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, 'CREATED', 1, $7, $8, $8) RETURNING order_id)
+     INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at) SELECT order_id, NULL, 'CREATED', 1, 'create', $8 FROM o`,
+    values: [order.orderId, order.tenantId, order.userId, order.sku, order.quantity, order.amount, order.reservationKey, now],
+  });
 }
 
 export async function findOrder(db: Executor, orderId: string): Promise<Order | undefined> {

@@ -42,7 +42,8 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
         const outcome = await createOrder(tx, principal, body.sku, body.quantity, deps.clock.now());
         if (outcome.kind !== 'CREATED') {
           const detail = outcome.kind === 'SOLD_OUT' ? `no stock left for ${body.sku}` : `per-user limit reached for ${body.sku}`;
-          return { final: problemResponse(outcome.kind, detail) };
+          // Nothing was written but the key: no need to wait for the disk (see KeyedStep).
+          return { final: problemResponse(outcome.kind, detail), durable: false };
         }
         const { order, reservation } = outcome;
         const view = {

@@ -1,7 +1,7 @@
 import type { Db, Executor, Tx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
-import { findReservation, findSku, reserve, tryRelease } from '../inventory/inventory.repo.ts';
+import { findReservation, findSku, reserve, skuKey, tryRelease } from '../inventory/inventory.repo.ts';
 import type { Reservation } from '../inventory/inventory.types.ts';
 import { findOrder, getTimeline, insertOrder, lockOrder, newOrderId, reservationKeyFor, transition } from './orders.repo.ts';
 import type { OrderStatus } from './orders.states.ts';
@@ -22,7 +22,10 @@ export async function createOrder(tx: Tx, principal: Principal, sku: string, qua
   if (found.available < quantity) return { kind: 'SOLD_OUT' };
   const orderId = newOrderId();
   const key = reservationKeyFor(orderId, 1);
-  const [result] = await reserve(tx, [{ tenantId: principal.tenantId, key, userId: principal.userId, sku, quantity }], now);
+  const [result] = await reserve(tx, [{ tenantId: principal.tenantId, key, userId: principal.userId, sku, quantity }], now, {
+    limits: new Map([[skuKey(principal.tenantId, sku), found.perUserLimit]]),
+    freshKeys: true,
+  });
   if (!result || result.outcome !== 'HELD') return { kind: result?.outcome === 'USER_LIMIT' ? 'USER_LIMIT' : 'SOLD_OUT' };
   const order = { orderId, tenantId: principal.tenantId, userId: principal.userId, sku, quantity, amount: found.price * quantity, reservationKey: key };
   await insertOrder(tx, order, now);

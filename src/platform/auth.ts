@@ -29,8 +29,13 @@ export interface TokenSigner {
   verify(token: string): Promise<Principal>;
 }
 
+// Verified tokens are remembered until they expire: the same bytes carry the same verified
+// signature, and a buyer retrying in a flash sale presents the same token many times.
+const VERIFIED_CACHE_MAX = 10_000;
+
 export function tokenSigner(secret: string): TokenSigner {
   const key = new TextEncoder().encode(secret);
+  const verified = new Map<string, { principal: Principal; expiresAtMs: number }>();
   return {
     async sign(principal, ttlSeconds = 3600) {
       return new SignJWT({ tid: principal.tenantId, scope: principal.scope })
@@ -41,12 +46,19 @@ export function tokenSigner(secret: string): TokenSigner {
         .sign(key);
     },
     async verify(token) {
+      const cached = verified.get(token);
+      if (cached && cached.expiresAtMs > Date.now()) return cached.principal;
       const { payload } = await jwtVerify(token, key, { algorithms: [ALGORITHM] });
       const { sub, tid, scope } = payload as { sub?: unknown; tid?: unknown; scope?: unknown };
       if (typeof sub !== 'string' || !ID_PATTERN.test(sub)) throw new Error('bad sub');
       if (typeof tid !== 'string' || !ID_PATTERN.test(tid)) throw new Error('bad tid');
       if (scope !== 'buyer' && scope !== 'admin') throw new Error('bad scope');
-      return { tenantId: tid, userId: sub, scope };
+      const principal: Principal = { tenantId: tid, userId: sub, scope };
+      if (typeof payload.exp === 'number') {
+        if (verified.size >= VERIFIED_CACHE_MAX) verified.clear();
+        verified.set(token, { principal, expiresAtMs: payload.exp * 1000 });
+      }
+      return principal;
     },
   };
 }

@@ -35,11 +35,10 @@ export async function inTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOpt
     const client = await db.connect();
     let broken = false;
     try {
-      await client.query(`BEGIN ISOLATION LEVEL ${options.isolation ?? 'READ COMMITTED'}`);
-      await client.query(`SELECT set_config('lock_timeout', $1, true), set_config('statement_timeout', $2, true)`, [
-        `${options.lockTimeoutMs ?? 5_000}ms`,
-        `${options.statementTimeoutMs ?? 30_000}ms`,
-      ]);
+      // One round trip: the timeouts are integers we format, never caller-supplied text.
+      const lockMs = Math.trunc(options.lockTimeoutMs ?? 5_000);
+      const statementMs = Math.trunc(options.statementTimeoutMs ?? 30_000);
+      await client.query(`BEGIN ISOLATION LEVEL ${options.isolation ?? 'READ COMMITTED'}; SET LOCAL lock_timeout = ${lockMs}; SET LOCAL statement_timeout = ${statementMs}`);
       const result = await fn(client as Tx);
       await client.query('COMMIT');
       return result;
