@@ -1,4 +1,4 @@
-import { startChannel, type RunningChannel } from '../../src/channel/index.ts';
+import { startChannel, type LedgerStore, type RunningChannel } from '../../src/channel/index.ts';
 import { signPayload } from '../../src/platform/signature.ts';
 import { createSku, placeOrder, TENANT } from './fixtures.ts';
 import { startStack, TEST_NOTIFY_SECRET, type HttpResult, type Stack, type StackOptions } from './stack.ts';
@@ -16,9 +16,12 @@ export interface PaymentStack extends Stack {
   notify(body: Record<string, unknown>, options?: { secret?: string; at?: number }): Promise<HttpResult>;
 }
 
-/** The order API plus a real fake channel on its own port, wired as `flashpay start` wires them. */
-export async function startPaymentStack(options: StackOptions = {}): Promise<PaymentStack> {
-  const channel = await startChannel({ notifySecret: TEST_NOTIFY_SECRET, control: true, notifyRetryBaseMs: 20, notifyMaxAttempts: 5 });
+/**
+ * The order API plus a real fake channel on its own port, wired as `flashpay start` wires them.
+ * `channelStore` gives the channel a ledger other than memory (its PostgreSQL store).
+ */
+export async function startPaymentStack(options: StackOptions & { channelStore?: LedgerStore } = {}): Promise<PaymentStack> {
+  const channel = await startChannel({ store: options.channelStore, notifySecret: TEST_NOTIFY_SECRET, control: true, notifyRetryBaseMs: 20, notifyMaxAttempts: 5 });
   const stack = await startStack({ ...options, channelUrl: channel.url });
   const admin = await stack.token(TENANT, 'ops', 'admin');
   const control = async (method: string, path: string, body?: unknown) => {

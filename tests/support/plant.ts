@@ -3,7 +3,7 @@
 // safeguard removed, and lives under tests/ so no production path can reach it. The plants that no
 // strategy can reach (a second line in the provider's own books) write the broken state directly.
 import { randomBytes } from 'node:crypto';
-import { createPgLedger, startChannel } from '../../src/channel/index.ts';
+import { createPgLedger } from '../../src/channel/index.ts';
 import { reserve, tryConfirm } from '../../src/inventory/inventory.repo.ts';
 import { findOrder, lockOrder, reservationKeyFor, transition } from '../../src/orders/orders.repo.ts';
 import { createOrder } from '../../src/orders/orders.service.ts';
@@ -11,13 +11,10 @@ import type { Order } from '../../src/orders/orders.types.ts';
 import type { OrderStatus } from '../../src/orders/orders.states.ts';
 import type { Principal } from '../../src/platform/auth.ts';
 import { inTx, type Db } from '../../src/platform/db.ts';
-import { signPayload } from '../../src/platform/signature.ts';
 import type { ChannelClient } from '../../src/payments/channel.client.ts';
 import { applyNotCharged } from '../../src/payments/effects.ts';
 import { freshDatabase, type TestDatabase } from './db.ts';
-import { placeOrder, TENANT } from './fixtures.ts';
-import type { PaymentStack } from './payments.ts';
-import { startStack, TEST_NOTIFY_SECRET } from './stack.ts';
+import { startPaymentStack, type PaymentStack } from './payments.ts';
 
 async function orderOf(db: Db, orderId: string): Promise<Order> {
   const order = await findOrder(db, orderId);
@@ -163,48 +160,12 @@ export interface LedgerPaymentStack extends PaymentStack {
  */
 export async function startLedgerPaymentStack(): Promise<LedgerPaymentStack> {
   const ledger = await freshDatabase({ migrated: false, poolSize: 5 });
-  const channel = await startChannel({ store: await createPgLedger(ledger.pool), notifySecret: TEST_NOTIFY_SECRET, control: true, notifyRetryBaseMs: 20, notifyMaxAttempts: 5 });
-  const stack = await startStack({ channelUrl: channel.url });
-  const admin = await stack.token(TENANT, 'ops', 'admin');
-  const control = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${channel.url}${path}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-    const text = await response.text();
-    if (response.status >= 400) throw new Error(`channel ${method} ${path}: ${response.status} ${text}`);
-    return text ? JSON.parse(text) : undefined;
-  };
-  let keys = 0;
+  const stack = await startPaymentStack({ channelStore: await createPgLedger(ledger.pool) });
   return {
     ...stack,
-    channel,
-    admin,
     ledger,
-    control,
-    statement: async () => (await control('GET', '/statement')) as Awaited<ReturnType<PaymentStack['statement']>>,
-    async chargeRequests(orderId) {
-      const counts = (await control('GET', '/_control/requests')) as { charge: { total: number; by_order: Record<string, number> } };
-      return orderId ? (counts.charge.by_order[orderId] ?? 0) : counts.charge.total;
-    },
-    async buy(user, sku, key = `buy-${++keys}`) {
-      const token = await stack.token(TENANT, user);
-      const created = await placeOrder(stack, token, key, { sku });
-      if (created.status !== 201) throw new Error(`buy failed: ${created.status} ${created.text}`);
-      return { orderId: created.body.order_id as string, token, key };
-    },
-    pay: (token, orderId, key = `pay-${++keys}`) => stack.call('POST', `/v1/orders/${orderId}/pay`, { token, headers: { 'idempotency-key': key } }),
-    recover: (staleAfterMs = 0) => stack.call('POST', '/v1/admin/recovery/run', { token: admin, body: { stale_after_ms: staleAfterMs } }),
-    async order(orderId) {
-      const result = await stack.call('GET', `/v1/admin/orders/${orderId}`, { token: admin });
-      if (result.status !== 200) throw new Error(`admin order view: ${result.status} ${result.text}`);
-      return result.body;
-    },
-    notify(body, options = {}) {
-      const raw = JSON.stringify(body);
-      const signature = signPayload(options.secret ?? TEST_NOTIFY_SECRET, raw, options.at ?? Math.floor(Date.now() / 1000));
-      return stack.call('POST', '/v1/payment-notifications', { rawBody: raw, headers: { 'flashpay-signature': signature } });
-    },
     async close() {
       await stack.close();
-      await channel.close();
       await ledger.drop();
     },
   };
