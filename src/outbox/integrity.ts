@@ -6,6 +6,8 @@ export interface EventIntegrity {
   paid_without_event_ids: string[];
   /** PAID, FAILED, CANCELLED or REFUNDED orders with no ORDER_<status> outbox row. */
   terminal_without_event: number;
+  /** FAILED, CANCELLED or REFUNDED orders without their event (PAID ones are listed above). */
+  terminal_without_event_ids: Array<{ order_id: string; status: string }>;
   /** Outbox events not yet published (including ones waiting behind an earlier version). */
   pending: number;
   /** Parked events: need an operator (listDeadEvents / redriveDead). */
@@ -30,6 +32,13 @@ export async function checkEventIntegrity(db: Executor): Promise<EventIntegrity>
      ORDER BY o.order_id LIMIT $1`,
     [MAX_IDS_LISTED],
   );
+  const terminal = await db.query<{ order_id: string; status: string }>(
+    `SELECT o.order_id, o.status FROM orders o
+     WHERE o.status IN ('FAILED', 'CANCELLED', 'REFUNDED')
+       AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.order_id = o.order_id AND e.event_type = 'ORDER_' || o.status)
+     ORDER BY o.order_id LIMIT $1`,
+    [MAX_IDS_LISTED],
+  );
   const counts = await db.query<{ paid_without_event: number; terminal_without_event: number; pending: number; dead: number; duplicate_shipments: number }>(
     `SELECT
        (SELECT count(*) FROM orders o
@@ -44,5 +53,5 @@ export async function checkEventIntegrity(db: Executor): Promise<EventIntegrity>
   );
   const row = counts.rows[0];
   if (!row) throw new Error('integrity counts returned no row');
-  return { ...row, paid_without_event_ids: missing.rows.map((r) => r.order_id) };
+  return { ...row, paid_without_event_ids: missing.rows.map((r) => r.order_id), terminal_without_event_ids: terminal.rows };
 }

@@ -18,7 +18,7 @@ export interface ReconciliationReport {
   mismatches: Mismatch[];
   statuses: Record<string, number>;
   totals: { channel_net: number; paid_sum: number; confirmed: number; paid: number; drift: number };
-  events: { paid_without_event: number; duplicate_shipments: number; pending: number; dead: number };
+  events: { paid_without_event: number; terminal_without_event: number; duplicate_shipments: number; pending: number; dead: number };
 }
 
 function ledgerByOrder(lines: StatementLine[]): Map<string, LedgerView> {
@@ -94,6 +94,7 @@ export async function reconcile(db: Db, channel: ChannelClient): Promise<Reconci
     mismatches.push({ order_id: GLOBAL, status: null, class: 'CHANNEL_NET_NE_PAID_SUM', detail: `channel_net=${statement.net} != paid_sum=${paidSum}` });
   }
   for (const id of integrity.paid_without_event_ids) mismatches.push({ order_id: id, status: 'PAID', class: 'PAID_WITHOUT_EVENT', detail: 'PAID order without an ORDER_PAID outbox event' });
+  for (const t of integrity.terminal_without_event_ids) mismatches.push({ order_id: t.order_id, status: t.status, class: 'TERMINAL_WITHOUT_EVENT', detail: `${t.status} order without an ORDER_${t.status} outbox event` });
   if (integrity.duplicate_shipments > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DUPLICATE_SHIPMENT', detail: `${integrity.duplicate_shipments} orders shipped more than once` });
   if (integrity.dead > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DEAD_EVENT', detail: `${integrity.dead} outbox events parked as dead` });
   return {
@@ -103,7 +104,7 @@ export async function reconcile(db: Db, channel: ChannelClient): Promise<Reconci
     mismatches,
     statuses,
     totals: { channel_net: statement.net, paid_sum: paidSum, confirmed, paid, drift: statement.net - paidSum },
-    events: { paid_without_event: integrity.paid_without_event, duplicate_shipments: integrity.duplicate_shipments, pending: integrity.pending, dead: integrity.dead },
+    events: { paid_without_event: integrity.paid_without_event, terminal_without_event: integrity.terminal_without_event, duplicate_shipments: integrity.duplicate_shipments, pending: integrity.pending, dead: integrity.dead },
   };
 }
 

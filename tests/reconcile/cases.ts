@@ -287,6 +287,14 @@ export const GLOBAL_CASES: Case[] = [
     },
   },
   {
+    proves: 'TERMINAL_WITHOUT_EVENT',
+    title: 'a cancel written straight to the table, bypassing transition(), releases the unit but leaves no ORDER_CANCELLED event',
+    async plant(s, { created }) {
+      await plant.cancelWithoutOutbox(db(s), created.orderId, s.clock.now());
+      return [[created.orderId, 'TERMINAL_WITHOUT_EVENT']]; // money and stock agree: only the event is missing
+    },
+  },
+  {
     proves: 'DUPLICATE_SHIPMENT',
     title: 'C29-18: a redelivered ORDER_PAID reaching a consumer without dedup ships the order twice',
     async plant(s, { paid }) {

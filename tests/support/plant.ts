@@ -4,7 +4,7 @@
 // strategy can reach (a second line in the provider's own books) write the broken state directly.
 import { randomBytes } from 'node:crypto';
 import { createPgLedger } from '../../src/channel/index.ts';
-import { reserve, tryConfirm } from '../../src/inventory/inventory.repo.ts';
+import { reserve, tryConfirm, tryRelease } from '../../src/inventory/inventory.repo.ts';
 import { findOrder, lockOrder, reservationKeyFor, transition } from '../../src/orders/orders.repo.ts';
 import { createOrder } from '../../src/orders/orders.service.ts';
 import type { Order } from '../../src/orders/orders.types.ts';
@@ -169,4 +169,14 @@ export async function startLedgerPaymentStack(): Promise<LedgerPaymentStack> {
       await ledger.drop();
     },
   };
+}
+
+/** A cancel written straight to the table (no transition(), so no outbox row), releasing the unit. */
+export async function cancelWithoutOutbox(db: Db, orderId: string, now: Date): Promise<void> {
+  await inTx(db, async (tx) => {
+    const order = await lockOrder(tx, orderId);
+    if (!order) throw new Error('no order');
+    await tx.query(`UPDATE orders SET status = 'CANCELLED', version = version + 1 WHERE order_id = $1`, [orderId]);
+    await tryRelease(tx, order.tenantId, order.reservationKey, now);
+  });
 }
