@@ -4,10 +4,16 @@ import { isValidKey } from './digest.ts';
 import type { StoredResponse } from './idempotency.repo.ts';
 import type { KeyedResult } from './idempotency.service.ts';
 
-export function idempotencyKeyOf(request: FastifyRequest): string {
+/**
+ * Validates the key header. From here on every answer of the route is a keyed response, refusals
+ * of the key included (422 reused, 409 in progress), so it says it is not a replay unless
+ * sendKeyed later says otherwise.
+ */
+export function idempotencyKeyOf(request: FastifyRequest, reply: FastifyReply): string {
   const raw = request.headers['idempotency-key'];
   if (raw === undefined || raw === '') throw new AppError('IDEMPOTENCY_KEY_MISSING', 'the Idempotency-Key header is required on this route');
   if (typeof raw !== 'string' || !isValidKey(raw)) throw new AppError('IDEMPOTENCY_KEY_INVALID', 'Idempotency-Key must be 1..255 visible ASCII characters');
+  reply.header('Idempotent-Replayed', 'false');
   return raw;
 }
 

@@ -33,7 +33,7 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post<{ Body: { sku: string; quantity?: number } }>('/v1/orders', { onRequest: auth, schema: { body: createBody, tags: ['orders'] } }, async (request, reply) => {
     const principal = principalOf(request);
-    const key = idempotencyKeyOf(request);
+    const key = idempotencyKeyOf(request, reply);
     const body = { sku: request.body.sku, quantity: request.body.quantity ?? 1 };
     const result = await executeKeyed(keyedDeps(deps), {
       scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },

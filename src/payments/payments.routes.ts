@@ -32,7 +32,7 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post<{ Params: { id: string } }>('/v1/orders/:id/pay', { onRequest: requirePrincipal(deps.signer), schema: { params: orderIdParams, tags: ['orders'] } }, async (request, reply) => {
     const principal = principalOf(request);
-    const key = idempotencyKeyOf(request);
+    const key = idempotencyKeyOf(request, reply);
     const orderId = request.params.id;
     const result = await executeKeyed(keyedDeps(deps), {
       scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'pay_order', key },

@@ -62,6 +62,7 @@ describe('creating orders under contention', () => {
     expect(second.status).toBe(422);
     expect(second.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
     expect(second.headers.get('content-type')).toContain('application/problem+json');
+    expect(second.headers.get('idempotent-replayed')).toBe('false');
     expect(await countRows(stack.db, 'orders', 'sku = $1', ['reuse'])).toBe(1);
     expect(await skuCounters(stack, 'reuse')).toMatchObject({ available: 9, held: 1 });
     // key order and whitespace do not matter: the same request is a replay
