@@ -50,15 +50,28 @@ export async function getOrderFor(db: Executor, principal: Principal, orderId: s
 
 export type CancelOutcome = { kind: 'CANCELLED'; order: Order } | { kind: 'REJECTED'; status: OrderStatus };
 
-/** CREATED → CANCELLED, releasing the HELD reservation in the same transaction. */
+/**
+ * CREATED → CANCELLED for an order the caller has locked, releasing its reservation if still HELD,
+ * in the caller's transaction. Used by the buyer's cancel, by pay on an expired hold, and by recovery.
+ */
+export async function cancelLocked(tx: Tx, order: Order, reason: string, now: Date): Promise<CancelOutcome> {
+  const moved = order.status === 'CREATED' && (await transition(tx, order.orderId, 'CREATED', 'CANCELLED', reason, now)).ok;
+  if (!moved) return { kind: 'REJECTED', status: order.status };
+  await tryRelease(tx, order.tenantId, order.reservationKey, now);
+  return { kind: 'CANCELLED', order: { ...order, status: 'CANCELLED', version: order.version + 1, updatedAt: now } };
+}
+
+/** The buyer's cancel: CREATED → CANCELLED, the HELD unit back on sale in the same transaction. */
 export async function cancelOrder(tx: Tx, principal: Principal, orderId: string, reason: string, now: Date): Promise<CancelOutcome> {
   const order = await lockOrder(tx, orderId);
   if (!visibleTo(order, principal)) throw new AppError('ORDER_NOT_FOUND', `no order ${orderId}`);
-  if (order.status !== 'CREATED') return { kind: 'REJECTED', status: order.status };
-  const moved = await transition(tx, orderId, 'CREATED', 'CANCELLED', reason, now);
-  if (!moved.ok) return { kind: 'REJECTED', status: order.status };
-  await tryRelease(tx, order.tenantId, order.reservationKey, now);
-  return { kind: 'CANCELLED', order: { ...order, status: 'CANCELLED', version: moved.version ?? order.version + 1, updatedAt: now } };
+  return cancelLocked(tx, order, reason, now);
+}
+
+/** The order's unit is no longer held for it: released, or past its expiry (the sweep may not have run yet). */
+export async function holdIsGone(tx: Tx, order: Order, now: Date): Promise<boolean> {
+  const reservation = await findReservation(tx, order.tenantId, order.reservationKey);
+  return reservation?.status !== 'HELD' || reservation.expiresAt <= now;
 }
 
 export async function orderView(db: Executor, order: Order) {

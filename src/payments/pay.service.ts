@@ -6,7 +6,7 @@ import type { StoredResponse } from '../idempotency/idempotency.repo.ts';
 import { jsonResponse, problemResponse } from '../idempotency/idempotency.http.ts';
 import type { KeyedStep } from '../idempotency/idempotency.service.ts';
 import { findOrder, lockOrder, transition } from '../orders/orders.repo.ts';
-import { visibleTo } from '../orders/orders.service.ts';
+import { cancelLocked, holdIsGone, visibleTo } from '../orders/orders.service.ts';
 import type { ChargeReply } from './channel.client.ts';
 import { applyCharged, applyNotCharged, type Applied } from './effects.ts';
 import type { PaymentDeps } from './payments.deps.ts';
@@ -44,7 +44,14 @@ async function applyReply(deps: PaymentDeps, orderId: string, amount: number, re
 export async function beginPay(deps: PaymentDeps, tx: Tx, principal: Principal, orderId: string): Promise<KeyedStep> {
   const order = await lockOrder(tx, orderId);
   if (!visibleTo(order, principal)) throw new AppError('ORDER_NOT_FOUND', `no order ${orderId}`);
-  const moved = order.status === 'CREATED' && (await transition(tx, orderId, 'CREATED', 'PAYING', 'pay', deps.clock.now())).ok;
+  const now = deps.clock.now();
+  // Never charge for a unit that is no longer held: the order is cancelled instead, unit released.
+  if (order.status === 'CREATED' && (await holdIsGone(tx, order, now))) {
+    const cancelled = await cancelLocked(tx, order, 'pay after the hold expired', now);
+    const status = cancelled.kind === 'CANCELLED' ? 'CANCELLED' : cancelled.status;
+    return { final: problemResponse('REJECTED', 'the reservation expired before payment; the order is cancelled', { order_id: orderId, order_status: status }) };
+  }
+  const moved = order.status === 'CREATED' && (await transition(tx, orderId, 'CREATED', 'PAYING', 'pay', now)).ok;
   if (!moved) {
     return { final: problemResponse('REJECTED', `order is ${order.status}, it cannot be paid`, { order_id: orderId, order_status: order.status }) };
   }

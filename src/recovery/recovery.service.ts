@@ -1,6 +1,6 @@
 import { inTx } from '../platform/db.ts';
-import { tryRelease } from '../inventory/inventory.repo.ts';
-import { lockOrder, transition } from '../orders/orders.repo.ts';
+import { lockOrder } from '../orders/orders.repo.ts';
+import { cancelLocked } from '../orders/orders.service.ts';
 import { convergeRefunding, convergeUnknown, type Convergence } from '../payments/converge.ts';
 import type { PaymentDeps } from '../payments/payments.deps.ts';
 import { claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, STUCK_PREFIX, type Candidate } from './recovery.repo.ts';
@@ -58,9 +58,7 @@ async function cancelAbandoned(deps: PaymentDeps): Promise<number> {
     let cancelled = 0;
     for (const orderId of await claimAbandonedCreated(tx, now)) {
       const order = await lockOrder(tx, orderId);
-      if (!order || !(await transition(tx, orderId, 'CREATED', 'CANCELLED', 'reservation expired', now)).ok) continue;
-      await tryRelease(tx, order.tenantId, order.reservationKey, now);
-      cancelled++;
+      if (order && (await cancelLocked(tx, order, 'reservation expired', now)).kind === 'CANCELLED') cancelled++;
     }
     return cancelled;
   });

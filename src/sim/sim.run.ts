@@ -31,6 +31,8 @@ const PRICE = 1990;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 // The seed's competition window and convergence budget; both end early once the sale settles.
 const COMPETE_DEADLINE_MS = 60_000;
+// Failed queries before an `expire` order's success can be learnt by asking (recovery backs off after 3).
+const LATE_SUCCESS_QUERIES = 5;
 const CONVERGE_DEADLINE_MS = 90_000;
 
 async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -77,14 +79,20 @@ export class Simulation {
     this.ids.set(order.index, orderId);
     if (order.fault === 'decline') await this.fault(orderId, 'charge', 'DECLINE');
     if (order.fault === 'lost' || order.fault === 'expire') await this.fault(orderId, 'charge', 'DELAY_RESPONSE', order.delayMs);
+    // The success of an `expire` order reaches us late: the first queries fail, so late buyers can
+    // take its unit back first, and the success then re-reserves or refunds.
+    if (order.fault === 'expire') await this.control('POST', '/_control/faults', { op: 'query', kind: 'ERROR_500', merchant_order: orderId, times: LATE_SUCCESS_QUERIES });
     if (order.fault === 'linger') await this.fault(orderId, 'charge', 'DELAY_REQUEST', order.delayMs);
     if (order.refundTimeout) await this.fault(orderId, 'refund', 'DELAY_RESPONSE', 800);
-    if (order.fault === 'expire' || order.fault === 'nopay') {
-      // Its hold ends now, as if 60 s had passed: the unit goes back on sale while it pays.
-      await this.admin('POST', '/v1/admin/reservations/expire', { order_id: orderId });
-      await this.admin('POST', '/v1/admin/expiry/run');
-    }
     if (order.fault !== 'nopay') await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-p${order.index}` });
+    // Its hold ends now, as if 60 s had passed: for `expire`, while the payment is UNKNOWN, so the
+    // unit goes back on sale before the success arrives; for `nopay`, an abandoned order.
+    if (order.fault === 'expire' || order.fault === 'nopay') await this.expireHold(orderId);
+  }
+
+  private async expireHold(orderId: string): Promise<void> {
+    await this.admin('POST', '/v1/admin/reservations/expire', { order_id: orderId });
+    await this.admin('POST', '/v1/admin/expiry/run');
   }
 
   private async saleOver(): Promise<boolean> {

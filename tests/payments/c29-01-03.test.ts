@@ -87,3 +87,24 @@ describe('paying: the normal path and the guarded refusals', () => {
     expect(c).toMatchObject({ confirmed: paid.length, held: 0, available: 10 - paid.length });
   });
 });
+
+describe('paying for a hold that is gone', () => {
+  let s: PaymentStack;
+  beforeAll(async () => {
+    s = await startPaymentStack();
+  });
+  afterAll(async () => s.close());
+
+  it('pay after the hold expired is refused, the order cancelled and the unit back on sale, and nobody is charged', async () => {
+    // Proves we never charge for a unit that is no longer held for the buyer.
+    await createSku(s, { sku: 'gone', stock: 1, hold_ttl_ms: 1000 });
+    const o = await s.buy('late-payer', 'gone');
+    s.clock.advance(1500); // past expiry; the sweep has not run yet
+    const paid = await s.pay(o.token, o.orderId);
+    expect([paid.status, paid.body.code, paid.body.order_status]).toEqual([409, 'REJECTED', 'CANCELLED']);
+    expect(await s.chargeRequests(o.orderId)).toBe(0);
+    const view = await s.order(o.orderId);
+    expect([view.status, view.reservation.status, view.timeline.at(-1)?.reason]).toEqual(['CANCELLED', 'RELEASED', 'pay after the hold expired']);
+    expect(await skuCounters(s, 'gone')).toMatchObject({ available: 1, held: 0 });
+  });
+});
