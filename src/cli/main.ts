@@ -40,6 +40,10 @@ main().catch((error: unknown) => {
     process.stderr.write(`${error.message}\n`);
     process.exit(2);
   }
-  process.stderr.write(`flashpay: ${(error as Error).stack ?? String(error)}\n`);
+  // Conditions a person can fix get one line; anything else is a bug and gets its stack.
+  const e = error as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (e.code === 'EADDRINUSE') process.stderr.write(`flashpay: ${e.address ?? ''}:${e.port ?? ''} is in use; choose another with --port / --channel-port (or FLASHPAY_PORT)\n`);
+  else if (e.code === 'ECONNREFUSED') process.stderr.write(`flashpay: cannot connect (${e.message}); is the database or the stack running?\n`);
+  else process.stderr.write(`flashpay: ${e.stack ?? String(error)}\n`);
   process.exit(1);
 });
