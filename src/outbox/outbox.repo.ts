@@ -52,15 +52,19 @@ export async function claimBatch(db: Db, request: ClaimRequest): Promise<OutboxR
   return result.rows.sort((a, b) => a.event_id - b.event_id);
 }
 
-/** Marks an event published after the sink acknowledged it; false when another relay took it over. */
-export async function tryMarkPublished(db: Executor, eventId: number, owner: string, now: Date): Promise<boolean> {
-  // claimed_by is kept as the publisher's name (C29-09 shows each relay's share); the lease is cleared.
+/**
+ * Marks a pass's acknowledged events published in one statement (one commit for the batch, not
+ * one per event). Guarded by claimed_by: an event whose lease another relay took over is not ours
+ * to mark, and that relay re-sends it. Returns how many were marked.
+ */
+export async function markPublishedBatch(db: Executor, eventIds: readonly number[], owner: string, now: Date): Promise<number> {
+  if (eventIds.length === 0) return 0;
   const result = await db.query(
     `UPDATE outbox SET published_at = $3, claimed_until = NULL
-     WHERE event_id = $1 AND claimed_by = $2 AND published_at IS NULL`,
-    [eventId, owner, now],
+     WHERE event_id = ANY($1::bigint[]) AND claimed_by = $2 AND published_at IS NULL`,
+    [eventIds, owner, now],
   );
-  return result.rowCount === 1;
+  return result.rowCount ?? 0;
 }
 
 export interface FailureRecord {

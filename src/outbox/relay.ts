@@ -5,7 +5,7 @@ import { systemClock, type Clock } from '../platform/clock.ts';
 import type { Db } from '../platform/db.ts';
 import { backoffDelayMs } from './backoff.ts';
 import { isEventType, type OutboxEvent, type Sink } from './outbox.events.ts';
-import { bringDueForward, claimBatch, tryMarkPublished, tryParkDead, tryRecordFailure, type OutboxRow } from './outbox.repo.ts';
+import { bringDueForward, claimBatch, markPublishedBatch, tryParkDead, tryRecordFailure, type OutboxRow } from './outbox.repo.ts';
 
 // Limits, each with its reason.
 const MAX_BATCH_SIZE = 500; // one claim statement locks at most this many rows
@@ -104,7 +104,7 @@ async function recordFailedAttempt(ctx: RelayContext, row: OutboxRow, error: unk
   });
 }
 
-/** Delivers one claimed event; true = the sink acknowledged it. Throws only on a database fault. */
+/** Delivers one claimed event; true = the sink acknowledged it (not yet marked). Throws only on a database fault. */
 async function deliverOne(ctx: RelayContext, row: OutboxRow): Promise<boolean> {
   if (!isEventType(row.event_type)) {
     // Never skipped silently: parked with the reason, visible to listDeadEvents and integrity.
@@ -120,9 +120,6 @@ async function deliverOne(ctx: RelayContext, row: OutboxRow): Promise<boolean> {
     return false;
   }
   await ctx.faults.afterDeliverBeforeMark?.(event);
-  // Marked only after the ack (at least once). A false here means our lease was taken over and
-  // another relay re-sends it; the consumer's inbox absorbs the copy.
-  await tryMarkPublished(ctx.db, row.event_id, ctx.owner, nowOf(ctx));
   return true;
 }
 
@@ -131,10 +128,14 @@ async function runPass(ctx: RelayContext): Promise<PassResult> {
   // The batch holds at most one event per order (the claim's NOT EXISTS), so delivering it
   // concurrently cannot reorder an order's events.
   const outcomes = await Promise.allSettled(rows.map((row) => deliverOne(ctx, row)));
+  // Marked only after the ack (at least once), all of the pass in one statement. An event not
+  // marked because our lease was taken over is re-sent by its new owner; the consumer's inbox
+  // absorbs the copy.
+  const acknowledged = rows.filter((_, i) => outcomes[i]?.status === 'fulfilled' && (outcomes[i] as PromiseFulfilledResult<boolean>).value).map((row) => row.event_id);
+  await markPublishedBatch(ctx.db, acknowledged, ctx.owner, nowOf(ctx));
   const broken = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
   if (broken) throw broken.reason; // a database fault; unmarked events come back after their lease
-  const delivered = outcomes.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
-  return { delivered, failed: rows.length - delivered };
+  return { delivered: acknowledged.length, failed: rows.length - acknowledged.length };
 }
 
 async function drainPasses(ctx: RelayContext, force: boolean, shouldStop: () => boolean): Promise<PassResult> {
