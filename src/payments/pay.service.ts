@@ -5,7 +5,7 @@ import { AppError } from '../platform/errors.ts';
 import type { StoredResponse } from '../idempotency/idempotency.repo.ts';
 import { jsonResponse, problemResponse } from '../idempotency/idempotency.http.ts';
 import type { KeyedStep } from '../idempotency/idempotency.service.ts';
-import { findOrder, lockOrder, transition } from '../orders/orders.repo.ts';
+import { lockOrder, transition } from '../orders/orders.repo.ts';
 import { cancelLocked, holdIsGone, visibleTo } from '../orders/orders.service.ts';
 import type { ChargeReply } from './channel.client.ts';
 import { applyCharged, applyNotCharged, type Applied } from './effects.ts';
@@ -16,7 +16,9 @@ type Complete = (tx: Tx, response: StoredResponse) => Promise<void>;
 
 async function statusResponse(tx: Tx, orderId: string): Promise<StoredResponse> {
   const order = await lockOrder(tx, orderId);
-  return jsonResponse(200, { order_id: orderId, status: order?.status });
+  // A pay whose first request died mid-call finds the order still PAYING: to the client its
+  // outcome is unknown, and recovery converges it like any UNKNOWN.
+  return jsonResponse(200, { order_id: orderId, status: order?.status === 'PAYING' ? 'UNKNOWN' : order?.status });
 }
 
 /** Step 3: what the charge call told us, applied in one transaction with the key's completion. */
@@ -70,8 +72,4 @@ export async function beginPay(deps: PaymentDeps, tx: Tx, principal: Principal, 
 /** The answer for a pay key whose first request died mid-way: the order's status now. */
 export async function abandonedPay(tx: Tx, orderId: string): Promise<StoredResponse> {
   return statusResponse(tx, orderId);
-}
-
-export async function orderStatus(deps: PaymentDeps, orderId: string): Promise<string | undefined> {
-  return (await findOrder(deps.db, orderId))?.status;
 }

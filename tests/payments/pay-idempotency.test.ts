@@ -1,4 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requestDigest } from '../../src/idempotency/digest.ts';
+import { inTx } from '../../src/platform/db.ts';
+import { transition } from '../../src/orders/orders.repo.ts';
+import { TENANT } from '../support/fixtures.ts';
 import { createSku, startPaymentStack, type PaymentStack } from '../support/payments.ts';
 
 describe('idempotency keys on /pay', () => {
@@ -38,5 +42,27 @@ describe('idempotency keys on /pay', () => {
     expect(one.text).toBe(two.text);
     expect([one.headers.get('idempotent-replayed'), two.headers.get('idempotent-replayed')].sort()).toEqual(['false', 'true']);
     expect(await s.chargeRequests(o.orderId)).toBe(1);
+  });
+
+  it('a pay key whose first request died mid-call is taken over after its lease and answered UNKNOWN', async () => {
+    // Proves a crashed pay never leaves its key stuck: the retry gets an honest answer, recovery does the rest.
+    await createSku(s, { sku: 'pi3', stock: 1 });
+    const o = await s.buy('pi3-user', 'pi3');
+    const past = new Date(s.clock.now().getTime() - 1000);
+    // What a process killed between PAYING and the reply leaves behind.
+    await inTx(s.db.pool, async (tx) => {
+      await transition(tx, o.orderId, 'CREATED', 'PAYING', 'pay', past);
+      await tx.query(
+        `INSERT INTO idempotency_keys (tenant_id, user_id, operation, idempotency_key, request_digest, state, locked_until, created_at)
+         VALUES ($1, $2, 'pay_order', 'crashed', $3, 'PROCESSING', $4, $4)`,
+        [TENANT, 'pi3-user', requestDigest('pay_order', { id: o.orderId }, {}), past],
+      );
+    });
+    const retry = await s.pay(o.token, o.orderId, 'crashed');
+    expect([retry.status, retry.body, retry.headers.get('idempotent-replayed')]).toEqual([200, { order_id: o.orderId, status: 'UNKNOWN' }, 'false']);
+    const again = await s.pay(o.token, o.orderId, 'crashed');
+    expect([again.text, again.headers.get('idempotent-replayed')]).toEqual([retry.text, 'true']);
+    expect(await s.chargeRequests(o.orderId)).toBe(0);
+    expect((await s.recover(0)).body.resolved).toMatchObject({ FAILED: 1 }); // never charged: closed, FAILED
   });
 });
