@@ -75,3 +75,9 @@ export function isConnectionError(error: unknown): boolean {
   const message = (error as Error | null)?.message ?? '';
   return /ECONNREFUSED|ECONNRESET|Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message);
 }
+
+/** lock_timeout or statement_timeout fired: the transaction rolled back because the database is busy. */
+export function isBusyError(error: unknown): boolean {
+  const code = pgCode(error);
+  return code === '55P03' || code === '57014';
+}

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { isConnectionError } from './db.ts';
+import { isBusyError, isConnectionError } from './db.ts';
 import { AppError, problem, type ErrorCode, type Problem } from './errors.ts';
 
 declare module 'fastify' {
@@ -64,6 +64,8 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
     if (error instanceof AppError) return sendProblem(reply, error.toProblem(), error.headers);
     // The database (and so the idempotency key store) is unreachable: nothing executed, retry later.
     if (isConnectionError(error)) return sendProblem(reply, problem('UNAVAILABLE', 'the database is unreachable; nothing was executed'), { 'Retry-After': '1' });
+    // A lock or statement timeout rolled the transaction back: overloaded, not broken.
+    if (isBusyError(error)) return sendProblem(reply, problem('UNAVAILABLE', 'the database is busy; nothing was executed'), { 'Retry-After': '1' });
     const body = fromFastifyError(error as FastifyError);
     if (body.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, body);
