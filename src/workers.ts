@@ -3,6 +3,8 @@ import { purgeCompletedKeys } from './idempotency/idempotency.repo.ts';
 import { releaseExpired } from './inventory/inventory.service.ts';
 import { paymentDeps } from './payments/payments.routes.ts';
 import { runRecoveryPass } from './recovery/recovery.service.ts';
+import { channelClient } from './payments/channel.client.ts';
+import { reconcile, summaryLine } from './reconcile/reconcile.service.ts';
 
 export interface Loop {
   stop(): Promise<void>;
@@ -42,6 +44,12 @@ export const WORKERS: WorkerFactory[] = [
     every('expiry', deps.config.expiryIntervalMs, () => releaseExpired(deps.db, deps.clock), log),
     // The relay runs its own loop (outbox pipeline); recovery here converges orders only.
     every('recovery', deps.config.recoveryIntervalMs, () => runRecoveryPass(paymentDeps(deps), { staleAfterMs: deps.config.staleAfterMs }), log),
+    // The system checks itself: a mismatch is logged with its class, for a person to look at.
+    every('reconciliation', deps.config.reconcileIntervalMs, async () => {
+      const report = await reconcile(deps.db, channelClient(deps.channelUrl, deps.config.payTimeoutMs));
+      for (const m of report.mismatches.slice(0, 20)) log(`reconciliation mismatch ${m.order_id} ${m.status ?? '-'} ${m.class}: ${m.detail}`);
+      if (report.mismatches.length > 0) log(summaryLine(report));
+    }, log),
     every('idempotency-purge', 60_000, () => purgeCompletedKeys(deps.db, new Date(deps.clock.now().getTime() - deps.config.idempotencyRetentionMs)), log),
   ],
 ];

@@ -14,6 +14,7 @@ export interface Config {
   recoveryIntervalMs: number;
   expiryIntervalMs: number;
   relayIntervalMs: number;
+  reconcileIntervalMs: number;
   idempotencyWaitMs: number;
   idempotencyRetentionMs: number;
   notifyToleranceSeconds: number;
@@ -51,6 +52,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     recoveryIntervalMs: int(env, 'FLASHPAY_RECOVERY_INTERVAL_MS', 5_000, 10),
     expiryIntervalMs: int(env, 'FLASHPAY_EXPIRY_INTERVAL_MS', 1_000, 10),
     relayIntervalMs: int(env, 'FLASHPAY_RELAY_INTERVAL_MS', 200, 10),
+    // A full statement read: often enough to notice drift within minutes, rarely enough to be cheap.
+    reconcileIntervalMs: int(env, 'FLASHPAY_RECONCILE_INTERVAL_MS', 60_000, 1_000),
     // How long a second request with an in-flight key waits before 409 REQUEST_IN_PROGRESS.
     idempotencyWaitMs: int(env, 'FLASHPAY_IDEMPOTENCY_WAIT_MS', 5_000, 1),
     // Longer than any client's retry window (contract: at least 24 h).
