@@ -3,6 +3,7 @@ import type { AppDeps } from '../app.deps.ts';
 import { keyedDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal } from '../platform/auth.ts';
 import { inTx } from '../platform/db.ts';
+import { businessMetrics } from '../platform/business-metrics.ts';
 import { AppError } from '../platform/errors.ts';
 import { requestDigest } from '../idempotency/digest.ts';
 import { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from '../idempotency/idempotency.http.ts';
@@ -57,6 +58,7 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
         return { final: jsonResponse(201, view, `/v1/orders/${order.orderId}`) };
       },
     });
+    if (!result.replayed) businessMetrics.orders.inc({ status: String(result.status) });
     return sendKeyed(reply, result);
   });
 

@@ -1,3 +1,4 @@
+import { businessMetrics } from '../platform/business-metrics.ts';
 import { inTx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import { verifySignature, SIGNATURE_HEADER } from '../platform/signature.ts';
@@ -55,6 +56,7 @@ export async function handleNotification(deps: PaymentDeps, n: NotificationRecor
     if (applied.attention && applied.effect !== 'UNKNOWN_ORDER') await noteAttention(tx, n.merchantOrder, `${n.kind} ${n.notifyId}: ${applied.attention}`);
     return applied;
   });
+  businessMetrics.notifications.inc({ kind: n.kind, effect: result.effect });
   if (result.refund) await sendRefund(deps, n.merchantOrder);
   return result.effect;
 }

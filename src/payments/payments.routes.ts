@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { keyedDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal } from '../platform/auth.ts';
+import { businessMetrics } from '../platform/business-metrics.ts';
 import { requestDigest } from '../idempotency/digest.ts';
 import { idempotencyKeyOf, sendKeyed } from '../idempotency/idempotency.http.ts';
 import { executeKeyed } from '../idempotency/idempotency.service.ts';
@@ -40,6 +41,10 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
       start: (tx) => beginPay(payments, tx, principal, orderId),
       abandoned: (tx) => abandonedPay(tx, orderId),
     });
+    if (!result.replayed) {
+      const answer = JSON.parse(result.body) as { status?: unknown; code?: string };
+      businessMetrics.payments.inc({ outcome: result.status === 200 ? String(answer.status) : (answer.code ?? String(result.status)) });
+    }
     return sendKeyed(reply, result);
   });
 

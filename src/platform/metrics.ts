@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { businessRegistry } from './business-metrics.ts';
 
 /** Prometheus metrics for one server: request counts and latency by route and status. */
 export function installMetrics(app: FastifyInstance): Registry {
@@ -18,6 +19,8 @@ export function installMetrics(app: FastifyInstance): Registry {
     requests.inc({ method: request.method, route, status: String(reply.statusCode) });
     latency.observe({ method: request.method, route }, reply.elapsedTime / 1000);
   });
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type(registry.contentType).send(`${await registry.metrics()}\n${await businessRegistry.metrics()}`),
+  );
   return registry;
 }

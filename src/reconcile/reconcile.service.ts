@@ -1,3 +1,4 @@
+import { businessMetrics } from '../platform/business-metrics.ts';
 import { inTx, type Db } from '../platform/db.ts';
 import { checkEventIntegrity } from '../outbox/integrity.ts';
 import type { ChannelClient, StatementLine } from '../payments/channel.client.ts';
@@ -97,6 +98,7 @@ export async function reconcile(db: Db, channel: ChannelClient): Promise<Reconci
   for (const t of integrity.terminal_without_event_ids) mismatches.push({ order_id: t.order_id, status: t.status, class: 'TERMINAL_WITHOUT_EVENT', detail: `${t.status} order without an ORDER_${t.status} outbox event` });
   if (integrity.duplicate_shipments > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DUPLICATE_SHIPMENT', detail: `${integrity.duplicate_shipments} orders shipped more than once` });
   if (integrity.dead > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DEAD_EVENT', detail: `${integrity.dead} outbox events parked as dead` });
+  businessMetrics.mismatches.set(mismatches.length);
   return {
     ok: mismatches.length === 0 && pendingOrders.length === 0 && integrity.pending === 0,
     pending: pendingOrders.length,

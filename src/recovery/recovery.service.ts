@@ -1,3 +1,4 @@
+import { businessMetrics } from '../platform/business-metrics.ts';
 import { inTx } from '../platform/db.ts';
 import { lockOrder } from '../orders/orders.repo.ts';
 import { cancelLocked } from '../orders/orders.service.ts';
@@ -78,10 +79,13 @@ export async function runRecoveryPass(deps: PaymentDeps, options: RecoveryOption
   for (const r of results) if (!r.pending && r.status) resolved[r.status] = (resolved[r.status] ?? 0) + 1;
   const cancelled = await cancelAbandoned(deps);
   if (cancelled > 0) resolved.CANCELLED = (resolved.CANCELLED ?? 0) + cancelled;
+  const pending = await countUnfinished(deps.db);
+  for (const [status, n] of Object.entries(resolved)) businessMetrics.recovered.inc({ status }, n);
+  businessMetrics.unfinished.set(pending);
   return {
     examined: candidates.length + cancelled,
     resolved,
-    pending: await countUnfinished(deps.db),
+    pending,
     still_pending: results.filter((r) => r.pending).map((r) => ({ order_id: r.orderId, status: r.status, reason: r.pending ?? '' })),
     needs_attention: await listNeedingAttention(deps.db),
   };

@@ -18,6 +18,13 @@ describe('operational endpoints', () => {
     await createSku(stack, { sku: 'm1', stock: 1 });
     const metrics = await stack.call('GET', '/metrics');
     expect(metrics.text).toMatch(/flashpay_http_requests_total\{method="POST",route="\/v1\/admin\/skus",status="201"\} 1/);
+    const token = await stack.token(TENANT, 'metered');
+    expect((await placeOrder(stack, token, 'm-1', { sku: 'm1' })).status).toBe(201);
+    expect((await placeOrder(stack, token, 'm-2', { sku: 'm1' })).status).toBe(409);
+    const after = (await stack.call('GET', '/metrics')).text;
+    const count = (status: string) => Number(new RegExp(`flashpay_orders_total\\{status="${status}"\\} (\\d+)`).exec(after)?.[1] ?? 0);
+    expect(count('201')).toBeGreaterThanOrEqual(1);
+    expect(count('409')).toBeGreaterThanOrEqual(1);
     const openapi = await stack.call('GET', '/docs/json');
     expect(openapi.status).toBe(200);
     expect(Object.keys(openapi.body.paths)).toEqual(expect.arrayContaining(['/v1/orders', '/v1/orders/{id}/pay', '/v1/payment-notifications', '/v1/admin/reconciliation']));
@@ -26,6 +33,7 @@ describe('operational endpoints', () => {
 
   it('answers 503 UNAVAILABLE with Retry-After when the database cannot be reached, and executes nothing', async () => {
     // Proves an unreachable key store never turns into a guess: the client is told to retry.
+    const ordersBefore = await countRows(stack.db, 'orders');
     const deadPool = createPool('postgres://nobody@127.0.0.1:1/none', 1);
     const app = await buildApp({ ...stack.deps, db: deadPool });
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -42,7 +50,7 @@ describe('operational endpoints', () => {
       expect(response.headers.get('retry-after')).toBe('1');
       expect(await response.json()).toMatchObject({ code: 'UNAVAILABLE', status: 503 });
       expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(503);
-      expect(await countRows(stack.db, 'orders')).toBe(0);
+      expect(await countRows(stack.db, 'orders')).toBe(ordersBefore);
     } finally {
       await app.close();
       await deadPool.end();

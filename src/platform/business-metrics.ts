@@ -1,0 +1,14 @@
+import { Counter, Gauge, Registry } from 'prom-client';
+
+// What an operator of a flash sale watches, beside HTTP rates: outcomes, not requests. One
+// registry for the process; every server's /metrics includes it.
+export const businessRegistry = new Registry();
+
+export const businessMetrics = {
+  orders: new Counter({ name: 'flashpay_orders_total', help: 'Order creations executed (replays excluded), by HTTP status', labelNames: ['status'], registers: [businessRegistry] }),
+  payments: new Counter({ name: 'flashpay_payments_total', help: 'Pay requests executed (replays excluded), by the order status answered or the refusal code', labelNames: ['outcome'], registers: [businessRegistry] }),
+  notifications: new Counter({ name: 'flashpay_notifications_total', help: 'Provider notifications processed, by kind and effect', labelNames: ['kind', 'effect'], registers: [businessRegistry] }),
+  recovered: new Counter({ name: 'flashpay_recovery_resolved_total', help: 'Orders a recovery pass converged, by final status', labelNames: ['status'], registers: [businessRegistry] }),
+  unfinished: new Gauge({ name: 'flashpay_orders_unfinished', help: 'PAYING, UNKNOWN and REFUNDING orders after the last recovery pass', registers: [businessRegistry] }),
+  mismatches: new Gauge({ name: 'flashpay_reconciliation_mismatches', help: 'Mismatches found by the last reconciliation', registers: [businessRegistry] }),
+};
