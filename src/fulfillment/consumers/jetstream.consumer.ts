@@ -22,16 +22,23 @@ const DEFAULT_ACK_WAIT_MS = 30_000;
 const RETRY_DELAY_MS = 1_000; // a failed message (database down) comes back after this, not in a hot loop
 const MAX_IN_FLIGHT = 64; // messages pulled ahead of processing
 
-async function handle(message: JsMsg, options: JetStreamConsumerOptions, apply: ConsumeFn): Promise<void> {
-  let event;
+// Messages applied at once, each in its own transaction; one order's events stay in stream order.
+const MAX_CONCURRENT = 16;
+
+type Event = ReturnType<typeof parseEvent>;
+
+function parseOrTerminate(message: JsMsg, options: JetStreamConsumerOptions): Event | undefined {
   try {
-    event = parseEvent(message.string());
+    return parseEvent(message.string());
   } catch (error) {
     // A malformed event will never parse: terminate its delivery loudly rather than loop on it.
     message.term(`malformed event: ${(error as Error).message}`);
     options.onError?.(error);
-    return;
+    return undefined;
   }
+}
+
+async function handle(message: JsMsg, event: Event, options: JetStreamConsumerOptions, apply: ConsumeFn): Promise<void> {
   try {
     await apply(options.db, event);
     message.ack(); // only after the effect committed; a lost ack means a redelivery, absorbed as DUPLICATE
@@ -42,8 +49,38 @@ async function handle(message: JsMsg, options: JetStreamConsumerOptions, apply: 
 }
 
 /**
+ * Applies messages concurrently (bounded) while keeping each order's events in stream order: a
+ * message waits for the previous one of its order. Across orders any interleaving is safe; the
+ * consumer's inbox and version guard make each effect idempotent and monotonic anyway.
+ */
+function orderedPool(options: JetStreamConsumerOptions, apply: ConsumeFn) {
+  const tails = new Map<string, Promise<void>>();
+  const running = new Set<Promise<void>>();
+  return {
+    async submit(message: JsMsg): Promise<void> {
+      const event = parseOrTerminate(message, options);
+      if (!event) return;
+      while (running.size >= MAX_CONCURRENT) await Promise.race(running);
+      const previous = tails.get(event.order_id) ?? Promise.resolve();
+      const task: Promise<void> = previous
+        .then(() => handle(message, event, options, apply))
+        .catch((error: unknown) => options.onError?.(error)) // an ack on a closed connection: redelivered later
+        .finally(() => {
+          running.delete(task);
+          if (tails.get(event.order_id) === task) tails.delete(event.order_id);
+        });
+      tails.set(event.order_id, task);
+      running.add(task);
+    },
+    async idle(): Promise<void> {
+      await Promise.all(running);
+    },
+  };
+}
+
+/**
  * The fulfillment service reading the order stream through a durable pull consumer with explicit
- * acks. Messages are handled one at a time, so an order's events are applied in stream order.
+ * acks, applying messages concurrently but each order's in stream order.
  */
 export async function startJetStreamConsumer(options: JetStreamConsumerOptions): Promise<RunningConsumer> {
   const apply = options.consumeFn ?? consume;
@@ -61,8 +98,10 @@ export async function startJetStreamConsumer(options: JetStreamConsumerOptions):
     });
     const consumer = await jetstream(connection).consumers.get(stream, durable);
     const messages = await consumer.consume({ max_messages: MAX_IN_FLIGHT });
+    const pool = orderedPool(options, apply);
     const loop = (async () => {
-      for await (const message of messages) await handle(message, options, apply);
+      for await (const message of messages) await pool.submit(message);
+      await pool.idle();
     })();
     return {
       async stop() {
