@@ -9,5 +9,7 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     fileParallelism: true,
+    // it.concurrent (the simulated sales) three at a time: a default PostgreSQL allows 100 connections.
+    maxConcurrency: 3,
   },
 });

@@ -14,7 +14,9 @@ interface SimJson {
 /** Runs `flashpay sim` as a user would, on a fresh database, and returns its exit code and JSON report. */
 async function runSim(seed: number): Promise<{ code: number | null; report: SimJson; stderr: string }> {
   const db = await freshDatabase({ poolSize: 1 });
-  const child = spawn(process.execPath, [BIN, 'sim', '--seed', String(seed), '--json'], { env: { ...process.env, DATABASE_URL: db.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Small pools: several sales run at once, and a default PostgreSQL allows only 100 connections.
+  const env = { ...process.env, DATABASE_URL: db.url, FLASHPAY_POOL_SIZE: '6' };
+  const child = spawn(process.execPath, [BIN, 'sim', '--seed', String(seed), '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
