@@ -40,7 +40,8 @@ export interface OrderFacts {
   ledger: LedgerView;
 }
 
-export const PENDING_STATUSES: ReadonlySet<OrderStatus> = new Set(['PAYING', 'UNKNOWN', 'REFUNDING']);
+/** Not judged, listed as pending: the statuses recovery still drives somewhere. */
+export { UNFINISHED_STATUSES as PENDING_STATUSES } from '../orders/orders.states.ts';
 
 const live = (reservation: string | null) => reservation === 'HELD' || reservation === 'CONFIRMED';
 
