@@ -1,3 +1,4 @@
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { EventEmitter, once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -122,4 +123,27 @@ export function storeKinds(): StoreKind[] {
 
 export async function startTestChannel(options: Partial<ChannelOptions> = {}): Promise<RunningChannel> {
   return startChannel({ notifySecret: SECRET, control: true, notifyRetryBaseMs: 20, notifyMaxAttempts: 4, ...options });
+}
+
+/** What useChannelOn sets up; filled in by its beforeAll. */
+export interface ChannelContext {
+  channel: RunningChannel;
+  api: Client;
+}
+
+/** A channel on one store kind for a whole describe block, its ledger reset before each test. */
+export function useChannelOn(kind: StoreKind): ChannelContext {
+  const ctx = {} as ChannelContext;
+  beforeAll(async () => {
+    ctx.channel = await startTestChannel({ store: await kind.open() });
+    ctx.api = client(ctx.channel.url);
+  });
+  afterAll(async () => {
+    await ctx.channel?.close();
+    await kind.dispose();
+  });
+  beforeEach(async () => {
+    await ctx.api.reset();
+  });
+  return ctx;
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signPayload } from '../../src/platform/signature.ts';
-import { freshDatabase, type TestDatabase } from '../support/db.ts';
-import { effectCounts, startWebhookConsumer, TEST_SECRET, type WebhookConsumer } from '../support/outbox-fixtures.ts';
+import type { TestDatabase } from '../support/db.ts';
+import { effectCounts, TEST_SECRET, type WebhookConsumer, openConsumer } from '../support/outbox-fixtures.ts';
 
 async function post(url: string, body: string, signature?: string): Promise<{ status: number; json: Record<string, unknown> }> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -15,14 +15,11 @@ async function post(url: string, body: string, signature?: string): Promise<{ st
 describe('POST /v1/fulfillment/events', () => {
   let db: TestDatabase;
   let consumer: WebhookConsumer;
+  let close: () => Promise<void>;
   beforeAll(async () => {
-    db = await freshDatabase();
-    consumer = await startWebhookConsumer(db.pool);
+    ({ db, consumer, close } = await openConsumer());
   });
-  afterAll(async () => {
-    await consumer.close();
-    await db.drop();
-  });
+  afterAll(async () => close());
 
   const body = JSON.stringify({ event_id: '9001', order_id: 'hook-1', event_type: 'ORDER_PAID', order_version: 4, payload: { amount: 1990 } });
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRelay, type Relay } from '../../src/outbox/relay.ts';
 import { createHttpSink } from '../../src/outbox/sinks/http.sink.ts';
-import { freshDatabase, type TestDatabase } from '../support/db.ts';
+import type { TestDatabase } from '../support/db.ts';
 import {
   effectCounts,
   insertEvent,
@@ -10,9 +10,9 @@ import {
   seedOrder,
   seedOrdersWithEvents,
   shipCounts,
-  startWebhookConsumer,
-  TEST_SECRET,
+    TEST_SECRET,
   type WebhookConsumer,
+  openConsumer,
 } from '../support/outbox-fixtures.ts';
 
 const RELAY = { leaseMs: 5_000, batchSize: 5, maxAttempts: 5, backoffBaseMs: 10, onError: () => undefined };
@@ -20,14 +20,11 @@ const RELAY = { leaseMs: 5_000, batchSize: 5, maxAttempts: 5, backoffBaseMs: 10,
 describe('relays sharing one outbox', () => {
   let db: TestDatabase;
   let consumer: WebhookConsumer;
+  let close: () => Promise<void>;
   beforeAll(async () => {
-    db = await freshDatabase();
-    consumer = await startWebhookConsumer(db.pool);
+    ({ db, consumer, close } = await openConsumer());
   });
-  afterAll(async () => {
-    await consumer.close();
-    await db.drop();
-  });
+  afterAll(async () => close());
 
   // C29-09: two relays claiming with SKIP LOCKED split 40 events between them; the consumer gets
   // each at least once and applies each exactly once; a replay is DUPLICATE, an older version STALE.

@@ -3,22 +3,19 @@ import { ManualClock } from '../../src/platform/clock.ts';
 import type { OutboxEvent } from '../../src/outbox/outbox.events.ts';
 import { createRelay } from '../../src/outbox/relay.ts';
 import { createHttpSink } from '../../src/outbox/sinks/http.sink.ts';
-import { freshDatabase, type TestDatabase } from '../support/db.ts';
-import { effectCounts, outboxRows, seedOrdersWithEvents, shipCounts, startWebhookConsumer, TEST_SECRET, waitFor, type WebhookConsumer } from '../support/outbox-fixtures.ts';
+import type { TestDatabase } from '../support/db.ts';
+import { effectCounts, outboxRows, seedOrdersWithEvents, shipCounts, TEST_SECRET, waitFor, type WebhookConsumer, openConsumer } from '../support/outbox-fixtures.ts';
 
 const LEASE_MS = 30_000; // seed 004's lease; the manual clock makes it free to wait out
 
 describe('claim leases', () => {
   let db: TestDatabase;
   let consumer: WebhookConsumer;
+  let close: () => Promise<void>;
   beforeAll(async () => {
-    db = await freshDatabase();
-    consumer = await startWebhookConsumer(db.pool);
+    ({ db, consumer, close } = await openConsumer());
   });
-  afterAll(async () => {
-    await consumer.close();
-    await db.drop();
-  });
+  afterAll(async () => close());
 
   // A relay that claims an event and then hangs keeps it only for its lease: afterwards another
   // relay takes the claim over and delivers; the consumer applies the effect once, and the hung

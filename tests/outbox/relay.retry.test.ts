@@ -5,7 +5,7 @@ import { checkEventIntegrity } from '../../src/outbox/integrity.ts';
 import { outboxAdmin } from '../../src/outbox/outbox.admin.ts';
 import { createRelay, type RelayOptions } from '../../src/outbox/relay.ts';
 import { createHttpSink } from '../../src/outbox/sinks/http.sink.ts';
-import { freshDatabase, type TestDatabase } from '../support/db.ts';
+import type { TestDatabase } from '../support/db.ts';
 import {
   effectCounts,
   insertEvent,
@@ -13,10 +13,10 @@ import {
   seedOrder,
   seedOrdersWithEvents,
   shipCounts,
-  startWebhookConsumer,
-  TEST_SECRET,
+    TEST_SECRET,
   waitFor,
   type WebhookConsumer,
+  openConsumer,
 } from '../support/outbox-fixtures.ts';
 
 const BASE_MS = 100;
@@ -24,17 +24,14 @@ const BASE_MS = 100;
 describe('failed deliveries', () => {
   let db: TestDatabase;
   let consumer: WebhookConsumer;
+  let close: () => Promise<void>;
   let relayOptions: Omit<RelayOptions, 'clock' | 'owner'>;
   beforeAll(async () => {
-    db = await freshDatabase();
-    consumer = await startWebhookConsumer(db.pool);
+    ({ db, consumer, close } = await openConsumer());
     const sink = createHttpSink({ url: consumer.url, secret: TEST_SECRET, timeoutMs: 1_000 });
     relayOptions = { db: db.pool, sink, leaseMs: 5_000, batchSize: 10, maxAttempts: 3, backoffBaseMs: BASE_MS, onError: () => undefined };
   });
-  afterAll(async () => {
-    await consumer.close();
-    await db.drop();
-  });
+  afterAll(async () => close());
 
   it('backoff is exponential with bounded jitter and a cap', () => {
     for (const random of [0, 0.5, 0.999]) {

@@ -4,6 +4,7 @@ import { buildHttp } from '../../src/platform/http.ts';
 import { fulfillmentRoutes } from '../../src/fulfillment/fulfillment.routes.ts';
 import type { ConsumeFn } from '../../src/fulfillment/fulfillment.service.ts';
 import type { OutboxEvent, Sink } from '../../src/outbox/outbox.events.ts';
+import { freshDatabase, type TestDatabase } from './db.ts';
 
 // Rows the outbox and the consumer need, written with plain SQL so these tests do not depend on
 // the orders domain. Every NOT NULL of migrations 001/002 is filled.
@@ -153,4 +154,18 @@ export async function waitFor<T>(probe: () => Promise<T | undefined | false>, wh
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** A fresh database with the webhook consumer on it, for a test file's beforeAll; close() in afterAll. */
+export async function openConsumer(): Promise<{ db: TestDatabase; consumer: WebhookConsumer; close(): Promise<void> }> {
+  const db = await freshDatabase();
+  const consumer = await startWebhookConsumer(db.pool);
+  return {
+    db,
+    consumer,
+    async close() {
+      await consumer.close();
+      await db.drop();
+    },
+  };
 }
