@@ -3,11 +3,11 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from './app.deps.ts';
 import { eventsRoutes } from './events.routes.ts';
-import { inventoryRoutes } from './inventory/inventory.routes.ts';
-import { ordersRoutes } from './orders/orders.routes.ts';
-import { paymentsRoutes } from './payments/payments.routes.ts';
-import { reconcileRoutes } from './reconcile/reconcile.routes.ts';
-import { recoveryRoutes } from './recovery/recovery.routes.ts';
+import { inventoryRoutes } from './inventory/index.ts';
+import { ordersRoutes } from './orders/index.ts';
+import { paymentsRoutes } from './payments/index.ts';
+import { reconcileRoutes } from './reconcile/index.ts';
+import { recoveryRoutes } from './recovery/index.ts';
 import { buildHttp } from './platform/http.ts';
 import { installMetrics } from './platform/metrics.ts';
 

@@ -4,8 +4,8 @@ import { principalOf, requirePrincipal } from './platform/auth.ts';
 import { AppError } from './platform/errors.ts';
 import { fulfillmentAdminView, fulfillmentRoutes } from './fulfillment/index.ts';
 import { outboxAdmin } from './outbox/index.ts';
-import { findOrder } from './orders/orders.repo.ts';
-import { visibleTo } from './orders/orders.service.ts';
+import { findOrder } from './orders/index.ts';
+import { visibleTo } from './orders/index.ts';
 
 const orderParams = { type: 'object', required: ['order_id'], properties: { order_id: { type: 'string', minLength: 1, maxLength: 64 } } } as const;
 const redriveBody = {

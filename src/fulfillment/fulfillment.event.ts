@@ -1,4 +1,4 @@
-import { EVENT_TYPES, isEventType, type OutboxEvent } from '../outbox/outbox.events.ts';
+import { EVENT_TYPES, isEventType, type OutboxEvent } from '../outbox/index.ts';
 
 // The wire shape of an order event, checked at every consumer edge (HTTP schema, broker parse).
 export const EVENT_BODY_SCHEMA = {

@@ -1,10 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal } from '../platform/auth.ts';
-import { AppError } from '../platform/errors.ts';
-import { findOrder } from '../orders/orders.repo.ts';
-import { visibleTo } from '../orders/orders.service.ts';
-import { tryExpireNow } from './inventory.repo.ts';
 import { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';
 
 // Prices are minor units; 10^12 keeps price × MAX_QUANTITY far inside Number.MAX_SAFE_INTEGER.
@@ -49,17 +45,6 @@ export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku', { onRequest: admin, schema: { tags: ['admin'] } }, async (request) =>
     skuView(await getSku(deps.db, principalOf(request).tenantId, request.params.sku)),
-  );
-
-  // An operator (or the simulation) ends an order's hold now; the next sweep releases it.
-  app.post<{ Body: { order_id: string } }>(
-    '/v1/admin/reservations/expire',
-    { onRequest: admin, schema: { body: { type: 'object', required: ['order_id'], additionalProperties: false, properties: { order_id: { type: 'string', minLength: 1, maxLength: 64 } } }, tags: ['admin'] } },
-    async (request) => {
-      const order = await findOrder(deps.db, request.body.order_id);
-      if (!visibleTo(order, principalOf(request))) throw new AppError('ORDER_NOT_FOUND', `no order ${request.body.order_id}`);
-      return { expired: await tryExpireNow(deps.db, order.tenantId, order.reservationKey, deps.clock.now()) };
-    },
   );
 
   app.post('/v1/admin/expiry/run', { onRequest: admin, schema: { tags: ['admin'] } }, async () => ({ released: await releaseExpired(deps.db, deps.clock) }));

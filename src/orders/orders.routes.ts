@@ -5,10 +5,10 @@ import { principalOf, requirePrincipal } from '../platform/auth.ts';
 import { inTx } from '../platform/db.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { AppError } from '../platform/errors.ts';
-import { requestDigest } from '../idempotency/digest.ts';
-import { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from '../idempotency/idempotency.http.ts';
-import { executeKeyed } from '../idempotency/idempotency.service.ts';
-import { cancelOrder, createOrder, getOrderFor, orderView, timelineFor } from './orders.service.ts';
+import { requestDigest } from '../idempotency/index.ts';
+import { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from '../idempotency/index.ts';
+import { executeKeyed } from '../idempotency/index.ts';
+import { cancelOrder, createOrder, expireHoldNow, getOrderFor, orderView, timelineFor } from './orders.service.ts';
 
 // A flash sale sells a handful of units per buyer; anything near 10^9 is a client bug.
 export const MAX_QUANTITY = 1000;
@@ -73,8 +73,15 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post<{ Params: { id: string } }>('/v1/orders/:id/cancel', { onRequest: auth, schema: { params: orderIdParams, tags: ['orders'] } }, async (request) => {
     const principal = principalOf(request);
-    const outcome = await inTx(deps.db, (tx) => cancelOrder(tx, principal, request.params.id, 'cancel', deps.clock.now()));
+    const outcome = await inTx(deps.db, (tx) => cancelOrder(tx, principal, request.params.id, deps.clock.now()));
     if (outcome.kind === 'REJECTED') throw new AppError('REJECTED', `order is ${outcome.status}, it cannot be cancelled`, { order_id: request.params.id, order_status: outcome.status });
     return { order_id: outcome.order.orderId, status: outcome.order.status };
   });
+
+  // An operator (or the simulation) ends an order's hold now; the next sweep releases it.
+  app.post<{ Body: { order_id: string } }>(
+    '/v1/admin/reservations/expire',
+    { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { body: { type: 'object', required: ['order_id'], additionalProperties: false, properties: { order_id: { type: 'string', minLength: 1, maxLength: 64 } } }, tags: ['admin'] } },
+    async (request) => ({ expired: await expireHoldNow(deps.db, principalOf(request), request.body.order_id, deps.clock.now()) }),
+  );
 }

@@ -6,4 +6,7 @@ export { outboxAdmin } from './outbox.admin.ts';
 export { checkEventIntegrity, type EventIntegrity } from './integrity.ts';
 export { createSinkFromConfig, type SinkWiring } from './sinks/index.ts';
 export type { DeadEvent } from './outbox.repo.ts';
-export { startEventPipeline, type EventPipeline, type PipelineDeps } from './pipeline.ts';
+export { createHttpSink } from './sinks/http.sink.ts';
+export { createNatsSink, ensureStream } from './sinks/nats.sink.ts';
+export { assertTopology } from './sinks/amqp.sink.ts';
+export { DEFAULT_TOPOLOGY, type BrokerTopology } from './sinks/topology.ts';

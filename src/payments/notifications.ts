@@ -1,11 +1,10 @@
 import { businessMetrics } from '../platform/business-metrics.ts';
-import { inTx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import { verifySignature, SIGNATURE_HEADER } from '../platform/signature.ts';
-import { applyCharged, applyNotCharged, applyRefunded, type Applied, type Effect } from './effects.ts';
-import { insertNotification, noteAttention, type NotificationRecord } from './payments.repo.ts';
+import { EFFECTS, type Effect } from '../orders/index.ts';
+import { insertNotification, type NotificationRecord } from './payments.repo.ts';
 import type { PaymentDeps } from './payments.deps.ts';
-import { sendRefund } from './refund.service.ts';
+import { answerEvent, settle } from './settle.ts';
 
 const KINDS = new Set(['CHARGED', 'DECLINED', 'REFUNDED']);
 const MAX_ID_LENGTH = 128;
@@ -39,24 +38,22 @@ export function checkSignature(secret: string, header: string | string[] | undef
 export { SIGNATURE_HEADER };
 
 /**
- * Applies one notification through the same state machine as every other source, and records it
- * with its effect in the same transaction: a storage error rolls both back and the provider retries.
+ * Applies one notification through the decider, like every other provider answer, and records it
+ * with its effect in the same transaction: a storage error rolls both back and the provider
+ * retries. A refund the effect asks for is sent after that commit.
  */
 export async function handleNotification(deps: PaymentDeps, n: NotificationRecord): Promise<Effect> {
-  const result = await inTx(deps.db, async (tx): Promise<Applied> => {
-    const now = deps.clock.now();
-    const cause = `callback ${n.notifyId}`;
-    const applied =
-      n.kind === 'CHARGED'
-        ? await applyCharged(tx, n.merchantOrder, n.amount, cause, now)
-        : n.kind === 'DECLINED'
-          ? await applyNotCharged(tx, n.merchantOrder, `${cause} declined`, now)
-          : await applyRefunded(tx, n.merchantOrder, n.amount, cause, now);
-    await insertNotification(tx, n, applied.effect, applied.attention !== undefined, now);
-    if (applied.attention && applied.effect !== 'UNKNOWN_ORDER') await noteAttention(tx, n.merchantOrder, `${n.kind} ${n.notifyId}: ${applied.attention}`);
-    return applied;
+  const answer = answerEvent('callback', n.kind, `callback ${n.notifyId}`, n.amount);
+  let effect: Effect = 'IGNORED';
+  await settle(deps, n.merchantOrder, answer, async (tx, applied) => {
+    effect = asEffect(applied.outcome);
+    await insertNotification(tx, n, effect, applied.attention !== undefined, deps.clock.now());
   });
-  businessMetrics.notifications.inc({ kind: n.kind, effect: result.effect });
-  if (result.refund) await sendRefund(deps, n.merchantOrder);
-  return result.effect;
+  businessMetrics.notifications.inc({ kind: n.kind, effect });
+  return effect;
+}
+
+// Through a callback the decider answers with an effect; anything else (a pending close) is IGNORED.
+function asEffect(outcome: string): Effect {
+  return (EFFECTS as readonly string[]).includes(outcome) ? (outcome as Effect) : 'IGNORED';
 }

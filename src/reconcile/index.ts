@@ -1,0 +1,3 @@
+// The reconciliation's public surface: the report, its one-line summary and the admin route.
+export { reconcile, summaryLine, type ReconciliationReport } from './reconcile.service.ts';
+export { reconcileRoutes } from './reconcile.routes.ts';
