@@ -1,3 +1,4 @@
+import { backoffDelayMs } from '../platform/backoff.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { inTx } from '../platform/db.ts';
 import { applyOrderEvent, claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, STUCK_PREFIX, type Candidate } from '../orders/index.ts';
@@ -27,7 +28,7 @@ const ATTENTION_AFTER = 10;
 
 function nextAttemptAt(now: Date, attempts: number): Date | null {
   if (attempts < FREE_RETRIES) return null;
-  return new Date(now.getTime() + Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (attempts - FREE_RETRIES)));
+  return new Date(now.getTime() + backoffDelayMs(attempts - FREE_RETRIES + 1, 1000, MAX_BACKOFF_MS));
 }
 
 async function examine(deps: PaymentDeps, candidate: Candidate): Promise<Convergence> {

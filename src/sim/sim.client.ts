@@ -35,7 +35,7 @@ export async function http(url: string, options: { method?: string; token?: stri
       return { status: response.status, body: text ? JSON.parse(text) : undefined };
     } catch (error) {
       if (options.retry === false || !isConnectionFailure(error) || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
+      await new Promise((resolve) => setTimeout(resolve, backoffDelayMs(attempt + 1, 50, 1000, () => 1)));
     }
   }
 }

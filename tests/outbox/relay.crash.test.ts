@@ -4,7 +4,7 @@ import { ManualClock } from '../../src/platform/clock.ts';
 import type { Db } from '../../src/platform/db.ts';
 import { consumeWithoutDedup } from '../../src/fulfillment/fulfillment.testing.ts';
 import { fulfillmentAdminView } from '../../src/fulfillment/fulfillment.admin.ts';
-import { checkEventIntegrity } from '../../src/outbox/integrity.ts';
+import { checkEventIntegrity } from '../../src/reconcile/reconcile.events.ts';
 import { createRelay } from '../../src/outbox/relay.ts';
 import { createHttpSink } from '../../src/outbox/sinks/http.sink.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
