@@ -1,6 +1,7 @@
 // The simulation talks to a stack only over HTTP, as a buyer, an operator and a test harness
 // would. A stack being killed and restarted under it is expected: connection errors are retried
 // until a deadline; answers are returned as they came.
+import { backoffDelayMs } from '../platform/backoff.ts';
 export interface Reply {
   status: number;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
