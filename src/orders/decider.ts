@@ -169,7 +169,8 @@ function providerAnswered(order: OrderFacts, holds: readonly Hold[], e: Extract<
       // The money may have moved: UNKNOWN keeps the unit HELD; recovery converges it by query.
       if (order.status === 'PAYING' && e.via === 'charge') return decision('UNKNOWN', { to: 'UNKNOWN', reason: `charge ${e.cause}` });
       if (order.status === 'REFUNDING') return nothing('PENDING', { pending: `refund ${e.cause}` });
-      return nothing('PENDING', UNPAID.has(order.status) && order.status !== 'CREATED' ? { pending: `${e.via} ${e.cause}` } : {});
+      if (order.status === 'PAYING' || order.status === 'UNKNOWN') return nothing('PENDING', { pending: `${e.via} ${e.cause}` });
+      return nothing('IGNORED');
   }
 }
 
