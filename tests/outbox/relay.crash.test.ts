@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.ts';
 import type { Db } from '../../src/platform/db.ts';
-import { consumeWithoutDedup } from '../../src/fulfillment/fulfillment.testing.ts';
+import { consumeWithoutDedup } from '../support/broken-consumer.ts';
 import { fulfillmentAdminView } from '../../src/fulfillment/fulfillment.admin.ts';
 import { checkEventIntegrity } from '../../src/reconcile/reconcile.events.ts';
 import { createRelay } from '../../src/outbox/relay.ts';

@@ -4,7 +4,7 @@
 // silent. Used by classes.test.ts, which runs each case on a fresh stack.
 import { expect } from 'vitest';
 import { consume } from '../../src/fulfillment/fulfillment.service.ts';
-import { consumeWithoutDedup } from '../../src/fulfillment/fulfillment.testing.ts';
+import { consumeWithoutDedup } from '../support/broken-consumer.ts';
 import { findOrder } from '../../src/orders/orders.repo.ts';
 import { channelClient } from '../../src/payments/channel.client.ts';
 import { paymentDeps } from '../../src/payments/payments.routes.ts';

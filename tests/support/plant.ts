@@ -32,7 +32,7 @@ export async function cancelWithoutRelease(db: Db, orderId: string, now: Date): 
   await move(db, orderId, 'CREATED', 'CANCELLED', 'BROKEN: cancel without release', now);
 }
 
-/** Pay whose decline handling forgets the release: applyNotCharged minus its tryRelease. */
+/** Pay whose decline handling forgets the release: the decider's FAILED decision minus its release move. */
 export async function payForgettingReleaseOnDecline(db: Db, channel: ChannelClient, orderId: string, notifyUrl: string, now: Date): Promise<void> {
   const order = await orderOf(db, orderId);
   await move(db, orderId, 'CREATED', 'PAYING', 'pay', now);
@@ -63,7 +63,7 @@ export async function confirmAtCreate(db: Db, orderId: string, now: Date): Promi
   if (!confirmed) throw new Error(`plant: ${orderId} has no HELD reservation`);
 }
 
-/** applyCharged with its confirm check inverted: the unit is confirmed, and the order refunds as if it were lost. */
+/** The CHARGED decision with its confirm check inverted: the unit is confirmed, and the order refunds as if it were lost. */
 export async function refundDespiteConfirm(db: Db, orderId: string, now: Date): Promise<void> {
   await inTx(db, async (tx) => {
     const order = await lockOrder(tx, orderId);
