@@ -19,7 +19,7 @@ import {
   waitFor,
   type WebhookConsumer,
 } from '../support/outbox-fixtures.ts';
-import { spawnFixture } from './child.ts';
+import { spawnFixture } from '../support/spawn.ts';
 
 const LEASE_MS = 2_000;
 
