@@ -2,7 +2,7 @@ import { businessMetrics } from '../platform/business-metrics.ts';
 import { AppError } from '../platform/errors.ts';
 import { verifySignature, SIGNATURE_HEADER } from '../platform/signature.ts';
 import { EFFECTS, type Effect } from '../orders/index.ts';
-import { insertNotification, type NotificationRecord } from './payments.repo.ts';
+import { insertNotification, recordedEffect, type NotificationRecord } from './payments.repo.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { answerEvent, settle } from './settle.ts';
 
@@ -37,20 +37,39 @@ export function checkSignature(secret: string, header: string | string[] | undef
 
 export { SIGNATURE_HEADER };
 
+export interface NotificationResult {
+  effect: Effect;
+  /** Set on a copy of a notification recorded before: what the first copy did. */
+  recorded_effect?: Effect;
+}
+
 /**
  * Applies one notification through the decider, like every other provider answer, and records it
  * with its effect in the same transaction: a storage error rolls both back and the provider
- * retries. A refund the effect asks for is sent after that commit.
+ * retries. A copy of a recorded notify_id is answered from the record (DUPLICATE) without taking
+ * the order's lock or adding a row. A refund the effect asks for is sent after that commit.
  */
-export async function handleNotification(deps: PaymentDeps, n: NotificationRecord): Promise<Effect> {
+export async function handleNotification(deps: PaymentDeps, n: NotificationRecord): Promise<NotificationResult> {
+  const recorded = await recordedEffect(deps.db, n.notifyId);
+  if (recorded) return replay(n, recorded);
   const answer = answerEvent('callback', n.kind, `callback ${n.notifyId}`, n.amount);
-  let effect: Effect = 'IGNORED';
+  let result: NotificationResult = { effect: 'IGNORED' };
   await settle(deps, n.merchantOrder, answer, async (tx, applied) => {
-    effect = asEffect(applied.outcome);
-    await insertNotification(tx, n, effect, applied.attention !== undefined, deps.clock.now());
+    // The order's row lock orders concurrent copies; a copy that lost the race sees the record.
+    const first = await recordedEffect(tx, n.notifyId);
+    if (first) result = { effect: 'DUPLICATE', recorded_effect: first };
+    else {
+      result = { effect: asEffect(applied.outcome) };
+      await insertNotification(tx, n, result.effect, applied.attention !== undefined, deps.clock.now());
+    }
   });
-  businessMetrics.notifications.inc({ kind: n.kind, effect });
-  return effect;
+  businessMetrics.notifications.inc({ kind: n.kind, effect: result.effect });
+  return result;
+}
+
+function replay(n: NotificationRecord, recorded: Effect): NotificationResult {
+  businessMetrics.notifications.inc({ kind: n.kind, effect: 'DUPLICATE' });
+  return { effect: 'DUPLICATE', recorded_effect: recorded };
 }
 
 // Through a callback the decider answers with an effect; anything else (a pending close) is IGNORED.

@@ -9,12 +9,20 @@ export interface NotificationRecord {
   txn: string | null;
 }
 
-export async function insertNotification(tx: Tx, n: NotificationRecord, effect: Effect, needsAttention: boolean, now: Date): Promise<void> {
-  await tx.query(
+/** Records a notification once; false when its notify_id was recorded already (a concurrent copy won). */
+export async function insertNotification(tx: Tx, n: NotificationRecord, effect: Effect, needsAttention: boolean, now: Date): Promise<boolean> {
+  const result = await tx.query(
     `INSERT INTO payment_notifications (notify_id, merchant_order, kind, amount, txn, effect, needs_attention, received_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (notify_id) DO NOTHING`,
     [n.notifyId, n.merchantOrder, n.kind, n.amount, n.txn, effect, needsAttention, now],
   );
+  return result.rowCount === 1;
+}
+
+/** The effect a notify_id had when it was first recorded. */
+export async function recordedEffect(db: Executor, notifyId: string): Promise<Effect | undefined> {
+  const result = await db.query<{ effect: Effect }>('SELECT effect FROM payment_notifications WHERE notify_id = $1', [notifyId]);
+  return result.rows[0]?.effect;
 }
 
 export async function listNotifications(db: Executor, orderId: string) {

@@ -49,8 +49,7 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post('/v1/payment-notifications', { schema: { tags: ['provider'] } }, async (request) => {
     checkSignature(deps.notifySecret, request.headers[SIGNATURE_HEADER], request.rawBody ?? '', deps.config.notifyToleranceSeconds, Math.floor(Date.now() / 1000));
-    const effect = await handleNotification(payments, parseNotification(request.body));
-    return { effect };
+    return handleNotification(payments, parseNotification(request.body));
   });
 
   app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku/outcomes', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { tags: ['admin'] } }, async (request) => {
