@@ -5,7 +5,7 @@ import { createPgLedger, startChannel, type RunningChannel } from './channel/ind
 import { startEventPipeline, type EventPipeline } from './outbox/index.ts';
 import { loadSecret, tokenSigner, type TokenSigner } from './platform/auth.ts';
 import { systemClock } from './platform/clock.ts';
-import type { Config } from './platform/config.ts';
+import { tokenOptions, type Config } from './platform/config.ts';
 import { createPool } from './platform/db.ts';
 import { migrate } from './platform/migrate.ts';
 import { clearRuntime, openDatabase, writeRuntime } from './runtime.ts';
@@ -54,7 +54,7 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
   if (!config.channelUrl) {
     channel = await startChannel({ store: await createPgLedger(channelPool), notifySecret: notify.secret, control: options.control, host: config.host, port: options.channelPort, log });
   }
-  const signer = tokenSigner(jwt.secret);
+  const signer = tokenSigner(jwt.secret, tokenOptions(config));
   const deps: AppDeps = { db: pool, clock: systemClock, config, signer, notifySecret: notify.secret, channelUrl: config.channelUrl ?? channel?.url ?? '', notifyUrl: '' };
   const app = await buildApp(deps);
   await app.listen({ host: config.host, port: options.port });

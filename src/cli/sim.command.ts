@@ -34,7 +34,8 @@ function shapeFrom(args: ReturnType<typeof parseArgs>): SimShape {
 }
 
 function targetOf(api: string, channel: string, signer: TokenSigner, tenantId: string): Promise<SimTarget> {
-  return signer.sign({ tenantId, userId: 'sim-operator', scope: 'admin' }).then((adminToken) => ({
+  // Operator scope: the sim drains the outbox, which acts across tenants.
+  return signer.sign({ tenantId, userId: 'sim-operator', scope: 'operator' }).then((adminToken) => ({
     api,
     channel,
     adminToken,

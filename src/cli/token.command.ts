@@ -1,15 +1,16 @@
 import { loadSecret, tokenSigner } from '../platform/auth.ts';
-import { loadConfig } from '../platform/config.ts';
+import { loadConfig, tokenOptions } from '../platform/config.ts';
 import { intFlag, parseArgs, stringFlag, UsageError } from './args.ts';
 
-/** `flashpay token --tenant T --user U [--admin] [--ttl 3600]` prints a bearer token. */
+/** `flashpay token --tenant T --user U [--admin | --operator] [--ttl 3600]` prints a bearer token. */
 export async function tokenCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['admin']);
+  const args = parseArgs(argv, ['admin', 'operator']);
   const tenantId = stringFlag(args, 'tenant');
   const userId = stringFlag(args, 'user');
-  if (!tenantId || !userId) throw new UsageError('usage: flashpay token --tenant T --user U [--admin] [--ttl 3600]');
+  if (!tenantId || !userId) throw new UsageError('usage: flashpay token --tenant T --user U [--admin | --operator] [--ttl 3600]');
   const config = loadConfig();
   const { secret } = await loadSecret(config.jwtSecret, config.dataDir, 'jwt');
-  const token = await tokenSigner(secret).sign({ tenantId, userId, scope: args.flags.has('admin') ? 'admin' : 'buyer' }, intFlag(args, 'ttl', 3600));
+  const scope = args.flags.has('operator') ? 'operator' : args.flags.has('admin') ? 'admin' : 'buyer';
+  const token = await tokenSigner(secret, tokenOptions(config)).sign({ tenantId, userId, scope }, intFlag(args, 'ttl', 3600));
   process.stdout.write(`${token}\n`);
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
-import { principalOf, requirePrincipal } from '../platform/auth.ts';
+import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts';
 import { AppError } from '../platform/errors.ts';
 import { findOrder } from '../orders/orders.repo.ts';
 import { visibleTo } from '../orders/orders.service.ts';
@@ -62,5 +62,7 @@ export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
     },
   );
 
-  app.post('/v1/admin/expiry/run', { onRequest: admin, schema: { tags: ['admin'] } }, async () => ({ released: await releaseExpired(deps.db, deps.clock) }));
+  app.post('/v1/admin/expiry/run', { onRequest: admin, schema: { tags: ['admin'] } }, async (request) => ({
+    released: await releaseExpired(deps.db, deps.clock, tenantScope(principalOf(request))),
+  }));
 }

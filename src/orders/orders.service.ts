@@ -39,7 +39,7 @@ export async function createOrder(tx: Tx, principal: Principal, sku: string, qua
 /** Buyers see only their own orders; anything else is "not found" so existence is not revealed. */
 export function visibleTo(order: Order | undefined, principal: Principal): order is Order {
   if (!order || order.tenantId !== principal.tenantId) return false;
-  return principal.scope === 'admin' || order.userId === principal.userId;
+  return principal.scope !== 'buyer' || order.userId === principal.userId;
 }
 
 export async function getOrderFor(db: Executor, principal: Principal, orderId: string): Promise<Order> {

@@ -20,6 +20,9 @@ export interface Config {
   notifyToleranceSeconds: number;
   bodyLimitBytes: number;
   jwtSecret: string | undefined;
+  /** Checked (and stamped by `flashpay token`) when set: `iss` and `aud` of bearer tokens. */
+  jwtIssuer: string | undefined;
+  jwtAudience: string | undefined;
   notifySecret: string | undefined;
   outboxSink: 'http' | 'nats' | 'amqp';
   natsUrl: string | undefined;
@@ -33,6 +36,10 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
   return value;
+}
+
+export function tokenOptions(config: Pick<Config, 'jwtIssuer' | 'jwtAudience'>): { issuer?: string; audience?: string } {
+  return { ...(config.jwtIssuer ? { issuer: config.jwtIssuer } : {}), ...(config.jwtAudience ? { audience: config.jwtAudience } : {}) };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
@@ -61,6 +68,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     notifyToleranceSeconds: int(env, 'FLASHPAY_NOTIFY_TOLERANCE_S', 300, 1),
     bodyLimitBytes: int(env, 'FLASHPAY_BODY_LIMIT_BYTES', 16 * 1024, 1024),
     jwtSecret: env.FLASHPAY_JWT_SECRET || undefined,
+    jwtIssuer: env.FLASHPAY_JWT_ISSUER || undefined,
+    jwtAudience: env.FLASHPAY_JWT_AUDIENCE || undefined,
     notifySecret: env.FLASHPAY_NOTIFY_SECRET || undefined,
     outboxSink: sink,
     natsUrl: env.NATS_URL || undefined,

@@ -38,6 +38,16 @@ function ledgerByOrder(lines: StatementLine[]): Map<string, LedgerView> {
   return byOrder;
 }
 
+/**
+ * A tenant's share of the provider's statement: the lines of its own orders. A line for an order
+ * nobody has cannot be told apart from another tenant's, so PROVIDER_RECORD_WITHOUT_ORDER is an
+ * operator's finding only.
+ */
+function tenantStatement(statement: { lines: StatementLine[]; net: number }, ownOrders: Set<string>): { lines: StatementLine[]; net: number } {
+  const lines = statement.lines.filter((line) => ownOrders.has(line.merchant_order));
+  return { lines, net: lines.reduce((net, line) => net + (line.type === 'CHARGE' ? line.amount : -line.amount), 0) };
+}
+
 const GLOBAL = 'GLOBAL';
 const NO_LINES: LedgerView = { charges: 0, charged: 0, refunds: 0, refunded: 0 };
 // Each read is one full scan; far above what the tables of one sale need, well below "hung".
@@ -48,14 +58,14 @@ const SNAPSHOT_STATEMENT_TIMEOUT_MS = 120_000;
  * PAID that commits between "count CONFIRMED" and "list orders" shows confirmed != paid out of
  * nothing under ordinary traffic (tests/reconcile/live.test.ts). Read-only: it cannot fail to serialize.
  */
-function readDatabaseFacts(db: Db) {
+function readDatabaseFacts(db: Db, tenantId: string | undefined) {
   return inTx(
     db,
     async (tx) => ({
-      orders: await listOrdersWithReservation(tx),
-      confirmed: await countConfirmedReservations(tx),
-      stockDrift: await listStockDrift(tx),
-      integrity: await checkEventIntegrity(tx),
+      orders: await listOrdersWithReservation(tx, tenantId),
+      confirmed: await countConfirmedReservations(tx, tenantId),
+      stockDrift: await listStockDrift(tx, tenantId),
+      integrity: await checkEventIntegrity(tx, tenantId),
     }),
     { isolation: 'REPEATABLE READ', statementTimeoutMs: SNAPSHOT_STATEMENT_TIMEOUT_MS },
   );
@@ -66,9 +76,10 @@ function readDatabaseFacts(db: Db) {
  * its statement), the orders, and the reservations, order by order; then the global checks and
  * the event-integrity checks that the three-way match alone cannot see (C29-19).
  */
-export async function reconcile(db: Db, channel: ChannelClient): Promise<ReconciliationReport> {
+export async function reconcile(db: Db, channel: ChannelClient, tenantId?: string): Promise<ReconciliationReport> {
   // The provider's statement cannot share the snapshot: rules across the two are judged on a quiet system.
-  const [statement, { orders, confirmed, stockDrift, integrity }] = await Promise.all([channel.statement(), readDatabaseFacts(db)]);
+  const [fullStatement, { orders, confirmed, stockDrift, integrity }] = await Promise.all([channel.statement(), readDatabaseFacts(db, tenantId)]);
+  const statement = tenantId === undefined ? fullStatement : tenantStatement(fullStatement, new Set(orders.map((o) => o.order_id)));
   const ledger = ledgerByOrder(statement.lines);
   const mismatches: Mismatch[] = [];
   const statuses: Record<string, number> = {};
@@ -98,7 +109,7 @@ export async function reconcile(db: Db, channel: ChannelClient): Promise<Reconci
   for (const t of integrity.terminal_without_event_ids) mismatches.push({ order_id: t.order_id, status: t.status, class: 'TERMINAL_WITHOUT_EVENT', detail: `${t.status} order without an ORDER_${t.status} outbox event` });
   if (integrity.duplicate_shipments > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DUPLICATE_SHIPMENT', detail: `${integrity.duplicate_shipments} orders shipped more than once` });
   if (integrity.dead > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DEAD_EVENT', detail: `${integrity.dead} outbox events parked as dead` });
-  businessMetrics.mismatches.set(mismatches.length);
+  if (tenantId === undefined) businessMetrics.mismatches.set(mismatches.length);
   return {
     ok: mismatches.length === 0 && pendingOrders.length === 0 && integrity.pending === 0,
     pending: pendingOrders.length,

@@ -28,13 +28,13 @@ export interface Scenario {
 export const GLOBAL = 'GLOBAL';
 
 export async function reconciliation(s: PaymentStack): Promise<ReconciliationReport> {
-  const result = await s.call('GET', '/v1/admin/reconciliation', { token: s.admin });
+  const result = await s.call('GET', '/v1/admin/reconciliation', { token: s.operator });
   if (result.status !== 200) throw new Error(`reconciliation: ${result.status} ${result.text}`);
   return result.body as ReconciliationReport;
 }
 
 export async function drain(s: PaymentStack): Promise<void> {
-  const result = await s.call('POST', '/v1/admin/outbox/drain', { token: s.admin });
+  const result = await s.call('POST', '/v1/admin/outbox/drain', { token: s.operator });
   if (result.status !== 200) throw new Error(`drain: ${result.status} ${result.text}`);
 }
 

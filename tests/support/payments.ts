@@ -1,11 +1,14 @@
 import { startChannel, type LedgerStore, type RunningChannel } from '../../src/channel/index.ts';
 import { signPayload } from '../../src/platform/signature.ts';
+import { staleFloorMs } from '../../src/recovery/recovery.routes.ts';
 import { createSku, placeOrder, TENANT } from './fixtures.ts';
 import { startStack, TEST_NOTIFY_SECRET, type HttpResult, type Stack, type StackOptions } from './stack.ts';
 
 export interface PaymentStack extends Stack {
   channel: RunningChannel;
   admin: string;
+  /** An operator of every tenant (drain, cross-tenant recovery). */
+  operator: string;
   control(method: string, path: string, body?: unknown): Promise<unknown>;
   statement(): Promise<{ lines: Array<{ type: string; merchant_order: string; amount: number; ref: string }>; net: number }>;
   chargeRequests(orderId?: string): Promise<number>;
@@ -24,6 +27,7 @@ export async function startPaymentStack(options: StackOptions & { channelStore?:
   const channel = await startChannel({ store: options.channelStore, notifySecret: TEST_NOTIFY_SECRET, control: true, notifyRetryBaseMs: 20, notifyMaxAttempts: 5 });
   const stack = await startStack({ ...options, channelUrl: channel.url });
   const admin = await stack.token(TENANT, 'ops', 'admin');
+  const operator = await stack.token(TENANT, 'root', 'operator');
   const control = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${channel.url}${path}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await response.text();
@@ -35,6 +39,7 @@ export async function startPaymentStack(options: StackOptions & { channelStore?:
     ...stack,
     channel,
     admin,
+    operator,
     control,
     statement: async () => (await control('GET', '/statement')) as Awaited<ReturnType<PaymentStack['statement']>>,
     async chargeRequests(orderId) {
@@ -48,7 +53,13 @@ export async function startPaymentStack(options: StackOptions & { channelStore?:
       return { orderId: created.body.order_id as string, token, key };
     },
     pay: (token, orderId, key = `pay-${++keys}`) => stack.call('POST', `/v1/orders/${orderId}/pay`, { token, headers: { 'idempotency-key': key } }),
-    recover: (staleAfterMs = 0) => stack.call('POST', '/v1/admin/recovery/run', { token: admin, body: { stale_after_ms: staleAfterMs } }),
+    // Below the API's floor (the pay timeout + 1 s) the stack's clock is moved on instead: "PAYING for
+    // at least staleAfterMs" is then true of every order that was PAYING when this was called.
+    recover(staleAfterMs = 0) {
+      const floor = staleFloorMs(stack.deps.config);
+      if (staleAfterMs < floor) stack.clock.advance(floor - staleAfterMs);
+      return stack.call('POST', '/v1/admin/recovery/run', { token: operator, body: { stale_after_ms: Math.max(staleAfterMs, floor) } });
+    },
     async order(orderId) {
       const result = await stack.call('GET', `/v1/admin/orders/${orderId}`, { token: admin });
       if (result.status !== 200) throw new Error(`admin order view: ${result.status} ${result.text}`);

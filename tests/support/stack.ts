@@ -8,8 +8,8 @@ import { createHttpSink } from '../../src/outbox/sinks/index.ts';
 import { createRelay } from '../../src/outbox/relay.ts';
 import { freshDatabase, type TestDatabase } from './db.ts';
 
-export const TEST_JWT_SECRET = 'test-only-jwt-secret';
-export const TEST_NOTIFY_SECRET = 'test-only-notify-secret';
+export const TEST_JWT_SECRET = 'test-only-jwt-secret-at-least-32-bytes-long';
+export const TEST_NOTIFY_SECRET = 'test-only-notify-secret-at-least-32-bytes';
 
 export interface HttpResult {
   status: number;
