@@ -19,7 +19,8 @@ const redriveBody = {
  * sink delivers to), and the operator routes for the outbox and the consumer's view.
  */
 export function eventsRoutes(app: FastifyInstance, deps: AppDeps): void {
-  void app.register(fulfillmentRoutes, { db: deps.db, secret: deps.notifySecret });
+  // Its own secret: whoever holds the provider's notification secret must not be able to ship orders.
+  void app.register(fulfillmentRoutes, { db: deps.db, secret: deps.eventsSecret });
   const admin = requirePrincipal(deps.signer, 'admin');
 
   // Draining delivers every tenant's pending events and counts them: an operator's action.

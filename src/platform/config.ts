@@ -24,6 +24,8 @@ export interface Config {
   jwtIssuer: string | undefined;
   jwtAudience: string | undefined;
   notifySecret: string | undefined;
+  /** Signs the outbox's deliveries to the fulfilment webhook; never the provider's secret. */
+  eventsSecret: string | undefined;
   outboxSink: 'http' | 'nats' | 'amqp';
   natsUrl: string | undefined;
   amqpUrl: string | undefined;
@@ -71,6 +73,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     jwtIssuer: env.FLASHPAY_JWT_ISSUER || undefined,
     jwtAudience: env.FLASHPAY_JWT_AUDIENCE || undefined,
     notifySecret: env.FLASHPAY_NOTIFY_SECRET || undefined,
+    eventsSecret: env.FLASHPAY_EVENTS_SECRET || undefined,
     outboxSink: sink,
     natsUrl: env.NATS_URL || undefined,
     amqpUrl: env.AMQP_URL || undefined,
