@@ -39,6 +39,7 @@ function targetOf(api: string, channel: string, signer: TokenSigner, tenantId: s
     api,
     channel,
     adminToken,
+    controlToken: process.env.FLASHPAY_CONTROL_TOKEN || undefined,
     buyerToken: (user: string) => signer.sign({ tenantId, userId: user, scope: 'buyer' }),
   }));
 }

@@ -14,6 +14,9 @@ export interface EventIntegrity {
   dead: number;
   /** Orders the fulfillment consumer shipped more than once (C29-18). */
   duplicate_shipments: number;
+  /** Shipped orders that never were PAID (a forged or misrouted event), or that we do not have. */
+  shipped_without_paid: number;
+  shipped_without_paid_ids: Array<{ order_id: string; status: string | null }>;
 }
 
 // Ids are for a human to look at; the counts stay exact.
@@ -41,6 +44,14 @@ export async function checkEventIntegrity(db: Executor, tenantId?: string): Prom
      ORDER BY o.order_id LIMIT $1`,
     [MAX_IDS_LISTED, t],
   );
+  // "Never PAID" is read from the timeline: an order refunded after it shipped was PAID once.
+  const unpaidShipments = await db.query<{ order_id: string; status: string | null }>(
+    `SELECT f.order_id, o.status FROM fulfillment f LEFT JOIN orders o ON o.order_id = f.order_id
+     WHERE f.ship_count > 0 AND ($1::text IS NULL OR o.tenant_id = $1)
+       AND NOT EXISTS (SELECT 1 FROM order_transitions t WHERE t.order_id = f.order_id AND t.to_status = 'PAID')
+     ORDER BY f.order_id`,
+    [t],
+  );
   const counts = await db.query<{ paid_without_event: number; terminal_without_event: number; pending: number; dead: number; duplicate_shipments: number }>(
     `SELECT
        (SELECT count(*) FROM orders o
@@ -59,5 +70,11 @@ export async function checkEventIntegrity(db: Executor, tenantId?: string): Prom
   );
   const row = counts.rows[0];
   if (!row) throw new Error('integrity counts returned no row');
-  return { ...row, paid_without_event_ids: missing.rows.map((r) => r.order_id), terminal_without_event_ids: terminal.rows };
+  return {
+    ...row,
+    paid_without_event_ids: missing.rows.map((r) => r.order_id),
+    terminal_without_event_ids: terminal.rows,
+    shipped_without_paid: unpaidShipments.rows.length,
+    shipped_without_paid_ids: unpaidShipments.rows.slice(0, MAX_IDS_LISTED),
+  };
 }

@@ -30,6 +30,14 @@ export interface Config {
   natsUrl: string | undefined;
   amqpUrl: string | undefined;
   logLevel: string;
+  /** NODE_ENV=production or `start --production`: no development secrets, no built-in provider double. */
+  production: boolean;
+  /** Where the built-in provider double listens: loopback unless told otherwise. */
+  channelHost: string;
+  /** Hosts the double may send notifications to (its `notify_url`); loopback by default. */
+  channelNotifyHosts: string[];
+  /** Guards the double's `/_control` API when set (required for `--control` in production). */
+  controlToken: string | undefined;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -78,5 +86,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     natsUrl: env.NATS_URL || undefined,
     amqpUrl: env.AMQP_URL || undefined,
     logLevel: env.FLASHPAY_LOG_LEVEL ?? 'info',
+    production: env.NODE_ENV === 'production',
+    channelHost: env.FLASHPAY_CHANNEL_HOST ?? '127.0.0.1',
+    channelNotifyHosts: (env.FLASHPAY_CHANNEL_NOTIFY_HOSTS ?? '127.0.0.1,localhost,::1').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+    controlToken: env.FLASHPAY_CONTROL_TOKEN || undefined,
   };
 }

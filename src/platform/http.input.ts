@@ -10,9 +10,7 @@ import { AppError, problem, type Problem } from './errors.ts';
  * C0 controls but TAB, LF and CR; DEL; C1 controls. NUL in particular: PostgreSQL refuses it in
  * text (a 500 where the client deserves a 400), and it truncates strings in C libraries and logs.
  */
-// eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
-// eslint-disable-next-line no-control-regex
 const CONTROL_IN_LINE = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** Headers our code reads; Node's parser already refuses NUL, CR and LF in every header value. */

@@ -19,7 +19,7 @@ export interface ReconciliationReport {
   mismatches: Mismatch[];
   statuses: Record<string, number>;
   totals: { channel_net: number; paid_sum: number; confirmed: number; paid: number; drift: number };
-  events: { paid_without_event: number; terminal_without_event: number; duplicate_shipments: number; pending: number; dead: number };
+  events: { paid_without_event: number; terminal_without_event: number; duplicate_shipments: number; shipped_without_paid: number; pending: number; dead: number };
 }
 
 function ledgerByOrder(lines: StatementLine[]): Map<string, LedgerView> {
@@ -108,6 +108,7 @@ export async function reconcile(db: Db, channel: ChannelClient, tenantId?: strin
   for (const id of integrity.paid_without_event_ids) mismatches.push({ order_id: id, status: 'PAID', class: 'PAID_WITHOUT_EVENT', detail: 'PAID order without an ORDER_PAID outbox event' });
   for (const t of integrity.terminal_without_event_ids) mismatches.push({ order_id: t.order_id, status: t.status, class: 'TERMINAL_WITHOUT_EVENT', detail: `${t.status} order without an ORDER_${t.status} outbox event` });
   if (integrity.duplicate_shipments > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DUPLICATE_SHIPMENT', detail: `${integrity.duplicate_shipments} orders shipped more than once` });
+  for (const s of integrity.shipped_without_paid_ids) mismatches.push({ order_id: s.order_id, status: s.status, class: 'SHIPPED_WITHOUT_PAID', detail: `shipped, but the order ${s.status === null ? 'does not exist' : `never was PAID (now ${s.status})`}` });
   if (integrity.dead > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DEAD_EVENT', detail: `${integrity.dead} outbox events parked as dead` });
   if (tenantId === undefined) businessMetrics.mismatches.set(mismatches.length);
   return {
@@ -117,7 +118,7 @@ export async function reconcile(db: Db, channel: ChannelClient, tenantId?: strin
     mismatches,
     statuses,
     totals: { channel_net: statement.net, paid_sum: paidSum, confirmed, paid, drift: statement.net - paidSum },
-    events: { paid_without_event: integrity.paid_without_event, terminal_without_event: integrity.terminal_without_event, duplicate_shipments: integrity.duplicate_shipments, pending: integrity.pending, dead: integrity.dead },
+    events: { paid_without_event: integrity.paid_without_event, terminal_without_event: integrity.terminal_without_event, duplicate_shipments: integrity.duplicate_shipments, shipped_without_paid: integrity.shipped_without_paid, pending: integrity.pending, dead: integrity.dead },
   };
 }
 

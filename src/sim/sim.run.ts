@@ -71,7 +71,7 @@ export class Simulation {
   }
 
   private control(method: string, path: string, body?: unknown) {
-    return http(`${this.target.channel}${path}`, { method, body });
+    return http(`${this.target.channel}${path}`, { method, body, token: this.target.controlToken });
   }
 
   private async fault(orderId: string, op: string, kind: string, ms?: number) {
