@@ -38,6 +38,10 @@ export interface Config {
   channelNotifyHosts: string[];
   /** Guards the double's `/_control` API when set (required for `--control` in production). */
   controlToken: string | undefined;
+  /** Requests per minute per principal per route (0: off); in memory, per process. */
+  rateLimitPerMinute: number;
+  /** A bearer token Prometheus may scrape `/metrics` with (an operator token also works). */
+  metricsToken: string | undefined;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -90,5 +94,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     channelHost: env.FLASHPAY_CHANNEL_HOST ?? '127.0.0.1',
     channelNotifyHosts: (env.FLASHPAY_CHANNEL_NOTIFY_HOSTS ?? '127.0.0.1,localhost,::1').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
     controlToken: env.FLASHPAY_CONTROL_TOKEN || undefined,
+    // Twenty a second, sustained, per buyer and route: far above a person retrying, far below a script.
+    rateLimitPerMinute: int(env, 'FLASHPAY_RATE_LIMIT_PER_MINUTE', 1_200),
+    metricsToken: env.FLASHPAY_METRICS_TOKEN || undefined,
   };
 }

@@ -2,6 +2,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import { isBusyError, isConnectionError } from './db.ts';
 import { AppError, problem, type ErrorCode, type Problem } from './errors.ts';
 import { clientErrorHandler, frameworkErrors, refuseControlCharacters } from './http.input.ts';
+import { rateLimiter } from './ratelimit.ts';
 
 // find-my-way's default; named because the 414 answer states it.
 const MAX_PARAM_LENGTH = 100;
@@ -14,6 +15,8 @@ declare module 'fastify' {
 
 export interface HttpOptions {
   bodyLimitBytes: number;
+  /** Per principal (or client address) per route; absent or 0: no limit. */
+  rateLimitPerMinute?: number;
   logLevel?: string;
 }
 
@@ -57,6 +60,8 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
     frameworkErrors: frameworkErrors(MAX_PARAM_LENGTH),
     clientErrorHandler,
   });
+  // Order matters: a flood is refused before its content is looked at.
+  if (options.rateLimitPerMinute) app.addHook('preValidation', rateLimiter({ perMinute: options.rateLimitPerMinute }));
   app.addHook('preValidation', refuseControlCharacters);
 
   app.removeContentTypeParser('application/json');
