@@ -42,9 +42,9 @@ export interface Target {
 }
 
 export function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, FLASHPAY_LOG_LEVEL: 'error', ...extra };
-  delete env.NODE_ENV;
-  return env;
+  const env: NodeJS.ProcessEnv = { ...process.env, FLASHPAY_LOG_LEVEL: 'error' };
+  delete env.NODE_ENV; // vitest sets it; production is what a case asks for, not an accident
+  return { ...env, ...extra };
 }
 
 export async function launchTarget(): Promise<Target> {
