@@ -3,7 +3,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadSecret, tokenSigner, type TokenSigner } from '../platform/auth.ts';
-import { loadConfig } from '../platform/config.ts';
+import { loadConfig, tokenOptions } from '../platform/config.ts';
 import type { SimTarget } from '../sim/sim.client.ts';
 import { parseMix, planSim, SEED_SHAPE, type SimShape } from '../sim/sim.plan.ts';
 import { Simulation, type Progress } from '../sim/sim.run.ts';
@@ -63,7 +63,7 @@ export async function simCommand(argv: string[]): Promise<void> {
     const channel = stringFlag(args, 'channel');
     if (!channel) throw new UsageError('--api needs --channel (the channel must run with --control)');
     const config = loadConfig();
-    target = await targetOf(api, channel, tokenSigner((await loadSecret(config.jwtSecret, config.dataDir, 'jwt')).secret), tenant);
+    target = await targetOf(api, channel, tokenSigner((await loadSecret(config.jwtSecret, config.dataDir, 'jwt')).secret, tokenOptions(config)), tenant);
   } else {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-sim-'));
     await chmod(dir, 0o755);

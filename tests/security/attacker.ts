@@ -21,6 +21,8 @@ export const SECRETS = {
 export const ISSUER = 'flashpay-security-suite';
 export const AUDIENCE = 'flashpay-api';
 export const RATE_LIMIT_PER_MINUTE = 120;
+// Room for the 250 ms provider latency of the in-flight case on a loaded machine.
+export const PAY_TIMEOUT_MS = 2_000;
 
 export interface Reply {
   status: number;
@@ -61,6 +63,7 @@ export async function launchTarget(): Promise<Target> {
     FLASHPAY_JWT_ISSUER: ISSUER,
     FLASHPAY_JWT_AUDIENCE: AUDIENCE,
     FLASHPAY_RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT_PER_MINUTE),
+    FLASHPAY_PAY_TIMEOUT_MS: String(PAY_TIMEOUT_MS),
   });
   const started = await spawnStart(dir, env, ['--no-workers', '--control']);
   const call: Target['call'] = async (method, url, options = {}) => {

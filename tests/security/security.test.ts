@@ -3,14 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signPayload } from '../../src/platform/signature.ts';
 import { BIN } from '../support/process.ts';
 import { rawToken } from '../support/tokens.ts';
-import { AUDIENCE, baseEnv, expectProblem, ISSUER, launchTarget, RATE_LIMIT_PER_MINUTE, rawRequest, SECRETS, signedNotification, type Target } from './attacker.ts';
+import { AUDIENCE, baseEnv, expectProblem, ISSUER, launchTarget, PAY_TIMEOUT_MS, RATE_LIMIT_PER_MINUTE, rawRequest, SECRETS, signedNotification, type Target } from './attacker.ts';
 
 // Issue 11, as an attacker on loopback would try it (OWASP API Security Top 10 2023), against a
 // real `flashpay start`. Every refusal is checked for its status, its problem+json code, and that
 // nothing changed: rows, statuses, SKU counters, the outbox and the provider's ledger.
 const ACME = 'acme';
 const EVIL = 'evil';
-const FLOOR_MS = 300 + 1_000; // the default pay timeout + the margin (recovery.routes.ts)
+const FLOOR_MS = PAY_TIMEOUT_MS + 1_000; // the pay timeout + the margin (recovery.routes.ts)
 
 describe('security: tenants, secrets, the double, tokens, inputs, floods', () => {
   let t: Target;
@@ -78,7 +78,8 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
       const refused = await t.call('POST', '/v1/admin/recovery/run', { token: acmeAdmin, body: { stale_after_ms: 0 } });
       expectProblem(refused, 400, 'VALIDATION');
       expect(refused.body.minimum).toBe(FLOOR_MS);
-      expectProblem(await t.call('POST', '/v1/admin/recovery/run', { token: operator, body: { stale_after_ms: 299 } }), 400, 'VALIDATION');
+      expectProblem(await t.call('POST', '/v1/admin/recovery/run', { token: operator, body: { stale_after_ms: PAY_TIMEOUT_MS - 1 } }), 400, 'VALIDATION');
+      expectProblem(await t.call('POST', '/v1/admin/recovery/run', { token: operator, body: { stale_after_ms: FLOOR_MS - 1 } }), 400, 'VALIDATION');
     });
     const bob = await t.token(ACME, 'bob');
     const id = (await order(bob, 'bob-1', { sku: 'tee' })).body.order_id as string;
@@ -122,6 +123,7 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
       ['HS512 with the right secret', rawToken(claims, { secret: SECRETS.jwt, alg: 'HS512' })],
       ['expired beyond the skew', rawToken(claims, { secret: SECRETS.jwt, exp: Math.floor(Date.now() / 1000) - 120 })],
       ['scope made up', rawToken({ ...claims, scope: 'root' }, { secret: SECRETS.jwt })],
+      ['valid for a year', rawToken(claims, { secret: SECRETS.jwt, exp: Math.floor(Date.now() / 1000) + 365 * 24 * 3600 })],
     ];
     await unchanged(async () => {
       for (const [name, token] of bad) {
