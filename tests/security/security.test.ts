@@ -202,6 +202,21 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
     expect(await view()).toEqual(before);
   });
 
+  it('`flashpay token --operator` mints what the API accepts (iss and aud stamped); an over-long --ttl is refused', async () => {
+    const mint = async (args: string[]) => {
+      const env = baseEnv({ FLASHPAY_JWT_SECRET: SECRETS.jwt, FLASHPAY_JWT_ISSUER: ISSUER, FLASHPAY_JWT_AUDIENCE: AUDIENCE });
+      const child = spawn(process.execPath, [BIN, 'token', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once('close', (exitCode) => resolve(exitCode)));
+      return { code, token: out.trim() };
+    };
+    const minted = await mint(['--tenant', ACME, '--user', 'root', '--operator']);
+    expect(minted.code).toBe(0);
+    expect((await t.call('GET', '/metrics', { token: minted.token })).status).toBe(200);
+    expect((await mint(['--tenant', ACME, '--user', 'root', '--ttl', String(366 * 24 * 3600)])).code).toBe(2);
+  });
+
   it('/metrics is not public: its own token or an operator token', async () => {
     expectProblem(await t.call('GET', '/metrics'), 401, 'UNAUTHENTICATED');
     expectProblem(await t.call('GET', '/metrics', { token: acmeAdmin }), 403, 'FORBIDDEN');
