@@ -21,6 +21,15 @@ const MAX_DEPTH = 32;
 
 const codePoint = (text: string) => `U+${(text.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
 
+/**
+ * Our JSON parser is plain JSON.parse (signatures need the raw text), so it does not do what
+ * Fastify's secure-json-parse would: refuse the keys that poison prototypes when a body is merged.
+ */
+function isPoisoning(key: string, value: unknown): boolean {
+  if (key === '__proto__') return true;
+  return key === 'constructor' && typeof value === 'object' && value !== null && 'prototype' in value;
+}
+
 /** The first path (`body.lines[0].sku`) at which a string holds a control character, if any. */
 function findControl(value: unknown, where: string, depth: number, pattern: RegExp): { where: string; char: string } | undefined {
   if (depth > MAX_DEPTH) return { where, char: '' };
@@ -39,6 +48,7 @@ function findControl(value: unknown, where: string, depth: number, pattern: RegE
     for (const [key, item] of Object.entries(value)) {
       const keyMatch = CONTROL_IN_LINE.exec(key);
       if (keyMatch) return { where: `${where} (a field name)`, char: keyMatch[0] };
+      if (isPoisoning(key, item)) return { where: `${where}.${key}`, char: 'PROTO' };
       const found = findControl(item, `${where}.${key}`, depth + 1, pattern);
       if (found) return found;
     }
@@ -61,6 +71,7 @@ export async function refuseControlCharacters(request: FastifyRequest): Promise<
     findControl(request.body, 'body', 0, CONTROL);
   if (!found) return;
   if (found.char === '') throw new AppError('VALIDATION', `${found.where} is nested more than ${MAX_DEPTH} levels deep`);
+  if (found.char === 'PROTO') throw new AppError('VALIDATION', `${found.where} is a reserved field name`, { field: found.where });
   throw new AppError('VALIDATION', `${found.where} contains the control character ${codePoint(found.char)}`, { field: found.where });
 }
 

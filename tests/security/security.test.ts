@@ -136,7 +136,7 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
     }
   });
 
-  it('NUL and other control characters in every field, path, query and header: 400, nothing stored', async () => {
+  it('NUL and other control characters in every field, path, query and header (and prototype keys): 400, nothing stored', async () => {
     const bob = await t.token(ACME, 'nul-bob');
     const cases: Array<[string, () => Promise<{ status: number; body: { code?: string } }>]> = [
       ['sku', () => order(bob, 'n1', { sku: 'tee\u0000' })],
@@ -153,6 +153,8 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
       ['signed notification notify_id', () => signedNotification(t, { notify_id: 'n\u0000', merchant_order: paidOrder, kind: 'REFUNDED', amount: 1990 })],
       ['DEL in the body', () => order(bob, 'n6', { sku: 'tee\u007f' })],
       ['C1 in the body', () => order(bob, 'n7', { sku: 'tee\u0085' })],
+      ['__proto__ (prototype poisoning)', () => t.call('POST', '/v1/orders', { token: bob, raw: '{"sku":"tee","__proto__":{"admin":true}}', headers: { 'idempotency-key': 'n8' } })],
+      ['constructor.prototype', () => t.call('POST', '/v1/orders', { token: bob, raw: '{"sku":"tee","constructor":{"prototype":{"admin":true}}}', headers: { 'idempotency-key': 'n9' } })],
     ];
     await unchanged(async () => {
       for (const [name, attempt] of cases) {
