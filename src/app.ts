@@ -10,6 +10,7 @@ import { reconcileRoutes } from './reconcile/index.ts';
 import { recoveryRoutes } from './recovery/index.ts';
 import { buildHttp } from './platform/http.ts';
 import { installMetrics } from './platform/metrics.ts';
+import { metricsGuard } from './platform/metrics.guard.ts';
 
 export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 
@@ -17,7 +18,7 @@ export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes, reconcileRoutes, eventsRoutes];
 
 export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promise<FastifyInstance> {
-  const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel });
+  const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel, rateLimitPerMinute: deps.config.rateLimitPerMinute });
   await app.register(swagger, {
     openapi: {
       info: { title: 'flashpay', version: '0.1.0', description: 'Flash-sale orders and payments. Errors are RFC 9457 problem+json with a stable `code`.' },
@@ -26,7 +27,7 @@ export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promis
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
-  installMetrics(app);
+  installMetrics(app, metricsGuard(deps));
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {

@@ -1,20 +1,27 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
-import { principalOf, requirePrincipal } from '../platform/auth.ts';
+import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts';
 import { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';
 
 // Prices are minor units; 10^12 keeps price × MAX_QUANTITY far inside Number.MAX_SAFE_INTEGER.
 const MAX_PRICE = 1_000_000_000_000;
 const MAX_STOCK = 100_000_000;
+/**
+ * A SKU id is a path segment (`/v1/admin/skus/{sku}`): it starts with a letter or digit, so `.` and
+ * `..` (which URL normalisation removes) and anything that needs escaping are refused at creation.
+ */
+export const SKU_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$';
 
 const skuBody = {
   type: 'object',
   required: ['sku', 'name', 'price', 'stock'],
   additionalProperties: false,
   properties: {
-    sku: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[\\x21-\\x7e]+$' },
+    sku: { type: 'string', minLength: 1, maxLength: 64, pattern: SKU_PATTERN },
     name: { type: 'string', minLength: 1, maxLength: 200 },
-    price: { type: 'integer', minimum: 0, maximum: MAX_PRICE },
+    // Free items are refused: the provider refuses a charge of 0, so a price-0 order could never
+    // be paid and would end FAILED (docs/security.md). Give-aways are a wallet credit, not a SKU.
+    price: { type: 'integer', minimum: 1, maximum: MAX_PRICE },
     stock: { type: 'integer', minimum: 0, maximum: MAX_STOCK },
     per_user_limit: { type: ['integer', 'null'], minimum: 1 },
     hold_ttl_ms: { type: 'integer', minimum: 1, maximum: 7 * 24 * 3600 * 1000 },
@@ -47,5 +54,7 @@ export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
     skuView(await getSku(deps.db, principalOf(request).tenantId, request.params.sku)),
   );
 
-  app.post('/v1/admin/expiry/run', { onRequest: admin, schema: { tags: ['admin'] } }, async () => ({ released: await releaseExpired(deps.db, deps.clock) }));
+  app.post('/v1/admin/expiry/run', { onRequest: admin, schema: { tags: ['admin'] } }, async (request) => ({
+    released: await releaseExpired(deps.db, deps.clock, tenantScope(principalOf(request))),
+  }));
 }

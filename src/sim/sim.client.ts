@@ -12,6 +12,8 @@ export interface SimTarget {
   api: string;
   channel: string;
   adminToken: string;
+  /** The double's control token (FLASHPAY_CONTROL_TOKEN), when it asks for one. */
+  controlToken?: string;
   buyerToken(user: string): Promise<string>;
 }
 
