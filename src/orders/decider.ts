@@ -29,6 +29,8 @@ export type ProviderStatus = 'CHARGED' | 'DECLINED' | 'CLOSED' | 'REFUNDED' | 'R
 export type OrderEvent =
   /** The buyer asked to pay. */
   | { type: 'PAY_REQUESTED' }
+  /** The buyer asked to pay from their wallet: the caller debits in the same transaction (src/payments/wallet-pay.ts). */
+  | { type: 'WALLET_PAY_REQUESTED' }
   /** The buyer asked to cancel. */
   | { type: 'CANCEL_REQUESTED' }
   /** Recovery found a CREATED order whose hold is gone. */
@@ -36,7 +38,7 @@ export type OrderEvent =
   /** The provider said something about the order (LOST: the answer never came). */
   | { type: 'PROVIDER_ANSWERED'; via: ProviderVia; status: ProviderStatus; amount?: number; cause: string };
 
-export const EVENT_KINDS = ['PAY_REQUESTED', 'CANCEL_REQUESTED', 'HOLD_EXPIRED', 'PROVIDER_ANSWERED'] as const;
+export const EVENT_KINDS = ['PAY_REQUESTED', 'WALLET_PAY_REQUESTED', 'CANCEL_REQUESTED', 'HOLD_EXPIRED', 'PROVIDER_ANSWERED'] as const;
 
 // What a provider message did to an order. Stored with every notification and returned to callers.
 export const EFFECTS = [
@@ -175,6 +177,16 @@ function providerAnswered(order: OrderFacts, holds: readonly Hold[], e: Extract<
 }
 
 /**
+ * A wallet pay settles at once: every held unit confirmed and PAID in the transaction that debits
+ * the wallet (the caller rolls all of it back when the balance is too low). No provider call.
+ */
+function walletPay(order: OrderFacts, holds: readonly Hold[], now: Date): Decision {
+  if (order.status !== 'CREATED') return nothing('REJECTED', { reason: `order is ${order.status}, it cannot be paid` });
+  if (holdIsGone(holds, now)) return decision('REJECTED', { to: 'CANCELLED', reason: 'pay after the hold expired', stock: releaseHeld(holds) });
+  return decision('PAID', { to: 'PAID', reason: 'wallet', stock: holds.map((h) => ({ op: 'confirm', key: h.key })) });
+}
+
+/**
  * What `event` does to `order` whose holds are `holds`, at `now`. Pure: no I/O, no clock of its
  * own. Every transition it returns is in the state machine (orders.states.ts); a refused event
  * returns no transition and outcome REJECTED.
@@ -187,6 +199,9 @@ export function decide(order: OrderFacts, holds: readonly Hold[], event: OrderEv
       // Never charge for a unit that is no longer held: the order is cancelled instead.
       else if (holdIsGone(holds, now)) d = decision('REJECTED', { to: 'CANCELLED', reason: 'pay after the hold expired', stock: releaseHeld(holds) });
       else d = decision('PAYING', { to: 'PAYING', reason: 'pay', calls: ['CHARGE'] });
+      break;
+    case 'WALLET_PAY_REQUESTED':
+      d = walletPay(order, holds, now);
       break;
     case 'CANCEL_REQUESTED':
     case 'HOLD_EXPIRED':

@@ -26,6 +26,26 @@ const EXPECTED: Record<string, string[]> = {
     "REJECTED", // REFUNDING
     "REJECTED", // REFUNDED
   ],
+  "wallet pay": [
+    "PAID → PAID confirm", // CREATED
+    "REJECTED", // PAYING
+    "REJECTED", // UNKNOWN
+    "REJECTED", // PAID
+    "REJECTED", // FAILED
+    "REJECTED", // CANCELLED
+    "REJECTED", // REFUNDING
+    "REJECTED", // REFUNDED
+  ],
+  "wallet pay, hold expired": [
+    "REJECTED → CANCELLED release", // CREATED
+    "REJECTED", // PAYING
+    "REJECTED", // UNKNOWN
+    "REJECTED", // PAID
+    "REJECTED", // FAILED
+    "REJECTED", // CANCELLED
+    "REJECTED", // REFUNDING
+    "REJECTED", // REFUNDED
+  ],
   "cancel": [
     "CANCELLED → CANCELLED release", // CREATED
     "REJECTED", // PAYING
