@@ -2,7 +2,7 @@
 // `applyOrderEvent` (orders.apply.ts) locks the order and its holds, asks `decide`, and applies the
 // answer in one transaction; nothing else in the codebase decides an order's next status.
 import { EVENT_STATUSES, isAllowed, type OrderStatus } from './orders.states.ts';
-import { reservationKeyFor } from './orders.keys.ts';
+import { lineReservationKeyFor } from './orders.keys.ts';
 
 /** The reservation behind an order, as read under its row lock. */
 export interface Hold {
@@ -12,6 +12,8 @@ export interface Hold {
   /** MISSING: no reservation row (only a planted fault produces one). */
   status: 'HELD' | 'CONFIRMED' | 'RELEASED' | 'MISSING';
   expiresAt: Date | null;
+  /** The order line it holds units for (1 when absent: a one-line order). */
+  line?: number;
 }
 
 /** The part of an order the decider reads. */
@@ -62,7 +64,7 @@ export type StockMove =
   | { op: 'confirm'; key: string }
   | { op: 'release'; key: string }
   /** Take a new unit under a new key and confirm it at once; may be refused (sold out, limit). */
-  | { op: 'rereserve'; key: string; attempt: number; sku: string; quantity: number };
+  | { op: 'rereserve'; key: string; attempt: number; sku: string; quantity: number; line: number };
 
 /** A call to the provider, made by the payments module after the decision committed. */
 export type ProviderCall = 'CHARGE' | 'CLOSE' | 'REFUND';
@@ -108,8 +110,9 @@ function startRefund(outcome: Outcome, reason: string): Decision {
 
 /**
  * Money arrived. PAID only with every unit confirmed: a HELD unit is confirmed, a lost one is
- * re-reserved under the next key (/r2, /r3, …) and confirmed; when that is refused, the whole
- * amount is refunded with the order's fixed refund key.
+ * re-reserved under the next key (/r2, /r3, …; per line on a multi-line order) and confirmed; when
+ * any of them is refused, every move is undone and the whole amount is refunded with the order's
+ * fixed refund key.
  */
 function charged(order: OrderFacts, holds: readonly Hold[], cause: string): Decision {
   if (SETTLED_PAID.has(order.status)) return nothing('DUPLICATE');
@@ -119,7 +122,7 @@ function charged(order: OrderFacts, holds: readonly Hold[], cause: string): Deci
   }
   const attempt = order.reserveAttempt + 1;
   const stock: StockMove[] = holds.map((h) =>
-    h.status === 'HELD' ? { op: 'confirm', key: h.key } : { op: 'rereserve', key: reservationKeyFor(order.orderId, attempt), attempt, sku: h.sku, quantity: h.quantity },
+    h.status === 'HELD' ? { op: 'confirm', key: h.key } : { op: 'rereserve', key: lineReservationKeyFor(order.orderId, h.line ?? 1, attempt), attempt, sku: h.sku, quantity: h.quantity, line: h.line ?? 1 },
   );
   const newKeys = stock.filter((m) => m.op === 'rereserve').map((m) => m.key);
   return decision('PAID_REHELD', {

@@ -79,10 +79,13 @@ export async function reconcile(db: Db, channel: ChannelClient): Promise<Reconci
   const pendingOrders: Array<{ order_id: string; status: string }> = [];
   let paid = 0;
   let paidSum = 0;
+  // A PAID order of n lines owns n CONFIRMED reservations.
+  let paidLines = 0;
   for (const order of orders) {
     statuses[order.status] = (statuses[order.status] ?? 0) + 1;
     if (order.status === 'PAID') {
       paid++;
+      paidLines += order.lines;
       paidSum += order.amount;
     }
     if (PENDING_STATUSES.has(order.status)) pendingOrders.push({ order_id: order.order_id, status: order.status });
@@ -92,7 +95,7 @@ export async function reconcile(db: Db, channel: ChannelClient): Promise<Reconci
   }
   const known = new Set(orders.map((o) => o.order_id));
   for (const mo of ledger.keys()) if (!known.has(mo)) mismatches.push({ order_id: mo, status: null, class: 'PROVIDER_RECORD_WITHOUT_ORDER', detail: 'the provider has lines for an order we do not have' });
-  if (confirmed !== paid) mismatches.push({ order_id: GLOBAL, status: null, class: 'CONFIRMED_NE_PAID', detail: `confirmed=${confirmed} != paid=${paid}` });
+  if (confirmed !== paidLines) mismatches.push({ order_id: GLOBAL, status: null, class: 'CONFIRMED_NE_PAID', detail: `confirmed=${confirmed} != paid=${paidLines}${paidLines !== paid ? ' (lines)' : ''}` });
   for (const s of stockDrift) mismatches.push({ order_id: GLOBAL, status: null, class: 'STOCK_NOT_CONSERVED', detail: `${s.tenant_id}/${s.sku}: ${s.detail}` });
   // While an order is unfinished, money may legitimately be in flight: compare net only when none is.
   if (pendingOrders.length === 0 && statement.net + walletNet !== paidSum) {
