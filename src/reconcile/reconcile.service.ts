@@ -123,5 +123,5 @@ export async function reconcile(db: Db, channel: ChannelClient): Promise<Reconci
 export function summaryLine(report: ReconciliationReport): string {
   const classes = Object.entries(report.statuses).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(', ');
   const t = report.totals;
-  return `reconcile classes={${classes}} mismatches=${report.mismatches.length} pending=${report.pending} channel_net=${t.channel_net} paid_sum=${t.paid_sum} confirmed=${t.confirmed} paid=${t.paid} drift=${t.drift} events_pending=${report.events.pending} dead=${report.events.dead}`;
+  return `reconcile classes={${classes}} mismatches=${report.mismatches.length} pending=${report.pending} channel_net=${t.channel_net}${t.wallet_net ? ` wallet_net=${t.wallet_net}` : ''} paid_sum=${t.paid_sum} confirmed=${t.confirmed} paid=${t.paid} drift=${t.drift} events_pending=${report.events.pending} dead=${report.events.dead}`;
 }
