@@ -31,7 +31,22 @@ describe('paying from the wallet (seed 004)', () => {
     expect((await s.call('GET', '/v1/admin/wallets/w1', { token: buyer })).status).toBe(403);
     const bad = await s.call('POST', '/v1/admin/wallets/w1/credits', { token: admin, body: { amount: 0 }, headers: { 'idempotency-key': 'top-0' } });
     expect([bad.status, bad.body.code]).toEqual([400, 'VALIDATION']);
+    const refused = await Promise.all([
+      s.call('POST', '/v1/admin/wallets/w1/credits', { token: admin, body: { amount: 5 } }),
+      s.call('POST', '/v1/admin/wallets/w1/credits', { token: admin, body: { amount: 5, extra: 1 }, headers: { 'idempotency-key': 'top-x' } }),
+      s.call('POST', '/v1/admin/wallets/w1/credits', { token: admin, body: { amount: 1.5 }, headers: { 'idempotency-key': 'top-y' } }),
+      s.call('POST', '/v1/admin/wallets/w1/credits', { token: buyer, body: { amount: 5 }, headers: { 'idempotency-key': 'top-z' } }),
+      s.call('GET', '/v1/wallet'),
+    ]);
+    expect(refused.map((r) => [r.status, r.body.code])).toEqual([
+      [400, 'IDEMPOTENCY_KEY_MISSING'],
+      [400, 'VALIDATION'],
+      [400, 'VALIDATION'],
+      [403, 'FORBIDDEN'],
+      [401, 'UNAUTHENTICATED'],
+    ]);
     expect(await countRows(s.db, 'wallet_transfers')).toBe(1);
+    expect((await s.call('GET', '/v1/wallet', { token: buyer })).body).toEqual({ balance: 500 });
   });
 
   it('W-02 a wallet pay debits, confirms, makes the order PAID and writes its event in one commit; too low a balance changes nothing', async () => {
@@ -59,6 +74,9 @@ describe('paying from the wallet (seed 004)', () => {
     const bad = await s.call('POST', `/v1/orders/${b}/pay`, { token: buyer, body: { method: 'cash' }, headers: { 'idempotency-key': 'pay-cash' } });
     expect([bad.status, bad.body.code]).toEqual([400, 'VALIDATION']);
     expect(await books(s)).toEqual({ sum: 0, drift: [], negative: [] });
+    const metrics = (await s.call('GET', '/metrics')).text;
+    expect(metrics).toMatch(/flashpay_wallet_transfers_total\{kind="DEBIT"\} [1-9]/);
+    expect(metrics).toMatch(/flashpay_wallet_insufficient_funds_total\{kind="DEBIT"\} [1-9]/);
   });
 
   it('W-03 100 concurrent wallet pays by one buyer whose balance covers 7: exactly 7 PAID, 93 INSUFFICIENT_FUNDS, never negative', async () => {
