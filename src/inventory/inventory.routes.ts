@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts';
-import { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';
+import { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView, updateSku } from './inventory.service.ts';
 
 // Prices are minor units; 10^12 keeps price × MAX_QUANTITY far inside Number.MAX_SAFE_INTEGER.
 const MAX_PRICE = 1_000_000_000_000;
@@ -25,6 +25,17 @@ const skuBody = {
     stock: { type: 'integer', minimum: 0, maximum: MAX_STOCK },
     per_user_limit: { type: ['integer', 'null'], minimum: 1 },
     hold_ttl_ms: { type: 'integer', minimum: 1, maximum: 7 * 24 * 3600 * 1000 },
+  },
+} as const;
+
+const patchBody = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    price: skuBody.properties.price,
+    name: skuBody.properties.name,
+    add_stock: { type: 'integer', minimum: 1, maximum: MAX_STOCK },
   },
 } as const;
 
@@ -52,6 +63,17 @@ export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku', { onRequest: admin, schema: { tags: ['admin'] } }, async (request) =>
     skuView(await getSku(deps.db, principalOf(request).tenantId, request.params.sku)),
+  );
+
+  // A price or name change alters no existing order: each order line keeps its snapshot.
+  app.patch<{ Params: { sku: string }; Body: { price?: number; name?: string; add_stock?: number } }>(
+    '/v1/admin/skus/:sku',
+    { onRequest: admin, schema: { body: patchBody, tags: ['admin'] } },
+    async (request) => {
+      const b = request.body;
+      const change = { ...(b.price !== undefined ? { price: b.price } : {}), ...(b.name !== undefined ? { name: b.name } : {}), ...(b.add_stock !== undefined ? { addStock: b.add_stock } : {}) };
+      return skuView(await updateSku(deps.db, principalOf(request).tenantId, request.params.sku, change));
+    },
   );
 
   app.post('/v1/admin/expiry/run', { onRequest: admin, schema: { tags: ['admin'] } }, async (request) => ({

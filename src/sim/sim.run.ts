@@ -48,6 +48,8 @@ const format = (counts: Record<string, number>) => `{${Object.entries(counts).so
 export class Simulation {
   private readonly ids = new Map<number, string>();
   private lateWon = 0;
+  private walletPaid = 0;
+  private walletRefused = 0;
   private settledLate = 0;
 
   constructor(
@@ -58,8 +60,8 @@ export class Simulation {
     private readonly onProgress: (p: Progress) => void = () => undefined,
   ) {}
 
-  private admin(method: string, path: string, body?: unknown) {
-    return http(`${this.target.api}${path}`, { method, token: this.target.adminToken, body });
+  private admin(method: string, path: string, body?: unknown, key?: string) {
+    return http(`${this.target.api}${path}`, { method, token: this.target.adminToken, body, ...(key ? { key } : {}) });
   }
 
   /** A recovery pass as eager as the API allows: below its floor (the pay timeout) it answers 400 with `minimum`. */
@@ -80,8 +82,9 @@ export class Simulation {
 
   /** One original buyer: order, the planned fault, and (unless they never pay) pay. */
   private async original(order: PlannedOrder): Promise<void> {
-    const token = await this.target.buyerToken(`${this.sku}-buyer-${order.index}`);
-    const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key: `${this.sku}-o${order.index}`, body: { sku: this.sku } });
+    const buyer = `${this.sku}-buyer-${order.index}`;
+    const token = await this.target.buyerToken(buyer);
+    const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key: `${this.sku}-o${order.index}`, body: this.orderBody() });
     if (created.status !== 201) return;
     const orderId = created.body.order_id as string;
     this.ids.set(order.index, orderId);
@@ -92,10 +95,29 @@ export class Simulation {
     if (order.fault === 'expire') await this.control('POST', '/_control/faults', { op: 'query', kind: 'ERROR_500', merchant_order: orderId, times: LATE_SUCCESS_QUERIES });
     if (order.fault === 'linger') await this.fault(orderId, 'charge', 'DELAY_REQUEST', order.delayMs);
     if (order.refundTimeout) await this.fault(orderId, 'refund', 'DELAY_RESPONSE', 800);
-    if (order.fault !== 'nopay') await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-p${order.index}` });
+    if (order.wallet) await this.payFromWallet(buyer, token, orderId, created.body.amount as number, order);
+    else if (order.fault !== 'nopay') await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-p${order.index}` });
     // Its hold ends now, as if 60 s had passed: for `expire`, while the payment is UNKNOWN, so the
     // unit goes back on sale before the success arrives; for `nopay`, an abandoned order.
     if (order.fault === 'expire' || order.fault === 'nopay') await this.expireHold(orderId);
+  }
+
+  /** `{sku}`, or the sale's SKU with its companions when the sale runs with --lines N. */
+  private orderBody(): unknown {
+    const n = this.shape.lines ?? 1;
+    if (n <= 1) return { sku: this.sku };
+    return { lines: [{ sku: this.sku }, ...Array.from({ length: n - 1 }, (_, i) => ({ sku: `${this.sku}-l${i + 2}` }))] };
+  }
+
+  /** A wallet buyer: seeded balance, pay from it; too low a balance (409) pays by the provider instead. */
+  private async payFromWallet(buyer: string, token: string, orderId: string, amount: number, order: PlannedOrder): Promise<void> {
+    const balance = order.wallet === 'SHORT' ? amount - 1 : amount;
+    if (balance > 0) await this.admin('POST', `/v1/admin/wallets/${encodeURIComponent(buyer)}/credits`, { amount: balance }, `${this.sku}-fund${order.index}`);
+    const paid = await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-w${order.index}`, body: { method: 'wallet' } });
+    if (paid.status === 409 && paid.body?.code === 'INSUFFICIENT_FUNDS') {
+      this.walletRefused++;
+      await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-p${order.index}` });
+    } else if (paid.status === 200) this.walletPaid++;
   }
 
   private async expireHold(orderId: string): Promise<void> {
@@ -112,7 +134,7 @@ export class Simulation {
   private async lateBuyer(n: number, deadline: number): Promise<void> {
     const token = await this.target.buyerToken(`${this.sku}-late-${n}`);
     for (let attempt = 0; Date.now() < deadline; attempt++) {
-      const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key: `${this.sku}-late${n}-a${attempt}`, body: { sku: this.sku } });
+      const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key: `${this.sku}-late${n}-a${attempt}`, body: this.orderBody() });
       if (created.status === 201) {
         await http(`${this.target.api}/v1/orders/${created.body.order_id}/pay`, { method: 'POST', token, key: `${this.sku}-late${n}-pay` });
         this.lateWon++;
@@ -170,6 +192,10 @@ export class Simulation {
     const created = await this.admin('POST', '/v1/admin/skus', { sku: this.sku, name: `Simulated flash sale (seed ${this.plan.seed})`, price: PRICE, stock: this.shape.stock, hold_ttl_ms: 60_000 });
     // 409: our own earlier attempt created it before the stack went down under us.
     if (created.status !== 201 && created.status !== 409) throw new Error(`cannot create SKU ${this.sku}: ${created.status} ${JSON.stringify(created.body)}`);
+    // Companion lines have stock to spare: only the sale's SKU is contested.
+    for (let line = 2; line <= (this.shape.lines ?? 1); line++) {
+      await this.admin('POST', '/v1/admin/skus', { sku: `${this.sku}-l${line}`, name: `Companion ${line}`, price: PRICE, stock: this.shape.stock + this.shape.lateBuyers, hold_ttl_ms: 60_000 });
+    }
     await this.control('POST', '/_control/callbacks', { mode: 'HOLD', duplicates: 3 });
     let bought = 0;
     this.onProgress({ phase: 'buying', done: 0, total: this.plan.orders.length });
@@ -201,7 +227,7 @@ export class Simulation {
     const outcomes = (await this.admin('GET', `/v1/admin/skus/${this.sku}/outcomes`)).body as { statuses: Record<string, number>; notification_effects: Record<string, number> };
     this.onProgress({ phase: 'done', done: 1, total: 1 });
     const lines = [
-      `note late buyers ${this.lateWon} ; final ${format(outcomes.statuses)}`,
+      `note late buyers ${this.lateWon} ; final ${format(outcomes.statuses)}${this.walletPaid + this.walletRefused > 0 ? ` ; wallet paid ${this.walletPaid} refused ${this.walletRefused}` : ''}`,
       `note notification effects ${format(outcomes.notification_effects)}`,
       `note ${summaryLine(reconciliation)}`,
     ];
