@@ -3,6 +3,8 @@ import { buildHttp } from '../platform/http.ts';
 import { registerControlRoutes } from './channel.control.ts';
 import { registerLedgerRoutes, type ChannelDeps } from './channel.routes.ts';
 import { FaultBook, RequestCounter } from './faults.ts';
+import { Accounts, registerAccountControlRoutes } from './accounts.ts';
+import { FulfilmentBook, registerFulfilmentRoutes } from './fulfilments.ts';
 import type { LedgerStore } from './ledger.ts';
 import { createMemoryLedger } from './ledger.memory.ts';
 import { Notifier, unboundedController } from './notifier.ts';
@@ -51,10 +53,14 @@ export async function startChannel(options: ChannelOptions & { host?: string; po
     requests: new RequestCounter(),
     notifier,
     pause: (ms) => delay(ms, undefined, { signal: shutdown.signal }),
+    accounts: new Accounts(),
+    fulfilments: new FulfilmentBook(),
   };
   const app = buildHttp({ bodyLimitBytes: BODY_LIMIT_BYTES, logLevel: 'silent' });
   registerLedgerRoutes(app, deps);
+  registerFulfilmentRoutes(app, deps, deps.fulfilments ?? new FulfilmentBook());
   if (options.control) registerControlRoutes(app, deps);
+  if (options.control) registerAccountControlRoutes(app, deps.accounts ?? new Accounts());
   await app.listen({ host, port: options.port ?? 0 });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;

@@ -67,6 +67,7 @@ export async function orderView(db: Executor, order: Order) {
     quantity: order.quantity,
     amount: order.amount,
     reservation: { key: order.reservationKey, status: reservation?.status ?? null, expires_at: reservation?.expiresAt.toISOString() ?? null },
+    fulfilment: { status: order.fulfilmentStatus ?? 'PENDING', ...(order.fulfilmentRef ? { ref: order.fulfilmentRef } : {}) },
     created_at: order.createdAt.toISOString(),
     updated_at: order.updatedAt.toISOString(),
   };

@@ -13,7 +13,8 @@ export interface StatementLine {
 }
 
 export interface ChannelClient {
-  charge(merchantOrder: string, amount: number, notifyUrl: string): Promise<ChargeReply>;
+  /** `customer` ("<tenant>/<user>") lets a provider with customer accounts check the balance. */
+  charge(merchantOrder: string, amount: number, notifyUrl: string, customer?: string): Promise<ChargeReply>;
   query(merchantOrder: string): Promise<StatusReply>;
   close(merchantOrder: string): Promise<StatusReply>;
   refund(merchantOrder: string, refundKey: string, amount: number): Promise<RefundReply>;
@@ -61,8 +62,8 @@ export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient
   };
 
   return {
-    async charge(merchantOrder, amount, notifyUrl) {
-      const reply = await send('POST', '/charge', { merchant_order: merchantOrder, amount, notify_url: notifyUrl });
+    async charge(merchantOrder, amount, notifyUrl, customer) {
+      const reply = await send('POST', '/charge', { merchant_order: merchantOrder, amount, notify_url: notifyUrl, ...(customer !== undefined ? { customer } : {}) });
       if ('unknown' in reply) return { kind: 'UNKNOWN', reason: reply.unknown };
       const result = reply.body.result;
       if (result === 'CHARGED' || result === 'DECLINED' || result === 'CLOSED') return { kind: result, txn: reply.body.txn as string | undefined };
