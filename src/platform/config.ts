@@ -25,6 +25,9 @@ export interface Config {
   natsUrl: string | undefined;
   amqpUrl: string | undefined;
   logLevel: string;
+  /** Seed 002: the fulfilment provider (default: the channel, which has the fake one). */
+  fulfilmentUrl: string | undefined;
+  compensationDeadlineMs: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -66,5 +69,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     natsUrl: env.NATS_URL || undefined,
     amqpUrl: env.AMQP_URL || undefined,
     logLevel: env.FLASHPAY_LOG_LEVEL ?? 'info',
+    fulfilmentUrl: env.FLASHPAY_FULFILMENT_URL || undefined,
+    // A day of retries with backoff before a stuck fulfilment or compensation is a person's job.
+    compensationDeadlineMs: int(env, 'FLASHPAY_COMPENSATION_DEADLINE_MS', 24 * 3600 * 1000, 1),
   };
 }
