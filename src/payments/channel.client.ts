@@ -20,6 +20,8 @@ export interface ChannelClient {
   refund(merchantOrder: string, refundKey: string, amount: number): Promise<RefundReply>;
   /** The provider's ledger, for reconciliation; throws when it cannot be read. */
   statement(): Promise<{ lines: StatementLine[]; net: number }>;
+  /** Orders the fulfilment double lists as FULFILLED (seed 002's reconciliation); undefined when it cannot list them. */
+  fulfilled?(): Promise<Set<string> | undefined>;
 }
 
 // A statement is one bulk read, not a payment call: it gets its own, longer limit.
@@ -85,6 +87,16 @@ export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient
       const response = await fetch(`${baseUrl}/statement`, { signal: AbortSignal.timeout(STATEMENT_TIMEOUT_MS) });
       if (response.status !== 200) throw new Error(`provider statement: HTTP ${response.status}`);
       return (await response.json()) as { lines: StatementLine[]; net: number };
+    },
+    async fulfilled() {
+      try {
+        const response = await fetch(`${baseUrl}/fulfilments`, { signal: AbortSignal.timeout(STATEMENT_TIMEOUT_MS) });
+        if (response.status !== 200) return undefined;
+        const body = (await response.json()) as { fulfilments: Array<{ order_id: string; status: string }> };
+        return new Set(body.fulfilments.filter((f) => f.status === 'FULFILLED').map((f) => f.order_id));
+      } catch {
+        return undefined;
+      }
     },
   };
 }

@@ -6,13 +6,17 @@ export interface OrderRow {
   status: OrderStatus;
   amount: number;
   reservation: string | null;
+  fulfilment: string;
+  saga_late: boolean;
 }
 
 /** Every order with the status of the reservation it points at now. */
 export async function listOrdersWithReservation(db: Executor): Promise<OrderRow[]> {
   const result = await db.query<OrderRow>(
-    `SELECT o.order_id, o.status, o.amount, r.status AS reservation
+    `SELECT o.order_id, o.status, o.amount, r.status AS reservation, o.fulfilment_status AS fulfilment,
+            coalesce(s.state IN ('FORWARD', 'COMPENSATING') AND s.deadline_at <= now(), false) AS saga_late
      FROM orders o LEFT JOIN reservations r ON r.tenant_id = o.tenant_id AND r.request_key = o.reservation_key
+       LEFT JOIN sagas s ON s.saga_id = o.order_id
      ORDER BY o.created_at`,
   );
   return result.rows;

@@ -4,6 +4,7 @@ import { checkEventIntegrity } from './reconcile.events.ts';
 import type { ChannelClient, StatementLine } from '../payments/index.ts';
 import { countConfirmedReservations, listOrdersWithReservation, listStockDrift } from './reconcile.repo.ts';
 import { classify, PENDING_STATUSES, type LedgerView, type MismatchClass } from './reconcile.rules.ts';
+import { COMPENSATION_STATUSES } from '../orders/index.ts';
 
 export interface Mismatch {
   order_id: string;
@@ -68,27 +69,34 @@ function readDatabaseFacts(db: Db) {
  */
 export async function reconcile(db: Db, channel: ChannelClient): Promise<ReconciliationReport> {
   // The provider's statement cannot share the snapshot: rules across the two are judged on a quiet system.
-  const [statement, { orders, confirmed, stockDrift, integrity }] = await Promise.all([channel.statement(), readDatabaseFacts(db)]);
+  const [statement, { orders, confirmed, stockDrift, integrity }, fulfilled] = await Promise.all([channel.statement(), readDatabaseFacts(db), channel.fulfilled?.()]);
   const ledger = ledgerByOrder(statement.lines);
   const mismatches: Mismatch[] = [];
   const statuses: Record<string, number> = {};
   const pendingOrders: Array<{ order_id: string; status: string }> = [];
   let paid = 0;
   let paidSum = 0;
+  // Orders being compensated still hold their confirmed units (released only at the end).
+  let compensating = 0;
   for (const order of orders) {
     statuses[order.status] = (statuses[order.status] ?? 0) + 1;
     if (order.status === 'PAID') {
       paid++;
       paidSum += order.amount;
     }
-    if (PENDING_STATUSES.has(order.status)) pendingOrders.push({ order_id: order.order_id, status: order.status });
-    for (const m of classify({ status: order.status, amount: order.amount, reservation: order.reservation, ledger: ledger.get(order.order_id) ?? NO_LINES })) {
+    if (COMPENSATION_STATUSES.has(order.status)) compensating++;
+    if (PENDING_STATUSES.has(order.status) || COMPENSATION_STATUSES.has(order.status)) pendingOrders.push({ order_id: order.order_id, status: order.status });
+    const saga = { fulfilment: order.fulfilment, sagaLate: order.saga_late, ...(fulfilled ? { providerFulfilled: fulfilled.has(order.order_id) } : {}) };
+    for (const m of classify({ status: order.status, amount: order.amount, reservation: order.reservation, ledger: ledger.get(order.order_id) ?? NO_LINES, ...saga })) {
       mismatches.push({ order_id: order.order_id, status: order.status, ...m });
     }
   }
   const known = new Set(orders.map((o) => o.order_id));
   for (const mo of ledger.keys()) if (!known.has(mo)) mismatches.push({ order_id: mo, status: null, class: 'PROVIDER_RECORD_WITHOUT_ORDER', detail: 'the provider has lines for an order we do not have' });
-  if (confirmed !== paid) mismatches.push({ order_id: GLOBAL, status: null, class: 'CONFIRMED_NE_PAID', detail: `confirmed=${confirmed} != paid=${paid}` });
+  if (confirmed !== paid + compensating) {
+    const detail = compensating ? `confirmed=${confirmed} != paid=${paid} + compensating=${compensating}` : `confirmed=${confirmed} != paid=${paid}`;
+    mismatches.push({ order_id: GLOBAL, status: null, class: 'CONFIRMED_NE_PAID', detail });
+  }
   for (const s of stockDrift) mismatches.push({ order_id: GLOBAL, status: null, class: 'STOCK_NOT_CONSERVED', detail: `${s.tenant_id}/${s.sku}: ${s.detail}` });
   // While an order is unfinished, money may legitimately be in flight: compare net only when none is.
   if (pendingOrders.length === 0 && statement.net !== paidSum) {
