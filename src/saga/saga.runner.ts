@@ -44,7 +44,6 @@ export interface Advance {
   pending?: string;
 }
 
-const last = (journal: readonly JournalEntry[], step: string, direction: Direction) => journal.filter((e) => e.step === step && e.direction === direction).at(-1);
 const isDone = (journal: readonly JournalEntry[], step: string, direction: Direction) => journal.some((e) => e.step === step && e.direction === direction && e.status === 'DONE');
 
 function errorOf(result: StepResult): string | null {
@@ -71,11 +70,13 @@ async function attempt<C>(db: Db, now: () => Date, sagaId: string, step: string,
     await settle(db, sagaId, step, direction, action, ctx, done, undefined, now());
     return done;
   }
-  const previous = last(journal, step, direction);
-  if (previous && (previous.status === 'STARTED' || previous.status === 'UNKNOWN') && action.query) {
+  // Any earlier attempt whose outcome we never learned may have acted: ask before acting again.
+  const unresolved = journal.some((e) => e.step === step && e.direction === direction && (e.status === 'STARTED' || e.status === 'UNKNOWN'));
+  if (unresolved && action.query) {
     const known = await action.query(ctx, key);
     if (known && (known.status === 'DONE' || known.status === 'REFUSED')) {
-      await settle(db, sagaId, step, direction, action, ctx, known, previous.seq, now());
+      // A row of its own: the journal keeps the attempt that was lost and what the query found.
+      await settle(db, sagaId, step, direction, action, ctx, known, undefined, now());
       return known;
     }
   }
