@@ -12,7 +12,7 @@ import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts'
 
 const USAGE = `usage: flashpay sim --scenario seed-002 [--api URL --channel URL]
        flashpay sim --seed N [--orders 24] [--stock 24] [--late 12] [--concurrency 8]
-       [--mix decline=3,lost=4,linger=3,nopay=3,expire=6] [--refund-timeouts 2]
+       [--mix decline=3,lost=4,linger=3,nopay=3,expire=6,refuse=0,refundfail=0] [--refund-timeouts 2]
        [--api URL --channel URL] [--tenant sim] [--json]
 Without --api it starts a throwaway stack (DATABASE_URL, else an embedded PostgreSQL in a temp dir).
 With --api it drives a running \`flashpay start --control\` (tokens signed with FLASHPAY_JWT_SECRET or .flashpay/jwt.secret).`;

@@ -12,11 +12,11 @@ interface SimJson {
 }
 
 /** Runs `flashpay sim` as a user would, on a fresh database, and returns its exit code and JSON report. */
-async function runSim(seed: number): Promise<{ code: number | null; report: SimJson; stderr: string }> {
+async function runSim(seed: number, extra: string[] = []): Promise<{ code: number | null; report: SimJson; stderr: string }> {
   const db = await freshDatabase({ poolSize: 1 });
   // Small pools: several sales run at once, and a default PostgreSQL allows only 100 connections.
   const env = { ...process.env, DATABASE_URL: db.url, FLASHPAY_POOL_SIZE: '6' };
-  const child = spawn(process.execPath, [BIN, 'sim', '--seed', String(seed), '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'sim', '--seed', String(seed), '--json', ...extra], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -46,6 +46,17 @@ describe('flashpay sim: the seeded fault-injection flash sale (C29-13)', () => {
     expect(report.final.PAID).toBe(24);
     expect(report.reconciliation.totals).toMatchObject({ paid: 24, confirmed: 24, paid_sum: 24 * 1990, channel_net: 24 * 1990, drift: 0 });
     expect(report.lines[2]).toMatch(/mismatches=0 pending=0 .*drift=0/);
+    expect(code).toBe(0);
+  }, 120_000);
+
+  it('S002-10 seed 29 with refused fulfilments and failing refunds (--mix refuse=3,refundfail=2) still ends mismatches=0 pending=0', async () => {
+    // Proves seed 002's compensation under the whole seed-000 fault mix: the 5 refused orders are
+    // COMPENSATED (money back, unit back on sale), and everything else reconciles as before.
+    const { code, report, stderr } = await runSim(29, ['--mix', 'refuse=3,refundfail=2']);
+    expect(report.reconciliation.mismatches, stderr).toEqual([]);
+    expect(report.reconciliation.pending).toBe(0);
+    expect(report.final.COMPENSATED).toBe(5);
+    expect(report.reconciliation.totals.drift).toBe(0);
     expect(code).toBe(0);
   }, 120_000);
 });
