@@ -91,6 +91,24 @@ describe('compensation under faults (seed 002)', () => {
     expect(await refunds(o.orderId)).toBe(1);
   });
 
+  it('S002-14 a compensation stuck past its deadline is listed at GET /v1/admin/attention (own tenant, admins only) and counted in the metrics', async () => {
+    const o = await paidOrder();
+    await s.control('POST', '/_control/faults', { op: 'fulfil', kind: 'REFUSE', merchant_order: o.orderId });
+    await s.control('POST', '/_control/faults', { op: 'refund', kind: 'ERROR_500', merchant_order: o.orderId, times: 5 });
+    await runSagaPass({ ...sagaDeps(s.deps), deadlineMs: 1 }, { only: [o.orderId] });
+    s.clock.advance(10);
+    await pass(o.orderId);
+    const listed = await s.call('GET', '/v1/admin/attention', { token: s.admin });
+    expect(listed.status).toBe(200);
+    expect(listed.body.orders).toContainEqual(expect.objectContaining({ order_id: o.orderId, status: 'COMPENSATION_PENDING', reason: expect.stringContaining('past its deadline') }));
+    const other = await s.call('GET', '/v1/admin/attention', { token: await s.token('tenant-b', 'ops', 'admin') });
+    expect(other.body.orders.map((x: { order_id: string }) => x.order_id)).not.toContain(o.orderId);
+    expect((await s.call('GET', '/v1/admin/attention', { token: o.token })).status).toBe(403);
+    const metrics = await s.call('GET', '/metrics');
+    expect(metrics.text).toMatch(/flashpay_compensations_started_total \d+/);
+    expect(metrics.text).toMatch(/flashpay_compensations_pending [1-9]/);
+  });
+
   it('S002-08 negative control: compensating in forward order (release, then refund) with the refund down is caught by reconciliation as COMPENSATED_MONEY_KEPT', async () => {
     const o = await paidOrder();
     // A flow whose journal lists the charge before the unit: reverse order then releases first.
