@@ -68,7 +68,7 @@ export function registerControlRoutes(app: FastifyInstance, deps: ChannelDeps): 
     deps.faults.clear();
     deps.requests.clear();
     deps.accounts?.clear();
-    deps.fulfilments?.clear();
+    await deps.fulfilments?.clear();
     await deps.notifier.reset();
     await deps.store.reset();
     return { ok: true };

@@ -5,7 +5,7 @@ import type { FaultBook, FaultHits, FaultOp, RequestCounter } from './faults.ts'
 import { decideCharge, decideClose, decideQuery, decideRefund, RefundKeyConflict, statementBody, type LedgerStore, type Outcome } from './ledger.ts';
 import type { Notifier } from './notifier.ts';
 import type { Accounts } from './accounts.ts';
-import type { FulfilmentBook } from './fulfilments.ts';
+import type { FulfilmentStore } from './fulfilments.ts';
 import { channelProblem } from './problems.ts';
 import { chargeBody, closeBody, queryParams, refundBody, statementQuery, type ChargeBody, type RefundBody } from './channel.schemas.ts';
 
@@ -19,7 +19,7 @@ export interface ChannelDeps {
   pause(ms: number): Promise<void>;
   /** Seed 002: customer balances and the fulfilment double. */
   accounts?: Accounts;
-  fulfilments?: FulfilmentBook;
+  fulfilments?: FulfilmentStore;
 }
 
 export function assertHttpUrl(value: string, field: string): void {

@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { perform, type ChannelDeps } from './channel.routes.ts';
-import { newId, type Outcome } from './ledger.ts';
+import { randomBytes } from 'node:crypto';
+import type { Outcome } from './ledger.ts';
 
 // The fake fulfilment provider (seed 002's ticket issuance): one fulfilment per key, idempotent —
 // a repeat of the key gets the first answer, a refusal included (REFUSE is a refusal for good).
-// In memory, like the control state: a double for tests and the simulation.
+// In memory, or in the channel's database when its ledger is there (so `flashpay start` keeps them across a restart).
 
 export interface FulfilmentRecord {
   key: string;
@@ -14,27 +15,39 @@ export interface FulfilmentRecord {
   at: string;
 }
 
-export class FulfilmentBook {
+/** Where the double keeps its fulfilments: memory, or the channel's own database (survives a restart). */
+export interface FulfilmentStore {
+  find(key: string): Promise<FulfilmentRecord | undefined>;
+  /** The first answer for `key` wins; a repeat returns it unchanged. */
+  decide(key: string, orderId: string, refuse: boolean): Promise<FulfilmentRecord>;
+  list(): Promise<FulfilmentRecord[]>;
+  clear(): Promise<void>;
+}
+
+export function newFulfilment(key: string, orderId: string, refuse: boolean): FulfilmentRecord {
+  return { key, orderId, status: refuse ? 'REFUSED' : 'FULFILLED', ref: refuse ? null : `ful_${randomBytes(12).toString('hex')}`, at: new Date().toISOString() };
+}
+
+export class FulfilmentBook implements FulfilmentStore {
   private byKey = new Map<string, FulfilmentRecord>();
 
-  find(key: string): FulfilmentRecord | undefined {
+  async find(key: string): Promise<FulfilmentRecord | undefined> {
     return this.byKey.get(key);
   }
 
-  /** The first answer for `key` wins; a repeat returns it unchanged. */
-  decide(key: string, orderId: string, refuse: boolean): FulfilmentRecord {
+  async decide(key: string, orderId: string, refuse: boolean): Promise<FulfilmentRecord> {
     const found = this.byKey.get(key);
     if (found) return found;
-    const record: FulfilmentRecord = { key, orderId, status: refuse ? 'REFUSED' : 'FULFILLED', ref: refuse ? null : newId('re').replace('re_', 'ful_'), at: new Date().toISOString() };
+    const record = newFulfilment(key, orderId, refuse);
     this.byKey.set(key, record);
     return record;
   }
 
-  list(): FulfilmentRecord[] {
+  async list(): Promise<FulfilmentRecord[]> {
     return [...this.byKey.values()];
   }
 
-  clear(): void {
+  async clear(): Promise<void> {
     this.byKey.clear();
   }
 }
@@ -47,16 +60,16 @@ function answer(record: FulfilmentRecord): Outcome {
 const key = { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' } as const;
 const fulfilBody = { type: 'object', required: ['key', 'order_id'], properties: { key, order_id: { type: 'string', minLength: 1, maxLength: 255 } } } as const;
 
-export function registerFulfilmentRoutes(app: FastifyInstance, deps: ChannelDeps, book: FulfilmentBook): void {
+export function registerFulfilmentRoutes(app: FastifyInstance, deps: ChannelDeps, book: FulfilmentStore): void {
   app.post('/fulfilments', { schema: { body: fulfilBody } }, async (request, reply) => {
     const body = request.body as { key: string; order_id: string };
-    return perform(deps, request, reply, 'fulfil', body.order_id, async (hits) => answer(book.decide(body.key, body.order_id, hits.REFUSE !== undefined)));
+    return perform(deps, request, reply, 'fulfil', body.order_id, async (hits) => answer(await book.decide(body.key, body.order_id, hits.REFUSE !== undefined)));
   });
   // The query that resolves a lost answer: what happened under this key, if anything.
   app.get('/fulfilments/*', async (request) => {
     const k = decodeURIComponent((request.params as { '*': string })['*']);
-    const found = book.find(k);
+    const found = await book.find(k);
     return found ? { key: k, status: found.status, ref: found.ref, order_id: found.orderId } : { key: k, status: 'NOT_FOUND' };
   });
-  app.get('/fulfilments', async () => ({ fulfilments: book.list().map((f) => ({ key: f.key, order_id: f.orderId, status: f.status, ref: f.ref, at: f.at })) }));
+  app.get('/fulfilments', async () => ({ fulfilments: (await book.list()).map((f) => ({ key: f.key, order_id: f.orderId, status: f.status, ref: f.ref, at: f.at })) }));
 }

@@ -47,14 +47,15 @@ export async function startChannel(options: ChannelOptions & { host?: string; po
     { retryBaseMs: options.notifyRetryBaseMs ?? DEFAULT_RETRY_BASE_MS, maxAttempts: options.notifyMaxAttempts ?? DEFAULT_MAX_ATTEMPTS },
     log,
   );
+  const store = options.store ?? createMemoryLedger();
   const deps: ChannelDeps = {
-    store: options.store ?? createMemoryLedger(),
+    store,
     faults: new FaultBook(),
     requests: new RequestCounter(),
     notifier,
     pause: (ms) => delay(ms, undefined, { signal: shutdown.signal }),
     accounts: new Accounts(),
-    fulfilments: new FulfilmentBook(),
+    fulfilments: store.fulfilments ?? new FulfilmentBook(),
   };
   const app = buildHttp({ bodyLimitBytes: BODY_LIMIT_BYTES, logLevel: 'silent' });
   registerLedgerRoutes(app, deps);
