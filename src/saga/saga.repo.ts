@@ -52,6 +52,12 @@ interface SagaRow {
 
 const toSaga = (r: SagaRow): Saga => ({ sagaId: r.saga_id, flow: r.flow, state: r.state, attempts: r.attempts, nextAttemptAt: r.next_attempt_at, deadlineAt: r.deadline_at, attention: r.attention });
 
+/** Of `ids`, those that already have a saga (one indexed read instead of one insert attempt each). */
+export async function existingSagas(db: Executor, ids: readonly string[]): Promise<Set<string>> {
+  const result = await db.query<{ saga_id: string }>('SELECT saga_id FROM sagas WHERE saga_id = ANY($1)', [ids]);
+  return new Set(result.rows.map((r) => r.saga_id));
+}
+
 export async function findSaga(db: Executor, sagaId: string): Promise<Saga | undefined> {
   const result = await db.query<SagaRow>('SELECT * FROM sagas WHERE saga_id = $1', [sagaId]);
   return result.rows[0] ? toSaga(result.rows[0]) : undefined;

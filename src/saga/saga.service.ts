@@ -6,7 +6,7 @@ import type { FulfilmentClient } from './fulfilment.client.ts';
 import { ORDER_FLOW } from './order.flow.ts';
 import { compensationRefunds, type ProviderPayments } from './refund.seam.ts';
 import { advance } from './saga.runner.ts';
-import { claimDueSagas, countSagasByState, finishSagaAttempt, insertEntry, tryInsertSaga, type Saga } from './saga.repo.ts';
+import { claimDueSagas, countSagasByState, existingSagas, finishSagaAttempt, insertEntry, tryInsertSaga, type Saga } from './saga.repo.ts';
 import { sagaMetrics } from './saga.metrics.ts';
 
 export interface SagaDeps {
@@ -78,8 +78,10 @@ async function examine(deps: SagaDeps, saga: Saga): Promise<{ state: string; pen
  */
 export async function runSagaPass(deps: SagaDeps, options: { only?: readonly string[] } = {}): Promise<SagaPassReport> {
   let started = 0;
-  for (const orderId of await listUnfulfilledPaid(deps.db, SAGA_BATCH)) {
-    if (options.only && !options.only.includes(orderId)) continue;
+  const unfulfilled = (await listUnfulfilledPaid(deps.db, SAGA_BATCH)).filter((id) => !options.only || options.only.includes(id));
+  const known = await existingSagas(deps.db, unfulfilled);
+  for (const orderId of unfulfilled) {
+    if (known.has(orderId)) continue;
     if (await startOrderSaga(deps, orderId)) started++;
   }
   const now = deps.clock.now();
