@@ -12,7 +12,8 @@ describe('compensation under faults (seed 002)', () => {
   let s: PaymentStack;
   let n = 0;
   beforeAll(async () => {
-    s = await startPaymentStack();
+    // A pay timeout generous for a loaded machine; the lost answers below are held well past it.
+    s = await startPaymentStack({ config: { payTimeoutMs: 1_000 } });
     await createSku(s, { sku: 'seat', name: 'Seat', price: 120, stock: 20 });
   });
   afterAll(async () => s.close());
@@ -33,7 +34,7 @@ describe('compensation under faults (seed 002)', () => {
   it('S002-05 refund answer lost (DELAY_RESPONSE past the timeout): the query by refund key decides; never a second refund', async () => {
     const o = await paidOrder();
     await s.control('POST', '/_control/faults', { op: 'fulfil', kind: 'REFUSE', merchant_order: o.orderId });
-    await s.control('POST', '/_control/faults', { op: 'refund', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 1_500 });
+    await s.control('POST', '/_control/faults', { op: 'refund', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 2_500 });
     await pass(o.orderId);
     const lost = await s.order(o.orderId);
     expect([lost.status, lost.reservation.status]).toEqual(['COMPENSATION_PENDING', 'CONFIRMED']);
@@ -57,7 +58,7 @@ describe('compensation under faults (seed 002)', () => {
     await s.control('POST', '/_control/faults', { op: 'fulfil', kind: 'ERROR_500', merchant_order: o.orderId });
     await pass(o.orderId);
     expect((await s.order(o.orderId)).status).toBe('PAID');
-    await s.control('POST', '/_control/faults', { op: 'fulfil', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 1_500 });
+    await s.control('POST', '/_control/faults', { op: 'fulfil', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 2_500 });
     await pass(o.orderId);
     expect((await s.order(o.orderId)).status).toBe('PAID');
     await pass(o.orderId); // the query finds the fulfilment the lost answer made
@@ -73,7 +74,7 @@ describe('compensation under faults (seed 002)', () => {
   it('S002-07 negative control: a runner that uses a fresh refund key per retry never completes (the provider refunds a charge once) — the real one does with one key', async () => {
     const o = await paidOrder();
     await s.control('POST', '/_control/faults', { op: 'fulfil', kind: 'REFUSE', merchant_order: o.orderId });
-    await s.control('POST', '/_control/faults', { op: 'refund', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 1_500 });
+    await s.control('POST', '/_control/faults', { op: 'refund', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 2_500 });
     const real = sagaDeps(s.deps).provider;
     let attempt = 0;
     const freshKeys: ProviderPayments = {

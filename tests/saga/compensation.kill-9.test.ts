@@ -13,7 +13,7 @@ describe('compensation survives kill -9 at every step boundary (seed 002)', () =
   let s: PaymentStack;
   let n = 0;
   beforeAll(async () => {
-    s = await startPaymentStack();
+    s = await startPaymentStack({ config: { payTimeoutMs: 2_000 } }); // no lost answers here: generous for a loaded machine
     await createSku(s, { sku: 'k9', name: 'Seat', price: 120, stock: 10 });
   });
   afterAll(async () => s.close());

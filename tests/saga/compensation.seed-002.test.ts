@@ -7,7 +7,7 @@ import { createSku, startPaymentStack, TENANT, type PaymentStack } from '../supp
 describe('compensation after a refused fulfilment (seed 002)', () => {
   let s: PaymentStack;
   beforeAll(async () => {
-    s = await startPaymentStack();
+    s = await startPaymentStack({ config: { payTimeoutMs: 2_000 } }); // no lost answers here: generous for a loaded machine
   });
   afterAll(async () => s.close());
 
