@@ -2,7 +2,8 @@ import type { AppDeps } from './app.deps.ts';
 import { purgeCompletedKeys } from './idempotency/index.ts';
 import { releaseExpired } from './inventory/index.ts';
 import { paymentDeps } from './payments/index.ts';
-import { runRecoveryPass } from './recovery/index.ts';
+import { runRecoveryPass, sagaDeps } from './recovery/index.ts';
+import { runSagaPass } from './saga/index.ts';
 import { channelClient } from './payments/index.ts';
 import { reconcile, summaryLine } from './reconcile/index.ts';
 
@@ -44,6 +45,8 @@ export const WORKERS: WorkerFactory[] = [
     every('expiry', deps.config.expiryIntervalMs, () => releaseExpired(deps.db, deps.clock), log),
     // The relay runs its own loop (outbox pipeline); recovery here converges orders only.
     every('recovery', deps.config.recoveryIntervalMs, () => runRecoveryPass(paymentDeps(deps), { staleAfterMs: deps.config.staleAfterMs }), log),
+    // Seed 002: fulfil PAID orders, compensate refused ones, retry stalled refunds (with backoff).
+    every('saga', deps.config.recoveryIntervalMs, () => runSagaPass(sagaDeps(deps)), log),
     // The system checks itself: a mismatch is logged with its class, for a person to look at.
     every('reconciliation', deps.config.reconcileIntervalMs, async () => {
       const report = await reconcile(deps.db, channelClient(deps.channelUrl, deps.config.payTimeoutMs));

@@ -256,3 +256,24 @@ export async function tryExpireNow(db: Executor, tenantId: string, key: string, 
   const result = await db.query(`UPDATE reservations SET expires_at = $3 WHERE tenant_id = $1 AND request_key = $2 AND status = 'HELD'`, [tenantId, key, now]);
   return result.rowCount === 1;
 }
+
+/**
+ * CONFIRMED → RELEASED: a sold unit goes back on sale (seed 002's compensation, after the refund
+ * is confirmed). Acts only on a CONFIRMED reservation and says whether it did.
+ */
+export async function tryUnconfirm(tx: Tx, tenantId: string, key: string, now: Date): Promise<boolean> {
+  const result = await tx.query<{ user_id: string; sku: string; quantity: number }>(
+    `WITH r AS (
+       UPDATE reservations SET status = 'RELEASED', updated_at = $3
+       WHERE tenant_id = $1 AND request_key = $2 AND status = 'CONFIRMED'
+       RETURNING tenant_id, sku, user_id, quantity)
+     UPDATE skus s SET confirmed = s.confirmed - r.quantity, available = s.available + r.quantity, released = s.released + r.quantity
+     FROM r WHERE s.tenant_id = r.tenant_id AND s.sku = r.sku
+     RETURNING r.user_id, r.sku, r.quantity`,
+    [tenantId, key, now],
+  );
+  const row = result.rows[0];
+  if (!row) return false;
+  await subtractHolding(tx, tenantId, row.sku, row.user_id, row.quantity);
+  return true;
+}

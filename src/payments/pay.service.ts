@@ -30,7 +30,7 @@ export async function beginPay(deps: PaymentDeps, tx: Tx, principal: Principal, 
   }
   return {
     continueWith: async (complete) => {
-      const reply = await deps.channel.charge(orderId, order.amount, deps.notifyUrl);
+      const reply = await deps.channel.charge(orderId, order.amount, deps.notifyUrl, `${order.tenantId}/${order.userId}`);
       await faultPoint('pay.after-charge'); // C29-10: PAYING committed, the provider charged, nothing recorded
       let response: StoredResponse | undefined;
       await settle(deps, orderId, chargeAnswer(reply, order.amount), async (tx) => {

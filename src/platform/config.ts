@@ -42,6 +42,9 @@ export interface Config {
   rateLimitPerMinute: number;
   /** A bearer token Prometheus may scrape `/metrics` with (an operator token also works). */
   metricsToken: string | undefined;
+  /** Seed 002: the fulfilment provider (default: the channel, which has the fake one). */
+  fulfilmentUrl: string | undefined;
+  compensationDeadlineMs: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -97,5 +100,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     // Twenty a second, sustained, per buyer and route: far above a person retrying, far below a script.
     rateLimitPerMinute: int(env, 'FLASHPAY_RATE_LIMIT_PER_MINUTE', 1_200),
     metricsToken: env.FLASHPAY_METRICS_TOKEN || undefined,
+    fulfilmentUrl: env.FLASHPAY_FULFILMENT_URL || undefined,
+    // A day of retries with backoff before a stuck fulfilment or compensation is a person's job.
+    compensationDeadlineMs: int(env, 'FLASHPAY_COMPENSATION_DEADLINE_MS', 24 * 3600 * 1000, 1),
   };
 }

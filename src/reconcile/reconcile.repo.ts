@@ -8,6 +8,8 @@ export interface OrderRow {
   reservation: string | null;
   /** How many lines (reservations) the order has. */
   lines: number;
+  fulfilment: string;
+  saga_late: boolean;
 }
 
 /**
@@ -25,10 +27,13 @@ export async function listOrdersWithReservation(db: Executor, tenantId?: string)
                  WHEN bool_or(r.status = 'HELD') THEN 'HELD'
                  WHEN o.status = 'PAID' THEN 'RELEASED'
                  ELSE 'CONFIRMED' END AS reservation,
-            count(*)::int AS lines
+            count(*)::int AS lines,
+            o.fulfilment_status AS fulfilment,
+            bool_or(coalesce(s.state IN ('FORWARD', 'COMPENSATING') AND s.deadline_at <= now(), false)) AS saga_late
      FROM orders o
      CROSS JOIN LATERAL (SELECT o.reservation_key AS key UNION ALL SELECT l.reservation_key FROM order_lines l WHERE l.order_id = o.order_id AND l.line_no > 1) k
      LEFT JOIN reservations r ON r.tenant_id = o.tenant_id AND r.request_key = k.key
+     LEFT JOIN sagas s ON s.saga_id = o.order_id
      WHERE ($1::text IS NULL OR o.tenant_id = $1)
      GROUP BY o.order_id
      ORDER BY o.created_at`,
