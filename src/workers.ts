@@ -5,25 +5,39 @@ import { paymentDeps } from './payments/payments.routes.ts';
 import { runRecoveryPass } from './recovery/recovery.service.ts';
 import { channelClient } from './payments/channel.client.ts';
 import { reconcile, summaryLine } from './reconcile/reconcile.service.ts';
+import { backoffDelayMs } from './outbox/backoff.ts';
 
 export interface Loop {
   stop(): Promise<void>;
 }
 
+// A loop that keeps failing (the database is away) waits at most this long between tries.
+const LOOP_BACKOFF_MAX_MS = 30_000;
+
 /**
- * A thin loop around a runOnce: never overlapping itself, errors logged and retried on the next
- * tick, stopped by awaiting the pass in flight (STYLE: every background job is runOnce + loop).
+ * A thin loop around a runOnce: never overlapping itself, stopped by awaiting the pass in flight
+ * (STYLE: every background job is runOnce + loop). A failing pass backs off exponentially with
+ * jitter (the database is away: do not hammer it, do not log every tick) and the loop resumes
+ * its normal pace, saying so, on the first pass that succeeds.
  */
 export function every(name: string, intervalMs: number, runOnce: () => Promise<unknown>, log: (line: string) => void): Loop {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> = Promise.resolve();
+  let failures = 0;
   const tick = () => {
     inFlight = runOnce()
-      .then(() => undefined)
-      .catch((error: unknown) => log(`${name} failed: ${(error as Error).message}`))
+      .then(() => {
+        if (failures > 0) log(`${name} resumed after ${failures} failed passes`);
+        failures = 0;
+      })
+      .catch((error: unknown) => {
+        failures++;
+        if (failures === 1 || failures % 10 === 0) log(`${name} failed (${failures} in a row, backing off): ${(error as Error).message}`);
+      })
       .finally(() => {
-        if (!stopped) timer = setTimeout(tick, intervalMs);
+        const delayMs = failures === 0 ? intervalMs : backoffDelayMs(failures, intervalMs, Math.max(intervalMs, LOOP_BACKOFF_MAX_MS));
+        if (!stopped) timer = setTimeout(tick, delayMs);
       });
   };
   timer = setTimeout(tick, intervalMs);

@@ -11,6 +11,7 @@ import type { ChargeReply } from './channel.client.ts';
 import { applyCharged, applyNotCharged, type Applied } from './effects.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { sendRefund } from './refund.service.ts';
+import { bestEffort, settleAfterCall } from './after-call.ts';
 
 type Complete = (tx: Tx, response: StoredResponse) => Promise<void>;
 
@@ -61,10 +62,10 @@ export async function beginPay(deps: PaymentDeps, tx: Tx, principal: Principal, 
     continueWith: async (complete) => {
       const reply = await deps.channel.charge(orderId, order.amount, deps.notifyUrl);
       await faultPoint('pay.after-charge'); // C29-10: PAYING committed, the provider charged, nothing recorded
-      const { response, applied } = await applyReply(deps, orderId, order.amount, reply, complete);
+      const settled = await settleAfterCall(orderId, () => applyReply(deps, orderId, order.amount, reply, complete));
       // The refund is sent after the transition to REFUNDING committed, never inside it.
-      if (applied?.refund) await sendRefund(deps, orderId);
-      return response;
+      if ('applied' in settled && settled.applied?.refund) await bestEffort(`refund of ${orderId}`, () => sendRefund(deps, orderId));
+      return settled.response;
     },
   };
 }

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { isBusyError, isConnectionError } from './db.ts';
+import { CommitOutcomeUnknownError, isBusyError, isConnectionError } from './db.ts';
 import { AppError, problem, type ErrorCode, type Problem } from './errors.ts';
 
 declare module 'fastify' {
@@ -62,6 +62,12 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
 
   app.setErrorHandler((error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof AppError) return sendProblem(reply, error.toProblem(), error.headers);
+    // The connection died with the COMMIT in flight: it may have happened. Say so; a retry with the
+    // same Idempotency-Key replays it if it did and executes it if it did not.
+    if (error instanceof CommitOutcomeUnknownError) {
+      request.log.warn({ err: error }, 'commit outcome unknown');
+      return sendProblem(reply, problem('UNAVAILABLE', 'the database connection was lost while committing; the outcome is unknown: retry with the same Idempotency-Key to learn it', { outcome: 'unknown' }), { 'Retry-After': '1' });
+    }
     // The database (and so the idempotency key store) is unreachable: nothing executed, retry later.
     if (isConnectionError(error)) return sendProblem(reply, problem('UNAVAILABLE', 'the database is unreachable; nothing was executed'), { 'Retry-After': '1' });
     // A lock or statement timeout rolled the transaction back: overloaded, not broken.
