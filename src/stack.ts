@@ -47,9 +47,9 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
   const notify = await loadSecret(config.notifySecret, config.dataDir, 'notify');
   if (jwt.generated || notify.generated) log(`using development secrets kept under ${config.dataDir} (set FLASHPAY_JWT_SECRET and FLASHPAY_NOTIFY_SECRET in production)`);
 
-  const pool = createPool(database.url, config.poolSize);
+  const pool = createPool(database.url, config.poolSize, config.dbConnectTimeoutMs);
   // The provider double needs few connections; never more than the service's own pool.
-  const channelPool = createPool(database.channelUrl, Math.min(10, config.poolSize));
+  const channelPool = createPool(database.channelUrl, Math.min(10, config.poolSize), config.dbConnectTimeoutMs);
   let channel: RunningChannel | undefined;
   if (!config.channelUrl) {
     channel = await startChannel({ store: await createPgLedger(channelPool), notifySecret: notify.secret, control: options.control, host: config.host, port: options.channelPort, log });

@@ -24,9 +24,11 @@ export interface EmbeddedOptions {
   /** false: the data directory is deleted on stop (test clusters). */
   persistent: boolean;
   log?: (line: string) => void;
+  /** A fixed port (a restart keeps its address); default a free one. */
+  port?: number;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
@@ -131,7 +133,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
   // PG_VERSION is written by initdb: present means "initialised", never initialise again.
   if (existsSync(path.join(dataDir, 'PG_VERSION'))) await stopOrphanedPostmaster(dataDir);
   else await initialise(binaries.initdb, dataDir, runAs);
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const child = await startPostmaster(binaries.postgres, dataDir, port, runAs, log);
   // If this process exits without stop(), do not leave a postmaster behind.
   const onExit = () => child.kill('SIGINT');

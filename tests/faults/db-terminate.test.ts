@@ -1,4 +1,6 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../support/payments.ts';
 import { answersGrow, startLoad } from './load.ts';
 import { answeredMatchDatabase, convergeClean, FAULT_TENANT, startFaultStack, terminateBackends, type FaultStack } from './support.ts';
 
@@ -8,7 +10,7 @@ import { answeredMatchDatabase, convergeClean, FAULT_TENANT, startFaultStack, te
 describe('database fault: every backend terminated under load', () => {
   let s: FaultStack;
   beforeAll(async () => {
-    s = await startFaultStack({ env: { FLASHPAY_POOL_SIZE: '8', FLASHPAY_EXPIRY_INTERVAL_MS: '200', FLASHPAY_RECOVERY_INTERVAL_MS: '500' } });
+    s = await startFaultStack({ env: { FLASHPAY_POOL_SIZE: '8', FLASHPAY_EXPIRY_INTERVAL_MS: '200', FLASHPAY_RECOVERY_INTERVAL_MS: '500', FLASHPAY_DB_CONNECT_TIMEOUT_MS: '1000', FLASHPAY_IDEMPOTENCY_WAIT_MS: '1000' } });
   });
   afterAll(async () => s?.close());
 
@@ -33,5 +35,24 @@ describe('database fault: every backend terminated under load', () => {
     const clean = await convergeClean(s);
     expect(clean.mismatches).toEqual([]);
     expect(s.proc.stderr()).not.toMatch(/Unhandled|uncaught/i);
+  }, 120_000);
+
+  it('F-03: the pool runs dry behind a hot row held by another session: 503s within the deadline, then it drains', async () => {
+    // Proves a dry pool answers 503 UNAVAILABLE + Retry-After instead of queueing requests forever.
+    expect((await s.adminCall('POST', '/v1/admin/skus', { sku: 'dry', name: 'Dry', price: 500, stock: 100_000 })).status).toBe(201);
+    const blocker = new pg.Client({ connectionString: s.db.url });
+    await blocker.connect();
+    await blocker.query(`BEGIN; SELECT 1 FROM skus WHERE sku = 'dry' FOR UPDATE`);
+    const load = startLoad({ api: s.proc.api, signer: s.signer, tenant: FAULT_TENANT, sku: 'dry', workers: 16, deadlineMs: 15_000, maxTries: 1 });
+    await eventually(async () => load.report.unavailable, (n) => n >= 16, 30_000);
+    expect(load.report.created.size).toBe(0);
+    await blocker.query('COMMIT');
+    await blocker.end();
+    await answersGrow(load.report, 60, s.alive);
+    const report = await load.stop();
+    expect(s.alive()).toBe(true);
+    expect(report.violations).toEqual([]);
+    expect(await answeredMatchDatabase(s.db, report.created, report.paid)).toEqual([]);
+    expect((await convergeClean(s)).mismatches).toEqual([]);
   }, 120_000);
 });

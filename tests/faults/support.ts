@@ -23,10 +23,11 @@ export interface FaultStack {
   close(): Promise<void>;
 }
 
-export async function startFaultStack(options: { env?: NodeJS.ProcessEnv; args?: string[]; databaseUrl?: string } = {}): Promise<FaultStack> {
+/** `db` defaults to a fresh database on the suite's server; a test that restarts its own server passes one there. */
+export async function startFaultStack(options: { env?: NodeJS.ProcessEnv; args?: string[]; db?: TestDatabase } = {}): Promise<FaultStack> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-fault-'));
-  const db = await freshDatabase({ poolSize: 4 });
-  const env: NodeJS.ProcessEnv = { ...process.env, FLASHPAY_JWT_SECRET: FAULT_JWT, FLASHPAY_LOG_LEVEL: 'warn', DATABASE_URL: options.databaseUrl ?? db.url, ...options.env };
+  const db = options.db ?? (await freshDatabase({ poolSize: 4 }));
+  const env: NodeJS.ProcessEnv = { ...process.env, FLASHPAY_JWT_SECRET: FAULT_JWT, FLASHPAY_LOG_LEVEL: 'warn', DATABASE_URL: db.url, ...options.env };
   const proc = await spawnStart(dir, env, ['--control', ...(options.args ?? [])]);
   const signer = tokenSigner(FAULT_JWT);
   const admin = await signer.sign({ tenantId: FAULT_TENANT, userId: 'ops', scope: 'admin' });
@@ -55,7 +56,7 @@ export async function startFaultStack(options: { env?: NodeJS.ProcessEnv; args?:
       if (stack.alive() && proc.child.pid) process.kill(-proc.child.pid, 'SIGKILL');
       await waitForExit(proc.child);
       await db.drop();
-      await adminSql((c) => c.query(`DROP DATABASE IF EXISTS ${db.name}_channel WITH (FORCE)`));
+      if (!options.db) await adminSql((c) => c.query(`DROP DATABASE IF EXISTS ${db.name}_channel WITH (FORCE)`));
       await rm(dir, { recursive: true, force: true });
     },
   };
