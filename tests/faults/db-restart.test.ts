@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../src/platform/db.ts';
-import { ensureDatabase, freePort, startEmbedded, withDatabase, type EmbeddedCluster } from '../../src/platform/embedded.ts';
+import { ensureDatabase, freePort, startEmbedded, type EmbeddedCluster } from '../../src/platform/embedded.ts';
 import { migrate } from '../../src/platform/migrate.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { answersGrow, startLoad } from './load.ts';
