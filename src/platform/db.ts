@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { businessMetrics } from './business-metrics.ts';
 
 // bigint counts (COUNT(*), SUM) come back as strings by default; every amount here fits a JS number.
 pg.types.setTypeParser(20, (value) => Number(value));
@@ -80,6 +81,7 @@ export async function inTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOpt
         // connection absorbs a killed backend; a server that is gone fails the retry at once.
         broken = true;
         if (attempt < CONNECTION_RETRIES) {
+          businessMetrics.txRetries.inc({ code: 'connection' });
           client.removeListener('error', onError);
           client.release(true);
           released = true;
@@ -94,6 +96,7 @@ export async function inTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOpt
       }
       const code = (error as { code?: string }).code;
       if (code !== undefined && RETRYABLE.has(code) && attempt < retries) {
+        businessMetrics.txRetries.inc({ code });
         await sleep(5 * 2 ** attempt + Math.random() * 10);
         continue;
       }
