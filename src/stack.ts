@@ -7,6 +7,7 @@ import { loadSecret, tokenSigner, type TokenSigner } from './platform/auth.ts';
 import { systemClock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
 import { createPool } from './platform/db.ts';
+import { closeGracefully } from './platform/http.ts';
 import { migrate } from './platform/migrate.ts';
 import { clearRuntime, openDatabase, writeRuntime } from './runtime.ts';
 import { startWorkers } from './workers.ts';
@@ -76,10 +77,13 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
     channel: deps.channelUrl,
     deps,
     signer,
+    // Graceful: stop accepting and let requests in flight answer (bounded), while the loops finish
+    // their pass; only then the provider double (in-flight pays are calling it) and the pool.
     async stop() {
-      await Promise.all(loops.map((loop) => loop.stop()));
+      const loopsStopped = Promise.all(loops.map((loop) => loop.stop()));
+      if (!(await closeGracefully(app, config.shutdownGraceMs))) log(`requests still in flight after ${config.shutdownGraceMs} ms were cut`);
+      await loopsStopped;
       await events.stop();
-      await app.close();
       await channel?.close();
       await pool.end();
       await channelPool.end();

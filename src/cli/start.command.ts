@@ -18,9 +18,13 @@ export async function startCommand(argv: string[]): Promise<void> {
 
   let stopping = false;
   const stop = async () => {
-    if (stopping) return;
+    // A second signal while stopping: the operator wants out now.
+    if (stopping) {
+      log('second signal: exiting now');
+      process.exit(1);
+    }
     stopping = true;
-    log('stopping');
+    log('stopping: no new requests; letting those in flight finish');
     await stack.stop();
     process.exit(0);
   };

@@ -45,7 +45,9 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
     // Logs go to stderr: stdout carries what commands print for people and scripts.
     logger: options.logLevel && options.logLevel !== 'silent' ? { level: options.logLevel, stream: process.stderr } : false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
-    forceCloseConnections: true,
+    // On close, idle keep-alive sockets go at once; a request in flight finishes and gets its
+    // real answer (closeGracefully bounds the wait). `true` cut pays whose charge had gone through.
+    forceCloseConnections: 'idle',
   });
 
   app.removeContentTypeParser('application/json');
@@ -83,4 +85,28 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
 
 export function fail(code: ErrorCode, detail: string, extra: Record<string, unknown> = {}): never {
   throw new AppError(code, detail, extra);
+}
+
+const IDLE_SWEEP_MS = 50;
+
+/**
+ * Stops accepting, lets the requests in flight finish and answer (new requests on open sockets
+ * get 503 meanwhile), and past `graceMs` cuts what is left. True when everything finished in time.
+ */
+export async function closeGracefully(app: FastifyInstance, graceMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const closed = app.close().then(() => true);
+  // A keep-alive socket whose request finished after close() began is idle now: let it go too.
+  const sweeper = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
+  const expired = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), graceMs);
+  });
+  const drained = await Promise.race([closed, expired]);
+  clearTimeout(timer);
+  clearInterval(sweeper);
+  if (!drained) {
+    app.server.closeAllConnections();
+    await closed;
+  }
+  return drained;
 }
