@@ -11,5 +11,6 @@ export const businessMetrics = {
   recovered: new Counter({ name: 'flashpay_recovery_resolved_total', help: 'Orders a recovery pass converged, by final status', labelNames: ['status'], registers: [businessRegistry] }),
   unfinished: new Gauge({ name: 'flashpay_orders_unfinished', help: 'PAYING, UNKNOWN and REFUNDING orders after the last recovery pass', registers: [businessRegistry] }),
   txRetries: new Counter({ name: 'flashpay_db_tx_retries_total', help: 'Transactions retried, by SQLSTATE (40001 serialization, 40P01 deadlock) or "connection"', labelNames: ['code'], registers: [businessRegistry] }),
+  componentUp: new Gauge({ name: 'flashpay_component_up', help: 'A broker consumer is connected (1) or down and reconnecting (0)', labelNames: ['component'], registers: [businessRegistry] }),
   mismatches: new Gauge({ name: 'flashpay_reconciliation_mismatches', help: 'Mismatches found by the last reconciliation', registers: [businessRegistry] }),
 };

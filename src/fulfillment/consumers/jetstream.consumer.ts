@@ -1,5 +1,6 @@
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
-import { connect, nanos } from '@nats-io/transport-node';
+import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { registerComponent, type ComponentHealth } from '../../platform/health.ts';
 import type { Db } from '../../platform/db.ts';
 import { ensureStream } from '../../outbox/sinks/nats.sink.ts';
 import type { BrokerTopology } from '../../outbox/sinks/topology.ts';
@@ -78,6 +79,16 @@ function orderedPool(options: JetStreamConsumerOptions, apply: ConsumeFn) {
   };
 }
 
+/** Mirrors the connection's state into the component's health (metric and /readyz). */
+async function watchConnection(connection: NatsConnection, health: ComponentHealth, onError?: (error: unknown) => void): Promise<void> {
+  for await (const status of connection.status()) {
+    if (status.type === 'disconnect') {
+      health.down('disconnected; reconnecting');
+      onError?.(new Error('jetstream consumer: disconnected; reconnecting'));
+    } else if (status.type === 'reconnect') health.up();
+  }
+}
+
 /**
  * The fulfillment service reading the order stream through a durable pull consumer with explicit
  * acks, applying messages concurrently but each order's in stream order.
@@ -85,7 +96,11 @@ function orderedPool(options: JetStreamConsumerOptions, apply: ConsumeFn) {
 export async function startJetStreamConsumer(options: JetStreamConsumerOptions): Promise<RunningConsumer> {
   const apply = options.consumeFn ?? consume;
   const { stream, subjectPrefix, durable } = options.topology;
-  const connection = await connect({ servers: options.servers, name: 'flashpay-fulfillment' });
+  // Never give up reconnecting (the client's default stops after 10 tries): a broker that comes
+  // back after a long outage must find its consumer again.
+  const connection = await connect({ servers: options.servers, name: 'flashpay-fulfillment', maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  const health = registerComponent('jetstream-consumer');
+  void watchConnection(connection, health, options.onError);
   try {
     const jsm = await jetstreamManager(connection);
     await ensureStream(jsm, { servers: options.servers, topology: options.topology }); // either side may start first
@@ -105,12 +120,14 @@ export async function startJetStreamConsumer(options: JetStreamConsumerOptions):
     })();
     return {
       async stop() {
+        health.remove();
         await messages.close();
         await loop;
         if (!connection.isClosed()) await connection.drain();
       },
     };
   } catch (error) {
+    health.remove();
     await connection.close();
     throw error;
   }
