@@ -7,10 +7,14 @@ import { FAULT_TENANT, startFaultStack, type FaultStack } from './support.ts';
 // arrives all get their real answer (PAID), the process exits 0, and every answer is in the database.
 describe('graceful shutdown', () => {
   let s: FaultStack;
+  let second: FaultStack | undefined;
   beforeAll(async () => {
     s = await startFaultStack({ env: { FLASHPAY_PAY_TIMEOUT_MS: '5000' } });
   });
-  afterAll(async () => s?.close());
+  afterAll(async () => {
+    await s?.close();
+    await second?.close();
+  });
 
   it('S-01: SIGTERM during 64 in-flight pays: every client gets a real answer, nothing lost', async () => {
     expect((await s.adminCall('POST', '/v1/admin/skus', { sku: 'tee', name: 'Tee', price: 700, stock: 64 })).status).toBe(201);
@@ -41,5 +45,25 @@ describe('graceful shutdown', () => {
     const events = await s.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE event_type = 'ORDER_PAID' AND order_id = ANY($1)`, [orders]);
     expect(events.rows[0]?.n).toBe(64);
     expect(s.proc.stderr()).not.toMatch(/Cannot use a pool after calling end/);
+  }, 120_000);
+
+  it('S-02: a second signal while a pay is still in flight exits at once; the pay stays PAYING for recovery', async () => {
+    second = await startFaultStack({ env: { FLASHPAY_PAY_TIMEOUT_MS: '30000', FLASHPAY_SHUTDOWN_GRACE_MS: '60000' } });
+    const t = second;
+    expect((await t.adminCall('POST', '/v1/admin/skus', { sku: 'slow', name: 'Slow', price: 700, stock: 1 })).status).toBe(201);
+    const buyer = await t.signer.sign({ tenantId: FAULT_TENANT, userId: 'patient', scope: 'buyer' });
+    const headers = (key: string) => ({ authorization: `Bearer ${buyer}`, 'idempotency-key': key, 'content-type': 'application/json' });
+    const created = (await (await fetch(`${t.proc.api}/v1/orders`, { method: 'POST', headers: headers('o'), body: '{"sku":"slow"}' })).json()) as { order_id: string };
+    await fetch(`${t.proc.channel}/_control/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ op: 'charge', kind: 'DELAY_RESPONSE', ms: 20_000 }) });
+    const paying = fetch(`${t.proc.api}/v1/orders/${created.order_id}/pay`, { method: 'POST', headers: headers('p') }).catch(() => 'cut');
+    await eventually(async () => ((await (await fetch(`${t.proc.channel}/_control/requests`)).json()) as { charge: { total: number } }).charge.total, (n) => n === 1);
+    t.proc.child.kill('SIGTERM');
+    await eventually(async () => t.proc.stderr(), (text) => /stopping/.test(text));
+    t.proc.child.kill('SIGTERM');
+    expect(await waitForExit(t.proc.child)).toBe(1);
+    expect(t.proc.stderr()).toMatch(/second signal: exiting now/);
+    expect(await paying).toBe('cut');
+    const order = await t.db.pool.query<{ status: string }>('SELECT status FROM orders WHERE order_id = $1', [created.order_id]);
+    expect(order.rows[0]?.status).toBe('PAYING'); // committed before the call: recovery converges it
   }, 120_000);
 });
