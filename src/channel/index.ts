@@ -51,7 +51,8 @@ export async function startChannel(options: ChannelOptions & { host?: string; po
     notifier,
     pause: (ms) => delay(ms, undefined, { signal: shutdown.signal }),
   };
-  const app = buildHttp({ bodyLimitBytes: BODY_LIMIT_BYTES, logLevel: 'silent' });
+  // Closed last in `flashpay start` (after the API drained); its held faults are cut, as before.
+  const app = buildHttp({ bodyLimitBytes: BODY_LIMIT_BYTES, logLevel: 'silent', closeConnections: 'all' });
   registerLedgerRoutes(app, deps);
   if (options.control) registerControlRoutes(app, deps);
   await app.listen({ host, port: options.port ?? 0 });

@@ -11,6 +11,11 @@ declare module 'fastify' {
 export interface HttpOptions {
   bodyLimitBytes: number;
   logLevel?: string;
+  /**
+   * What close() does with open sockets: 'idle' (default) lets requests in flight answer; 'all'
+   * cuts them (the provider double, whose held faults must not keep a close open).
+   */
+  closeConnections?: 'idle' | 'all';
 }
 
 /** Sends an RFC 9457 problem document. */
@@ -47,7 +52,7 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     // On close, idle keep-alive sockets go at once; a request in flight finishes and gets its
     // real answer (closeGracefully bounds the wait). `true` cut pays whose charge had gone through.
-    forceCloseConnections: 'idle',
+    forceCloseConnections: options.closeConnections === 'all' ? true : 'idle',
   });
 
   // While closing, every answer says `Connection: close`: a keep-alive socket whose request was
