@@ -7,7 +7,7 @@ import { ensureDatabase, freePort, startEmbedded, type EmbeddedCluster } from '.
 import { migrate } from '../../src/platform/migrate.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { answersGrow, startLoad } from './load.ts';
-import { answeredMatchDatabase, convergeClean, FAULT_TENANT, startFaultStack, type FaultStack } from './support.ts';
+import { answeredMatchDatabase, convergeClean, FAULT_TENANT, simConverges, startFaultStack, type FaultStack } from './support.ts';
 
 // Proves the process rides out its PostgreSQL server going away and coming back (a restart of the
 // server itself, on its own address): while it is away requests get a quick 503 with Retry-After
@@ -64,5 +64,9 @@ describe('database fault: the PostgreSQL server restarts under load', () => {
     expect((await convergeClean(s)).mismatches).toEqual([]);
     // The loops said they were failing and said when they came back.
     expect(s.proc.stderr()).toMatch(/resumed after/);
+    // And a seeded sale with every provider fault still converges on the same process.
+    const sim = await simConverges(s, 7);
+    expect(sim.output).toMatch(/mismatches=0 pending=0/);
+    expect(sim.code).toBe(0);
   }, 150_000);
 });

@@ -107,3 +107,18 @@ export async function answeredMatchDatabase(db: TestDatabase, created: Map<strin
   }
   return wrong;
 }
+
+/** `flashpay sim` (a small seeded sale with every fault) driven against the stack: exit 0 only when it reconciles clean. */
+export async function simConverges(stack: FaultStack, seed: number): Promise<{ code: number | null; output: string }> {
+  const { spawn } = await import('node:child_process');
+  const { BIN } = await import('../support/process.ts');
+  const child = spawn(process.execPath, [BIN, 'sim', '--seed', String(seed), '--orders', '12', '--stock', '10', '--late', '4', '--mix', 'decline=2,lost=3,linger=2,nopay=1,expire=0', '--refund-timeouts', '0', '--api', stack.proc.api, '--channel', stack.proc.channel], {
+    env: { ...process.env, FLASHPAY_JWT_SECRET: FAULT_JWT },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, output };
+}
