@@ -5,6 +5,7 @@ import { paymentDeps } from './payments/payments.routes.ts';
 import { runRecoveryPass } from './recovery/recovery.service.ts';
 import { channelClient } from './payments/channel.client.ts';
 import { reconcile, summaryLine } from './reconcile/reconcile.service.ts';
+import { whenChanged } from './reconcile/reconcile.schedule.ts';
 import { backoffDelayMs } from './outbox/backoff.ts';
 
 export interface Loop {
@@ -59,11 +60,12 @@ export const WORKERS: WorkerFactory[] = [
     // The relay runs its own loop (outbox pipeline); recovery here converges orders only.
     every('recovery', deps.config.recoveryIntervalMs, () => runRecoveryPass(paymentDeps(deps), { staleAfterMs: deps.config.staleAfterMs }), log),
     // The system checks itself: a mismatch is logged with its class, for a person to look at.
-    every('reconciliation', deps.config.reconcileIntervalMs, async () => {
+    // Skipped while nothing was written (whenChanged), so a quiet system is not read every minute.
+    every('reconciliation', deps.config.reconcileIntervalMs, whenChanged(deps.db, async () => {
       const report = await reconcile(deps.db, channelClient(deps.channelUrl, deps.config.payTimeoutMs));
       for (const m of report.mismatches.slice(0, 20)) log(`reconciliation mismatch ${m.order_id} ${m.status ?? '-'} ${m.class}: ${m.detail}`);
       if (report.mismatches.length > 0) log(summaryLine(report));
-    }, log),
+    }), log),
     // Every 10 s, each pass looping over batches: it keeps up with a sale writing 10k keys/s.
     every('idempotency-purge', 10_000, () => purgeCompletedKeys(deps.db, new Date(deps.clock.now().getTime() - deps.config.idempotencyRetentionMs)), log),
   ],

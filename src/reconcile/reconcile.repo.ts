@@ -8,14 +8,31 @@ export interface OrderRow {
   reservation: string | null;
 }
 
-/** Every order with the status of the reservation it points at now. */
-export async function listOrdersWithReservation(db: Executor): Promise<OrderRow[]> {
+// One page of the order scan: a bounded result per statement, however large the table.
+export const ORDER_PAGE_SIZE = 5_000;
+
+/** One keyset page of orders, each with the status of the reservation it points at now; `after` is the last order_id seen. */
+export async function listOrdersWithReservationPage(db: Executor, after: string | null, limit = ORDER_PAGE_SIZE): Promise<OrderRow[]> {
   const result = await db.query<OrderRow>(
     `SELECT o.order_id, o.status, o.amount, r.status AS reservation
      FROM orders o LEFT JOIN reservations r ON r.tenant_id = o.tenant_id AND r.request_key = o.reservation_key
-     ORDER BY o.created_at`,
+     WHERE $1::text IS NULL OR o.order_id > $1
+     ORDER BY o.order_id LIMIT $2`,
+    [after, limit],
   );
   return result.rows;
+}
+
+/**
+ * Writes to the tables reconciliation reads, as counted by PostgreSQL's statistics (no scan, no
+ * index): when this has not moved and the provider is not asked, nothing can have changed.
+ */
+export async function changeCounter(db: Executor): Promise<number> {
+  const result = await db.query<{ n: number | null }>(
+    `SELECT sum(n_tup_ins + n_tup_upd + n_tup_del)::bigint AS n FROM pg_stat_user_tables
+     WHERE relname IN ('orders', 'reservations', 'skus', 'outbox', 'fulfillment') AND schemaname = current_schema()`,
+  );
+  return result.rows[0]?.n ?? 0;
 }
 
 /** SKUs whose counters disagree with each other or with their reservation rows. */

@@ -1,8 +1,8 @@
 import { businessMetrics } from '../platform/business-metrics.ts';
-import { inTx, type Db } from '../platform/db.ts';
+import { inTx, type Db, type Tx } from '../platform/db.ts';
 import { checkEventIntegrity } from '../outbox/integrity.ts';
 import type { ChannelClient, StatementLine } from '../payments/channel.client.ts';
-import { countConfirmedReservations, listOrdersWithReservation, listStockDrift } from './reconcile.repo.ts';
+import { countConfirmedReservations, listOrdersWithReservationPage, listStockDrift, ORDER_PAGE_SIZE, type OrderRow } from './reconcile.repo.ts';
 import { classify, PENDING_STATUSES, type LedgerView, type MismatchClass } from './reconcile.rules.ts';
 
 export interface Mismatch {
@@ -43,20 +43,51 @@ const NO_LINES: LedgerView = { charges: 0, charged: 0, refunds: 0, refunded: 0 }
 // Each read is one full scan; far above what the tables of one sale need, well below "hung".
 const SNAPSHOT_STATEMENT_TIMEOUT_MS = 120_000;
 
+interface OrderTally {
+  mismatches: Mismatch[];
+  statuses: Record<string, number>;
+  pendingOrders: Array<{ order_id: string; status: string }>;
+  paid: number;
+  paidSum: number;
+  /** Provider orders not matched by any of ours yet; what is left at the end has no order. */
+  unmatched: Set<string>;
+}
+
+/** Judges one page of orders against the provider's ledger; pure, so a page never holds a lock longer. */
+function tallyPage(tally: OrderTally, page: OrderRow[], ledger: Map<string, LedgerView>): void {
+  for (const order of page) {
+    tally.unmatched.delete(order.order_id);
+    tally.statuses[order.status] = (tally.statuses[order.status] ?? 0) + 1;
+    if (order.status === 'PAID') {
+      tally.paid++;
+      tally.paidSum += order.amount;
+    }
+    if (PENDING_STATUSES.has(order.status)) tally.pendingOrders.push({ order_id: order.order_id, status: order.status });
+    for (const m of classify({ status: order.status, amount: order.amount, reservation: order.reservation, ledger: ledger.get(order.order_id) ?? NO_LINES })) {
+      tally.mismatches.push({ order_id: order.order_id, status: order.status, ...m });
+    }
+  }
+}
+
 /**
- * Every database fact from one REPEATABLE READ snapshot. Read on separate pooled connections, a
+ * Every database fact from one REPEATABLE READ snapshot, the orders read in keyset pages (a
+ * bounded result per statement) and judged page by page. Read on separate pooled connections, a
  * PAID that commits between "count CONFIRMED" and "list orders" shows confirmed != paid out of
  * nothing under ordinary traffic (tests/reconcile/live.test.ts). Read-only: it cannot fail to serialize.
  */
-function readDatabaseFacts(db: Db) {
+function readDatabaseFacts(db: Db, ledger: Map<string, LedgerView>) {
   return inTx(
     db,
-    async (tx) => ({
-      orders: await listOrdersWithReservation(tx),
-      confirmed: await countConfirmedReservations(tx),
-      stockDrift: await listStockDrift(tx),
-      integrity: await checkEventIntegrity(tx),
-    }),
+    async (tx: Tx) => {
+      const tally: OrderTally = { mismatches: [], statuses: {}, pendingOrders: [], paid: 0, paidSum: 0, unmatched: new Set(ledger.keys()) };
+      for (let after: string | null = null; ; ) {
+        const page = await listOrdersWithReservationPage(tx, after);
+        tallyPage(tally, page, ledger);
+        if (page.length < ORDER_PAGE_SIZE) break;
+        after = page[page.length - 1]?.order_id ?? null;
+      }
+      return { tally, confirmed: await countConfirmedReservations(tx), stockDrift: await listStockDrift(tx), integrity: await checkEventIntegrity(tx) };
+    },
     { isolation: 'REPEATABLE READ', statementTimeoutMs: SNAPSHOT_STATEMENT_TIMEOUT_MS },
   );
 }
@@ -68,26 +99,11 @@ function readDatabaseFacts(db: Db) {
  */
 export async function reconcile(db: Db, channel: ChannelClient): Promise<ReconciliationReport> {
   // The provider's statement cannot share the snapshot: rules across the two are judged on a quiet system.
-  const [statement, { orders, confirmed, stockDrift, integrity }] = await Promise.all([channel.statement(), readDatabaseFacts(db)]);
+  const statement = await channel.statement();
   const ledger = ledgerByOrder(statement.lines);
-  const mismatches: Mismatch[] = [];
-  const statuses: Record<string, number> = {};
-  const pendingOrders: Array<{ order_id: string; status: string }> = [];
-  let paid = 0;
-  let paidSum = 0;
-  for (const order of orders) {
-    statuses[order.status] = (statuses[order.status] ?? 0) + 1;
-    if (order.status === 'PAID') {
-      paid++;
-      paidSum += order.amount;
-    }
-    if (PENDING_STATUSES.has(order.status)) pendingOrders.push({ order_id: order.order_id, status: order.status });
-    for (const m of classify({ status: order.status, amount: order.amount, reservation: order.reservation, ledger: ledger.get(order.order_id) ?? NO_LINES })) {
-      mismatches.push({ order_id: order.order_id, status: order.status, ...m });
-    }
-  }
-  const known = new Set(orders.map((o) => o.order_id));
-  for (const mo of ledger.keys()) if (!known.has(mo)) mismatches.push({ order_id: mo, status: null, class: 'PROVIDER_RECORD_WITHOUT_ORDER', detail: 'the provider has lines for an order we do not have' });
+  const { tally, confirmed, stockDrift, integrity } = await readDatabaseFacts(db, ledger);
+  const { mismatches, statuses, pendingOrders, paid, paidSum } = tally;
+  for (const mo of tally.unmatched) mismatches.push({ order_id: mo, status: null, class: 'PROVIDER_RECORD_WITHOUT_ORDER', detail: 'the provider has lines for an order we do not have' });
   if (confirmed !== paid) mismatches.push({ order_id: GLOBAL, status: null, class: 'CONFIRMED_NE_PAID', detail: `confirmed=${confirmed} != paid=${paid}` });
   for (const s of stockDrift) mismatches.push({ order_id: GLOBAL, status: null, class: 'STOCK_NOT_CONSERVED', detail: `${s.tenant_id}/${s.sku}: ${s.detail}` });
   // While an order is unfinished, money may legitimately be in flight: compare net only when none is.
