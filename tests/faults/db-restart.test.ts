@@ -42,7 +42,7 @@ describe('database fault: the PostgreSQL server restarts under load', () => {
   it('F-02: server stopped and started again: quick 503s and a red /readyz while away, then it resumes', async () => {
     expect((await s.adminCall('POST', '/v1/admin/skus', { sku: 'hot', name: 'Hot', price: 500, stock: 100_000 })).status).toBe(201);
     const load = startLoad({ api: s.proc.api, signer: s.signer, tenant: FAULT_TENANT, sku: 'hot', workers: 8, deadlineMs: 15_000 });
-    await answersGrow(load.report, 60, s.alive);
+    await answersGrow(load.report, 60, s.alive, undefined, s.proc.stderr);
 
     await cluster?.stop();
     cluster = undefined;
@@ -55,7 +55,7 @@ describe('database fault: the PostgreSQL server restarts under load', () => {
     expect(s.alive()).toBe(true);
 
     await boot();
-    await answersGrow(load.report, 60, s.alive);
+    await answersGrow(load.report, 60, s.alive, undefined, s.proc.stderr);
     const report = await load.stop();
     expect((await fetch(`${s.proc.api}/readyz`)).status).toBe(200);
     expect(report.violations).toEqual([]);

@@ -19,10 +19,10 @@ describe('database fault: every backend terminated under load', () => {
     const load = startLoad({ api: s.proc.api, signer: s.signer, tenant: FAULT_TENANT, sku: 'hot', workers: 12, deadlineMs: 15_000 });
     let killed = 0;
     for (let round = 0; round < 3; round++) {
-      await answersGrow(load.report, 60, s.alive);
+      await answersGrow(load.report, 60, s.alive, undefined, s.proc.stderr);
       killed += await terminateBackends([s.db.name, `${s.db.name}_channel`]);
     }
-    await answersGrow(load.report, 60, s.alive); // it serves again after the last round
+    await answersGrow(load.report, 60, s.alive, undefined, s.proc.stderr); // it serves again after the last round
     const report = await load.stop();
 
     expect(s.alive()).toBe(true);
@@ -48,7 +48,7 @@ describe('database fault: every backend terminated under load', () => {
     expect(load.report.created.size).toBe(0);
     await blocker.query('COMMIT');
     await blocker.end();
-    await answersGrow(load.report, 60, s.alive);
+    await answersGrow(load.report, 60, s.alive, undefined, s.proc.stderr);
     const report = await load.stop();
     expect(s.alive()).toBe(true);
     expect(report.violations).toEqual([]);

@@ -101,11 +101,11 @@ export function startLoad(options: LoadOptions): { stop(): Promise<LoadReport>; 
 }
 
 /** Resolves once `n` more answers arrived (progress of the load, never a bare sleep). */
-export async function answersGrow(report: LoadReport, n: number, alive: () => boolean, timeoutMs = 45_000): Promise<void> {
+export async function answersGrow(report: LoadReport, n: number, alive: () => boolean, timeoutMs = 45_000, why: () => string = () => ''): Promise<void> {
   const target = report.answers + n;
   const deadline = Date.now() + timeoutMs;
   while (report.answers < target) {
-    if (!alive()) throw new Error(`the process died under load after ${report.answers} answers`);
+    if (!alive()) throw new Error(`the process died under load after ${report.answers} answers:\n${why().slice(-4000)}`);
     if (Date.now() > deadline) throw new Error(`load made no progress: ${report.answers}/${target} answers`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

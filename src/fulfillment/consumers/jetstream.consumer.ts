@@ -22,6 +22,7 @@ export interface JetStreamConsumerOptions {
 const DEFAULT_ACK_WAIT_MS = 30_000;
 const RETRY_DELAY_MS = 1_000; // a failed message (database down) comes back after this, not in a hot loop
 const MAX_IN_FLIGHT = 64; // messages pulled ahead of processing
+const PULL_EXPIRES_MS = 5_000; // the client's default is 30 s: delivery would resume that late after a broker restart
 
 // Messages applied at once, each in its own transaction; one order's events stay in stream order.
 const MAX_CONCURRENT = 16;
@@ -112,7 +113,8 @@ export async function startJetStreamConsumer(options: JetStreamConsumerOptions):
       ack_wait: nanos(options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
     });
     const consumer = await jetstream(connection).consumers.get(stream, durable);
-    const messages = await consumer.consume({ max_messages: MAX_IN_FLIGHT });
+    // Pull requests expire every PULL_EXPIRES_MS: after a reconnect a fresh pull is never far off.
+    const messages = await consumer.consume({ max_messages: MAX_IN_FLIGHT, expires: PULL_EXPIRES_MS });
     const pool = orderedPool(options, apply);
     const loop = (async () => {
       for await (const message of messages) await pool.submit(message);
