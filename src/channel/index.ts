@@ -79,7 +79,8 @@ export async function startChannel(options: ChannelOptions & { host?: string; po
     accounts: new Accounts(),
     fulfilments: store.fulfilments ?? new FulfilmentBook(),
   };
-  const app = buildHttp({ bodyLimitBytes: BODY_LIMIT_BYTES, logLevel: 'silent' });
+  // Closed last in `flashpay start` (after the API drained); its held faults are cut, as before.
+  const app = buildHttp({ bodyLimitBytes: BODY_LIMIT_BYTES, logLevel: 'silent', closeConnections: 'all' });
   registerLedgerRoutes(app, deps);
   registerFulfilmentRoutes(app, deps, deps.fulfilments ?? new FulfilmentBook());
   if (options.control) {

@@ -2,3 +2,4 @@
 export { reconcile, summaryLine, type ReconciliationReport } from './reconcile.service.ts';
 export { reconcileRoutes } from './reconcile.routes.ts';
 export { checkEventIntegrity, type EventIntegrity } from './reconcile.events.ts';
+export { whenChanged } from './reconcile.schedule.ts';

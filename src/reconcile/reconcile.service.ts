@@ -1,8 +1,8 @@
 import { businessMetrics } from '../platform/business-metrics.ts';
-import { inTx, type Db } from '../platform/db.ts';
+import { inTx, type Db, type Tx } from '../platform/db.ts';
 import { checkEventIntegrity } from './reconcile.events.ts';
 import type { ChannelClient, StatementLine } from '../payments/index.ts';
-import { countConfirmedReservations, listOrdersWithReservation, listStockDrift } from './reconcile.repo.ts';
+import { countConfirmedReservations, listOrdersWithReservationPage, listStockDrift, ORDER_PAGE_SIZE, type OrderRow } from './reconcile.repo.ts';
 import { mergeLedgers, readWalletFacts } from './reconcile.wallet.ts';
 import { classify, PENDING_STATUSES, type LedgerView, type MismatchClass } from './reconcile.rules.ts';
 import { COMPENSATION_STATUSES } from '../orders/index.ts';
@@ -56,20 +56,30 @@ const NO_LINES: LedgerView = { charges: 0, charged: 0, refunds: 0, refunded: 0 }
 const SNAPSHOT_STATEMENT_TIMEOUT_MS = 120_000;
 
 /**
- * Every database fact from one REPEATABLE READ snapshot. Read on separate pooled connections, a
+ * Every database fact from one REPEATABLE READ snapshot, the orders read in keyset pages (a
+ * bounded result per statement). Read on separate pooled connections, a
  * PAID that commits between "count CONFIRMED" and "list orders" shows confirmed != paid out of
  * nothing under ordinary traffic (tests/reconcile/live.test.ts). Read-only: it cannot fail to serialize.
  */
 function readDatabaseFacts(db: Db, tenantId: string | undefined) {
   return inTx(
     db,
-    async (tx) => ({
-      orders: await listOrdersWithReservation(tx, tenantId),
-      confirmed: await countConfirmedReservations(tx, tenantId),
-      stockDrift: await listStockDrift(tx, tenantId),
-      integrity: await checkEventIntegrity(tx, tenantId),
-      wallet: await readWalletFacts(tx, tenantId),
-    }),
+    async (tx: Tx) => {
+      const orders: OrderRow[] = [];
+      for (let after: string | null = null; ; ) {
+        const page = await listOrdersWithReservationPage(tx, tenantId, after);
+        orders.push(...page);
+        if (page.length < ORDER_PAGE_SIZE) break;
+        after = page[page.length - 1]?.order_id ?? null;
+      }
+      return {
+        orders,
+        confirmed: await countConfirmedReservations(tx, tenantId),
+        stockDrift: await listStockDrift(tx, tenantId),
+        integrity: await checkEventIntegrity(tx, tenantId),
+        wallet: await readWalletFacts(tx, tenantId),
+      };
+    },
     { isolation: 'REPEATABLE READ', statementTimeoutMs: SNAPSHOT_STATEMENT_TIMEOUT_MS },
   );
 }
