@@ -126,7 +126,8 @@ async function loadReconciliation() {
   /** @type {Record<string, number>} */
   const byClass = {};
   for (const m of report.mismatches) byClass[m.class] = (byClass[m.class] ?? 0) + 1;
-  $('mismatches').querySelector('tbody')?.replaceChildren(...Object.entries(byClass).map(([c, n]) => h('tr', {}, h('td', {}, c), h('td', { class: 'num' }, String(n)))));
+  const rows = Object.entries(byClass).map(([c, n]) => h('tr', { 'data-class': c }, h('td', {}, c), h('td', { class: 'num' }, String(n))));
+  $('mismatches').querySelector('tbody')?.replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: '2', class: 'muted' }, 'No mismatch.'))]));
 }
 
 async function loadOrders() {

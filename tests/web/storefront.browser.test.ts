@@ -73,6 +73,10 @@ describe('W15 storefront in Chromium: order, pay once, survive a refresh', () =>
     await orderCard(page).getByText('Timeline').click();
     await expect.poll(() => orderCard(page).locator('li').allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/UNKNOWN → PAID/)]));
     await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'storefront.png'), fullPage: true });
+    // On a phone's width nothing is cut off sideways.
+    await page.setViewportSize({ width: 390, height: 844 });
+    // (The chart redraws at the new width a frame later.)
+    await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
   }, TEST_MS);
 
   browserIt('W15-02: a queued order with too low a wallet goes RELEASING → CANCELLED on screen', async (ctx) => {
