@@ -75,7 +75,7 @@ describe('W15 storefront in Chromium: order, pay once, survive a refresh', () =>
     await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'storefront.png'), fullPage: true });
     // On a phone's width nothing is cut off sideways.
     await page.setViewportSize({ width: 390, height: 844 });
-    // (The chart redraws at the new width a frame later.)
+    // (Layout settles a frame after the resize.)
     await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
   }, TEST_MS);
 
