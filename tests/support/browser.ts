@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { it } from 'vitest';
+import { it, type TestContext } from 'vitest';
 
 // Debian's Chromium: Playwright's own browser download is not reachable from this network.
 export const CHROMIUM = process.env.FLASHPAY_CHROMIUM ?? '/usr/bin/chromium';
@@ -15,7 +15,7 @@ const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '
  * Browser tests run when Chromium is installed and say "skipped: no Chromium" otherwise;
  * FLASHPAY_REQUIRE_BROWSER=1 (set by .ci/run) turns a missing Chromium into a failure.
  */
-export function browserIt(name: string, fn: () => Promise<void>, timeoutMs: number): void {
+export function browserIt(name: string, fn: (context: TestContext) => Promise<void>, timeoutMs: number): void {
   if (existsSync(CHROMIUM)) it(name, fn, timeoutMs);
   else if (process.env.FLASHPAY_REQUIRE_BROWSER === '1')
     it(name, () => {

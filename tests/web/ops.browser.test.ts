@@ -8,7 +8,7 @@ import { tokenSigner } from '../../src/platform/auth.ts';
 import { staleFloorMs } from '../../src/recovery/index.ts';
 import { browserIt, launchBrowser, SCREENSHOT_DIR } from '../support/browser.ts';
 import { freshDatabase } from '../support/db.ts';
-import { createSku, startPaymentStack, TENANT } from '../support/payments.ts';
+import { createSku, startPaymentStack } from '../support/payments.ts';
 import { BIN, spawnStart, waitForExit } from '../support/process.ts';
 
 const TEST_MS = 180_000;
