@@ -15,6 +15,18 @@ const catalogueAnswer = {
   },
 } as const;
 
+// Each order as `GET /v1/orders/{id}` shows it (every field kept), plus its timeline.
+const ordersAnswer = {
+  type: 'object',
+  required: ['orders'],
+  properties: {
+    orders: {
+      type: 'array',
+      items: { type: 'object', additionalProperties: true, required: ['order_id', 'status', 'amount', 'timeline'], properties: { order_id: { type: 'string' }, status: { type: 'string' }, amount: { type: 'integer' }, timeline: { type: 'array', items: { type: 'object', additionalProperties: true } } } },
+    },
+  },
+} as const;
+
 /**
  * The storefront's reads. `GET /v1/orders` is the buyer's own newest orders with their timelines:
  * the page rebuilds "my orders" from it after a refresh, because the truth is in the database,
@@ -26,7 +38,7 @@ export function shopRoutes(app: FastifyInstance, deps: AppDeps): void {
     skus: await listCatalogue(deps.db, principalOf(request).tenantId),
   }));
 
-  app.get('/v1/orders', { onRequest: buyer, schema: { tags: ['orders'] } }, async (request) => {
+  app.get('/v1/orders', { onRequest: buyer, schema: { tags: ['orders'], response: { 200: ordersAnswer } } }, async (request) => {
     const { tenantId, userId } = principalOf(request);
     const orders = [];
     for (const id of await listOrderIdsOfUser(deps.db, tenantId, userId)) {
