@@ -10,6 +10,7 @@ import { reconcileRoutes } from './reconcile/index.ts';
 import { recoveryRoutes } from './recovery/index.ts';
 import { sagaRoutes } from './saga/index.ts';
 import { walletRoutes } from './wallet/index.ts';
+import { webRoutes } from './web/index.ts';
 import { buildHttp } from './platform/http.ts';
 import { installMetrics } from './platform/metrics.ts';
 import { metricsGuard } from './platform/metrics.guard.ts';
@@ -18,7 +19,7 @@ import { componentsDown } from './platform/health.ts';
 export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 
 /** Later modules (payments, outbox, fulfillment, recovery) plug in their routes here. */
-const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes, reconcileRoutes, eventsRoutes, walletRoutes, sagaRoutes];
+const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes, reconcileRoutes, eventsRoutes, walletRoutes, sagaRoutes, webRoutes];
 
 export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promise<FastifyInstance> {
   const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel, rateLimitPerMinute: deps.config.rateLimitPerMinute });

@@ -4,3 +4,4 @@ export { findReservation, findSku, lockReservations, reserve, skuKey, tryConfirm
 export { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';
 export { inventoryRoutes } from './inventory.routes.ts';
 export type { Reservation, ReservationStatus, ReserveRequest, ReserveResult, Sku } from './inventory.types.ts';
+export { listCatalogue, type CatalogueEntry } from './inventory.catalogue.ts';

@@ -9,3 +9,4 @@ export { COMPENSATION_STATUSES, EVENT_STATUSES, ORDER_STATUSES, UNFINISHED_STATU
 export { listUnfulfilledPaid, trySetFulfilment } from './orders.fulfilment.ts';
 export type { Order, TimelineEntry } from './orders.types.ts';
 export { claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, STUCK_PREFIX, type Candidate } from './orders.recovery.ts';
+export { BROWSE_LIMIT, listOrderIdsOfUser, listOrdersByStatus, statusCounts, tryClearRecoveryBackoff, type OrderRow } from './orders.browse.ts';

@@ -9,3 +9,4 @@ export { createHttpSink } from './sinks/http.sink.ts';
 export { createNatsSink, ensureStream } from './sinks/nats.sink.ts';
 export { assertTopology } from './sinks/amqp.sink.ts';
 export { DEFAULT_TOPOLOGY, type BrokerTopology } from './sinks/topology.ts';
+export { outboxLag, type OutboxLag } from './outbox.lag.ts';

@@ -1,0 +1,52 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppDeps } from '../app.deps.ts';
+import { principalOf, requirePrincipal } from '../platform/auth.ts';
+import { listCatalogue } from '../inventory/index.ts';
+import { findOrder, getTimeline, listOrderIdsOfUser, orderView } from '../orders/index.ts';
+
+const catalogueAnswer = {
+  type: 'object',
+  required: ['skus'],
+  properties: {
+    skus: {
+      type: 'array',
+      items: { type: 'object', required: ['sku', 'name', 'price', 'available'], properties: { sku: { type: 'string' }, name: { type: 'string' }, price: { type: 'integer' }, available: { type: 'integer' } } },
+    },
+  },
+} as const;
+
+// Each order as `GET /v1/orders/{id}` shows it (every field kept), plus its timeline.
+const ordersAnswer = {
+  type: 'object',
+  required: ['orders'],
+  properties: {
+    orders: {
+      type: 'array',
+      items: { type: 'object', additionalProperties: true, required: ['order_id', 'status', 'amount', 'timeline'], properties: { order_id: { type: 'string' }, status: { type: 'string' }, amount: { type: 'integer' }, timeline: { type: 'array', items: { type: 'object', additionalProperties: true } } } },
+    },
+  },
+} as const;
+
+/**
+ * The storefront's reads. `GET /v1/orders` is the buyer's own newest orders with their timelines:
+ * the page rebuilds "my orders" from it after a refresh, because the truth is in the database,
+ * not in the browser's memory.
+ */
+export function shopRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const buyer = requirePrincipal(deps.signer);
+  app.get('/v1/skus', { onRequest: buyer, schema: { tags: ['orders'], response: { 200: catalogueAnswer } } }, async (request) => ({
+    skus: await listCatalogue(deps.db, principalOf(request).tenantId),
+  }));
+
+  app.get('/v1/orders', { onRequest: buyer, schema: { tags: ['orders'], response: { 200: ordersAnswer } } }, async (request) => {
+    const { tenantId, userId } = principalOf(request);
+    const orders = [];
+    for (const id of await listOrderIdsOfUser(deps.db, tenantId, userId)) {
+      const order = await findOrder(deps.db, id);
+      if (!order) continue;
+      const timeline = await getTimeline(deps.db, id);
+      orders.push({ ...(await orderView(deps.db, order)), timeline });
+    }
+    return { orders };
+  });
+}
