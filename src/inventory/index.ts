@@ -4,3 +4,4 @@ export { findReservation, findSku, lockReservations, reserve, skuKey, tryConfirm
 export { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';
 export { inventoryRoutes } from './inventory.routes.ts';
 export type { Reservation, ReservationStatus, ReserveRequest, ReserveResult, Sku } from './inventory.types.ts';
+export { applyStockBatch, claimStockResults, failStockResult, listParkedStock, markStockResultsSent, parkStockResult, receiveStockRequests, STOCK_BATCH, STOCK_REQUEST_KINDS, type StockRequest } from './stock.service.ts';

@@ -3,6 +3,7 @@
 // answer in one transaction; nothing else in the codebase decides an order's next status.
 import { EVENT_STATUSES, isAllowed, type OrderStatus } from './orders.states.ts';
 import { lineReservationKeyFor } from './orders.keys.ts';
+import { decideQueued, type StockEvent } from './decider.queued.ts';
 
 /** The reservation behind an order, as read under its row lock. */
 export interface Hold {
@@ -22,6 +23,8 @@ export interface OrderFacts {
   status: OrderStatus;
   amount: number;
   reserveAttempt: number;
+  /** Placed with Prefer: respond-async: its stock lives behind the stock service (orders.queued.ts). */
+  queued?: boolean;
 }
 
 /** A provider answer: through the charge reply, a query, a close, a notification or a refund reply. */
@@ -38,9 +41,13 @@ export type OrderEvent =
   /** Recovery found a CREATED order whose hold is gone. */
   | { type: 'HOLD_EXPIRED' }
   /** The provider said something about the order (LOST: the answer never came). */
-  | { type: 'PROVIDER_ANSWERED'; via: ProviderVia; status: ProviderStatus; amount?: number; cause: string };
+  | { type: 'PROVIDER_ANSWERED'; via: ProviderVia; status: ProviderStatus; amount?: number; cause: string }
+  /** The stock service's answer to a queued order's request (decider.queued.ts). */
+  | StockEvent
+  /** A wallet pay of a queued order found too low a balance: the units go back through the stock service. */
+  | { type: 'WALLET_FUNDS_SHORT' };
 
-export const EVENT_KINDS = ['PAY_REQUESTED', 'WALLET_PAY_REQUESTED', 'CANCEL_REQUESTED', 'HOLD_EXPIRED', 'PROVIDER_ANSWERED'] as const;
+export const EVENT_KINDS = ['PAY_REQUESTED', 'WALLET_PAY_REQUESTED', 'CANCEL_REQUESTED', 'HOLD_EXPIRED', 'PROVIDER_ANSWERED', 'STOCK_RESERVED', 'STOCK_REJECTED', 'STOCK_RELEASED', 'WALLET_FUNDS_SHORT'] as const;
 
 // What a provider message did to an order. Stored with every notification and returned to callers.
 export const EFFECTS = [
@@ -58,7 +65,7 @@ export const EFFECTS = [
 export type Effect = (typeof EFFECTS)[number];
 
 /** What the decision does for the caller that is not a provider-message effect. */
-export type Outcome = Effect | 'PAYING' | 'CANCELLED' | 'UNKNOWN' | 'REJECTED' | 'PENDING';
+export type Outcome = Effect | 'PAYING' | 'CANCELLED' | 'UNKNOWN' | 'REJECTED' | 'PENDING' | 'CREATED' | 'RELEASING';
 
 export type StockMove =
   | { op: 'confirm'; key: string }
@@ -90,14 +97,14 @@ export interface Decision {
 const UNPAID: ReadonlySet<OrderStatus> = new Set(['CREATED', 'PAYING', 'UNKNOWN']);
 const SETTLED_PAID: ReadonlySet<OrderStatus> = new Set(['PAID', 'REFUNDING', 'REFUNDED']);
 
-function decision(outcome: Outcome, extra: Partial<Decision> = {}): Decision {
+export function decision(outcome: Outcome, extra: Partial<Decision> = {}): Decision {
   const to = extra.to;
   return { outcome, stock: [], calls: [], emits: to && EVENT_STATUSES.has(to) ? [`ORDER_${to}`] : [], ...extra };
 }
 
-const nothing = (outcome: Outcome, extra: Omit<Partial<Decision>, 'to'> = {}) => decision(outcome, extra);
+export const nothing = (outcome: Outcome, extra: Omit<Partial<Decision>, 'to'> = {}) => decision(outcome, extra);
 
-const releaseHeld = (holds: readonly Hold[]): StockMove[] => holds.filter((h) => h.status === 'HELD').map((h) => ({ op: 'release', key: h.key }));
+export const releaseHeld = (holds: readonly Hold[]): StockMove[] => holds.filter((h) => h.status === 'HELD').map((h) => ({ op: 'release', key: h.key }));
 
 /** The hold can no longer be paid for: released, confirmed elsewhere, missing, or past its expiry. */
 export function holdIsGone(holds: readonly Hold[], now: Date): boolean {
@@ -215,6 +222,8 @@ export function decide(order: OrderFacts, holds: readonly Hold[], event: OrderEv
     case 'PROVIDER_ANSWERED':
       d = providerAnswered(order, holds, event);
       break;
+    default:
+      d = decideQueued(order, holds, event);
   }
   for (const x of [d, d.orElse]) if (x?.to && !isAllowed(order.status, x.to)) throw new Error(`decide: ${order.status} -> ${x.to} is not in the state machine`);
   return d;

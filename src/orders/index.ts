@@ -8,3 +8,5 @@ export { MAX_QUANTITY, ordersRoutes } from './orders.routes.ts';
 export { EVENT_STATUSES, ORDER_STATUSES, UNFINISHED_STATUSES, type OrderStatus } from './orders.states.ts';
 export type { Order, TimelineEntry } from './orders.types.ts';
 export { claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, STUCK_PREFIX, type Candidate } from './orders.recovery.ts';
+export { createPendingOrder, STOCK_REQUEST_TYPES, stockRequestKey } from './orders.queued.ts';
+export { claimStockRequests, failStockRequest, markStockRequestsSent, parkStockRequest, receiveStockResult, resendUnansweredRequests, STOCK_RESULT_TYPES, type ResultEffect, type StockResult } from './orders.stock-results.ts';

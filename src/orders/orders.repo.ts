@@ -14,6 +14,7 @@ interface OrderRow {
   version: number;
   reservation_key: string;
   reserve_attempt: number;
+  queued?: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -30,6 +31,7 @@ function toOrder(row: OrderRow): Order {
     version: row.version,
     reservationKey: row.reservation_key,
     reserveAttempt: row.reserve_attempt,
+    ...(row.queued ? { queued: true } : {}),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

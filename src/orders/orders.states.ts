@@ -1,6 +1,6 @@
 // The order state machine of seed 000 (figure 29-1). This table is the single source: transition()
 // refuses anything not listed, and docs/state-machine.md is generated from it (tests check they agree).
-export const ORDER_STATUSES = ['CREATED', 'PAYING', 'UNKNOWN', 'PAID', 'FAILED', 'CANCELLED', 'REFUNDING', 'REFUNDED'] as const;
+export const ORDER_STATUSES = ['CREATED', 'PAYING', 'UNKNOWN', 'PAID', 'FAILED', 'CANCELLED', 'REFUNDING', 'REFUNDED', 'PENDING', 'REJECTED', 'RELEASING'] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
 
 export const TRANSITIONS: ReadonlyArray<readonly [OrderStatus, OrderStatus, string]> = [
@@ -18,13 +18,18 @@ export const TRANSITIONS: ReadonlyArray<readonly [OrderStatus, OrderStatus, stri
   ['FAILED', 'REFUNDING', 'success after failure, compensating refund'],
   ['CANCELLED', 'REFUNDING', 'success after cancel, compensating refund'],
   ['REFUNDING', 'REFUNDED', 'the channel confirmed the refund'],
+  // Queued orders (seed 004, docs/queued-orders.md): the stock service answers after the 202.
+  ['PENDING', 'CREATED', 'stock service RESERVED every line'],
+  ['PENDING', 'REJECTED', 'stock service REJECTED (SOLD_OUT or USER_LIMIT); nothing is held'],
+  ['CREATED', 'RELEASING', 'wallet too low on a queued order; release requested from the stock service'],
+  ['RELEASING', 'CANCELLED', 'stock service RELEASED the units'],
 ];
 
 /** Statuses whose entry emits an ORDER_<STATUS> outbox event in the same transaction. */
 export const EVENT_STATUSES: ReadonlySet<OrderStatus> = new Set(['PAID', 'FAILED', 'CANCELLED', 'REFUNDED']);
 
 /** Statuses recovery must still drive somewhere; reconciliation lists them as pending. */
-export const UNFINISHED_STATUSES: ReadonlySet<OrderStatus> = new Set(['PAYING', 'UNKNOWN', 'REFUNDING']);
+export const UNFINISHED_STATUSES: ReadonlySet<OrderStatus> = new Set(['PAYING', 'UNKNOWN', 'REFUNDING', 'PENDING', 'RELEASING']);
 
 const ALLOWED = new Set(TRANSITIONS.map(([from, to]) => `${from}>${to}`));
 
@@ -33,7 +38,7 @@ export function isAllowed(from: OrderStatus, to: OrderStatus): boolean {
 }
 
 export function mermaidDiagram(): string {
-  const lines = ['stateDiagram-v2', '    [*] --> CREATED: create (reservation HELD, same transaction)'];
+  const lines = ['stateDiagram-v2', '    [*] --> CREATED: create (reservation HELD, same transaction)', '    [*] --> PENDING: create with Prefer: respond-async (stock request, same transaction)'];
   for (const [from, to, why] of TRANSITIONS) lines.push(`    ${from} --> ${to}: ${why}`);
   return lines.join('\n');
 }

@@ -11,6 +11,8 @@ export interface Order {
   version: number;
   reservationKey: string;
   reserveAttempt: number;
+  /** Placed with Prefer: respond-async (its units are moved by the stock service). */
+  queued?: boolean;
   createdAt: Date;
   updatedAt: Date;
 }

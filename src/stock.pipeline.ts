@@ -1,0 +1,113 @@
+import type { Clock } from './platform/clock.ts';
+import type { Db } from './platform/db.ts';
+import { applyStockBatch, claimStockResults, failStockResult, markStockResultsSent, parkStockResult, receiveStockRequests, STOCK_REQUEST_KINDS } from './inventory/index.ts';
+import { claimStockRequests, failStockRequest, markStockRequestsSent, parkStockRequest, receiveStockResult, resendUnansweredRequests, STOCK_RESULT_TYPES } from './orders/index.ts';
+import { defaultOwner } from './outbox/index.ts';
+
+// Queued orders, wired (seed 004): the shop's stock outbox → the stock service's inbox → its
+// batches → its result outbox → the shop's inbox and the order decider. With no broker configured
+// the database itself carries both directions: "deliver" is an insert into the far side's inbox,
+// and every step is the same claim / dedup / mark as over a broker. `shopDb` and `stockDb` are the
+// same pool when the stock service runs inside `flashpay start`.
+
+// Limits, each with its reason.
+const CLAIM_BATCH = 200; // one claim locks at most this many outbox rows
+const MAX_PASSES = 1_000; // a drain ends even while buyers keep the queue full
+
+export interface StockPumpOptions {
+  shopDb: Db;
+  stockDb: Db;
+  clock: Clock;
+  owner?: string;
+  /** A claim older than this is taken over by another process (contract: 30 s). */
+  leaseMs: number;
+  /** PENDING / RELEASING with no answer for this long: the same request is sent again. */
+  resendAfterMs: number;
+  onError?: (error: unknown) => void;
+}
+
+export interface PumpPass {
+  requests: number;
+  applied: number;
+  results: number;
+  resent: number;
+}
+
+export interface StockPump {
+  readonly owner: string;
+  /** One pass: re-send the unanswered, relay requests, apply one batch, relay results. */
+  runOnce(): Promise<PumpPass>;
+  /** Passes until one moves nothing. */
+  drain(): Promise<PumpPass>;
+}
+
+export function createStockPump(options: StockPumpOptions): StockPump {
+  const owner = options.owner ?? defaultOwner();
+  const onError = options.onError ?? ((error: unknown) => console.error(`[stock ${owner}]`, error));
+  const claim = () => ({ owner, now: options.clock.now(), leaseMs: options.leaseMs, limit: CLAIM_BATCH });
+
+  async function relayRequests(): Promise<number> {
+    const rows = await claimStockRequests(options.shopDb, claim());
+    const known = rows.filter((r) => (STOCK_REQUEST_KINDS as readonly string[]).includes(r.event_type));
+    for (const r of rows.filter((x) => !known.includes(x))) {
+      await parkStockRequest(options.shopDb, r.key, owner, `unknown stock request type "${r.event_type}"`, options.clock.now());
+      onError(new Error(`stock request ${r.key} has unknown type "${r.event_type}"; parked`));
+    }
+    if (known.length === 0) return rows.length;
+    try {
+      await receiveStockRequests(options.stockDb, known.map((r) => ({ request_key: r.key, order_id: r.order_id, event_type: r.event_type, payload: r.payload })), options.clock.now());
+    } catch (error) {
+      for (const r of known) await failStockRequest(options.shopDb, r.key, owner, (error as Error).message);
+      throw error;
+    }
+    // After the far side has it, before the mark: a crash here re-sends, and its inbox absorbs the copy.
+    await markStockRequestsSent(options.shopDb, known.map((r) => r.key), owner, options.clock.now());
+    return rows.length;
+  }
+
+  async function relayResults(): Promise<number> {
+    const rows = await claimStockResults(options.stockDb, claim());
+    const sent: string[] = [];
+    for (const r of rows) {
+      if (!(STOCK_RESULT_TYPES as readonly string[]).includes(r.event_type)) {
+        await parkStockResult(options.stockDb, r.key, owner, `unknown stock result type "${r.event_type}"`, options.clock.now());
+        onError(new Error(`stock result ${r.key} has unknown type "${r.event_type}"; parked`));
+        continue;
+      }
+      try {
+        await receiveStockResult(options.shopDb, { event_id: `stock-${r.key}`, order_id: r.order_id, event_type: r.event_type, payload: r.payload }, options.clock.now());
+        sent.push(r.key);
+      } catch (error) {
+        await failStockResult(options.stockDb, r.key, owner, (error as Error).message);
+        onError(error);
+      }
+    }
+    await markStockResultsSent(options.stockDb, sent, owner, options.clock.now());
+    return rows.length;
+  }
+
+  async function runOnce(): Promise<PumpPass> {
+    const resent = await resendUnansweredRequests(options.shopDb, options.clock.now(), options.resendAfterMs);
+    const requests = await relayRequests();
+    const applied = await applyStockBatch(options.stockDb, options.clock.now());
+    const results = await relayResults();
+    return { requests, applied, results, resent };
+  }
+
+  return {
+    owner,
+    runOnce,
+    async drain() {
+      const total: PumpPass = { requests: 0, applied: 0, results: 0, resent: 0 };
+      for (let pass = 0; pass < MAX_PASSES; pass++) {
+        const p = await runOnce();
+        total.requests += p.requests;
+        total.applied += p.applied;
+        total.results += p.results;
+        total.resent += p.resent;
+        if (p.requests + p.applied + p.results === 0) break;
+      }
+      return total;
+    },
+  };
+}
