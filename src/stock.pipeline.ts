@@ -111,3 +111,8 @@ export function createStockPump(options: StockPumpOptions): StockPump {
     },
   };
 }
+
+/** The pump of `flashpay start` (and of the operator's drain): the stock service inside, on the shop's database. */
+export function stockPumpFor(deps: { db: Db; clock: Clock; config: { claimLeaseMs: number; stockResendAfterMs: number } }, onError?: (error: unknown) => void): StockPump {
+  return createStockPump({ shopDb: deps.db, stockDb: deps.db, clock: deps.clock, leaseMs: deps.config.claimLeaseMs, resendAfterMs: deps.config.stockResendAfterMs, ...(onError ? { onError } : {}) });
+}

@@ -5,6 +5,7 @@ import { paymentDeps } from './payments/index.ts';
 import { runRecoveryPass } from './recovery/index.ts';
 import { channelClient } from './payments/index.ts';
 import { reconcile, summaryLine } from './reconcile/index.ts';
+import { stockPumpFor } from './stock.pipeline.ts';
 
 export interface Loop {
   stop(): Promise<void>;
@@ -50,6 +51,8 @@ export const WORKERS: WorkerFactory[] = [
       for (const m of report.mismatches.slice(0, 20)) log(`reconciliation mismatch ${m.order_id} ${m.status ?? '-'} ${m.class}: ${m.detail}`);
       if (report.mismatches.length > 0) log(summaryLine(report));
     }, log),
+    // Queued orders: requests to the stock service, its batches, its results back (stock.pipeline.ts).
+    ((pump) => every('stock', deps.config.stockIntervalMs, () => pump.drain(), log))(stockPumpFor(deps, (error) => log(`stock: ${(error as Error).message}`))),
     every('idempotency-purge', 60_000, () => purgeCompletedKeys(deps.db, new Date(deps.clock.now().getTime() - deps.config.idempotencyRetentionMs)), log),
   ],
 ];

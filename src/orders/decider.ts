@@ -123,6 +123,8 @@ function startRefund(outcome: Outcome, reason: string): Decision {
  */
 function charged(order: OrderFacts, holds: readonly Hold[], cause: string): Decision {
   if (SETTLED_PAID.has(order.status)) return nothing('DUPLICATE');
+  // PENDING, REJECTED and RELEASING were never sent to the provider: a charge for one is not ours to settle.
+  if (order.status === 'PENDING' || order.status === 'REJECTED' || order.status === 'RELEASING') return nothing('IGNORED', { attention: `${cause} charged a ${order.status} order` });
   if (order.status === 'FAILED' || order.status === 'CANCELLED') return startRefund('REFUNDING_ANOMALY', `${cause} after ${order.status}`);
   if (holds.every((h) => h.status === 'HELD')) {
     return decision('PAID', { to: 'PAID', reason: cause, stock: holds.map((h) => ({ op: 'confirm', key: h.key })) });

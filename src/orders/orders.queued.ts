@@ -3,7 +3,8 @@ import type { Principal } from '../platform/auth.ts';
 import type { Sku } from '../inventory/index.ts';
 import { canonicalLines, readSkus, type RequestedLine } from './orders.create.ts';
 import { lineReservationKeyFor } from './orders.keys.ts';
-import { findLines, insertLines, type OrderLine } from './orders.lines.ts';
+import { findLines, insertLines, lineView, type OrderLine } from './orders.lines.ts';
+import { jsonResponse, type StoredResponse } from '../idempotency/index.ts';
 import { newOrderId } from './orders.repo.ts';
 import type { Order } from './orders.types.ts';
 
@@ -62,4 +63,18 @@ export async function queueStockRequest(tx: Tx, order: Order, type: StockRequest
      ON CONFLICT (request_key) DO NOTHING`,
     [stockRequestKey(order.orderId, type), order.orderId, type, payload, now],
   );
+}
+
+/** RFC 7240: `Prefer: respond-async` (any of the header's preferences), or FLASHPAY_ORDER_MODE=async for every create. */
+export function wantsAsync(prefer: string | string[] | undefined, mode: 'sync' | 'async'): boolean {
+  if (mode === 'async') return true;
+  const values = Array.isArray(prefer) ? prefer : prefer ? [prefer] : [];
+  return values.some((v) => v.split(/[,;]/).some((p) => p.trim().toLowerCase() === 'respond-async'));
+}
+
+/** The 202 a queued create answers (stored with the key, replayed byte for byte). */
+export async function queuedCreateResponse(tx: Tx, principal: Principal, requested: readonly RequestedLine[], now: Date): Promise<StoredResponse> {
+  const { order, lines } = await createPendingOrder(tx, principal, requested, now);
+  const view = { order_id: order.orderId, status: order.status, sku: order.sku, quantity: order.quantity, amount: order.amount, lines: lines.map(lineView) };
+  return jsonResponse(202, view, `/v1/orders/${order.orderId}`);
 }

@@ -42,6 +42,14 @@ export interface Config {
   rateLimitPerMinute: number;
   /** A bearer token Prometheus may scrape `/metrics` with (an operator token also works). */
   metricsToken: string | undefined;
+  /** `async`: every create answers 202 PENDING, as with `Prefer: respond-async` (docs/queued-orders.md). */
+  orderMode: 'sync' | 'async';
+  /** A claim on a queued-order outbox row older than this is taken over by another process. */
+  claimLeaseMs: number;
+  /** A PENDING / RELEASING order with no stock answer for this long gets its request sent again. */
+  stockResendAfterMs: number;
+  /** Pause between passes of the stock pump (requests → stock service → results). */
+  stockIntervalMs: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -54,6 +62,12 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
 
 export function tokenOptions(config: Pick<Config, 'jwtIssuer' | 'jwtAudience'>): { issuer?: string; audience?: string } {
   return { ...(config.jwtIssuer ? { issuer: config.jwtIssuer } : {}), ...(config.jwtAudience ? { audience: config.jwtAudience } : {}) };
+}
+
+function orderMode(raw: string | undefined): 'sync' | 'async' {
+  if (raw === undefined || raw === '' || raw === 'sync') return 'sync';
+  if (raw === 'async') return 'async';
+  throw new Error('FLASHPAY_ORDER_MODE must be sync or async');
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
@@ -97,5 +111,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     // Twenty a second, sustained, per buyer and route: far above a person retrying, far below a script.
     rateLimitPerMinute: int(env, 'FLASHPAY_RATE_LIMIT_PER_MINUTE', 1_200),
     metricsToken: env.FLASHPAY_METRICS_TOKEN || undefined,
+    orderMode: orderMode(env.FLASHPAY_ORDER_MODE),
+    // The contract's 30 s: far above one delivery, short enough that a dead process's claims come back soon.
+    claimLeaseMs: int(env, 'FLASHPAY_CLAIM_LEASE_MS', 30_000, 100),
+    stockResendAfterMs: int(env, 'FLASHPAY_STOCK_RESEND_AFTER_MS', 30_000, 100),
+    stockIntervalMs: int(env, 'FLASHPAY_STOCK_INTERVAL_MS', 100, 10),
   };
 }
