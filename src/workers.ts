@@ -6,6 +6,7 @@ import { runRecoveryPass } from './recovery/index.ts';
 import { channelClient } from './payments/index.ts';
 import { reconcile, summaryLine } from './reconcile/index.ts';
 import { stockPumpFor } from './stock.pipeline.ts';
+import { runAsSingleton, SINGLETON_LOCKS } from './platform/singleton.ts';
 
 export interface Loop {
   stop(): Promise<void>;
@@ -46,11 +47,12 @@ export const WORKERS: WorkerFactory[] = [
     // The relay runs its own loop (outbox pipeline); recovery here converges orders only.
     every('recovery', deps.config.recoveryIntervalMs, () => runRecoveryPass(paymentDeps(deps), { staleAfterMs: deps.config.staleAfterMs }), log),
     // The system checks itself: a mismatch is logged with its class, for a person to look at.
-    every('reconciliation', deps.config.reconcileIntervalMs, async () => {
+    // One process at a time reconciles, however many share the database (an advisory lock).
+    every('reconciliation', deps.config.reconcileIntervalMs, () => runAsSingleton(deps.db, SINGLETON_LOCKS.reconciliation, async () => {
       const report = await reconcile(deps.db, channelClient(deps.channelUrl, deps.config.payTimeoutMs));
       for (const m of report.mismatches.slice(0, 20)) log(`reconciliation mismatch ${m.order_id} ${m.status ?? '-'} ${m.class}: ${m.detail}`);
       if (report.mismatches.length > 0) log(summaryLine(report));
-    }, log),
+    }), log),
     // Queued orders: requests to the stock service, its batches, its results back (stock.pipeline.ts).
     ((pump) => every('stock', deps.config.stockIntervalMs, () => pump.drain(), log))(stockPumpFor(deps, (error) => log(`stock: ${(error as Error).message}`))),
     every('idempotency-purge', 60_000, () => purgeCompletedKeys(deps.db, new Date(deps.clock.now().getTime() - deps.config.idempotencyRetentionMs)), log),

@@ -50,6 +50,8 @@ export interface Config {
   stockResendAfterMs: number;
   /** Pause between passes of the stock pump (requests → stock service → results). */
   stockIntervalMs: number;
+  /** The base URL the provider reaches this service at (several instances behind one address); else this process's own. */
+  publicUrl: string | undefined;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -62,6 +64,18 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
 
 export function tokenOptions(config: Pick<Config, 'jwtIssuer' | 'jwtAudience'>): { issuer?: string; audience?: string } {
   return { ...(config.jwtIssuer ? { issuer: config.jwtIssuer } : {}), ...(config.jwtAudience ? { audience: config.jwtAudience } : {}) };
+}
+
+function publicUrl(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  const url = new URL(raw); // throws on a malformed value: refuse to start rather than guess
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('FLASHPAY_PUBLIC_URL must be an http(s) URL');
+  return url.toString().replace(/\/+$/, '');
+}
+
+/** Where the provider sends notifications about our charges: configured, never guessed when several instances share one address. */
+export function notifyUrlFor(config: Pick<Config, 'publicUrl'>, ownUrl: string): string {
+  return `${config.publicUrl ?? ownUrl}/v1/payment-notifications`;
 }
 
 function orderMode(raw: string | undefined): 'sync' | 'async' {
@@ -116,5 +130,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     claimLeaseMs: int(env, 'FLASHPAY_CLAIM_LEASE_MS', 30_000, 100),
     stockResendAfterMs: int(env, 'FLASHPAY_STOCK_RESEND_AFTER_MS', 30_000, 100),
     stockIntervalMs: int(env, 'FLASHPAY_STOCK_INTERVAL_MS', 100, 10),
+    publicUrl: publicUrl(env.FLASHPAY_PUBLIC_URL),
   };
 }
