@@ -24,6 +24,8 @@ export interface StockPumpOptions {
   /** PENDING / RELEASING with no answer for this long: the same request is sent again. */
   resendAfterMs: number;
   onError?: (error: unknown) => void;
+  /** Which steps this process runs: the shop's (relay requests, apply results), the stock service's (apply batches), or both. */
+  roles?: { shop: boolean; stock: boolean };
 }
 
 export interface PumpPass {
@@ -87,10 +89,11 @@ export function createStockPump(options: StockPumpOptions): StockPump {
   }
 
   async function runOnce(): Promise<PumpPass> {
-    const resent = await resendUnansweredRequests(options.shopDb, options.clock.now(), options.resendAfterMs);
-    const requests = await relayRequests();
-    const applied = await applyStockBatch(options.stockDb, options.clock.now());
-    const results = await relayResults();
+    const roles = options.roles ?? { shop: true, stock: true };
+    const resent = roles.shop ? await resendUnansweredRequests(options.shopDb, options.clock.now(), options.resendAfterMs) : 0;
+    const requests = roles.shop ? await relayRequests() : 0;
+    const applied = roles.stock ? await applyStockBatch(options.stockDb, options.clock.now()) : 0;
+    const results = roles.shop ? await relayResults() : 0;
     return { requests, applied, results, resent };
   }
 
@@ -113,6 +116,7 @@ export function createStockPump(options: StockPumpOptions): StockPump {
 }
 
 /** The pump of `flashpay start` (and of the operator's drain): the stock service inside, on the shop's database. */
-export function stockPumpFor(deps: { db: Db; clock: Clock; config: { claimLeaseMs: number; stockResendAfterMs: number } }, onError?: (error: unknown) => void): StockPump {
-  return createStockPump({ shopDb: deps.db, stockDb: deps.db, clock: deps.clock, leaseMs: deps.config.claimLeaseMs, resendAfterMs: deps.config.stockResendAfterMs, ...(onError ? { onError } : {}) });
+export function stockPumpFor(deps: { db: Db; clock: Clock; config: { claimLeaseMs: number; stockResendAfterMs: number; stockService: 'inside' | 'external' } }, onError?: (error: unknown) => void): StockPump {
+  const roles = { shop: true, stock: deps.config.stockService === 'inside' };
+  return createStockPump({ shopDb: deps.db, stockDb: deps.db, clock: deps.clock, leaseMs: deps.config.claimLeaseMs, resendAfterMs: deps.config.stockResendAfterMs, roles, ...(onError ? { onError } : {}) });
 }

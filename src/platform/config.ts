@@ -52,6 +52,8 @@ export interface Config {
   stockIntervalMs: number;
   /** The base URL the provider reaches this service at (several instances behind one address); else this process's own. */
   publicUrl: string | undefined;
+  /** `external`: a `flashpay inventory` process applies the stock requests; `inside` (default): this process does. */
+  stockService: 'inside' | 'external';
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -131,5 +133,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     stockResendAfterMs: int(env, 'FLASHPAY_STOCK_RESEND_AFTER_MS', 30_000, 100),
     stockIntervalMs: int(env, 'FLASHPAY_STOCK_INTERVAL_MS', 100, 10),
     publicUrl: publicUrl(env.FLASHPAY_PUBLIC_URL),
+    stockService: env.FLASHPAY_STOCK_SERVICE === 'external' ? 'external' : 'inside',
   };
 }
