@@ -1,7 +1,10 @@
 import type { Clock } from './platform/clock.ts';
 import type { Db } from './platform/db.ts';
-import { applyStockBatch, claimStockResults, failStockResult, markStockResultsSent, parkStockResult, receiveStockRequests, STOCK_REQUEST_KINDS } from './inventory/index.ts';
-import { claimStockRequests, failStockRequest, markStockRequestsSent, parkStockRequest, receiveStockResult, resendUnansweredRequests, STOCK_RESULT_TYPES } from './orders/index.ts';
+import { applyStockBatch, claimStockResults, failStockResult, markStockResultsSent, parkStockResult, STOCK_REQUEST_KINDS } from './inventory/index.ts';
+import { claimStockRequests, failStockRequest, markStockRequestsSent, parkStockRequest, resendUnansweredRequests, STOCK_RESULT_TYPES } from './orders/index.ts';
+import { databaseTransport, type StockTransport } from './stock.transport.ts';
+import { amqpStockTransport } from './stock.amqp.ts';
+import type { Config } from './platform/config.ts';
 import { defaultOwner } from './outbox/index.ts';
 
 // Queued orders, wired (seed 004): the shop's stock outbox → the stock service's inbox → its
@@ -26,6 +29,8 @@ export interface StockPumpOptions {
   onError?: (error: unknown) => void;
   /** Which steps this process runs: the shop's (relay requests, apply results), the stock service's (apply batches), or both. */
   roles?: { shop: boolean; stock: boolean };
+  /** Default: the database carries requests and results (stock.transport.ts). */
+  transport?: StockTransport;
 }
 
 export interface PumpPass {
@@ -41,11 +46,13 @@ export interface StockPump {
   runOnce(): Promise<PumpPass>;
   /** Passes until one moves nothing. */
   drain(): Promise<PumpPass>;
+  close(): Promise<void>;
 }
 
 export function createStockPump(options: StockPumpOptions): StockPump {
   const owner = options.owner ?? defaultOwner();
   const onError = options.onError ?? ((error: unknown) => console.error(`[stock ${owner}]`, error));
+  const transport = options.transport ?? databaseTransport(options.shopDb, options.stockDb);
   const claim = () => ({ owner, now: options.clock.now(), leaseMs: options.leaseMs, limit: CLAIM_BATCH });
 
   async function relayRequests(): Promise<number> {
@@ -57,7 +64,7 @@ export function createStockPump(options: StockPumpOptions): StockPump {
     }
     if (known.length === 0) return rows.length;
     try {
-      await receiveStockRequests(options.stockDb, known.map((r) => ({ request_key: r.key, order_id: r.order_id, event_type: r.event_type, payload: r.payload })), options.clock.now());
+      await transport.sendRequests(known.map((r) => ({ request_key: r.key, order_id: r.order_id, event_type: r.event_type, payload: r.payload })), options.clock.now());
     } catch (error) {
       for (const r of known) await failStockRequest(options.shopDb, r.key, owner, (error as Error).message);
       throw error;
@@ -77,7 +84,7 @@ export function createStockPump(options: StockPumpOptions): StockPump {
         continue;
       }
       try {
-        await receiveStockResult(options.shopDb, { event_id: `stock-${r.key}`, order_id: r.order_id, event_type: r.event_type, payload: r.payload }, options.clock.now());
+        await transport.sendResult({ event_id: `stock-${r.key}`, order_id: r.order_id, event_type: r.event_type, payload: r.payload }, options.clock.now());
         sent.push(r.key);
       } catch (error) {
         await failStockResult(options.stockDb, r.key, owner, (error as Error).message);
@@ -93,13 +100,16 @@ export function createStockPump(options: StockPumpOptions): StockPump {
     const resent = roles.shop ? await resendUnansweredRequests(options.shopDb, options.clock.now(), options.resendAfterMs) : 0;
     const requests = roles.shop ? await relayRequests() : 0;
     const applied = roles.stock ? await applyStockBatch(options.stockDb, options.clock.now()) : 0;
-    const results = roles.shop ? await relayResults() : 0;
+    await transport.start?.();
+    // Results are the stock service's outbox: it publishes them, the shop's inbox takes them.
+    const results = roles.stock ? await relayResults() : 0;
     return { requests, applied, results, resent };
   }
 
   return {
     owner,
     runOnce,
+    close: () => transport.close(),
     async drain() {
       const total: PumpPass = { requests: 0, applied: 0, results: 0, resent: 0 };
       for (let pass = 0; pass < MAX_PASSES; pass++) {
@@ -115,8 +125,21 @@ export function createStockPump(options: StockPumpOptions): StockPump {
   };
 }
 
-/** The pump of `flashpay start` (and of the operator's drain): the stock service inside, on the shop's database. */
-export function stockPumpFor(deps: { db: Db; clock: Clock; config: { claimLeaseMs: number; stockResendAfterMs: number; stockService: 'inside' | 'external' } }, onError?: (error: unknown) => void): StockPump {
-  const roles = { shop: true, stock: deps.config.stockService === 'inside' };
-  return createStockPump({ shopDb: deps.db, stockDb: deps.db, clock: deps.clock, leaseMs: deps.config.claimLeaseMs, resendAfterMs: deps.config.stockResendAfterMs, roles, ...(onError ? { onError } : {}) });
+type PumpDeps = { db: Db; clock: Clock; config: Pick<Config, 'claimLeaseMs' | 'stockResendAfterMs' | 'stockService' | 'stockTransport' | 'stockQueuePrefix' | 'amqpUrl'> };
+// One pump per process and deps: the loop and the operator's drain share its broker connection.
+const PUMPS = new WeakMap<object, StockPump>();
+
+/** The pump of `flashpay start` (and of the operator's drain): the stock service inside unless FLASHPAY_STOCK_SERVICE=external. */
+export function stockPumpFor(deps: PumpDeps, onError?: (error: unknown) => void, roles = { shop: true, stock: deps.config.stockService === 'inside' }): StockPump {
+  const known = PUMPS.get(deps);
+  if (known) return known;
+  const { config } = deps;
+  if (config.stockTransport === 'amqp' && !config.amqpUrl) throw new Error('FLASHPAY_STOCK_TRANSPORT=amqp needs AMQP_URL');
+  const transport =
+    config.stockTransport === 'amqp'
+      ? amqpStockTransport({ url: config.amqpUrl ?? '', prefix: config.stockQueuePrefix, shopDb: deps.db, stockDb: deps.db, consume: { requests: roles.stock, results: roles.shop }, ...(onError ? { onError } : {}) })
+      : undefined;
+  const pump = createStockPump({ shopDb: deps.db, stockDb: deps.db, clock: deps.clock, leaseMs: config.claimLeaseMs, resendAfterMs: config.stockResendAfterMs, roles, ...(transport ? { transport } : {}), ...(onError ? { onError } : {}) });
+  PUMPS.set(deps, pump);
+  return pump;
 }

@@ -54,7 +54,7 @@ export const WORKERS: WorkerFactory[] = [
       if (report.mismatches.length > 0) log(summaryLine(report));
     }), log),
     // Queued orders: requests to the stock service, its batches, its results back (stock.pipeline.ts).
-    ((pump) => every('stock', deps.config.stockIntervalMs, () => pump.drain(), log))(stockPumpFor(deps, (error) => log(`stock: ${(error as Error).message}`))),
+    ((pump, loop = every('stock', deps.config.stockIntervalMs, () => pump.drain(), log)) => ({ stop: async () => (await loop.stop(), await pump.close()) }))(stockPumpFor(deps, (error) => log(`stock: ${(error as Error).message}`))),
     every('idempotency-purge', 60_000, () => purgeCompletedKeys(deps.db, new Date(deps.clock.now().getTime() - deps.config.idempotencyRetentionMs)), log),
   ],
 ];

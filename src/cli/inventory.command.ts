@@ -8,7 +8,7 @@ import { createPool } from '../platform/db.ts';
 import { buildHttp } from '../platform/http.ts';
 import { migrate } from '../platform/migrate.ts';
 import { loadSecrets } from '../platform/secrets.ts';
-import { createStockPump } from '../stock.pipeline.ts';
+import { stockPumpFor } from '../stock.pipeline.ts';
 import { stockRoutes } from '../stock.routes.ts';
 import { every } from '../workers.ts';
 
@@ -43,7 +43,7 @@ export async function inventoryCommand(argv: string[]): Promise<void> {
   await app.listen({ host: stringFlag(args, 'host') ?? config.host, port: intFlag(args, 'port', 8082) });
   const address = app.server.address();
   const api = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const pump = createStockPump({ shopDb: db, stockDb: db, clock: systemClock, leaseMs: config.claimLeaseMs, resendAfterMs: config.stockResendAfterMs, roles: { shop: false, stock: true }, onError: (error) => log((error as Error).message) });
+  const pump = stockPumpFor(deps, (error) => log((error as Error).message), { shop: false, stock: true });
   const loop = every('stock', config.stockIntervalMs, () => pump.drain(), log);
   process.stdout.write(`${JSON.stringify({ inventory: api })}\n`);
 
@@ -52,6 +52,7 @@ export async function inventoryCommand(argv: string[]): Promise<void> {
     if (stopping) return;
     stopping = true;
     await loop.stop();
+    await pump.close();
     await app.close();
     await db.end();
     process.exit(0);

@@ -54,6 +54,10 @@ export interface Config {
   publicUrl: string | undefined;
   /** `external`: a `flashpay inventory` process applies the stock requests; `inside` (default): this process does. */
   stockService: 'inside' | 'external';
+  /** What carries stock requests and results: the database (default) or RabbitMQ (AMQP_URL). */
+  stockTransport: 'database' | 'amqp';
+  /** RabbitMQ queue names `<prefix>.requests|results|dlq` (distinct per deployment or test run). */
+  stockQueuePrefix: string;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -78,6 +82,12 @@ function publicUrl(raw: string | undefined): string | undefined {
 /** Where the provider sends notifications about our charges: configured, never guessed when several instances share one address. */
 export function notifyUrlFor(config: Pick<Config, 'publicUrl'>, ownUrl: string): string {
   return `${config.publicUrl ?? ownUrl}/v1/payment-notifications`;
+}
+
+function stockTransport(raw: string | undefined): 'database' | 'amqp' {
+  if (raw === undefined || raw === '' || raw === 'database') return 'database';
+  if (raw === 'amqp') return 'amqp';
+  throw new Error('FLASHPAY_STOCK_TRANSPORT must be database or amqp');
 }
 
 function orderMode(raw: string | undefined): 'sync' | 'async' {
@@ -134,5 +144,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     stockIntervalMs: int(env, 'FLASHPAY_STOCK_INTERVAL_MS', 100, 10),
     publicUrl: publicUrl(env.FLASHPAY_PUBLIC_URL),
     stockService: env.FLASHPAY_STOCK_SERVICE === 'external' ? 'external' : 'inside',
+    stockTransport: stockTransport(env.FLASHPAY_STOCK_TRANSPORT),
+    stockQueuePrefix: env.FLASHPAY_STOCK_QUEUE_PREFIX || 'flashpay.stock',
   };
 }

@@ -49,7 +49,7 @@ describe('queued orders: Prefer: respond-async → 202 PENDING → CREATED | REJ
       Array.from({ length: 40 }, async (_, i) => queue(await s.token(TENANT, `q2-u${i}`), `q2-k${i}`, { sku: 'q2' })),
     );
     expect(answers.every((a) => a.status === 202 && a.body.status === 'PENDING')).toBe(true);
-    await Promise.all([pump().drain(), pump().drain()]);
+    await Promise.all([freshPump().drain(), freshPump().drain()]);
     const ids = answers.map((a) => a.body.order_id as string);
     const statuses = await Promise.all(ids.map(status));
     expect(statuses.filter((x) => x === 'CREATED')).toHaveLength(10);
@@ -177,6 +177,11 @@ describe('queued orders: Prefer: respond-async → 202 PENDING → CREATED | REJ
   });
 
   function stockPumpForErrors(errors: unknown[]) {
-    return stockPumpFor(s.deps, (error) => errors.push(error));
+    return freshPump((error) => errors.push(error));
+  }
+
+  /** A pump of its own (its own owner): what a second process would run. */
+  function freshPump(onError?: (error: unknown) => void) {
+    return createStockPump({ shopDb: s.deps.db, stockDb: s.deps.db, clock: s.clock, leaseMs: s.deps.config.claimLeaseMs, resendAfterMs: s.deps.config.stockResendAfterMs, ...(onError ? { onError } : {}) });
   }
 });
