@@ -4,6 +4,7 @@ import { applyStockBatch, claimStockResults, failStockResult, markStockResultsSe
 import { claimStockRequests, failStockRequest, markStockRequestsSent, parkStockRequest, resendUnansweredRequests, STOCK_RESULT_TYPES } from './orders/index.ts';
 import { databaseTransport, type StockTransport } from './stock.transport.ts';
 import { amqpStockTransport } from './stock.amqp.ts';
+import { jetStreamStockTransport } from './stock.jetstream.ts';
 import type { Config } from './platform/config.ts';
 import { defaultOwner } from './outbox/index.ts';
 
@@ -125,7 +126,7 @@ export function createStockPump(options: StockPumpOptions): StockPump {
   };
 }
 
-type PumpDeps = { db: Db; clock: Clock; config: Pick<Config, 'claimLeaseMs' | 'stockResendAfterMs' | 'stockService' | 'stockTransport' | 'stockQueuePrefix' | 'amqpUrl'> };
+type PumpDeps = { db: Db; clock: Clock; config: Pick<Config, 'claimLeaseMs' | 'stockResendAfterMs' | 'stockService' | 'stockTransport' | 'stockQueuePrefix' | 'amqpUrl' | 'natsUrl'> };
 // One pump per process and deps: the loop and the operator's drain share its broker connection.
 const PUMPS = new WeakMap<object, StockPump>();
 
@@ -135,10 +136,14 @@ export function stockPumpFor(deps: PumpDeps, onError?: (error: unknown) => void,
   if (known) return known;
   const { config } = deps;
   if (config.stockTransport === 'amqp' && !config.amqpUrl) throw new Error('FLASHPAY_STOCK_TRANSPORT=amqp needs AMQP_URL');
+  if (config.stockTransport === 'jetstream' && !config.natsUrl) throw new Error('FLASHPAY_STOCK_TRANSPORT=jetstream needs NATS_URL');
+  const sides = { prefix: config.stockQueuePrefix, shopDb: deps.db, stockDb: deps.db, consume: { requests: roles.stock, results: roles.shop }, ...(onError ? { onError } : {}) };
   const transport =
     config.stockTransport === 'amqp'
-      ? amqpStockTransport({ url: config.amqpUrl ?? '', prefix: config.stockQueuePrefix, shopDb: deps.db, stockDb: deps.db, consume: { requests: roles.stock, results: roles.shop }, ...(onError ? { onError } : {}) })
-      : undefined;
+      ? amqpStockTransport({ url: config.amqpUrl ?? '', ...sides })
+      : config.stockTransport === 'jetstream'
+        ? jetStreamStockTransport({ servers: config.natsUrl ?? '', ...sides })
+        : undefined;
   const pump = createStockPump({ shopDb: deps.db, stockDb: deps.db, clock: deps.clock, leaseMs: config.claimLeaseMs, resendAfterMs: config.stockResendAfterMs, roles, ...(transport ? { transport } : {}), ...(onError ? { onError } : {}) });
   PUMPS.set(deps, pump);
   return pump;

@@ -8,7 +8,7 @@ import { receiveStockResult, type StockResult } from './orders/index.ts';
 // the far side by request key / event id).
 
 export interface StockTransport {
-  readonly name: 'database' | 'amqp';
+  readonly name: 'database' | 'amqp' | 'jetstream';
   sendRequests(requests: readonly StockRequest[], now: Date): Promise<void>;
   /** Resolves with the results accepted; one that failed is retried on a later pass. */
   sendResult(result: StockResult, now: Date): Promise<void>;

@@ -55,7 +55,7 @@ export interface Config {
   /** `external`: a `flashpay inventory` process applies the stock requests; `inside` (default): this process does. */
   stockService: 'inside' | 'external';
   /** What carries stock requests and results: the database (default) or RabbitMQ (AMQP_URL). */
-  stockTransport: 'database' | 'amqp';
+  stockTransport: 'database' | 'amqp' | 'jetstream';
   /** RabbitMQ queue names `<prefix>.requests|results|dlq` (distinct per deployment or test run). */
   stockQueuePrefix: string;
 }
@@ -84,10 +84,10 @@ export function notifyUrlFor(config: Pick<Config, 'publicUrl'>, ownUrl: string):
   return `${config.publicUrl ?? ownUrl}/v1/payment-notifications`;
 }
 
-function stockTransport(raw: string | undefined): 'database' | 'amqp' {
+function stockTransport(raw: string | undefined): 'database' | 'amqp' | 'jetstream' {
   if (raw === undefined || raw === '' || raw === 'database') return 'database';
-  if (raw === 'amqp') return 'amqp';
-  throw new Error('FLASHPAY_STOCK_TRANSPORT must be database or amqp');
+  if (raw === 'amqp' || raw === 'jetstream') return raw;
+  throw new Error('FLASHPAY_STOCK_TRANSPORT must be database, amqp or jetstream');
 }
 
 function orderMode(raw: string | undefined): 'sync' | 'async' {

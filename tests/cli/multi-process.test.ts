@@ -12,6 +12,9 @@ import { BIN, spawnStart, waitForExit, type StartedProcess } from '../support/pr
 import { TEST_EVENTS_SECRET, TEST_JWT_SECRET, TEST_NOTIFY_SECRET } from '../support/stack.ts';
 import { brokerTest } from '../outbox/broker-gate.ts';
 import { stockQueues } from '../../src/stock.amqp.ts';
+import { stockStream } from '../../src/stock.jetstream.ts';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 
 const TENANT = 'mp';
 const signer = tokenSigner(TEST_JWT_SECRET);
@@ -150,6 +153,22 @@ describe('three processes: two `flashpay start` on one database and `flashpay in
       expect([(await channel.checkQueue(q.requests)).messageCount, (await channel.checkQueue(q.results)).messageCount, (await channel.checkQueue(q.dlq)).messageCount]).toEqual([0, 0, 0]);
       for (const queue of Object.values(stockQueues(prefix))) await channel.deleteQueue(queue).catch(() => undefined);
       await connection.close();
+    }
+  }, 180_000);
+
+  brokerTest('MP-03 the same over JetStream (Msg-Id dedup, durable consumers, explicit acks)', 'NATS_URL', async (url) => {
+    const prefix = `flashpay.stock.t${randomBytes(4).toString('hex')}`;
+    const names = stockStream(prefix);
+    await runSale({ FLASHPAY_STOCK_TRANSPORT: 'jetstream', NATS_URL: url, FLASHPAY_STOCK_QUEUE_PREFIX: prefix });
+    const nc = await connect({ servers: url });
+    try {
+      // The processes created the stream and their durable consumers; both consumers have acked everything.
+      const jsm = await jetstreamManager(nc);
+      for (const durable of [names.durableRequests, names.durableResults]) expect((await jsm.consumers.info(names.stream, durable)).num_ack_pending).toBe(0);
+      expect((await jsm.streams.info(names.stream)).state.messages).toBeGreaterThanOrEqual(100 + 100 + 5 + 5);
+    } finally {
+      await (await jetstreamManager(nc)).streams.delete(names.stream).catch(() => undefined);
+      await nc.close();
     }
   }, 180_000);
 });
