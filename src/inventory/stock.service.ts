@@ -1,6 +1,7 @@
 import { inTx, type Db, type Tx } from '../platform/db.ts';
 import { claimLeased, markLeasedPublished, parkLeased, releaseLeasedAfterFailure, type LeaseClaim, type LeasedRow, type LeaseTable } from '../platform/lease-queue.ts';
 import { reserve, tryRelease } from './inventory.repo.ts';
+import { faultPoint } from '../platform/faultpoints.ts';
 
 // The stock service (seed 004): takes stock requests from its inbox, applies each at most once by
 // its request key, and answers through its own outbox. Requests are applied in arrival order, a
@@ -109,6 +110,8 @@ export async function applyStockBatch(db: Db, now: Date, limit = STOCK_BATCH): P
       await tx.query('UPDATE stock_inbox SET applied_at = $2, result_type = $3, result = $4 WHERE request_key = $1', [r.request_key, now, result.type, payload]);
       await publishResult(tx, r.request_key, r.order_id, result.type, payload, now);
     }
+    // The whole batch written, nothing committed: the kill -9 window of MP-04.
+    if (todo.rows.length > 0) await faultPoint('stock.batch.before-commit', { batch: todo.rows.length });
     return todo.rows.length;
   });
 }

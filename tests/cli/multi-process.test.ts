@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import amqp from 'amqplib';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { tokenSigner } from '../../src/platform/auth.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/poll.ts';
-import { BIN, spawnStart, waitForExit, type StartedProcess } from '../support/process.ts';
+import { spawnInventory, spawnStart, waitForExit, type StartedProcess } from '../support/process.ts';
 import { TEST_EVENTS_SECRET, TEST_JWT_SECRET, TEST_NOTIFY_SECRET } from '../support/stack.ts';
 import { brokerTest } from '../outbox/broker-gate.ts';
 import { stockQueues } from '../../src/stock.amqp.ts';
@@ -27,23 +27,6 @@ async function call(base: string, method: string, route: string, auth: string, b
   const response = await fetch(`${base}${route}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
-/** `flashpay inventory --port 0` as its own process; resolves with its URL line. */
-async function spawnInventory(env: NodeJS.ProcessEnv, databaseUrl: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [BIN, 'inventory', '--port', '0', '--database-url', databaseUrl], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stderr?.on('data', (c: Buffer) => (err += c.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout?.on('data', (c: Buffer) => {
-      out += c.toString();
-      const line = out.split('\n').find((l) => l.startsWith('{"inventory"'));
-      if (line) resolve((JSON.parse(line) as { inventory: string }).inventory);
-    });
-    child.once('exit', (code) => reject(new Error(`flashpay inventory exited with ${code}:\n${err}`)));
-  });
-  return { child, url };
 }
 
 const kill9 = async (child: ChildProcess) => {
