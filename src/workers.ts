@@ -38,6 +38,18 @@ export function every(name: string, intervalMs: number, runOnce: () => Promise<u
   };
 }
 
+/** The stock pump's loop; stopping it also closes the pump's broker connection, if it has one. */
+function stockLoop(deps: AppDeps, log: (line: string) => void): Loop {
+  const pump = stockPumpFor(deps, (error) => log(`stock: ${(error as Error).message}`));
+  const loop = every('stock', deps.config.stockIntervalMs, () => pump.drain(), log);
+  return {
+    async stop() {
+      await loop.stop();
+      await pump.close();
+    },
+  };
+}
+
 export type WorkerFactory = (deps: AppDeps, log: (line: string) => void) => Loop[];
 
 /** The background loops of `flashpay start`; later modules add theirs to this list. */
@@ -54,7 +66,7 @@ export const WORKERS: WorkerFactory[] = [
       if (report.mismatches.length > 0) log(summaryLine(report));
     }), log),
     // Queued orders: requests to the stock service, its batches, its results back (stock.pipeline.ts).
-    ((pump, loop = every('stock', deps.config.stockIntervalMs, () => pump.drain(), log)) => ({ stop: async () => (await loop.stop(), await pump.close()) }))(stockPumpFor(deps, (error) => log(`stock: ${(error as Error).message}`))),
+    stockLoop(deps, log),
     every('idempotency-purge', 60_000, () => purgeCompletedKeys(deps.db, new Date(deps.clock.now().getTime() - deps.config.idempotencyRetentionMs)), log),
   ],
 ];
