@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from './app.deps.ts';
 import { requirePrincipal } from './platform/auth.ts';
 import { listParkedStock } from './inventory/index.ts';
+import { listParkedStockRequests } from './orders/index.ts';
 import { stockPumpFor } from './stock.pipeline.ts';
 
 /**
@@ -11,5 +12,7 @@ import { stockPumpFor } from './stock.pipeline.ts';
 export function stockRoutes(app: FastifyInstance, deps: AppDeps): void {
   const operator = requirePrincipal(deps.signer, 'operator');
   app.post('/v1/admin/stock/drain', { onRequest: operator, schema: { tags: ['admin'] } }, async () => stockPumpFor(deps).drain());
-  app.get('/v1/admin/stock/parked', { onRequest: operator, schema: { tags: ['admin'] } }, async () => ({ parked: await listParkedStock(deps.db) }));
+  app.get('/v1/admin/stock/parked', { onRequest: operator, schema: { tags: ['admin'] } }, async () => ({
+    parked: [...(await listParkedStockRequests(deps.db)), ...(await listParkedStock(deps.db))],
+  }));
 }

@@ -9,4 +9,4 @@ export { EVENT_STATUSES, ORDER_STATUSES, UNFINISHED_STATUSES, type OrderStatus }
 export type { Order, TimelineEntry } from './orders.types.ts';
 export { claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, STUCK_PREFIX, type Candidate } from './orders.recovery.ts';
 export { createPendingOrder, STOCK_REQUEST_TYPES, stockRequestKey } from './orders.queued.ts';
-export { claimStockRequests, failStockRequest, markStockRequestsSent, parkStockRequest, receiveStockResult, resendUnansweredRequests, STOCK_RESULT_TYPES, type ResultEffect, type StockResult } from './orders.stock-results.ts';
+export { claimStockRequests, failStockRequest, listParkedStockRequests, markStockRequestsSent, parkStockRequest, receiveStockResult, resendUnansweredRequests, STOCK_RESULT_TYPES, type ResultEffect, type StockResult } from './orders.stock-results.ts';
