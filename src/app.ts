@@ -15,11 +15,12 @@ import { buildHttp } from './platform/http.ts';
 import { installMetrics } from './platform/metrics.ts';
 import { metricsGuard } from './platform/metrics.guard.ts';
 import { componentsDown } from './platform/health.ts';
+import { stockRoutes } from './stock.routes.ts';
 
 export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 
 /** Later modules (payments, outbox, fulfillment, recovery) plug in their routes here. */
-const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes, reconcileRoutes, eventsRoutes, walletRoutes, sagaRoutes, webRoutes];
+const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes, reconcileRoutes, eventsRoutes, walletRoutes, sagaRoutes, webRoutes, stockRoutes];
 
 export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promise<FastifyInstance> {
   const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel, rateLimitPerMinute: deps.config.rateLimitPerMinute });

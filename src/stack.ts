@@ -6,7 +6,7 @@ import { startEventPipeline, type EventPipeline } from './events.pipeline.ts';
 import { tokenSigner, type TokenSigner } from './platform/auth.ts';
 import { loadSecrets } from './platform/secrets.ts';
 import { systemClock } from './platform/clock.ts';
-import { tokenOptions, type Config } from './platform/config.ts';
+import { notifyUrlFor, tokenOptions, type Config } from './platform/config.ts';
 import { createPool } from './platform/db.ts';
 import { closeGracefully } from './platform/http.ts';
 import { migrate } from './platform/migrate.ts';
@@ -71,7 +71,7 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
   const app = await buildApp(deps);
   await app.listen({ host: config.host, port: options.port });
   const api = urlOf(app);
-  deps.notifyUrl = `${api}/v1/payment-notifications`;
+  deps.notifyUrl = notifyUrlFor(config, api);
   const events: EventPipeline = await startEventPipeline(config, {
     db: pool,
     runRelayLoop: options.workers,

@@ -7,6 +7,8 @@ import { runSagaPass } from './saga/index.ts';
 import { channelClient } from './payments/index.ts';
 import { reconcile, summaryLine, whenChanged } from './reconcile/index.ts';
 import { backoffDelayMs } from './platform/backoff.ts';
+import { stockPumpFor } from './stock.pipeline.ts';
+import { runAsSingleton, SINGLETON_LOCKS } from './platform/singleton.ts';
 
 export interface Loop {
   stop(): Promise<void>;
@@ -51,6 +53,18 @@ export function every(name: string, intervalMs: number, runOnce: () => Promise<u
   };
 }
 
+/** The stock pump's loop; stopping it also closes the pump's broker connection, if it has one. */
+function stockLoop(deps: AppDeps, log: (line: string) => void): Loop {
+  const pump = stockPumpFor(deps, (error) => log(`stock: ${(error as Error).message}`));
+  const loop = every('stock', deps.config.stockIntervalMs, () => pump.drain(), log);
+  return {
+    async stop() {
+      await loop.stop();
+      await pump.close();
+    },
+  };
+}
+
 export type WorkerFactory = (deps: AppDeps, log: (line: string) => void) => Loop[];
 
 /** The background loops of `flashpay start`; later modules add theirs to this list. */
@@ -62,12 +76,15 @@ export const WORKERS: WorkerFactory[] = [
     // Seed 002: fulfil PAID orders, compensate refused ones, retry stalled refunds (with backoff).
     every('saga', deps.config.recoveryIntervalMs, () => runSagaPass(sagaDeps(deps)), log),
     // The system checks itself: a mismatch is logged with its class, for a person to look at.
-    // Skipped while nothing was written (whenChanged), so a quiet system is not read every minute.
-    every('reconciliation', deps.config.reconcileIntervalMs, whenChanged(deps.db, async () => {
+    // Skipped while nothing was written (whenChanged), so a quiet system is not read every minute;
+    // one process at a time reconciles, however many share the database (an advisory lock).
+    every('reconciliation', deps.config.reconcileIntervalMs, whenChanged(deps.db, () => runAsSingleton(deps.db, SINGLETON_LOCKS.reconciliation, async () => {
       const report = await reconcile(deps.db, channelClient(deps.channelUrl, deps.config.payTimeoutMs));
       for (const m of report.mismatches.slice(0, 20)) log(`reconciliation mismatch ${m.order_id} ${m.status ?? '-'} ${m.class}: ${m.detail}`);
       if (report.mismatches.length > 0) log(summaryLine(report));
-    }), log),
+    })), log),
+    // Queued orders: requests to the stock service, its batches, its results back (stock.pipeline.ts).
+    stockLoop(deps, log),
     // Every 10 s, each pass looping over batches: it keeps up with a sale writing 10k keys/s.
     every('idempotency-purge', 10_000, () => purgeCompletedKeys(deps.db, new Date(deps.clock.now().getTime() - deps.config.idempotencyRetentionMs)), log),
   ],

@@ -6,6 +6,7 @@ type Command = (argv: string[]) => Promise<void>;
 const COMMANDS: Record<string, () => Promise<Command>> = {
   start: async () => (await import('./start.command.ts')).startCommand,
   channel: async () => (await import('./channel.command.ts')).channelCommand,
+  inventory: async () => (await import('./inventory.command.ts')).inventoryCommand,
   token: async () => (await import('./token.command.ts')).tokenCommand,
   migrate: async () => (await import('./migrate.command.ts')).migrateCommand,
   reconcile: async () => (await import('./reconcile.command.ts')).reconcileCommand,
@@ -17,6 +18,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 const USAGE = `usage: flashpay <command> [options]
   start [--port 8080] [--channel-port 8081] [--no-workers] [--control] [--production]
   channel [--port 8081] [--control]
+  inventory [--port 8082] [--database-url URL]
   token --tenant T --user U [--admin | --operator] [--ttl 3600]
   migrate
   reconcile [--json]

@@ -1,6 +1,6 @@
 import { loadSecret } from '../platform/auth.ts';
 import { systemClock } from '../platform/clock.ts';
-import { loadConfig, type Config } from '../platform/config.ts';
+import { loadConfig, notifyUrlFor, type Config } from '../platform/config.ts';
 import { createPool, type Db } from '../platform/db.ts';
 import { channelClient } from '../payments/index.ts';
 import type { PaymentDeps } from '../payments/index.ts';
@@ -37,7 +37,7 @@ export async function connectOps(): Promise<Ops> {
   return {
     config,
     db,
-    payments: { db, clock: systemClock, channel: channelClient(channelUrl, config.payTimeoutMs), notifyUrl: running ? `${running.api}/v1/payment-notifications` : '' },
+    payments: { db, clock: systemClock, channel: channelClient(channelUrl, config.payTimeoutMs), notifyUrl: config.publicUrl || running ? notifyUrlFor(config, running?.api ?? '') : '' },
     apiUrl: running?.api,
     channelUrl,
     notifySecret: notify.secret,

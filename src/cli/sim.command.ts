@@ -11,7 +11,7 @@ import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts'
 const USAGE = `usage: flashpay sim --scenario seed-002 [--api URL --channel URL]
        flashpay sim --seed N [--orders 24] [--stock 24] [--late 12] [--concurrency 8]
        [--mix decline=3,lost=4,linger=3,nopay=3,expire=6,refuse=0,refundfail=0] [--refund-timeouts 2]
-       [--lines 1] [--wallet-share 0]
+       [--lines 1] [--wallet-share 0] [--async]
        [--api URL --channel URL] [--tenant sim] [--json]
 Without --api it starts a throwaway stack (DATABASE_URL, else an embedded PostgreSQL in a temp dir).
 With --api it drives a running \`flashpay start --control\` (tokens signed with FLASHPAY_JWT_SECRET or .flashpay/jwt.secret).`;
@@ -42,6 +42,7 @@ function shapeFrom(args: ReturnType<typeof parseArgs>): SimShape {
     refundTimeouts: intFlag(args, 'refund-timeouts', SEED_SHAPE.refundTimeouts),
     lines: intFlag(args, 'lines', 1),
     walletShare: shareFlag(stringFlag(args, 'wallet-share')),
+    queued: args.flags.has('async'),
   };
 }
 
@@ -58,7 +59,7 @@ function targetOf(api: string, channel: string, signer: TokenSigner, tenantId: s
 
 /** `flashpay sim --seed N`: seed 000's C29-13 as a product feature; exit 0 only on a clean reconciliation. */
 export async function simCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['json']);
+  const args = parseArgs(argv, ['json', 'async']);
   const scenario = stringFlag(args, 'scenario');
   if (scenario !== undefined && scenario !== 'seed-002') throw new UsageError(`unknown scenario ${scenario}\n${USAGE}`);
   const seedText = scenario ? '2' : stringFlag(args, 'seed');

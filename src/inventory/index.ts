@@ -5,3 +5,4 @@ export { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from 
 export { inventoryRoutes } from './inventory.routes.ts';
 export type { Reservation, ReservationStatus, ReserveRequest, ReserveResult, Sku } from './inventory.types.ts';
 export { listCatalogue, type CatalogueEntry } from './inventory.catalogue.ts';
+export { applyStockBatch, claimStockResults, failStockResult, listParkedStock, markStockResultsSent, parkStockResult, receiveStockRequests, STOCK_BATCH, STOCK_REQUEST_KINDS, type StockRequest } from './stock.service.ts';

@@ -13,6 +13,8 @@ export interface Case {
   event: OrderEvent;
   hold: Hold['status'];
   expired?: boolean;
+  /** A queued order (Prefer: respond-async). */
+  queued?: boolean;
 }
 
 const answered = (via: Extract<OrderEvent, { type: 'PROVIDER_ANSWERED' }>['via'], status: Extract<OrderEvent, { type: 'PROVIDER_ANSWERED' }>['status'], amount?: number): OrderEvent => ({
@@ -46,11 +48,15 @@ export const CASES: readonly Case[] = [
   { name: 'compensating refund failed', event: { type: 'COMPENSATION_REFUND', ok: false, cause: 'refund' }, hold: 'CONFIRMED' },
   { name: 'compensating refund confirmed', event: { type: 'COMPENSATION_REFUND', ok: true, cause: 'refund' }, hold: 'CONFIRMED' },
   { name: 'compensation release', event: { type: 'COMPENSATION_RELEASE' }, hold: 'CONFIRMED' },
+  { name: 'stock reserved', event: { type: 'STOCK_RESERVED' }, hold: 'HELD', queued: true },
+  { name: 'stock rejected', event: { type: 'STOCK_REJECTED', reason: 'SOLD_OUT' }, hold: 'MISSING', queued: true },
+  { name: 'stock released', event: { type: 'STOCK_RELEASED' }, hold: 'RELEASED', queued: true },
+  { name: 'wallet too low (queued order)', event: { type: 'WALLET_FUNDS_SHORT' }, hold: 'HELD', queued: true },
 ];
 
 export function decideCase(status: OrderStatus, c: Case): Decision {
   const hold: Hold = { key: 'ord_x/r1', sku: 'sku', quantity: 1, status: c.hold, expiresAt: c.expired ? EARLIER : LATER };
-  return decide({ orderId: 'ord_x', status, amount: AMOUNT, reserveAttempt: 1 }, [hold], c.event, NOW);
+  return decide({ orderId: 'ord_x', status, amount: AMOUNT, reserveAttempt: 1, ...(c.queued ? { queued: true } : {}) }, [hold], c.event, NOW);
 }
 
 /** One cell: `outcome`, `→ STATUS` when it transitions, stock moves, provider calls; `else …` for a refused re-reserve. */
@@ -59,6 +65,7 @@ export function describeDecision(d: Decision): string {
   if (d.to) parts.push(`→ ${d.to}`);
   for (const m of d.stock) parts.push(m.op);
   for (const c of d.calls) parts.push(`call ${c}`);
+  if (d.emits.includes('STOCK_RELEASE_REQUESTED')) parts.push('request release');
   if (d.attention) parts.push('flag');
   const cell = parts.join(' ');
   return d.orElse ? `${cell}; else ${describeDecision(d.orElse)}` : cell;

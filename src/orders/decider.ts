@@ -3,6 +3,7 @@
 // answer in one transaction; nothing else in the codebase decides an order's next status.
 import { EVENT_STATUSES, isAllowed, type OrderStatus } from './orders.states.ts';
 import { lineReservationKeyFor } from './orders.keys.ts';
+import { decideQueued, type StockEvent } from './decider.queued.ts';
 
 /** The reservation behind an order, as read under its row lock. */
 export interface Hold {
@@ -22,6 +23,8 @@ export interface OrderFacts {
   status: OrderStatus;
   amount: number;
   reserveAttempt: number;
+  /** Placed with Prefer: respond-async: its stock lives behind the stock service (orders.queued.ts). */
+  queued?: boolean;
 }
 
 /** A provider answer: through the charge reply, a query, a close, a notification or a refund reply. */
@@ -44,9 +47,13 @@ export type OrderEvent =
   /** The saga: the compensating refund was confirmed (ok) or cannot be done now. */
   | { type: 'COMPENSATION_REFUND'; ok: boolean; cause: string }
   /** The saga: the refund is confirmed, the confirmed unit(s) go back on sale. */
-  | { type: 'COMPENSATION_RELEASE' };
+  | { type: 'COMPENSATION_RELEASE' }
+  /** The stock service's answer to a queued order's request (decider.queued.ts). */
+  | StockEvent
+  /** A wallet pay of a queued order found too low a balance: the units go back through the stock service. */
+  | { type: 'WALLET_FUNDS_SHORT' };
 
-export const EVENT_KINDS = ['PAY_REQUESTED', 'WALLET_PAY_REQUESTED', 'CANCEL_REQUESTED', 'HOLD_EXPIRED', 'PROVIDER_ANSWERED', 'FULFILMENT_REFUSED', 'COMPENSATION_REFUND', 'COMPENSATION_RELEASE'] as const;
+export const EVENT_KINDS = ['PAY_REQUESTED', 'WALLET_PAY_REQUESTED', 'CANCEL_REQUESTED', 'HOLD_EXPIRED', 'PROVIDER_ANSWERED', 'FULFILMENT_REFUSED', 'COMPENSATION_REFUND', 'COMPENSATION_RELEASE', 'STOCK_RESERVED', 'STOCK_REJECTED', 'STOCK_RELEASED', 'WALLET_FUNDS_SHORT'] as const;
 
 // What a provider message did to an order. Stored with every notification and returned to callers.
 export const EFFECTS = [
@@ -64,7 +71,7 @@ export const EFFECTS = [
 export type Effect = (typeof EFFECTS)[number];
 
 /** What the decision does for the caller that is not a provider-message effect. */
-export type Outcome = Effect | 'PAYING' | 'CANCELLED' | 'UNKNOWN' | 'REJECTED' | 'PENDING' | 'COMPENSATING' | 'COMPENSATION_PENDING' | 'COMPENSATED';
+export type Outcome = Effect | 'PAYING' | 'CANCELLED' | 'UNKNOWN' | 'REJECTED' | 'PENDING' | 'COMPENSATING' | 'COMPENSATION_PENDING' | 'COMPENSATED' | 'CREATED' | 'RELEASING';
 
 export type StockMove =
   | { op: 'confirm'; key: string }
@@ -98,14 +105,14 @@ export interface Decision {
 const UNPAID: ReadonlySet<OrderStatus> = new Set(['CREATED', 'PAYING', 'UNKNOWN']);
 const SETTLED_PAID: ReadonlySet<OrderStatus> = new Set(['PAID', 'REFUNDING', 'REFUNDED', 'COMPENSATING', 'COMPENSATION_PENDING', 'COMPENSATED']);
 
-function decision(outcome: Outcome, extra: Partial<Decision> = {}): Decision {
+export function decision(outcome: Outcome, extra: Partial<Decision> = {}): Decision {
   const to = extra.to;
   return { outcome, stock: [], calls: [], emits: to && EVENT_STATUSES.has(to) ? [`ORDER_${to}`] : [], ...extra };
 }
 
-const nothing = (outcome: Outcome, extra: Omit<Partial<Decision>, 'to'> = {}) => decision(outcome, extra);
+export const nothing = (outcome: Outcome, extra: Omit<Partial<Decision>, 'to'> = {}) => decision(outcome, extra);
 
-const releaseHeld = (holds: readonly Hold[]): StockMove[] => holds.filter((h) => h.status === 'HELD').map((h) => ({ op: 'release', key: h.key }));
+export const releaseHeld = (holds: readonly Hold[]): StockMove[] => holds.filter((h) => h.status === 'HELD').map((h) => ({ op: 'release', key: h.key }));
 
 /** The hold can no longer be paid for: released, confirmed elsewhere, missing, or past its expiry. */
 export function holdIsGone(holds: readonly Hold[], now: Date): boolean {
@@ -124,6 +131,8 @@ function startRefund(outcome: Outcome, reason: string): Decision {
  */
 function charged(order: OrderFacts, holds: readonly Hold[], cause: string): Decision {
   if (SETTLED_PAID.has(order.status)) return nothing('DUPLICATE');
+  // PENDING, REJECTED and RELEASING were never sent to the provider: a charge for one is not ours to settle.
+  if (order.status === 'PENDING' || order.status === 'REJECTED' || order.status === 'RELEASING') return nothing('IGNORED', { attention: `${cause} charged a ${order.status} order` });
   if (order.status === 'FAILED' || order.status === 'CANCELLED') return startRefund('REFUNDING_ANOMALY', `${cause} after ${order.status}`);
   if (holds.every((h) => h.status === 'HELD')) {
     return decision('PAID', { to: 'PAID', reason: cause, stock: holds.map((h) => ({ op: 'confirm', key: h.key })) });
@@ -258,6 +267,8 @@ export function decide(order: OrderFacts, holds: readonly Hold[], event: OrderEv
     case 'COMPENSATION_RELEASE':
       d = compensation(order, holds, event);
       break;
+    default:
+      d = decideQueued(order, holds, event);
   }
   for (const x of [d, d.orElse]) if (x?.to && !isAllowed(order.status, x.to)) throw new Error(`decide: ${order.status} -> ${x.to} is not in the state machine`);
   return d;

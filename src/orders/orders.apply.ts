@@ -7,6 +7,7 @@ import { decide, type Decision, type Hold, type OrderEvent, type Outcome, type P
 import { lockOrder, noteAttention, transition } from './orders.repo.ts';
 import { findLines, setLineReservation } from './orders.lines.ts';
 import type { Order } from './orders.types.ts';
+import { queueStockRequest } from './orders.queued.ts';
 
 export interface AppliedEvent {
   outcome: Outcome | 'UNKNOWN_ORDER';
@@ -100,6 +101,8 @@ export async function applyOrderEvent(tx: Tx, orderId: string, event: OrderEvent
     invariant(moved.ok, `transition ${order.status} -> ${d.to} of ${orderId} matched no row under its lock`);
     after = { ...order, status: d.to, version: moved.version ?? order.version + 1, updatedAt: now };
   }
+  // A queued order's stock moves travel to the stock service as a request, in this transaction.
+  for (const e of d.emits) if (e === 'STOCK_RELEASE_REQUESTED') await queueStockRequest(tx, after, e, now);
   if (d.attention) await noteAttention(tx, orderId, d.attention);
   if (d.outcome === 'PAID') await faultPoint('charged.before-commit'); // C29-11: confirm, PAID and outbox row written, not committed
   return { outcome: d.outcome, order: after, calls: d.calls, decision: d, ...(d.pending ? { pending: d.pending } : {}), ...(d.attention ? { attention: d.attention } : {}) };

@@ -22,7 +22,7 @@ export function canonicalLines(lines: readonly RequestedLine[]): RequestedLine[]
   return [...lines].sort((a, b) => (a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0)).map((l) => ({ sku: l.sku, quantity: l.quantity }));
 }
 
-async function readSkus(tx: Tx, tenantId: string, lines: readonly RequestedLine[]): Promise<Sku[]> {
+export async function readSkus(tx: Tx, tenantId: string, lines: readonly RequestedLine[]): Promise<Sku[]> {
   const skus: Sku[] = [];
   for (const line of lines) {
     const found = await findSku(tx, tenantId, line.sku);

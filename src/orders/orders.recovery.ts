@@ -21,11 +21,12 @@ export const RECOVERY_BATCH = 200;
  * LOCKED plus a short claim lets several recovery processes divide the work without waiting on
  * each other or on a payment flow that holds the row right now.
  */
+// PENDING and RELEASING wait for the stock service, not the provider: the stock pump re-sends their request (orders.stock-results.ts).
 export async function claimUnfinished(tx: Tx, now: Date, staleBefore: Date, claimUntil: Date, tenantId?: string): Promise<Candidate[]> {
   const result = await tx.query<{ order_id: string; status: OrderStatus; recovery_attempts: number }>(
     `UPDATE orders o SET recovery_claimed_until = $3
      FROM (SELECT order_id FROM orders
-           WHERE status IN (${UNFINISHED_SQL}) AND (status <> 'PAYING' OR updated_at <= $2)
+           WHERE status IN (${UNFINISHED_SQL}) AND status NOT IN ('PENDING', 'RELEASING') AND (status <> 'PAYING' OR updated_at <= $2)
              AND (recovery_claimed_until IS NULL OR recovery_claimed_until < $1)
              AND (next_recovery_at IS NULL OR next_recovery_at <= $1)
              AND ($4::text IS NULL OR tenant_id = $4)

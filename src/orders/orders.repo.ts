@@ -16,6 +16,7 @@ interface OrderRow {
   reserve_attempt: number;
   fulfilment_status?: 'PENDING' | 'FULFILLED' | 'REFUSED';
   fulfilment_ref?: string | null;
+  queued?: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -34,6 +35,7 @@ function toOrder(row: OrderRow): Order {
     reserveAttempt: row.reserve_attempt,
     fulfilmentStatus: row.fulfilment_status ?? 'PENDING',
     fulfilmentRef: row.fulfilment_ref ?? null,
+    ...(row.queued ? { queued: true } : {}),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -10,6 +10,7 @@ import { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from '../i
 import { executeKeyed } from '../idempotency/index.ts';
 import { canonicalLines, createOrderOfLines, type RequestedLine } from './orders.create.ts';
 import { lineView, MAX_LINES } from './orders.lines.ts';
+import { queuedCreateResponse, wantsAsync } from './orders.queued.ts';
 import { cancelOrder, expireHoldNow, getOrderFor, orderView, timelineFor } from './orders.service.ts';
 
 // A flash sale sells a handful of units per buyer; anything near 10^9 is a client bug.
@@ -61,10 +62,12 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
     const principal = principalOf(request);
     const key = idempotencyKeyOf(request, reply);
     const { lines, canonical } = requestedLines(request.body);
+    const queued = wantsAsync(request.headers.prefer, deps.config.orderMode);
     const result = await executeKeyed(keyedDeps(deps), {
       scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },
-      digest: requestDigest('create_order', {}, canonical),
+      digest: requestDigest('create_order', queued ? { respond: 'async' } : {}, canonical),
       async start(tx) {
+        if (queued) return { final: await queuedCreateResponse(tx, principal, lines, deps.clock.now()) };
         const outcome = await createOrderOfLines(tx, principal, lines, deps.clock.now());
         if (outcome.kind !== 'CREATED') {
           const detail = outcome.kind === 'SOLD_OUT' ? `no stock left for ${outcome.sku}` : `per-user limit reached for ${outcome.sku}`;
@@ -87,6 +90,7 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
       },
     });
     if (!result.replayed) businessMetrics.orders.inc({ status: String(result.status) });
+    if (result.status === 202) reply.header('Preference-Applied', 'respond-async');
     return sendKeyed(reply, result);
   });
 

@@ -14,6 +14,8 @@ export interface Order {
   /** Fulfilment is its own dimension (seed 002): a FULFILLED order stays PAID. */
   fulfilmentStatus?: 'PENDING' | 'FULFILLED' | 'REFUSED';
   fulfilmentRef?: string | null;
+  /** Placed with Prefer: respond-async (its units are moved by the stock service). */
+  queued?: boolean;
   createdAt: Date;
   updatedAt: Date;
 }

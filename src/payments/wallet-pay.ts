@@ -27,6 +27,10 @@ export async function beginWalletPay(deps: PaymentDeps, tx: Tx, principal: Princ
   if (debited === 'INSUFFICIENT_FUNDS') {
     await tx.query('ROLLBACK TO SAVEPOINT wallet_pay');
     await tx.query('RELEASE SAVEPOINT wallet_pay');
+    // A queued order gives its units back through the stock service: RELEASING, then CANCELLED.
+    if (order.queued && (await applyOrderEvent(tx, orderId, { type: 'WALLET_FUNDS_SHORT' }, now)).outcome === 'RELEASING') {
+      return { final: jsonResponse(202, { order_id: orderId, status: 'RELEASING' }) };
+    }
     return { final: problemResponse('INSUFFICIENT_FUNDS', `the wallet holds less than ${order.amount}`, { order_id: orderId, amount: order.amount }) };
   }
   // The order was CREATED under its lock a moment ago, so no debit of it can exist yet.

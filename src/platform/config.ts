@@ -47,6 +47,22 @@ export interface Config {
   /** Seed 002: the fulfilment provider (default: the channel, which has the fake one). */
   fulfilmentUrl: string | undefined;
   compensationDeadlineMs: number;
+  /** `async`: every create answers 202 PENDING, as with `Prefer: respond-async` (docs/queued-orders.md). */
+  orderMode: 'sync' | 'async';
+  /** A claim on a queued-order outbox row older than this is taken over by another process. */
+  claimLeaseMs: number;
+  /** A PENDING / RELEASING order with no stock answer for this long gets its request sent again. */
+  stockResendAfterMs: number;
+  /** Pause between passes of the stock pump (requests → stock service → results). */
+  stockIntervalMs: number;
+  /** The base URL the provider reaches this service at (several instances behind one address); else this process's own. */
+  publicUrl: string | undefined;
+  /** `external`: a `flashpay inventory` process applies the stock requests; `inside` (default): this process does. */
+  stockService: 'inside' | 'external';
+  /** What carries stock requests and results: the database (default) or RabbitMQ (AMQP_URL). */
+  stockTransport: 'database' | 'amqp' | 'jetstream';
+  /** RabbitMQ queue names `<prefix>.requests|results|dlq` (distinct per deployment or test run). */
+  stockQueuePrefix: string;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -59,6 +75,30 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
 
 export function tokenOptions(config: Pick<Config, 'jwtIssuer' | 'jwtAudience'>): { issuer?: string; audience?: string } {
   return { ...(config.jwtIssuer ? { issuer: config.jwtIssuer } : {}), ...(config.jwtAudience ? { audience: config.jwtAudience } : {}) };
+}
+
+function publicUrl(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  const url = new URL(raw); // throws on a malformed value: refuse to start rather than guess
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('FLASHPAY_PUBLIC_URL must be an http(s) URL');
+  return url.toString().replace(/\/+$/, '');
+}
+
+/** Where the provider sends notifications about our charges: configured, never guessed when several instances share one address. */
+export function notifyUrlFor(config: Pick<Config, 'publicUrl'>, ownUrl: string): string {
+  return `${config.publicUrl ?? ownUrl}/v1/payment-notifications`;
+}
+
+function stockTransport(raw: string | undefined): 'database' | 'amqp' | 'jetstream' {
+  if (raw === undefined || raw === '' || raw === 'database') return 'database';
+  if (raw === 'amqp' || raw === 'jetstream') return raw;
+  throw new Error('FLASHPAY_STOCK_TRANSPORT must be database, amqp or jetstream');
+}
+
+function orderMode(raw: string | undefined): 'sync' | 'async' {
+  if (raw === undefined || raw === '' || raw === 'sync') return 'sync';
+  if (raw === 'async') return 'async';
+  throw new Error('FLASHPAY_ORDER_MODE must be sync or async');
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
@@ -109,5 +149,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     fulfilmentUrl: env.FLASHPAY_FULFILMENT_URL || undefined,
     // A day of retries with backoff before a stuck fulfilment or compensation is a person's job.
     compensationDeadlineMs: int(env, 'FLASHPAY_COMPENSATION_DEADLINE_MS', 24 * 3600 * 1000, 1),
+    orderMode: orderMode(env.FLASHPAY_ORDER_MODE),
+    // The contract's 30 s: far above one delivery, short enough that a dead process's claims come back soon.
+    claimLeaseMs: int(env, 'FLASHPAY_CLAIM_LEASE_MS', 30_000, 100),
+    stockResendAfterMs: int(env, 'FLASHPAY_STOCK_RESEND_AFTER_MS', 30_000, 100),
+    stockIntervalMs: int(env, 'FLASHPAY_STOCK_INTERVAL_MS', 100, 10),
+    publicUrl: publicUrl(env.FLASHPAY_PUBLIC_URL),
+    stockService: env.FLASHPAY_STOCK_SERVICE === 'external' ? 'external' : 'inside',
+    stockTransport: stockTransport(env.FLASHPAY_STOCK_TRANSPORT),
+    stockQueuePrefix: env.FLASHPAY_STOCK_QUEUE_PREFIX || 'flashpay.stock',
   };
 }

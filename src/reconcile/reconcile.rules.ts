@@ -25,9 +25,10 @@ export const ORDER_CLASSES = [
   'COMPENSATING_WITHOUT_CONFIRMED_UNITS',
   'COMPENSATION_PAST_DEADLINE',
   'FULFILLED_WITHOUT_PROVIDER_FULFILMENT',
+  'REJECTED_HOLDS_STOCK',
 ] as const;
 
-export const GLOBAL_CLASSES = ['PROVIDER_RECORD_WITHOUT_ORDER', 'CONFIRMED_NE_PAID', 'STOCK_NOT_CONSERVED', 'CHANNEL_NET_NE_PAID_SUM', 'PAID_WITHOUT_EVENT', 'TERMINAL_WITHOUT_EVENT', 'DUPLICATE_SHIPMENT', 'SHIPPED_WITHOUT_PAID', 'DEAD_EVENT', 'WALLET_BALANCE_NE_TRANSFERS', 'LEDGER_NOT_ZERO'] as const;
+export const GLOBAL_CLASSES = ['PROVIDER_RECORD_WITHOUT_ORDER', 'CONFIRMED_NE_PAID', 'STOCK_NOT_CONSERVED', 'CHANNEL_NET_NE_PAID_SUM', 'PAID_WITHOUT_EVENT', 'TERMINAL_WITHOUT_EVENT', 'DUPLICATE_SHIPMENT', 'SHIPPED_WITHOUT_PAID', 'DEAD_EVENT', 'WALLET_BALANCE_NE_TRANSFERS', 'LEDGER_NOT_ZERO', 'STOCK_RESULT_DISAGREES'] as const;
 
 export type MismatchClass = (typeof ORDER_CLASSES)[number] | (typeof GLOBAL_CLASSES)[number];
 
@@ -93,6 +94,10 @@ export function classify(order: OrderFacts): Array<{ class: MismatchClass; detai
     case 'CREATED':
       if (ledger.charges > 0) add('CHARGED_BUT_CREATED', money);
       if (reservation !== 'HELD') add('CREATED_WITHOUT_HELD', money);
+      break;
+    case 'REJECTED':
+      // The stock service held nothing for it, and nobody charged it: any live unit or money is a bug.
+      if (live(reservation) || ledger.charged - ledger.refunded !== 0) add('REJECTED_HOLDS_STOCK', money);
       break;
     case 'PAYING':
     case 'UNKNOWN':

@@ -4,6 +4,7 @@ import { checkEventIntegrity } from './reconcile.events.ts';
 import type { ChannelClient, StatementLine } from '../payments/index.ts';
 import { countConfirmedReservations, listOrdersWithReservationPage, listStockDrift, ORDER_PAGE_SIZE, type OrderRow } from './reconcile.repo.ts';
 import { mergeLedgers, readWalletFacts } from './reconcile.wallet.ts';
+import { listStockDisagreements } from './reconcile.queued.ts';
 import { classify, PENDING_STATUSES, type LedgerView, type MismatchClass } from './reconcile.rules.ts';
 import { COMPENSATION_STATUSES } from '../orders/index.ts';
 
@@ -78,6 +79,7 @@ function readDatabaseFacts(db: Db, tenantId: string | undefined) {
         stockDrift: await listStockDrift(tx, tenantId),
         integrity: await checkEventIntegrity(tx, tenantId),
         wallet: await readWalletFacts(tx, tenantId),
+        stockDisagreements: await listStockDisagreements(tx, tenantId),
       };
     },
     { isolation: 'REPEATABLE READ', statementTimeoutMs: SNAPSHOT_STATEMENT_TIMEOUT_MS },
@@ -91,7 +93,7 @@ function readDatabaseFacts(db: Db, tenantId: string | undefined) {
  */
 export async function reconcile(db: Db, channel: ChannelClient, tenantId?: string): Promise<ReconciliationReport> {
   // The provider's statement cannot share the snapshot: rules across the two are judged on a quiet system.
-  const [fullStatement, { orders, confirmed, stockDrift, integrity, wallet }, fulfilled] = await Promise.all([channel.statement(), readDatabaseFacts(db, tenantId), channel.fulfilled?.()]);
+  const [fullStatement, { orders, confirmed, stockDrift, integrity, wallet, stockDisagreements }, fulfilled] = await Promise.all([channel.statement(), readDatabaseFacts(db, tenantId), channel.fulfilled?.()]);
   const statement = tenantId === undefined ? fullStatement : tenantStatement(fullStatement, new Set(orders.map((o) => o.order_id)));
   const ledger = ledgerByOrder(statement.lines);
   // Wallet-paid orders are judged by the same rules, with their wallet transfers as the provider's lines.
@@ -136,6 +138,7 @@ export async function reconcile(db: Db, channel: ChannelClient, tenantId?: strin
   for (const t of integrity.terminal_without_event_ids) mismatches.push({ order_id: t.order_id, status: t.status, class: 'TERMINAL_WITHOUT_EVENT', detail: `${t.status} order without an ORDER_${t.status} outbox event` });
   if (integrity.duplicate_shipments > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DUPLICATE_SHIPMENT', detail: `${integrity.duplicate_shipments} orders shipped more than once` });
   for (const s of integrity.shipped_without_paid_ids) mismatches.push({ order_id: s.order_id, status: s.status, class: 'SHIPPED_WITHOUT_PAID', detail: `shipped, but the order ${s.status === null ? 'does not exist' : `never was PAID (now ${s.status})`}` });
+  for (const d of stockDisagreements) mismatches.push({ order_id: d.order_id, status: d.status, class: 'STOCK_RESULT_DISAGREES', detail: d.detail });
   if (integrity.dead > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DEAD_EVENT', detail: `${integrity.dead} outbox events parked as dead` });
   if (tenantId === undefined) businessMetrics.mismatches.set(mismatches.length);
   return {

@@ -25,8 +25,9 @@ function isConnectionFailure(error: unknown): boolean {
   return e.name === 'TimeoutError' || ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'].includes(e.cause?.code ?? '') || e.name === 'TypeError';
 }
 
-export async function http(url: string, options: { method?: string; token?: string; body?: unknown; key?: string; retry?: boolean } = {}): Promise<Reply> {
+export async function http(url: string, options: { method?: string; token?: string; body?: unknown; key?: string; retry?: boolean; prefer?: string } = {}): Promise<Reply> {
   const headers: Record<string, string> = {};
+  if (options.prefer) headers.prefer = options.prefer;
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   if (options.key) headers['idempotency-key'] = options.key;

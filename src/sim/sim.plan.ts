@@ -19,6 +19,8 @@ export interface SimShape {
   lines?: number;
   /** Share (0..1) of the normal buyers who pay from a seeded wallet; a quarter of those wallets are too low. */
   walletShare?: number;
+  /** `--async`: every order is placed with `Prefer: respond-async` and waited for (seed 004's queued path). */
+  queued?: boolean;
 }
 
 /** Seed 000's shape: 24 units, 24 orders (3 declined, 4 lost replies, 3 lingering, 3 never paid, 6 expired while UNKNOWN, 2 of them with a lost first refund), 12 late buyers. */

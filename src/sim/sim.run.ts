@@ -34,6 +34,8 @@ const COMPETE_DEADLINE_MS = 60_000;
 // Failed queries before an `expire` order's success can be learnt by asking (recovery backs off after 3).
 const LATE_SUCCESS_QUERIES = 5;
 const CONVERGE_DEADLINE_MS = 90_000;
+// How long a queued order may stay PENDING before the sim gives up waiting (the stock pump runs every 100 ms).
+const QUEUED_DEADLINE_MS = 60_000;
 
 async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
   const queue = [...items];
@@ -84,7 +86,7 @@ export class Simulation {
   private async original(order: PlannedOrder): Promise<void> {
     const buyer = `${this.sku}-buyer-${order.index}`;
     const token = await this.target.buyerToken(buyer);
-    const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key: `${this.sku}-o${order.index}`, body: this.orderBody() });
+    const created = await this.place(token, `${this.sku}-o${order.index}`);
     if (created.status !== 201) return;
     const orderId = created.body.order_id as string;
     this.ids.set(order.index, orderId);
@@ -104,6 +106,22 @@ export class Simulation {
     if (order.fault === 'expire' || order.fault === 'nopay') await this.expireHold(orderId);
   }
 
+  /**
+   * Places an order. Queued (`--async`): 202 PENDING, then the order is polled until the stock
+   * service answered, and read as the synchronous path would answer: CREATED as 201, REJECTED as 409.
+   */
+  private async place(token: string, key: string) {
+    const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key, body: this.orderBody(), ...(this.shape.queued ? { prefer: 'respond-async' } : {}) });
+    if (created.status !== 202) return created;
+    const orderId = created.body.order_id as string;
+    for (const deadline = Date.now() + QUEUED_DEADLINE_MS; Date.now() < deadline; await sleep(50)) {
+      const view = await http(`${this.target.api}/v1/orders/${orderId}`, { token });
+      if (view.status === 200 && view.body.status === 'CREATED') return { status: 201, body: view.body };
+      if (view.status === 200 && view.body.status === 'REJECTED') return { status: 409, body: { code: 'SOLD_OUT', order_id: orderId } };
+    }
+    return { status: 504, body: { order_id: orderId } };
+  }
+
   /** `{sku}`, or the sale's SKU with its companions when the sale runs with --lines N. */
   private orderBody(): unknown {
     const n = this.shape.lines ?? 1;
@@ -116,7 +134,9 @@ export class Simulation {
     const balance = order.wallet === 'SHORT' ? amount - 1 : amount;
     if (balance > 0) await this.admin('POST', `/v1/admin/wallets/${encodeURIComponent(buyer)}/credits`, { amount: balance }, `${this.sku}-fund${order.index}`);
     const paid = await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-w${order.index}`, body: { method: 'wallet' } });
-    if (paid.status === 409 && paid.body?.code === 'INSUFFICIENT_FUNDS') {
+    // A queued order gives its units back instead (202 RELEASING → CANCELLED once the stock service answers).
+    if (paid.status === 202 && paid.body?.status === 'RELEASING') this.walletRefused++;
+    else if (paid.status === 409 && paid.body?.code === 'INSUFFICIENT_FUNDS') {
       this.walletRefused++;
       await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-p${order.index}` });
     } else if (paid.status === 200) this.walletPaid++;
@@ -136,7 +156,7 @@ export class Simulation {
   private async lateBuyer(n: number, deadline: number): Promise<void> {
     const token = await this.target.buyerToken(`${this.sku}-late-${n}`);
     for (let attempt = 0; Date.now() < deadline; attempt++) {
-      const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key: `${this.sku}-late${n}-a${attempt}`, body: this.orderBody() });
+      const created = await this.place(token, `${this.sku}-late${n}-a${attempt}`);
       if (created.status === 201) {
         await http(`${this.target.api}/v1/orders/${created.body.order_id}/pay`, { method: 'POST', token, key: `${this.sku}-late${n}-pay` });
         this.lateWon++;
@@ -183,6 +203,7 @@ export class Simulation {
       for (const h of await this.held()) if (!byNotify.has(h.notify_id)) byNotify.set(h.notify_id, h.id);
       if (byNotify.size > 0) await this.control('POST', '/_control/callbacks/release', { ids: [...byNotify.values()] });
       await this.recover(0);
+      if (this.shape.queued) await this.admin('POST', '/v1/admin/stock/drain');
       await this.admin('POST', '/v1/admin/outbox/drain');
       const report = (await this.admin('GET', '/v1/admin/reconciliation')).body as ReconciliationReport;
       if ((report.pending === 0 && report.events.pending === 0) || Date.now() > deadline) return report;

@@ -242,6 +242,14 @@ export const ORDER_CASES: Case[] = [
       return [[refunded.orderId, 'PAID_BUT_REFUNDED'], [refunded.orderId, 'PAID_WITHOUT_CONFIRMED_RESERVATION'], CONFIRMED, NET, [refunded.orderId, 'PAID_WITHOUT_EVENT']];
     },
   },
+  {
+    proves: 'REJECTED_HOLDS_STOCK',
+    title: 'Q-R1: a queued order marked REJECTED while its unit is still HELD (a rejection that forgot the stock)',
+    async plant(s, { created }) {
+      await db(s).query(`UPDATE orders SET status = 'REJECTED' WHERE order_id = $1`, [created.orderId]);
+      return [[created.orderId, 'REJECTED_HOLDS_STOCK', 'reservation=HELD']];
+    },
+  },
 ];
 
 export const GLOBAL_CASES: Case[] = [
@@ -372,6 +380,18 @@ export const GLOBAL_CASES: Case[] = [
       await walletPaid(s, 'rc-w4', 'rcw4');
       await db(s).query(`UPDATE wallet_accounts SET balance = balance + 100 WHERE tenant_id = $1 AND account_id = 'user:rc-w4'`, [TENANT]);
       return [[GLOBAL, 'LEDGER_NOT_ZERO', 'accounts sum to 100'], [GLOBAL, 'WALLET_BALANCE_NE_TRANSFERS', 'user:rc-w4']];
+    },
+  },
+  {
+    proves: 'STOCK_RESULT_DISAGREES',
+    title: 'Q-R2: the stock service answered REJECTED (delivered) for an order the shop shows PAID',
+    async plant(s, { paid }) {
+      await db(s).query(
+        `INSERT INTO stock_inbox (request_key, event_type, order_id, payload, received_at, applied_at, result_type, result)
+         VALUES ($1 || '/deduct', 'STOCK_DEDUCTION_REQUESTED', $1, '{}', now(), now(), 'STOCK_REJECTED', '{"reason": "SOLD_OUT"}')`,
+        [paid.orderId],
+      );
+      return [[paid.orderId, 'STOCK_RESULT_DISAGREES', 'answered STOCK_REJECTED, the order is PAID']];
     },
   },
 ];

@@ -41,3 +41,20 @@ export function waitForExit(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
+
+/** `flashpay inventory --port 0` as its own process; resolves with its URL line. */
+export async function spawnInventory(env: NodeJS.ProcessEnv, databaseUrl: string): Promise<{ child: ChildProcess; url: string; stdout(): string }> {
+  const child = spawn(process.execPath, [BIN, 'inventory', '--port', '0', '--database-url', databaseUrl], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr?.on('data', (c: Buffer) => (err += c.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString();
+      const line = out.split('\n').find((l) => l.startsWith('{"inventory"'));
+      if (line) resolve((JSON.parse(line) as { inventory: string }).inventory);
+    });
+    child.once('exit', (code) => reject(new Error(`flashpay inventory exited with ${code}:\n${err}`)));
+  });
+  return { child, url, stdout: () => out };
+}

@@ -3,6 +3,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { browserIt, launchBrowser, SCREENSHOT_DIR, type TestBrowser } from '../support/browser.ts';
 import { createSku, startPaymentStack, TENANT, type PaymentStack } from '../support/payments.ts';
+import { stockPumpFor } from '../../src/stock.pipeline.ts';
 import { countRows } from '../support/stack.ts';
 
 // Generous bounds: a loaded 2-core machine runs Chromium beside the suite. Waits are on state.
@@ -24,6 +25,9 @@ describe('W15 storefront in Chromium: order, pay once, survive a refresh', () =>
 
   async function signIn(page: Page, user: string): Promise<void> {
     await page.goto(`${stack.url}/`);
+    // Pages of one browser context share localStorage: an earlier test's buyer may still be signed in.
+    const signOut = page.getByRole('button', { name: 'Sign out' });
+    if (await signOut.isVisible()) await signOut.click();
     await page.getByLabel('Buyer name').fill(user);
     await page.getByLabel('Shop').fill(TENANT);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -96,9 +100,14 @@ describe('W15 storefront in Chromium: order, pay once, survive a refresh', () =>
     await page.getByLabel('Quantity of Launch tee').fill('1');
     await page.getByLabel(/Queue it/).check();
     await page.getByRole('button', { name: 'Order', exact: true }).click();
-    await expect.poll(() => orderCard(page).getAttribute('data-status'), { timeout: 60_000 }).toBe('CREATED');
+    // The test stack runs no background loops: the stock side is pumped here, as `start` does every 100 ms.
+    const pumped = async () => {
+      await stockPumpFor(stack.deps).drain();
+      return orderCard(page).getAttribute('data-status');
+    };
+    await expect.poll(pumped, { timeout: 60_000 }).toBe('CREATED');
     await orderCard(page).getByRole('button', { name: 'Pay with wallet' }).click();
-    await expect.poll(() => orderCard(page).getAttribute('data-status'), { timeout: 60_000 }).toBe('CANCELLED');
+    await expect.poll(pumped, { timeout: 60_000 }).toBe('CANCELLED');
     await orderCard(page).getByText('Timeline').click();
     await expect.poll(() => orderCard(page).locator('li').allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/RELEASING → CANCELLED/)]));
   }, TEST_MS);

@@ -1,0 +1,62 @@
+import type { AppDeps } from '../app.deps.ts';
+import { inventoryRoutes } from '../inventory/index.ts';
+import { tokenSigner } from '../platform/auth.ts';
+import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
+import { systemClock } from '../platform/clock.ts';
+import { loadConfig, tokenOptions } from '../platform/config.ts';
+import { createPool } from '../platform/db.ts';
+import { buildHttp } from '../platform/http.ts';
+import { migrate } from '../platform/migrate.ts';
+import { loadSecrets } from '../platform/secrets.ts';
+import { stockPumpFor } from '../stock.pipeline.ts';
+import { stockRoutes } from '../stock.routes.ts';
+import { every } from '../workers.ts';
+
+const USAGE = 'usage: flashpay inventory [--port 8082] [--host 127.0.0.1] [--database-url URL]';
+const KNOWN_FLAGS = new Set(['port', 'host', 'database-url']);
+// The applier holds one connection per batch; the admin routes a few more.
+const INVENTORY_POOL_SIZE = 6;
+const log = (line: string) => process.stderr.write(`flashpay inventory: ${line}\n`);
+
+/**
+ * `flashpay inventory`: the stock service as its own process. It applies the stock requests in
+ * batches (one applier per database at a time, an advisory lock) and serves the SKU admin routes
+ * and the operator's stock routes on its own port. The shops then run with
+ * FLASHPAY_STOCK_SERVICE=external and only relay requests and results.
+ */
+export async function inventoryCommand(argv: string[]): Promise<void> {
+  const args = parseArgs(argv, []);
+  const unknown = [...args.flags.keys()].filter((name) => !KNOWN_FLAGS.has(name));
+  if (unknown.length > 0 || args.positional.length > 0) throw new UsageError(`unexpected ${[...unknown.map((n) => `--${n}`), ...args.positional].join(' ')}\n${USAGE}`);
+  const config = loadConfig();
+  const url = stringFlag(args, 'database-url') ?? config.databaseUrl;
+  // The stock service shares the reservations the shops' order decider locks: it needs their database.
+  if (!url) throw new UsageError(`flashpay inventory needs --database-url or DATABASE_URL (the shops' database)\n${USAGE}`);
+  await migrate(url);
+  const db = createPool(url, INVENTORY_POOL_SIZE);
+  const secrets = await loadSecrets(config);
+  const deps: AppDeps = { db, clock: systemClock, config, signer: tokenSigner(secrets.jwt, tokenOptions(config)), notifySecret: secrets.notify, eventsSecret: secrets.events, channelUrl: '', notifyUrl: '' };
+  const app = buildHttp({ bodyLimitBytes: config.bodyLimitBytes, logLevel: config.logLevel, rateLimitPerMinute: config.rateLimitPerMinute });
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
+  inventoryRoutes(app, deps);
+  stockRoutes(app, deps);
+  await app.listen({ host: stringFlag(args, 'host') ?? config.host, port: intFlag(args, 'port', 8082) });
+  const address = app.server.address();
+  const api = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  const pump = stockPumpFor(deps, (error) => log((error as Error).message), { shop: false, stock: true });
+  const loop = every('stock', config.stockIntervalMs, () => pump.drain(), log);
+  process.stdout.write(`${JSON.stringify({ inventory: api })}\n`);
+
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await loop.stop();
+    await pump.close();
+    await app.close();
+    await db.end();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+}

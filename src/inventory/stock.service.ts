@@ -1,0 +1,132 @@
+import { inTx, type Db, type Tx } from '../platform/db.ts';
+import { claimLeased, markLeasedPublished, parkLeased, releaseLeasedAfterFailure, type LeaseClaim, type LeasedRow, type LeaseTable } from '../platform/lease-queue.ts';
+import { reserve, tryRelease } from './inventory.repo.ts';
+import { faultPoint } from '../platform/faultpoints.ts';
+
+// The stock service (seed 004): takes stock requests from its inbox, applies each at most once by
+// its request key, and answers through its own outbox. Requests are applied in arrival order, a
+// batch per transaction, by one applier at a time (an advisory lock), which is what lets a flash
+// sale's burst be absorbed: one small row per buyer at the API, then batches here.
+
+const RESULTS: LeaseTable = { table: 'stock_outbox', key: 'event_id', order: 'event_id' };
+// One applier per database: arrival order per SKU holds across processes; a second waits its turn.
+const APPLIER_LOCK = 0x5_70c4; // pg_try_advisory_xact_lock key, shared by every process on this database
+// One batch locks at most this many inbox rows and their SKU rows; the next batch takes the rest.
+export const STOCK_BATCH = 200;
+
+export const STOCK_REQUEST_KINDS = ['STOCK_DEDUCTION_REQUESTED', 'STOCK_RELEASE_REQUESTED'] as const;
+
+export interface StockRequest {
+  request_key: string;
+  order_id: string;
+  event_type: string;
+  payload: Record<string, unknown>;
+}
+
+interface RequestLine {
+  line_no: number;
+  sku: string;
+  quantity: number;
+  key: string;
+}
+
+interface RequestPayload {
+  tenant_id: string;
+  user_id: string;
+  lines: RequestLine[];
+}
+
+/**
+ * Takes delivered requests into the inbox (the database carries them when no broker is set). A key
+ * seen before is a duplicate: nothing is applied again, and when it was already applied its first
+ * result is published once more, so a re-sent request is always answered. Unknown types are parked.
+ */
+export async function receiveStockRequests(db: Db, requests: readonly StockRequest[], now: Date): Promise<{ fresh: number; duplicates: number }> {
+  let fresh = 0;
+  let duplicates = 0;
+  await inTx(db, async (tx) => {
+    for (const r of requests) {
+      const known = (STOCK_REQUEST_KINDS as readonly string[]).includes(r.event_type);
+      const inserted = await tx.query(
+        `INSERT INTO stock_inbox (request_key, event_type, order_id, payload, received_at, parked_at, error) VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (request_key) DO UPDATE SET deliveries = stock_inbox.deliveries + 1 RETURNING (xmax = 0) AS fresh, applied_at, result_type, result`,
+        [r.request_key, r.event_type, r.order_id, r.payload, now, known ? null : now, known ? null : `unknown stock request type "${r.event_type}"`],
+      );
+      const row = inserted.rows[0] as { fresh: boolean; applied_at: Date | null; result_type: string | null; result: Record<string, unknown> | null };
+      if (row.fresh) fresh++;
+      else {
+        duplicates++;
+        if (row.applied_at && row.result_type && row.result) await publishResult(tx, r.request_key, r.order_id, row.result_type, row.result, now);
+      }
+    }
+  });
+  return { fresh, duplicates };
+}
+
+async function publishResult(tx: Tx, requestKey: string, orderId: string, type: string, payload: Record<string, unknown>, now: Date): Promise<void> {
+  await tx.query('INSERT INTO stock_outbox (request_key, order_id, event_type, payload, created_at) VALUES ($1, $2, $3, $4, $5)', [requestKey, orderId, type, payload, now]);
+}
+
+/** Every line held under its key, or none (a savepoint undoes the lines held before a refusal). */
+async function deduct(tx: Tx, p: RequestPayload, now: Date): Promise<{ type: string; payload: Record<string, unknown> }> {
+  await tx.query('SAVEPOINT stock_deduct');
+  const holds: Array<{ key: string; sku: string; quantity: number; expires_at: string | null }> = [];
+  for (const line of [...p.lines].sort((a, b) => a.line_no - b.line_no)) {
+    const [result] = await reserve(tx, [{ tenantId: p.tenant_id, key: line.key, userId: p.user_id, sku: line.sku, quantity: line.quantity }], now);
+    if (result?.outcome !== 'HELD') {
+      await tx.query('ROLLBACK TO SAVEPOINT stock_deduct');
+      return { type: 'STOCK_REJECTED', payload: { reason: result?.outcome === 'USER_LIMIT' ? 'USER_LIMIT' : 'SOLD_OUT', sku: line.sku } };
+    }
+    holds.push({ key: line.key, sku: line.sku, quantity: line.quantity, expires_at: result.expiresAt?.toISOString() ?? null });
+  }
+  await tx.query('RELEASE SAVEPOINT stock_deduct');
+  return { type: 'STOCK_RESERVED', payload: { holds } };
+}
+
+/** Every HELD unit of the order back on sale; a unit already released (expiry) is simply not counted. */
+async function release(tx: Tx, p: RequestPayload, now: Date): Promise<{ type: string; payload: Record<string, unknown> }> {
+  let released = 0;
+  for (const line of p.lines) if (await tryRelease(tx, p.tenant_id, line.key, now)) released++;
+  return { type: 'STOCK_RELEASED', payload: { released } };
+}
+
+/**
+ * One batch, one transaction: the oldest unapplied requests in arrival order, each applied and its
+ * result written to the outbox beside the inbox row that says it was applied. A crash before the
+ * commit leaves all of the batch unapplied; after it, none is applied again. Returns how many were applied
+ * (0 when another process is applying right now).
+ */
+export async function applyStockBatch(db: Db, now: Date, limit = STOCK_BATCH): Promise<number> {
+  return inTx(db, async (tx) => {
+    const turn = await tx.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [APPLIER_LOCK]);
+    if (!turn.rows[0]?.ok) return 0;
+    const todo = await tx.query<{ request_key: string; order_id: string; event_type: string; payload: RequestPayload }>(
+      `SELECT request_key, order_id, event_type, payload FROM stock_inbox WHERE applied_at IS NULL AND parked_at IS NULL ORDER BY seq LIMIT $1`,
+      [limit],
+    );
+    for (const r of todo.rows) {
+      const result = r.event_type === 'STOCK_DEDUCTION_REQUESTED' ? await deduct(tx, r.payload, now) : await release(tx, r.payload, now);
+      const payload = { request_key: r.request_key, ...result.payload };
+      await tx.query('UPDATE stock_inbox SET applied_at = $2, result_type = $3, result = $4 WHERE request_key = $1', [r.request_key, now, result.type, payload]);
+      await publishResult(tx, r.request_key, r.order_id, result.type, payload, now);
+    }
+    // The whole batch written, nothing committed: the kill -9 window of MP-04.
+    if (todo.rows.length > 0) await faultPoint('stock.batch.before-commit', { batch: todo.rows.length });
+    return todo.rows.length;
+  });
+}
+
+export const claimStockResults = (db: Db, claim: LeaseClaim): Promise<LeasedRow[]> => claimLeased(db, RESULTS, claim);
+export const markStockResultsSent = (db: Db, keys: readonly string[], owner: string, now: Date) => markLeasedPublished(db, RESULTS, keys, owner, now);
+export const failStockResult = (db: Db, key: string, owner: string, error: string) => releaseLeasedAfterFailure(db, RESULTS, key, owner, error);
+export const parkStockResult = (db: Db, key: string, owner: string, error: string, now: Date) => parkLeased(db, RESULTS, key, owner, error, now);
+
+/** What an operator looks at: requests and results nobody could handle, with the reason. */
+export async function listParkedStock(db: Db): Promise<Array<{ side: string; key: string; order_id: string; event_type: string; error: string | null; at: Date }>> {
+  const result = await db.query<{ side: string; key: string; order_id: string; event_type: string; error: string | null; at: Date }>(
+    `SELECT 'stock_inbox' AS side, request_key AS key, order_id, event_type, error, parked_at AS at FROM stock_inbox WHERE parked_at IS NOT NULL
+     UNION ALL SELECT 'stock_outbox', event_id::text, order_id, event_type, last_error, dead_at FROM stock_outbox WHERE dead_at IS NOT NULL
+     ORDER BY at LIMIT 500`,
+  );
+  return result.rows;
+}

@@ -1,0 +1,80 @@
+import type { Tx } from '../platform/db.ts';
+import type { Principal } from '../platform/auth.ts';
+import type { Sku } from '../inventory/index.ts';
+import { canonicalLines, readSkus, type RequestedLine } from './orders.create.ts';
+import { lineReservationKeyFor } from './orders.keys.ts';
+import { findLines, insertLines, lineView, type OrderLine } from './orders.lines.ts';
+import { jsonResponse, type StoredResponse } from '../idempotency/index.ts';
+import { newOrderId } from './orders.repo.ts';
+import type { Order } from './orders.types.ts';
+
+// Queued orders (seed 004): the create answers 202 PENDING and the stock request travels with the
+// order in ONE commit; the stock service holds the units later and answers (orders.stock-results.ts).
+
+export const STOCK_REQUEST_TYPES = ['STOCK_DEDUCTION_REQUESTED', 'STOCK_RELEASE_REQUESTED'] as const;
+export type StockRequestType = (typeof STOCK_REQUEST_TYPES)[number];
+
+/** One request key per order and purpose: a re-send is the same request, deduplicated by the stock service. */
+export const stockRequestKey = (orderId: string, type: StockRequestType) => `${orderId}/${type === 'STOCK_DEDUCTION_REQUESTED' ? 'deduct' : 'release'}`;
+
+export interface PendingOutcome {
+  order: Order;
+  lines: OrderLine[];
+}
+
+/**
+ * The PENDING order, its lines (names and prices snapshot now) and its deduction request, in the
+ * caller's transaction. Nothing is reserved: the line keys are the ones the stock service holds under.
+ */
+export async function createPendingOrder(tx: Tx, principal: Principal, requested: readonly RequestedLine[], now: Date): Promise<PendingOutcome> {
+  const sorted = canonicalLines(requested);
+  const skus = await readSkus(tx, principal.tenantId, sorted);
+  const orderId = newOrderId();
+  const lines: OrderLine[] = sorted.map((line, i) => {
+    const sku = skus[i] as Sku;
+    return { lineNo: i + 1, sku: line.sku, name: sku.name, unitPrice: sku.price, quantity: line.quantity, amount: sku.price * line.quantity, reservationKey: lineReservationKeyFor(orderId, i + 1, 1) };
+  });
+  const first = lines[0] as OrderLine;
+  const amount = lines.reduce((sum, l) => sum + l.amount, 0);
+  await tx.query(
+    `WITH o AS (
+       INSERT INTO orders (order_id, tenant_id, user_id, sku, quantity, amount, status, version, reservation_key, queued, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, 'PENDING', 1, $7, true, $8, $8) RETURNING order_id)
+     INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at) SELECT order_id, NULL, 'PENDING', 1, 'create (queued)', $8 FROM o`,
+    [orderId, principal.tenantId, principal.userId, first.sku, first.quantity, amount, first.reservationKey, now],
+  );
+  const order: Order = { orderId, tenantId: principal.tenantId, userId: principal.userId, sku: first.sku, quantity: first.quantity, amount, status: 'PENDING', version: 1, reservationKey: first.reservationKey, reserveAttempt: 1, queued: true, createdAt: now, updatedAt: now };
+  await insertLines(tx, order, lines);
+  await queueStockRequest(tx, order, 'STOCK_DEDUCTION_REQUESTED', now, lines);
+  return { order, lines };
+}
+
+/** Writes a stock request to the shop's stock outbox in the caller's transaction; once per key. */
+export async function queueStockRequest(tx: Tx, order: Order, type: StockRequestType, now: Date, known?: readonly OrderLine[]): Promise<void> {
+  const lines = known ?? (await findLines(tx, order));
+  const payload = {
+    order_id: order.orderId,
+    tenant_id: order.tenantId,
+    user_id: order.userId,
+    lines: lines.map((l) => ({ line_no: l.lineNo, sku: l.sku, quantity: l.quantity, key: l.reservationKey })),
+  };
+  await tx.query(
+    `INSERT INTO stock_requests_out (request_key, order_id, event_type, payload, created_at) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (request_key) DO NOTHING`,
+    [stockRequestKey(order.orderId, type), order.orderId, type, payload, now],
+  );
+}
+
+/** RFC 7240: `Prefer: respond-async` (any of the header's preferences), or FLASHPAY_ORDER_MODE=async for every create. */
+export function wantsAsync(prefer: string | string[] | undefined, mode: 'sync' | 'async'): boolean {
+  if (mode === 'async') return true;
+  const values = Array.isArray(prefer) ? prefer : prefer ? [prefer] : [];
+  return values.some((v) => v.split(/[,;]/).some((p) => p.trim().toLowerCase() === 'respond-async'));
+}
+
+/** The 202 a queued create answers (stored with the key, replayed byte for byte). */
+export async function queuedCreateResponse(tx: Tx, principal: Principal, requested: readonly RequestedLine[], now: Date): Promise<StoredResponse> {
+  const { order, lines } = await createPendingOrder(tx, principal, requested, now);
+  const view = { order_id: order.orderId, status: order.status, sku: order.sku, quantity: order.quantity, amount: order.amount, lines: lines.map(lineView) };
+  return jsonResponse(202, view, `/v1/orders/${order.orderId}`);
+}

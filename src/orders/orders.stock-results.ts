@@ -1,0 +1,88 @@
+import { inTx, type Db } from '../platform/db.ts';
+import { claimLeased, markLeasedPublished, parkLeased, releaseLeasedAfterFailure, requeueLeased, type LeaseClaim, type LeaseTable, type LeasedRow } from '../platform/lease-queue.ts';
+import type { OrderEvent } from './decider.ts';
+import { applyOrderEvent } from './orders.apply.ts';
+
+// The shop's side of the queue: its stock outbox (claimed by any shop process) and its result inbox
+// (deduplicated by event id; every result applied through the decider, or recorded as a no-op).
+
+const REQUESTS: LeaseTable = { table: 'stock_requests_out', key: 'request_key', order: 'created_at' };
+
+export const STOCK_RESULT_TYPES = ['STOCK_RESERVED', 'STOCK_REJECTED', 'STOCK_RELEASED'] as const;
+
+/** A result as it travels from the stock service: `event_id` is its dedup key everywhere. */
+export interface StockResult {
+  event_id: string;
+  order_id: string;
+  event_type: string;
+  payload: Record<string, unknown>;
+}
+
+export type ResultEffect = 'APPLIED' | 'IGNORED' | 'UNKNOWN_ORDER' | 'DUPLICATE';
+
+export const claimStockRequests = (db: Db, claim: LeaseClaim): Promise<LeasedRow[]> => claimLeased(db, REQUESTS, claim);
+export const markStockRequestsSent = (db: Db, keys: readonly string[], owner: string, now: Date) => markLeasedPublished(db, REQUESTS, keys, owner, now);
+export const failStockRequest = (db: Db, key: string, owner: string, error: string) => releaseLeasedAfterFailure(db, REQUESTS, key, owner, error);
+export const parkStockRequest = (db: Db, key: string, owner: string, error: string, now: Date) => parkLeased(db, REQUESTS, key, owner, error, now);
+
+function eventOf(result: StockResult): OrderEvent | undefined {
+  switch (result.event_type) {
+    case 'STOCK_RESERVED':
+      return { type: 'STOCK_RESERVED' };
+    case 'STOCK_REJECTED':
+      return { type: 'STOCK_REJECTED', reason: String(result.payload.reason ?? 'SOLD_OUT') };
+    case 'STOCK_RELEASED':
+      return { type: 'STOCK_RELEASED' };
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * One result, in one transaction: the inbox row (a seen event id is a DUPLICATE and changes
+ * nothing) and what the decider made of it. A result for an order that already left the status
+ * it answers is IGNORED, and recorded as such. An unknown type throws: the caller parks it.
+ */
+export async function receiveStockResult(db: Db, result: StockResult, now: Date): Promise<ResultEffect> {
+  const event = eventOf(result);
+  if (!event) throw new Error(`unknown stock result type "${result.event_type}"`);
+  return inTx(db, async (tx) => {
+    const fresh = await tx.query(
+      `INSERT INTO stock_results_in (event_id, order_id, event_type, effect, received_at) VALUES ($1, $2, $3, 'APPLIED', $4)
+       ON CONFLICT (event_id) DO NOTHING RETURNING event_id`,
+      [result.event_id, result.order_id, result.event_type, now],
+    );
+    if (fresh.rowCount === 0) return 'DUPLICATE';
+    const applied = await applyOrderEvent(tx, result.order_id, event, now);
+    const effect: ResultEffect = applied.outcome === 'UNKNOWN_ORDER' ? 'UNKNOWN_ORDER' : applied.decision?.to ? 'APPLIED' : 'IGNORED';
+    if (effect !== 'APPLIED') {
+      await tx.query('UPDATE stock_results_in SET effect = $2, detail = $3 WHERE event_id = $1', [result.event_id, effect, applied.decision?.reason ?? null]);
+    }
+    return effect;
+  });
+}
+
+/**
+ * Recovery of the queue: a PENDING or RELEASING order whose request was sent more than
+ * `resendAfterMs` ago and is still unanswered gets the same request (same key) again; the stock
+ * service answers a duplicate with its first result. Returns how many were re-queued.
+ */
+export async function resendUnansweredRequests(db: Db, now: Date, resendAfterMs: number): Promise<number> {
+  const stale = await db.query<{ request_key: string }>(
+    `SELECT r.request_key FROM stock_requests_out r JOIN orders o ON o.order_id = r.order_id
+     WHERE r.published_at < $1 AND r.dead_at IS NULL
+       AND ((o.status = 'PENDING' AND r.event_type = 'STOCK_DEDUCTION_REQUESTED') OR (o.status = 'RELEASING' AND r.event_type = 'STOCK_RELEASE_REQUESTED'))
+     ORDER BY r.published_at LIMIT 500`,
+    [new Date(now.getTime() - resendAfterMs)],
+  );
+  return requeueLeased(db, REQUESTS, stale.rows.map((r) => r.request_key));
+}
+
+/** The shop's stock requests nobody could send (an unknown type), with the reason, for an operator. */
+export async function listParkedStockRequests(db: Db): Promise<Array<{ side: string; key: string; order_id: string; event_type: string; error: string | null; at: Date }>> {
+  const result = await db.query<{ side: string; key: string; order_id: string; event_type: string; error: string | null; at: Date }>(
+    `SELECT 'stock_requests_out' AS side, request_key AS key, order_id, event_type, last_error AS error, dead_at AS at
+     FROM stock_requests_out WHERE dead_at IS NOT NULL ORDER BY dead_at LIMIT 500`,
+  );
+  return result.rows;
+}

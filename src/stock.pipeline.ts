@@ -1,0 +1,150 @@
+import type { Clock } from './platform/clock.ts';
+import type { Db } from './platform/db.ts';
+import { applyStockBatch, claimStockResults, failStockResult, markStockResultsSent, parkStockResult, STOCK_REQUEST_KINDS } from './inventory/index.ts';
+import { claimStockRequests, failStockRequest, markStockRequestsSent, parkStockRequest, resendUnansweredRequests, STOCK_RESULT_TYPES } from './orders/index.ts';
+import { databaseTransport, type StockTransport } from './stock.transport.ts';
+import { amqpStockTransport } from './stock.amqp.ts';
+import { jetStreamStockTransport } from './stock.jetstream.ts';
+import type { Config } from './platform/config.ts';
+import { defaultOwner } from './outbox/index.ts';
+
+// Queued orders, wired (seed 004): the shop's stock outbox → the stock service's inbox → its
+// batches → its result outbox → the shop's inbox and the order decider. With no broker configured
+// the database itself carries both directions: "deliver" is an insert into the far side's inbox,
+// and every step is the same claim / dedup / mark as over a broker. `shopDb` and `stockDb` are the
+// same pool when the stock service runs inside `flashpay start`.
+
+// Limits, each with its reason.
+const CLAIM_BATCH = 200; // one claim locks at most this many outbox rows
+const MAX_PASSES = 1_000; // a drain ends even while buyers keep the queue full
+
+export interface StockPumpOptions {
+  shopDb: Db;
+  stockDb: Db;
+  clock: Clock;
+  owner?: string;
+  /** A claim older than this is taken over by another process (contract: 30 s). */
+  leaseMs: number;
+  /** PENDING / RELEASING with no answer for this long: the same request is sent again. */
+  resendAfterMs: number;
+  onError?: (error: unknown) => void;
+  /** Which steps this process runs: the shop's (relay requests, apply results), the stock service's (apply batches), or both. */
+  roles?: { shop: boolean; stock: boolean };
+  /** Default: the database carries requests and results (stock.transport.ts). */
+  transport?: StockTransport;
+}
+
+export interface PumpPass {
+  requests: number;
+  applied: number;
+  results: number;
+  resent: number;
+}
+
+export interface StockPump {
+  readonly owner: string;
+  /** One pass: re-send the unanswered, relay requests, apply one batch, relay results. */
+  runOnce(): Promise<PumpPass>;
+  /** Passes until one moves nothing. */
+  drain(): Promise<PumpPass>;
+  close(): Promise<void>;
+}
+
+export function createStockPump(options: StockPumpOptions): StockPump {
+  const owner = options.owner ?? defaultOwner();
+  const onError = options.onError ?? ((error: unknown) => console.error(`[stock ${owner}]`, error));
+  const transport = options.transport ?? databaseTransport(options.shopDb, options.stockDb);
+  const claim = () => ({ owner, now: options.clock.now(), leaseMs: options.leaseMs, limit: CLAIM_BATCH });
+
+  async function relayRequests(): Promise<number> {
+    const rows = await claimStockRequests(options.shopDb, claim());
+    const known = rows.filter((r) => (STOCK_REQUEST_KINDS as readonly string[]).includes(r.event_type));
+    for (const r of rows.filter((x) => !known.includes(x))) {
+      await parkStockRequest(options.shopDb, r.key, owner, `unknown stock request type "${r.event_type}"`, options.clock.now());
+      onError(new Error(`stock request ${r.key} has unknown type "${r.event_type}"; parked`));
+    }
+    if (known.length === 0) return rows.length;
+    try {
+      await transport.sendRequests(known.map((r) => ({ request_key: r.key, order_id: r.order_id, event_type: r.event_type, payload: r.payload })), options.clock.now());
+    } catch (error) {
+      for (const r of known) await failStockRequest(options.shopDb, r.key, owner, (error as Error).message);
+      throw error;
+    }
+    // After the far side has it, before the mark: a crash here re-sends, and its inbox absorbs the copy.
+    await markStockRequestsSent(options.shopDb, known.map((r) => r.key), owner, options.clock.now());
+    return rows.length;
+  }
+
+  async function relayResults(): Promise<number> {
+    const rows = await claimStockResults(options.stockDb, claim());
+    const sent: string[] = [];
+    for (const r of rows) {
+      if (!(STOCK_RESULT_TYPES as readonly string[]).includes(r.event_type)) {
+        await parkStockResult(options.stockDb, r.key, owner, `unknown stock result type "${r.event_type}"`, options.clock.now());
+        onError(new Error(`stock result ${r.key} has unknown type "${r.event_type}"; parked`));
+        continue;
+      }
+      try {
+        await transport.sendResult({ event_id: `stock-${r.key}`, order_id: r.order_id, event_type: r.event_type, payload: r.payload }, options.clock.now());
+        sent.push(r.key);
+      } catch (error) {
+        await failStockResult(options.stockDb, r.key, owner, (error as Error).message);
+        onError(error);
+      }
+    }
+    await markStockResultsSent(options.stockDb, sent, owner, options.clock.now());
+    return rows.length;
+  }
+
+  async function runOnce(): Promise<PumpPass> {
+    const roles = options.roles ?? { shop: true, stock: true };
+    const resent = roles.shop ? await resendUnansweredRequests(options.shopDb, options.clock.now(), options.resendAfterMs) : 0;
+    const requests = roles.shop ? await relayRequests() : 0;
+    const applied = roles.stock ? await applyStockBatch(options.stockDb, options.clock.now()) : 0;
+    await transport.start?.();
+    // Results are the stock service's outbox: it publishes them, the shop's inbox takes them.
+    const results = roles.stock ? await relayResults() : 0;
+    return { requests, applied, results, resent };
+  }
+
+  return {
+    owner,
+    runOnce,
+    close: () => transport.close(),
+    async drain() {
+      const total: PumpPass = { requests: 0, applied: 0, results: 0, resent: 0 };
+      for (let pass = 0; pass < MAX_PASSES; pass++) {
+        const p = await runOnce();
+        total.requests += p.requests;
+        total.applied += p.applied;
+        total.results += p.results;
+        total.resent += p.resent;
+        if (p.requests + p.applied + p.results === 0) break;
+      }
+      return total;
+    },
+  };
+}
+
+type PumpDeps = { db: Db; clock: Clock; config: Pick<Config, 'claimLeaseMs' | 'stockResendAfterMs' | 'stockService' | 'stockTransport' | 'stockQueuePrefix' | 'amqpUrl' | 'natsUrl'> };
+// One pump per process and deps: the loop and the operator's drain share its broker connection.
+const PUMPS = new WeakMap<object, StockPump>();
+
+/** The pump of `flashpay start` (and of the operator's drain): the stock service inside unless FLASHPAY_STOCK_SERVICE=external. */
+export function stockPumpFor(deps: PumpDeps, onError?: (error: unknown) => void, roles = { shop: true, stock: deps.config.stockService === 'inside' }): StockPump {
+  const known = PUMPS.get(deps);
+  if (known) return known;
+  const { config } = deps;
+  if (config.stockTransport === 'amqp' && !config.amqpUrl) throw new Error('FLASHPAY_STOCK_TRANSPORT=amqp needs AMQP_URL');
+  if (config.stockTransport === 'jetstream' && !config.natsUrl) throw new Error('FLASHPAY_STOCK_TRANSPORT=jetstream needs NATS_URL');
+  const sides = { prefix: config.stockQueuePrefix, shopDb: deps.db, stockDb: deps.db, consume: { requests: roles.stock, results: roles.shop }, ...(onError ? { onError } : {}) };
+  const transport =
+    config.stockTransport === 'amqp'
+      ? amqpStockTransport({ url: config.amqpUrl ?? '', ...sides })
+      : config.stockTransport === 'jetstream'
+        ? jetStreamStockTransport({ servers: config.natsUrl ?? '', ...sides })
+        : undefined;
+  const pump = createStockPump({ shopDb: deps.db, stockDb: deps.db, clock: deps.clock, leaseMs: config.claimLeaseMs, resendAfterMs: config.stockResendAfterMs, roles, ...(transport ? { transport } : {}), ...(onError ? { onError } : {}) });
+  PUMPS.set(deps, pump);
+  return pump;
+}
