@@ -1,7 +1,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.flashpay/**', 'bin/**'] },
+  { ignores: ['node_modules/**', '.flashpay/**', 'bin/**', 'build/**'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from './app.deps.ts';
+import { swaggerOptions } from './api.document.ts';
 import { eventsRoutes } from './events.routes.ts';
 import { inventoryRoutes } from './inventory/inventory.routes.ts';
 import { ordersRoutes } from './orders/orders.routes.ts';
@@ -18,13 +19,7 @@ const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRou
 
 export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promise<FastifyInstance> {
   const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel });
-  await app.register(swagger, {
-    openapi: {
-      info: { title: 'flashpay', version: '0.1.0', description: 'Flash-sale orders and payments. Errors are RFC 9457 problem+json with a stable `code`.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
-      security: [{ bearer: [] }],
-    },
-  });
+  await app.register(swagger, swaggerOptions);
   await app.register(swaggerUi, { routePrefix: '/docs' });
   installMetrics(app);
 

@@ -7,12 +7,8 @@ import { outboxAdmin } from './outbox/index.ts';
 import { findOrder } from './orders/orders.repo.ts';
 import { visibleTo } from './orders/orders.service.ts';
 
-const orderParams = { type: 'object', required: ['order_id'], properties: { order_id: { type: 'string', minLength: 1, maxLength: 64 } } } as const;
-const redriveBody = {
-  type: ['object', 'null'],
-  additionalProperties: false,
-  properties: { event_ids: { type: 'array', items: { type: 'string' }, maxItems: 1000 } },
-} as const;
+import { fulfillmentViewSchema } from './fulfillment/fulfillment.schemas.ts';
+import { deadSchema, drainSchema, redriveSchema, type RedriveBody } from './outbox/outbox.schemas.ts';
 
 /**
  * The event side of the API: the built-in fulfillment consumer's webhook (what the relay's http
@@ -22,19 +18,19 @@ export function eventsRoutes(app: FastifyInstance, deps: AppDeps): void {
   void app.register(fulfillmentRoutes, { db: deps.db, secret: deps.notifySecret });
   const admin = requirePrincipal(deps.signer, 'admin');
 
-  app.post('/v1/admin/outbox/drain', { onRequest: admin, schema: { tags: ['admin'] } }, async () => {
+  app.post('/v1/admin/outbox/drain', { onRequest: admin, schema: drainSchema }, async () => {
     if (!deps.relay) throw new AppError('UNAVAILABLE', 'no outbox relay is configured in this process');
     const result = await outboxAdmin.drainOutbox(deps.relay);
     return { delivered: result.delivered, failed: result.failed };
   });
 
-  app.get('/v1/admin/outbox/dead', { onRequest: admin, schema: { tags: ['admin'] } }, async () => ({ events: await outboxAdmin.listDeadEvents(deps.db) }));
+  app.get('/v1/admin/outbox/dead', { onRequest: admin, schema: deadSchema }, async () => ({ events: await outboxAdmin.listDeadEvents(deps.db) }));
 
-  app.post<{ Body: { event_ids?: string[] } | null }>('/v1/admin/outbox/dead/redrive', { onRequest: admin, schema: { body: redriveBody, tags: ['admin'] } }, async (request) =>
+  app.post<{ Body: RedriveBody }>('/v1/admin/outbox/dead/redrive', { onRequest: admin, schema: redriveSchema }, async (request) =>
     outboxAdmin.redriveDead(deps.db, request.body?.event_ids, deps.clock),
   );
 
-  app.get<{ Params: { order_id: string } }>('/v1/admin/fulfillment/:order_id', { onRequest: admin, schema: { params: orderParams, tags: ['admin'] } }, async (request) => {
+  app.get<{ Params: { order_id: string } }>('/v1/admin/fulfillment/:order_id', { onRequest: admin, schema: fulfillmentViewSchema }, async (request) => {
     // The consumer's view of another tenant's order is as invisible as the order itself.
     const order = await findOrder(deps.db, request.params.order_id);
     const view = order && visibleTo(order, principalOf(request)) ? await fulfillmentAdminView(deps.db, request.params.order_id) : null;

@@ -7,37 +7,12 @@ import { visibleTo } from '../orders/orders.service.ts';
 import { tryExpireNow } from './inventory.repo.ts';
 import { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';
 
-// Prices are minor units; 10^12 keeps price × MAX_QUANTITY far inside Number.MAX_SAFE_INTEGER.
-const MAX_PRICE = 1_000_000_000_000;
-const MAX_STOCK = 100_000_000;
-
-const skuBody = {
-  type: 'object',
-  required: ['sku', 'name', 'price', 'stock'],
-  additionalProperties: false,
-  properties: {
-    sku: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[\\x21-\\x7e]+$' },
-    name: { type: 'string', minLength: 1, maxLength: 200 },
-    price: { type: 'integer', minimum: 0, maximum: MAX_PRICE },
-    stock: { type: 'integer', minimum: 0, maximum: MAX_STOCK },
-    per_user_limit: { type: ['integer', 'null'], minimum: 1 },
-    hold_ttl_ms: { type: 'integer', minimum: 1, maximum: 7 * 24 * 3600 * 1000 },
-  },
-} as const;
-
-interface SkuBody {
-  sku: string;
-  name: string;
-  price: number;
-  stock: number;
-  per_user_limit?: number | null;
-  hold_ttl_ms?: number;
-}
+import { createSkuSchema, expireReservationSchema, getSkuSchema, runExpirySchema, type ExpireBody, type SkuBody } from './inventory.schemas.ts';
 
 export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
   const admin = requirePrincipal(deps.signer, 'admin');
 
-  app.post<{ Body: SkuBody }>('/v1/admin/skus', { onRequest: admin, schema: { body: skuBody, tags: ['admin'] } }, async (request, reply) => {
+  app.post<{ Body: SkuBody }>('/v1/admin/skus', { onRequest: admin, schema: createSkuSchema }, async (request, reply) => {
     const b = request.body;
     const sku = await createSku(
       deps.db,
@@ -47,14 +22,14 @@ export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
     return reply.code(201).header('Location', `/v1/admin/skus/${encodeURIComponent(sku.sku)}`).send(skuView(sku));
   });
 
-  app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku', { onRequest: admin, schema: { tags: ['admin'] } }, async (request) =>
+  app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku', { onRequest: admin, schema: getSkuSchema }, async (request) =>
     skuView(await getSku(deps.db, principalOf(request).tenantId, request.params.sku)),
   );
 
   // An operator (or the simulation) ends an order's hold now; the next sweep releases it.
-  app.post<{ Body: { order_id: string } }>(
+  app.post<{ Body: ExpireBody }>(
     '/v1/admin/reservations/expire',
-    { onRequest: admin, schema: { body: { type: 'object', required: ['order_id'], additionalProperties: false, properties: { order_id: { type: 'string', minLength: 1, maxLength: 64 } } }, tags: ['admin'] } },
+    { onRequest: admin, schema: expireReservationSchema },
     async (request) => {
       const order = await findOrder(deps.db, request.body.order_id);
       if (!visibleTo(order, principalOf(request))) throw new AppError('ORDER_NOT_FOUND', `no order ${request.body.order_id}`);
@@ -62,5 +37,5 @@ export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
     },
   );
 
-  app.post('/v1/admin/expiry/run', { onRequest: admin, schema: { tags: ['admin'] } }, async () => ({ released: await releaseExpired(deps.db, deps.clock) }));
+  app.post('/v1/admin/expiry/run', { onRequest: admin, schema: runExpirySchema }, async () => ({ released: await releaseExpired(deps.db, deps.clock) }));
 }

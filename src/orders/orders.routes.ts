@@ -10,29 +10,14 @@ import { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from '../i
 import { executeKeyed } from '../idempotency/idempotency.service.ts';
 import { cancelOrder, createOrder, getOrderFor, orderView, timelineFor } from './orders.service.ts';
 
-// A flash sale sells a handful of units per buyer; anything near 10^9 is a client bug.
-export const MAX_QUANTITY = 1000;
+import { cancelOrderSchema, createOrderSchema, getOrderSchema, timelineSchema, type CreateOrderBody, type OrderIdParams } from './orders.schemas.ts';
 
-const orderIdParams = {
-  type: 'object',
-  required: ['id'],
-  properties: { id: { type: 'string', minLength: 1, maxLength: 64 } },
-} as const;
-
-const createBody = {
-  type: 'object',
-  required: ['sku'],
-  additionalProperties: false,
-  properties: {
-    sku: { type: 'string', minLength: 1, maxLength: 64 },
-    quantity: { type: 'integer', minimum: 1, maximum: MAX_QUANTITY },
-  },
-} as const;
+export { MAX_QUANTITY } from './orders.schemas.ts';
 
 export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
   const auth = requirePrincipal(deps.signer);
 
-  app.post<{ Body: { sku: string; quantity?: number } }>('/v1/orders', { onRequest: auth, schema: { body: createBody, tags: ['orders'] } }, async (request, reply) => {
+  app.post<{ Body: CreateOrderBody }>('/v1/orders', { onRequest: auth, schema: createOrderSchema }, async (request, reply) => {
     const principal = principalOf(request);
     const key = idempotencyKeyOf(request, reply);
     const body = { sku: request.body.sku, quantity: request.body.quantity ?? 1 };
@@ -62,16 +47,16 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
     return sendKeyed(reply, result);
   });
 
-  app.get<{ Params: { id: string } }>('/v1/orders/:id', { onRequest: auth, schema: { params: orderIdParams, tags: ['orders'] } }, async (request) => {
+  app.get<{ Params: OrderIdParams }>('/v1/orders/:id', { onRequest: auth, schema: getOrderSchema }, async (request) => {
     const order = await getOrderFor(deps.db, principalOf(request), request.params.id);
     return orderView(deps.db, order);
   });
 
-  app.get<{ Params: { id: string } }>('/v1/orders/:id/timeline', { onRequest: auth, schema: { params: orderIdParams, tags: ['orders'] } }, async (request) =>
+  app.get<{ Params: OrderIdParams }>('/v1/orders/:id/timeline', { onRequest: auth, schema: timelineSchema }, async (request) =>
     timelineFor(deps.db, principalOf(request), request.params.id),
   );
 
-  app.post<{ Params: { id: string } }>('/v1/orders/:id/cancel', { onRequest: auth, schema: { params: orderIdParams, tags: ['orders'] } }, async (request) => {
+  app.post<{ Params: OrderIdParams }>('/v1/orders/:id/cancel', { onRequest: auth, schema: cancelOrderSchema }, async (request) => {
     const principal = principalOf(request);
     const outcome = await inTx(deps.db, (tx) => cancelOrder(tx, principal, request.params.id, 'cancel', deps.clock.now()));
     if (outcome.kind === 'REJECTED') throw new AppError('REJECTED', `order is ${outcome.status}, it cannot be cancelled`, { order_id: request.params.id, order_status: outcome.status });

@@ -26,12 +26,13 @@ export function paymentDeps(deps: AppDeps): PaymentDeps {
   };
 }
 
-const orderIdParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 64 } } } as const;
+import type { OrderIdParams } from '../orders/orders.schemas.ts';
+import { adminOrderSchema, notificationSchema, payOrderSchema, skuOutcomesSchema } from './payments.schemas.ts';
 
 export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
   const payments = paymentDeps(deps);
 
-  app.post<{ Params: { id: string } }>('/v1/orders/:id/pay', { onRequest: requirePrincipal(deps.signer), schema: { params: orderIdParams, tags: ['orders'] } }, async (request, reply) => {
+  app.post<{ Params: OrderIdParams }>('/v1/orders/:id/pay', { onRequest: requirePrincipal(deps.signer), schema: payOrderSchema }, async (request, reply) => {
     const principal = principalOf(request);
     const key = idempotencyKeyOf(request, reply);
     const orderId = request.params.id;
@@ -48,17 +49,17 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
     return sendKeyed(reply, result);
   });
 
-  app.post('/v1/payment-notifications', { schema: { tags: ['provider'] } }, async (request) => {
+  app.post('/v1/payment-notifications', { schema: notificationSchema }, async (request) => {
     checkSignature(deps.notifySecret, request.headers[SIGNATURE_HEADER], request.rawBody ?? '', deps.config.notifyToleranceSeconds, Math.floor(Date.now() / 1000));
     const effect = await handleNotification(payments, parseNotification(request.body));
     return { effect };
   });
 
-  app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku/outcomes', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { tags: ['admin'] } }, async (request) =>
+  app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku/outcomes', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: skuOutcomesSchema }, async (request) =>
     skuOutcomes(deps.db, principalOf(request).tenantId, request.params.sku),
   );
 
-  app.get<{ Params: { id: string } }>('/v1/admin/orders/:id', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { params: orderIdParams, tags: ['admin'] } }, async (request) => {
+  app.get<{ Params: OrderIdParams }>('/v1/admin/orders/:id', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: adminOrderSchema }, async (request) => {
     const order = await getOrderFor(deps.db, principalOf(request), request.params.id);
     const [view, timeline, notifications, extra] = await Promise.all([
       orderView(deps.db, order),

@@ -3,8 +3,9 @@ import type { AppDeps } from '../app.deps.ts';
 import { requirePrincipal } from '../platform/auth.ts';
 import { channelClient } from '../payments/channel.client.ts';
 import { reconcile } from './reconcile.service.ts';
+import { reconciliationSchema } from './reconcile.schemas.ts';
 
 export function reconcileRoutes(app: FastifyInstance, deps: AppDeps): void {
   const channel = channelClient(deps.channelUrl, deps.config.payTimeoutMs);
-  app.get('/v1/admin/reconciliation', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { tags: ['admin'] } }, async () => reconcile(deps.db, channel));
+  app.get('/v1/admin/reconciliation', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: reconciliationSchema }, async () => reconcile(deps.db, channel));
 }

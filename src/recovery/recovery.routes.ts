@@ -3,16 +3,12 @@ import type { AppDeps } from '../app.deps.ts';
 import { requirePrincipal } from '../platform/auth.ts';
 import { paymentDeps } from '../payments/payments.routes.ts';
 import { recoverAll } from './recovery.full.ts';
+import { recoverySchema, type RecoveryBody } from './recovery.schemas.ts';
 
-const body = {
-  type: ['object', 'null'],
-  additionalProperties: false,
-  properties: { stale_after_ms: { type: 'integer', minimum: 0, maximum: 7 * 24 * 3600 * 1000 } },
-} as const;
 
 export function recoveryRoutes(app: FastifyInstance, deps: AppDeps): void {
   const payments = paymentDeps(deps);
-  app.post<{ Body: { stale_after_ms?: number } | null }>('/v1/admin/recovery/run', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { body, tags: ['admin'] } }, async (request) =>
+  app.post<{ Body: RecoveryBody }>('/v1/admin/recovery/run', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: recoverySchema }, async (request) =>
     recoverAll(payments, { staleAfterMs: request.body?.stale_after_ms ?? deps.config.staleAfterMs, relay: deps.relay, reconcile: true }),
   );
 }

@@ -1,0 +1,21 @@
+import { buildApp } from './app.ts';
+import { tokenSigner } from './platform/auth.ts';
+import { systemClock } from './platform/clock.ts';
+import { loadConfig } from './platform/config.ts';
+import { createPool } from './platform/db.ts';
+
+/**
+ * The document `GET /docs/json` serves, without a database: the pool is created but never used
+ * (pg connects lazily), so `npm run lint` and the client generator need nothing running.
+ */
+export async function serviceDocument(): Promise<Record<string, unknown>> {
+  const db = createPool('postgres://127.0.0.1:1/none', 1);
+  const config = { ...loadConfig({}), logLevel: 'silent' };
+  const app = await buildApp({ db, clock: systemClock, config, signer: tokenSigner('openapi-export'), notifySecret: 'openapi-export', channelUrl: 'http://127.0.0.1:1', notifyUrl: '' });
+  try {
+    return app.swagger() as unknown as Record<string, unknown>;
+  } finally {
+    await app.close();
+    await db.end();
+  }
+}

@@ -1,0 +1,137 @@
+import { Type, type Static } from 'typebox';
+import { BODY_ERRORS, BUYER_AUTH, HEADERS, IDEMPOTENCY_KEY_HEADER, jsonAnswer, nullable, problemAnswers, problemExample, stringEnum } from '../platform/openapi.ts';
+import { ORDER_STATUSES } from './orders.states.ts';
+
+// A flash sale sells a handful of units per buyer; anything near 10^9 is a client bug.
+export const MAX_QUANTITY = 1000;
+
+const ORDER_ID_EXAMPLE = 'ord_7c1e2b9f4a';
+const AT_EXAMPLE = '2026-11-30T18:00:00.000Z';
+
+export const OrderStatusSchema = stringEnum(ORDER_STATUSES, { description: 'see docs/state-machine.md' });
+
+export const OrderIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'the order id', examples: [ORDER_ID_EXAMPLE] }) });
+export type OrderIdParams = Static<typeof OrderIdParams>;
+
+export const CreateOrderBody = Type.Object(
+  {
+    sku: Type.String({ minLength: 1, maxLength: 64, description: 'the SKU to buy' }),
+    quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_QUANTITY, default: 1, description: 'units (default 1)' })),
+  },
+  { additionalProperties: false, examples: [{ sku: 'tee-black-m', quantity: 1 }] },
+);
+export type CreateOrderBody = Static<typeof CreateOrderBody>;
+
+export const CreatedOrder = Type.Object(
+  {
+    order_id: Type.String(),
+    status: OrderStatusSchema,
+    sku: Type.String(),
+    quantity: Type.Integer(),
+    amount: Type.Integer({ description: 'price × quantity in minor units, fixed at creation' }),
+    reservation: Type.Object({ key: Type.String(), status: Type.String({ description: '`HELD`' }), expires_at: Type.String({ format: 'date-time' }) }),
+  },
+  { additionalProperties: false },
+);
+
+export const OrderView = Type.Object(
+  {
+    order_id: Type.String(),
+    status: OrderStatusSchema,
+    version: Type.Integer({ description: 'grows by one with every transition' }),
+    sku: Type.String(),
+    quantity: Type.Integer(),
+    amount: Type.Integer(),
+    reservation: Type.Object({
+      key: Type.String(),
+      status: nullable(Type.String({ description: '`HELD`, `CONFIRMED` or `RELEASED`' })),
+      expires_at: nullable(Type.String({ format: 'date-time' })),
+    }),
+    created_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
+
+export const TimelineEntrySchema = Type.Object(
+  { from: nullable(OrderStatusSchema), to: OrderStatusSchema, version: Type.Integer(), reason: Type.String(), at: Type.String({ format: 'date-time' }) },
+  { additionalProperties: false },
+);
+
+const createdExample = {
+  order_id: ORDER_ID_EXAMPLE,
+  status: 'CREATED',
+  sku: 'tee-black-m',
+  quantity: 1,
+  amount: 1990,
+  reservation: { key: 'rsv_7c1e2b9f4a_0', status: 'HELD', expires_at: AT_EXAMPLE },
+};
+const viewExample = {
+  order_id: ORDER_ID_EXAMPLE,
+  status: 'PAID',
+  version: 3,
+  sku: 'tee-black-m',
+  quantity: 1,
+  amount: 1990,
+  reservation: { key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED', expires_at: AT_EXAMPLE },
+  created_at: AT_EXAMPLE,
+  updated_at: AT_EXAMPLE,
+};
+const keyed = { 'Idempotent-Replayed': HEADERS.replayed };
+
+export const createOrderSchema = {
+  operationId: 'createOrder',
+  summary: 'Create an order (reserve stock)',
+  description:
+    'Reserves the units and creates the order in one transaction: either both exist or neither. The amount is the price at this moment. Requires an `Idempotency-Key`; a replay answers exactly as the first time.',
+  tags: ['orders'],
+  body: CreateOrderBody,
+  docHeaders: IDEMPOTENCY_KEY_HEADER,
+  response: {
+    201: jsonAnswer('The order, its units held until `reservation.expires_at`', CreatedOrder, { headers: { ...keyed, Location: HEADERS.location }, example: createdExample }),
+    ...problemAnswers([...BODY_ERRORS, ...BUYER_AUTH, 'IDEMPOTENCY_KEY_MISSING', 'IDEMPOTENCY_KEY_INVALID', 'SKU_NOT_FOUND', 'SOLD_OUT', 'USER_LIMIT', 'REQUEST_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED'], keyed),
+  },
+};
+
+export const getOrderSchema = {
+  operationId: 'getOrder',
+  summary: 'Read an order',
+  description: 'A buyer sees their own orders only: any other id is 404 `ORDER_NOT_FOUND`, never 403.',
+  tags: ['orders'],
+  params: OrderIdParams,
+  response: { 200: jsonAnswer('The order', OrderView, { example: viewExample }), ...problemAnswers(['VALIDATION', ...BUYER_AUTH, 'ORDER_NOT_FOUND']) },
+};
+
+export const timelineSchema = {
+  operationId: 'getOrderTimeline',
+  summary: 'The order’s transitions, oldest first',
+  description: 'The first entry has `from: null`, `to: "CREATED"`.',
+  tags: ['orders'],
+  params: OrderIdParams,
+  response: {
+    200: jsonAnswer('Every transition', Type.Array(TimelineEntrySchema), {
+      example: [
+        { from: null, to: 'CREATED', version: 1, reason: 'create', at: AT_EXAMPLE },
+        { from: 'CREATED', to: 'PAYING', version: 2, reason: 'pay', at: AT_EXAMPLE },
+      ],
+    }),
+    ...problemAnswers(['VALIDATION', ...BUYER_AUTH, 'ORDER_NOT_FOUND']),
+  },
+};
+
+export const CancelledOrder = Type.Object({ order_id: Type.String(), status: OrderStatusSchema }, { additionalProperties: false });
+
+export const cancelOrderSchema = {
+  operationId: 'cancelOrder',
+  summary: 'Cancel an unpaid order',
+  description: 'Releases the held units. Only a `CREATED` order can be cancelled; otherwise 409 `REJECTED` with `order_status`.',
+  tags: ['orders'],
+  params: OrderIdParams,
+  response: {
+    200: jsonAnswer('Cancelled', CancelledOrder, { example: { order_id: ORDER_ID_EXAMPLE, status: 'CANCELLED' } }),
+    ...problemAnswers(['VALIDATION', ...BUYER_AUTH, 'ORDER_NOT_FOUND', 'REJECTED']),
+  },
+};
+
+export const rejectedExample = problemExample('REJECTED', 'order is PAID, it cannot be cancelled', { order_id: ORDER_ID_EXAMPLE, order_status: 'PAID' });
+export { ORDER_ID_EXAMPLE, AT_EXAMPLE };
