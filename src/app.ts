@@ -11,6 +11,7 @@ import { reconcileRoutes } from './reconcile/reconcile.routes.ts';
 import { recoveryRoutes } from './recovery/recovery.routes.ts';
 import { buildHttp } from './platform/http.ts';
 import { installMetrics } from './platform/metrics.ts';
+import { contractCheckEnabled, installContractCheck } from './platform/contract.ts';
 
 export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 
@@ -21,6 +22,7 @@ export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promis
   const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel });
   await app.register(swagger, swaggerOptions);
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  if (contractCheckEnabled()) installContractCheck(app, () => app.swagger() as never);
   installMetrics(app);
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));

@@ -1,0 +1,102 @@
+import { appendFileSync } from 'node:fs';
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+// Test mode only (FLASHPAY_CONTRACT_CHECK=1, set for the whole suite in vitest.config.ts): every
+// response a server sends is checked against the OpenAPI document it serves. Anything undocumented
+// (a status, a media type, an app header, a body shape) is a violation: recorded in this process
+// for the test that caused it (tests/support/contract.ts) and appended to FLASHPAY_CONTRACT_LOG so
+// that servers in child processes are held to the document too (checked at the end of the run).
+
+export interface ContractViolation {
+  route: string;
+  status: number;
+  problem: string;
+}
+
+const registry: ContractViolation[] = ((globalThis as { __flashpayContract?: ContractViolation[] }).__flashpayContract ??= []);
+
+let reportToFile = true;
+
+/** A test runner's process collects its own violations per test instead of leaving them for the end. */
+export function collectContractViolationsPerTest(): void {
+  reportToFile = false;
+}
+
+/** Violations seen in this process since the last call (which clears them). */
+export function takeContractViolations(): ContractViolation[] {
+  return registry.splice(0, registry.length);
+}
+
+export function contractCheckEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.FLASHPAY_CONTRACT_CHECK === '1';
+}
+
+// Transport headers every response may carry; anything else must be in the document.
+const TRANSPORT = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'vary']);
+
+type Operation = { responses?: Record<string, { headers?: Record<string, unknown>; content?: Record<string, { schema?: object }> }> };
+
+export function installContractCheck(app: FastifyInstance, documentOf: () => { paths?: Record<string, Record<string, Operation>> }): void {
+  const ajv = new Ajv({ strict: false, allErrors: false, validateFormats: true });
+  addFormats.default(ajv);
+  const validators = new Map<string, ValidateFunction>();
+
+  function report(violation: ContractViolation): void {
+    registry.push(violation);
+    const file = process.env.FLASHPAY_CONTRACT_LOG;
+    if (file && reportToFile) appendFileSync(file, `${JSON.stringify(violation)}\n`);
+  }
+
+  function check(request: FastifyRequest, reply: FastifyReply, payload: unknown): void {
+    const url = request.routeOptions.url;
+    // No route matched (the 404 handler) or a route kept out of the document on purpose.
+    if (!url || request.routeOptions.schema?.hide || url.startsWith('/docs')) return;
+    const path = url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    const method = request.method.toLowerCase();
+    const route = `${request.method} ${path}`;
+    const status = reply.statusCode;
+    const operation = documentOf().paths?.[path]?.[method];
+    if (!operation) return report({ route, status, problem: 'the operation is not in the document' });
+    const answer = operation.responses?.[String(status)] ?? operation.responses?.[`${String(status)[0]}XX`] ?? operation.responses?.default;
+    if (!answer) return report({ route, status, problem: `status ${status} is not documented` });
+
+    const documented = new Set(Object.keys(answer.headers ?? {}).map((h) => h.toLowerCase()));
+    for (const name of Object.keys(reply.getHeaders())) {
+      const lower = name.toLowerCase();
+      if (!TRANSPORT.has(lower) && !lower.startsWith('access-control-') && !documented.has(lower)) report({ route, status, problem: `header ${name} is not documented` });
+    }
+
+    const mediaType = String(reply.getHeader('content-type') ?? '').split(';')[0]?.trim() ?? '';
+    if (!answer.content) {
+      if (payload !== undefined && payload !== null && String(payload) !== '') report({ route, status, problem: 'a body was sent where none is documented' });
+      return;
+    }
+    const media = answer.content[mediaType];
+    if (!media) return report({ route, status, problem: `media type ${mediaType || '(none)'} is not documented` });
+    if (!media.schema || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return;
+    let body: unknown;
+    try {
+      body = JSON.parse(String(payload));
+    } catch {
+      return report({ route, status, problem: 'the body is not JSON' });
+    }
+    const key = `${route} ${status} ${mediaType}`;
+    let validate = validators.get(key);
+    if (!validate) {
+      validate = ajv.compile(media.schema);
+      validators.set(key, validate);
+    }
+    if (!validate(body)) report({ route, status, problem: `body does not match: ${ajv.errorsText(validate.errors)} in ${String(payload).slice(0, 300)}` });
+  }
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    try {
+      check(request, reply, payload);
+    } catch (error) {
+      report({ route: `${request.method} ${request.url}`, status: reply.statusCode, problem: `checker failed: ${(error as Error).message}` });
+    }
+    return payload;
+  });
+}

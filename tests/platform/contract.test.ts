@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Type } from 'typebox';
+import type { FastifyInstance } from 'fastify';
+import { takeContractViolations } from '../../src/platform/contract.ts';
+import { jsonAnswer } from '../../src/platform/openapi.ts';
+import { startStack, type Stack } from '../support/stack.ts';
+
+// A test-only route whose document says: 200 with {ok: boolean}, nothing else.
+function planted(app: FastifyInstance): void {
+  const schema = { operationId: 'planted', tags: ['test'], response: { 200: jsonAnswer('ok', Type.Object({ ok: Type.Boolean() })) } };
+  app.get<{ Querystring: { mode?: string } }>('/v1/planted', { schema: { ...schema, querystring: Type.Object({ mode: Type.Optional(Type.String()) }) } }, async (request, reply) => {
+    const mode = request.query.mode;
+    if (mode === 'status') return reply.code(418).send({ ok: true });
+    if (mode === 'header') return reply.header('X-Leak', 'secret').send({ ok: true });
+    if (mode === 'body') return reply.type('application/json').send('{"ok":"yes"}');
+    if (mode === 'media') return reply.type('text/plain').send('ok');
+    return { ok: true };
+  });
+}
+
+describe('the contract check holds every response to the OpenAPI document', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ routes: [planted] });
+  });
+  afterAll(async () => stack.close());
+
+  it('passes a documented answer and flags an undocumented status, header, media type and body shape', async () => {
+    // Proves the suite-wide hook would fail a test on any drift between the service and /docs/json.
+    expect((await stack.call('GET', '/v1/planted')).status).toBe(200);
+    expect(takeContractViolations()).toEqual([]);
+    for (const [mode, problem] of [
+      ['status', /status 418 is not documented/],
+      ['header', /header x-leak is not documented/i],
+      ['body', /body does not match/],
+      ['media', /media type text\/plain is not documented/],
+    ] as const) {
+      await stack.call('GET', `/v1/planted?mode=${mode}`);
+      const found = takeContractViolations();
+      expect(found, mode).toHaveLength(1);
+      expect(found[0]?.problem).toMatch(problem);
+    }
+  });
+});
