@@ -1,4 +1,5 @@
 import { buildApp } from './app.ts';
+import { startChannel } from './channel/index.ts';
 import { tokenSigner } from './platform/auth.ts';
 import { systemClock } from './platform/clock.ts';
 import { loadConfig } from './platform/config.ts';
@@ -17,5 +18,15 @@ export async function serviceDocument(): Promise<Record<string, unknown>> {
   } finally {
     await app.close();
     await db.end();
+  }
+}
+
+/** The provider double's document (its `/docs/json`), control API included. */
+export async function channelDocument(): Promise<Record<string, unknown>> {
+  const channel = await startChannel({ notifySecret: 'openapi-export', control: true });
+  try {
+    return (await (await fetch(`${channel.url}/docs/json`)).json()) as Record<string, unknown>;
+  } finally {
+    await channel.close();
   }
 }

@@ -1,5 +1,9 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import { buildHttp } from '../platform/http.ts';
+import { contractCheckEnabled, installContractCheck } from '../platform/contract.ts';
+import { channelSwaggerOptions } from './channel.openapi.ts';
 import { registerControlRoutes } from './channel.control.ts';
 import { registerLedgerRoutes, type ChannelDeps } from './channel.routes.ts';
 import { FaultBook, RequestCounter } from './faults.ts';
@@ -52,6 +56,9 @@ export async function startChannel(options: ChannelOptions & { host?: string; po
     pause: (ms) => delay(ms, undefined, { signal: shutdown.signal }),
   };
   const app = buildHttp({ bodyLimitBytes: BODY_LIMIT_BYTES, logLevel: 'silent' });
+  await app.register(swagger, channelSwaggerOptions);
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  if (contractCheckEnabled()) installContractCheck(app, () => app.swagger() as never);
   registerLedgerRoutes(app, deps);
   if (options.control) registerControlRoutes(app, deps);
   await app.listen({ host, port: options.port ?? 0 });

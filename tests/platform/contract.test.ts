@@ -42,3 +42,20 @@ describe('the contract check holds every response to the OpenAPI document', () =
     }
   });
 });
+
+describe('the provider double serves its own document', () => {
+  it('lists every ledger and control operation at /docs/json, and the suite checks its answers against it', async () => {
+    // Proves an integrator testing against the double can read (and generate from) its contract too.
+    const { startChannel } = await import('../../src/channel/index.ts');
+    const channel = await startChannel({ notifySecret: 'doc-test', control: true });
+    try {
+      const doc = (await (await fetch(`${channel.url}/docs/json`)).json()) as { paths: Record<string, Record<string, { operationId: string }>> };
+      const operations = Object.values(doc.paths).flatMap((methods) => Object.values(methods).map((op) => op.operationId));
+      expect(operations).toEqual(expect.arrayContaining(['charge', 'getCharge', 'close', 'refund', 'getStatement', 'armFault', 'releaseCallbacks', 'sendNotification']));
+      await fetch(`${channel.url}/charge`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ merchant_order: 'x', amount: 0, notify_url: 'http://127.0.0.1:1/' }) });
+      expect(takeContractViolations()).toEqual([]);
+    } finally {
+      await channel.close();
+    }
+  });
+});
