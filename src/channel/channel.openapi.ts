@@ -68,6 +68,7 @@ const chargeSchema = {
 const querySchema = {
   operationId: 'getCharge',
   summary: 'What the ledger holds for a merchant order',
+  description: '`NOT_FOUND` when nothing was ever charged or closed; after a lost charge reply, this says whether the money moved.',
   tags: ['ledger'],
   security: [],
   params: queryParams,
@@ -104,6 +105,7 @@ const refundSchema = {
 const statementSchema = {
   operationId: 'getStatement',
   summary: 'Every money movement, oldest first, and the net',
+  description: 'What reconciliation compares the orders with; `merchant_order` narrows it to one.',
   tags: ['ledger'],
   security: [],
   querystring: statementQuery,
@@ -127,6 +129,7 @@ function control(operationId: string, summary: string, answer: TSchema, example:
   return {
     operationId,
     summary,
+    description: `${summary}. Only with \`--control\`.`,
     tags: ['control'],
     security: [],
     ...(body ? { body: withExample(body, bodyExample) } : {}),

@@ -31,7 +31,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A SKU and its stock counters */
+        /**
+         * A SKU and its stock counters
+         * @description `total = available + held + confirmed` at every commit.
+         */
         get: operations["getSku"];
         put?: never;
         post?: never;
@@ -268,7 +271,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Three-way reconciliation: provider statement × orders × stock (+ events) */
+        /**
+         * Three-way reconciliation: provider statement × orders × stock (+ events)
+         * @description `ok` when there is no mismatch and nothing pending; orders still converging are counted as pending, not judged. docs/reconciliation.md describes every class.
+         */
         get: operations["getReconciliation"];
         put?: never;
         post?: never;
@@ -305,7 +311,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Parked (dead) outbox events, oldest first */
+        /**
+         * Parked (dead) outbox events, oldest first
+         * @description Events that ran out of attempts or have an unknown type; `redrive` puts them back in line.
+         */
         get: operations["listDeadEvents"];
         put?: never;
         post?: never;
@@ -2417,6 +2426,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example tee-black-m */
                 sku: string;
             };
             cookie?: never;
@@ -2798,6 +2808,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "stale_after_ms": 0
+                 *     }
+                 */
                 "application/json": {
                     /** @description a PAYING order older than this is examined (default FLASHPAY_STALE_AFTER_MS) */
                     stale_after_ms?: number;
@@ -3492,6 +3507,13 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "event_ids": [
+                 *         "42"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** @description default: every dead event */
                     event_ids?: string[];
@@ -3665,6 +3687,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example ord_7c1e2b9f4a */
                 order_id: string;
             };
             cookie?: never;

@@ -71,7 +71,7 @@ export const fulfillmentViewSchema = {
   summary: 'The fulfillment consumer’s view of an order',
   description: '404 `NOT_FOUND` when no event of the order has arrived.',
   tags: ['admin'],
-  params: Type.Object({ order_id: Type.String({ minLength: 1, maxLength: 64 }) }),
+  params: Type.Object({ order_id: Type.String({ minLength: 1, maxLength: 64, examples: ['ord_7c1e2b9f4a'] }) }),
   response: {
     200: jsonAnswer('Every arrival with its effect', FulfillmentView, {
       example: {

@@ -52,6 +52,7 @@ export const createSkuSchema = {
 export const getSkuSchema = {
   operationId: 'getSku',
   summary: 'A SKU and its stock counters',
+  description: '`total = available + held + confirmed` at every commit.',
   tags: ['admin'],
   params: SkuParams,
   response: { 200: jsonAnswer('The SKU', SkuView, { example: skuExample }), ...problemAnswers(['VALIDATION', ...ADMIN_AUTH, 'SKU_NOT_FOUND']) },

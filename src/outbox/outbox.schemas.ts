@@ -28,6 +28,7 @@ const DeadEvent = Type.Object(
 export const deadSchema = {
   operationId: 'listDeadEvents',
   summary: 'Parked (dead) outbox events, oldest first',
+  description: 'Events that ran out of attempts or have an unknown type; `redrive` puts them back in line.',
   tags: ['admin'],
   response: {
     200: jsonAnswer('At most 100 events', Type.Object({ events: Type.Array(DeadEvent) }, { additionalProperties: false }), {
@@ -38,7 +39,8 @@ export const deadSchema = {
 };
 
 export const RedriveBody = nullable(
-  Type.Object({ event_ids: Type.Optional(Type.Array(Type.String(), { maxItems: 1000, description: 'default: every dead event' })) }, { additionalProperties: false, examples: [{ event_ids: ['42'] }] }),
+  Type.Object({ event_ids: Type.Optional(Type.Array(Type.String(), { maxItems: 1000, description: 'default: every dead event' })) }, { additionalProperties: false }),
+  { examples: [{ event_ids: ['42'] }] },
 );
 export type RedriveBody = Static<typeof RedriveBody>;
 

@@ -81,7 +81,7 @@ export const skuOutcomesSchema = {
   summary: 'Order statuses and notification effects of one SKU',
   description: 'For operators and the simulation.',
   tags: ['admin'],
-  params: Type.Object({ sku: Type.String({ minLength: 1, maxLength: 64 }) }),
+  params: Type.Object({ sku: Type.String({ minLength: 1, maxLength: 64, examples: ['tee-black-m'] }) }),
   response: {
     200: jsonAnswer('Counts', SkuOutcomes, { example: { statuses: { PAID: 7, CANCELLED: 2 }, notification_effects: { PAID: 7 } } }),
     ...problemAnswers(['VALIDATION', ...ADMIN_AUTH]),

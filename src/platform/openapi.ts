@@ -20,8 +20,8 @@ export function stringEnum<const T extends readonly string[]>(values: T, options
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 }
 
-export function nullable<T extends TSchema>(schema: T) {
-  return Type.Union([schema, Type.Null()]);
+export function nullable<T extends TSchema>(schema: T, options: Record<string, unknown> = {}) {
+  return Type.Union([schema, Type.Null()], options);
 }
 
 export const ERROR_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];

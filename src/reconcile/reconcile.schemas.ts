@@ -39,6 +39,7 @@ export const reconciliationExample = {
 export const reconciliationSchema = {
   operationId: 'getReconciliation',
   summary: 'Three-way reconciliation: provider statement × orders × stock (+ events)',
+  description: '`ok` when there is no mismatch and nothing pending; orders still converging are counted as pending, not judged. docs/reconciliation.md describes every class.',
   tags: ['admin'],
   response: { 200: jsonAnswer('The report', ReconciliationReport, { example: reconciliationExample }), ...problemAnswers(ADMIN_AUTH) },
 };

@@ -5,8 +5,9 @@ import { ReconciliationReport, reconciliationExample } from '../reconcile/reconc
 export const RecoveryBody = nullable(
   Type.Object(
     { stale_after_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 7 * 24 * 3600 * 1000, description: 'a PAYING order older than this is examined (default FLASHPAY_STALE_AFTER_MS)' })) },
-    { additionalProperties: false, examples: [{ stale_after_ms: 0 }] },
+    { additionalProperties: false },
   ),
+  { examples: [{ stale_after_ms: 0 }] },
 );
 export type RecoveryBody = Static<typeof RecoveryBody>;
 
