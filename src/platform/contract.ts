@@ -91,12 +91,21 @@ export function installContractCheck(app: FastifyInstance, documentOf: () => { p
     if (!validate(body)) report({ route, status, problem: `body does not match: ${ajv.errorsText(validate.errors)} in ${String(payload).slice(0, 300)}` });
   }
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  // The document is built before the first request, and each answer is checked only once it has
+  // been sent: the check must not slow the answer down (a pay has a 300 ms budget for the provider).
+  app.addHook('onReady', async () => {
+    documentOf();
+  });
+  const sent = new WeakMap<FastifyRequest, unknown>();
+  app.addHook('onSend', async (request, _reply, payload) => {
+    sent.set(request, payload);
+    return payload;
+  });
+  app.addHook('onResponse', async (request, reply) => {
     try {
-      check(request, reply, payload);
+      check(request, reply, sent.get(request));
     } catch (error) {
       report({ route: `${request.method} ${request.url}`, status: reply.statusCode, problem: `checker failed: ${(error as Error).message}` });
     }
-    return payload;
   });
 }

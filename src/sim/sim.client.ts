@@ -57,6 +57,11 @@ async function reconnectingFetch(input: RequestInfo | URL): Promise<Response> {
   }
 }
 
+/** The operator: the generated client (every admin operation, typed) with the admin token. */
+export function adminClient(target: SimTarget): FlashpayClient['raw'] {
+  return createFlashpayClient({ baseUrl: target.api, token: target.adminToken, fetch: reconnectingFetch as typeof fetch }).raw;
+}
+
 /** A buyer: the typed client with the buyer's token; keyed calls reuse their key on every retry. */
 export function buyerClient(target: SimTarget, token: string): FlashpayClient {
   return createFlashpayClient({ baseUrl: target.api, token, fetch: reconnectingFetch as typeof fetch });

@@ -1,5 +1,5 @@
 import { summaryLine, type ReconciliationReport } from '../reconcile/reconcile.service.ts';
-import { buyerClient, http, type SimTarget } from './sim.client.ts';
+import { adminClient, buyerClient, http, type SimTarget } from './sim.client.ts';
 import type { PlannedOrder, SimPlan, SimShape } from './sim.plan.ts';
 
 export interface Progress {
@@ -58,8 +58,11 @@ export class Simulation {
     private readonly onProgress: (p: Progress) => void = () => undefined,
   ) {}
 
-  private admin(method: string, path: string, body?: unknown) {
-    return http(`${this.target.api}${path}`, { method, token: this.target.adminToken, body });
+  private adminApi?: ReturnType<typeof adminClient>;
+
+  /** The operator's calls, through the client generated from the API document. */
+  private get api(): ReturnType<typeof adminClient> {
+    return (this.adminApi ??= adminClient(this.target));
   }
 
   private control(method: string, path: string, body?: unknown) {
@@ -91,13 +94,13 @@ export class Simulation {
   }
 
   private async expireHold(orderId: string): Promise<void> {
-    await this.admin('POST', '/v1/admin/reservations/expire', { order_id: orderId });
-    await this.admin('POST', '/v1/admin/expiry/run');
+    await this.api.POST('/v1/admin/reservations/expire', { body: { order_id: orderId } });
+    await this.api.POST('/v1/admin/expiry/run');
   }
 
   private async saleOver(): Promise<boolean> {
-    const sku = await this.admin('GET', `/v1/admin/skus/${this.sku}`);
-    return sku.status === 200 && sku.body.available === 0 && sku.body.held === 0;
+    const { data } = await this.api.GET('/v1/admin/skus/{sku}', { params: { path: { sku: this.sku } } });
+    return data !== undefined && data.available === 0 && data.held === 0;
   }
 
   /** A buyer who was sold out earlier tries again with fresh keys until they win or nothing is left. */
@@ -138,7 +141,7 @@ export class Simulation {
 
   private async recoveryLoop(until: () => boolean): Promise<void> {
     while (!until()) {
-      await this.admin('POST', '/v1/admin/recovery/run', { stale_after_ms: 1000 });
+      await this.api.POST('/v1/admin/recovery/run', { body: { stale_after_ms: 1000 } });
       await sleep(300);
     }
   }
@@ -150,18 +153,21 @@ export class Simulation {
       const byNotify = new Map<string, string>();
       for (const h of await this.held()) if (!byNotify.has(h.notify_id)) byNotify.set(h.notify_id, h.id);
       if (byNotify.size > 0) await this.control('POST', '/_control/callbacks/release', { ids: [...byNotify.values()] });
-      await this.admin('POST', '/v1/admin/recovery/run', { stale_after_ms: 0 });
-      await this.admin('POST', '/v1/admin/outbox/drain');
-      const report = (await this.admin('GET', '/v1/admin/reconciliation')).body as ReconciliationReport;
+      await this.api.POST('/v1/admin/recovery/run', { body: { stale_after_ms: 0 } });
+      await this.api.POST('/v1/admin/outbox/drain');
+      const { data, response } = await this.api.GET('/v1/admin/reconciliation');
+      if (!data) throw new Error(`reconciliation failed: ${response.status}`);
+      const report: ReconciliationReport = data;
       if ((report.pending === 0 && report.events.pending === 0) || Date.now() > deadline) return report;
       await sleep(300);
     }
   }
 
   async run(): Promise<SimReport> {
-    const created = await this.admin('POST', '/v1/admin/skus', { sku: this.sku, name: `Simulated flash sale (seed ${this.plan.seed})`, price: PRICE, stock: this.shape.stock, hold_ttl_ms: 60_000 });
+    const created = await this.api.POST('/v1/admin/skus', { body: { sku: this.sku, name: `Simulated flash sale (seed ${this.plan.seed})`, price: PRICE, stock: this.shape.stock, hold_ttl_ms: 60_000 } });
     // 409: our own earlier attempt created it before the stack went down under us.
-    if (created.status !== 201 && created.status !== 409) throw new Error(`cannot create SKU ${this.sku}: ${created.status} ${JSON.stringify(created.body)}`);
+    const status = created.response.status;
+    if (status !== 201 && status !== 409) throw new Error(`cannot create SKU ${this.sku}: ${status} ${JSON.stringify(created.error)}`);
     await this.control('POST', '/_control/callbacks', { mode: 'HOLD', duplicates: 3 });
     let bought = 0;
     this.onProgress({ phase: 'buying', done: 0, total: this.plan.orders.length });
@@ -190,7 +196,7 @@ export class Simulation {
     this.onProgress({ phase: 'converging', done: 0, total: 1 });
     const reconciliation = await this.converge();
     await this.control('POST', '/_control/callbacks', { mode: 'AUTO', duplicates: 1 });
-    const outcomes = (await this.admin('GET', `/v1/admin/skus/${this.sku}/outcomes`)).body as { statuses: Record<string, number>; notification_effects: Record<string, number> };
+    const outcomes = (await this.api.GET('/v1/admin/skus/{sku}/outcomes', { params: { path: { sku: this.sku } } })).data ?? { statuses: {}, notification_effects: {} };
     this.onProgress({ phase: 'done', done: 1, total: 1 });
     const lines = [
       `note late buyers ${this.lateWon} ; final ${format(outcomes.statuses)}`,

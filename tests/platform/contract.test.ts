@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { takeContractViolations } from '../../src/platform/contract.ts';
 import { jsonAnswer } from '../../src/platform/openapi.ts';
 import { startStack, type Stack } from '../support/stack.ts';
+import { eventually } from '../support/payments.ts';
 
 // A test-only route whose document says: 200 with {ok: boolean}, nothing else.
 function planted(app: FastifyInstance): void {
@@ -36,7 +37,8 @@ describe('the contract check holds every response to the OpenAPI document', () =
       ['media', /media type text\/plain is not documented/],
     ] as const) {
       await stack.call('GET', `/v1/planted?mode=${mode}`);
-      const found = takeContractViolations();
+      // Checked once the answer has gone out (onResponse): wait for the check, never for a time.
+      const found = await eventually(async () => takeContractViolations(), (v) => v.length > 0);
       expect(found, mode).toHaveLength(1);
       expect(found[0]?.problem).toMatch(problem);
     }
