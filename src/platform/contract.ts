@@ -33,8 +33,26 @@ export function contractCheckEnabled(env: NodeJS.ProcessEnv = process.env): bool
   return env.FLASHPAY_CONTRACT_CHECK === '1';
 }
 
-// Transport headers every response may carry; anything else must be in the document.
-const TRANSPORT = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'vary']);
+// Transport, caching and browser-hardening headers any response may carry; anything else (every
+// header a client is meant to read) must be in the document for that operation and status.
+const TRANSPORT = new Set([
+  'content-type',
+  'content-length',
+  'date',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'vary',
+  'cache-control',
+  'etag',
+  'x-content-type-options',
+  'x-frame-options',
+  'strict-transport-security',
+  'content-security-policy',
+  'referrer-policy',
+  'cross-origin-opener-policy',
+  'cross-origin-resource-policy',
+]);
 
 type Operation = { responses?: Record<string, { headers?: Record<string, unknown>; content?: Record<string, { schema?: object }> }> };
 

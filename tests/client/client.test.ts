@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import openapiTS, { astToString } from 'openapi-typescript';
 import createClient from 'openapi-fetch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFlashpayClient, verifySignature, type paths, type ProblemCode } from '../../src/client/index.ts';
+import { createFlashpayClient, verifySignature, type paths, type ProblemCode } from 'flashpay/client';
 import { buildApp } from '../../src/app.ts';
 import { createPool } from '../../src/platform/db.ts';
 import { signPayload } from '../../src/platform/signature.ts';
