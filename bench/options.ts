@@ -1,4 +1,4 @@
-import { intFlag, parseArgs, stringFlag, UsageError } from '../src/cli/args.ts';
+import { intFlag, parseArgs, stringFlag, UsageError } from '../src/platform/args.ts';
 
 /** What one `flashpay bench` does. Counts follow the issues; `quick` is a tenth of them for smoke runs. */
 export interface BenchOptions {

@@ -5,7 +5,7 @@ import { connect } from '@nats-io/transport-node';
 import { sleep, type Db } from '../src/platform/db.ts';
 import { startJetStreamConsumer } from '../src/fulfillment/index.ts';
 import type { Sink } from '../src/outbox/index.ts';
-import { createHttpSink, createNatsSink, DEFAULT_TOPOLOGY, type BrokerTopology } from '../src/outbox/sinks/index.ts';
+import { createHttpSink, createNatsSink, DEFAULT_TOPOLOGY, type BrokerTopology } from '../src/outbox/index.ts';
 import type { OutboxCounts } from './options.ts';
 import { baselineFigures, deliverAll, errorLog, runBaseline, warmUp, type Errors, type OutboxFigures } from './outbox.relays.ts';
 import { checkDelivery, countApplied, resetOutbox, seedPaidOrders, type DeliveryCheck } from './outbox.seed.ts';

@@ -1,6 +1,6 @@
 import type { SwaggerOptions } from '@fastify/swagger';
-import { notificationWebhook } from './payments/payments.schemas.ts';
-import { orderEventWebhook } from './fulfillment/fulfillment.schemas.ts';
+import { notificationWebhook } from './payments/index.ts';
+import { orderEventWebhook } from './fulfillment/index.ts';
 import { SIGNATURE_DESCRIPTION } from './platform/openapi.ts';
 
 type Doc = Record<string, unknown> & { paths?: Record<string, Record<string, Record<string, unknown>>> };

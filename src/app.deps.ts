@@ -2,8 +2,8 @@ import type { TokenSigner } from './platform/auth.ts';
 import type { Clock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
 import type { Db } from './platform/db.ts';
-import type { KeyedDeps } from './idempotency/idempotency.service.ts';
-import type { Relay } from './outbox/relay.ts';
+import type { KeyedDeps } from './idempotency/index.ts';
+import type { Relay } from './outbox/index.ts';
 
 /** Everything a route needs, built once by the process that serves it. */
 export interface AppDeps {

@@ -2,13 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from './app.deps.ts';
 import { principalOf, requirePrincipal } from './platform/auth.ts';
 import { AppError } from './platform/errors.ts';
-import { fulfillmentAdminView, fulfillmentRoutes } from './fulfillment/index.ts';
-import { outboxAdmin } from './outbox/index.ts';
-import { findOrder } from './orders/orders.repo.ts';
-import { visibleTo } from './orders/orders.service.ts';
-
-import { fulfillmentViewSchema } from './fulfillment/fulfillment.schemas.ts';
-import { deadSchema, drainSchema, redriveSchema, type RedriveBody } from './outbox/outbox.schemas.ts';
+import { fulfillmentAdminView, fulfillmentRoutes, fulfillmentViewSchema } from './fulfillment/index.ts';
+import { deadSchema, drainSchema, outboxAdmin, redriveSchema, type RedriveBody } from './outbox/index.ts';
+import { findOrder } from './orders/index.ts';
+import { visibleTo } from './orders/index.ts';
 
 /**
  * The event side of the API: the built-in fulfillment consumer's webhook (what the relay's http

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import type { AppDeps } from './app.deps.ts';
 import { createPgLedger, startChannel, type RunningChannel } from './channel/index.ts';
-import { startEventPipeline, type EventPipeline } from './outbox/index.ts';
+import { startEventPipeline, type EventPipeline } from './events.pipeline.ts';
 import { loadSecret, tokenSigner, type TokenSigner } from './platform/auth.ts';
 import { systemClock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';

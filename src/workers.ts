@@ -1,10 +1,10 @@
 import type { AppDeps } from './app.deps.ts';
-import { purgeCompletedKeys } from './idempotency/idempotency.repo.ts';
-import { releaseExpired } from './inventory/inventory.service.ts';
-import { paymentDeps } from './payments/payments.routes.ts';
-import { runRecoveryPass } from './recovery/recovery.service.ts';
-import { channelClient } from './payments/channel.client.ts';
-import { reconcile, summaryLine } from './reconcile/reconcile.service.ts';
+import { purgeCompletedKeys } from './idempotency/index.ts';
+import { releaseExpired } from './inventory/index.ts';
+import { paymentDeps } from './payments/index.ts';
+import { runRecoveryPass } from './recovery/index.ts';
+import { channelClient } from './payments/index.ts';
+import { reconcile, summaryLine } from './reconcile/index.ts';
 
 export interface Loop {
   stop(): Promise<void>;

@@ -15,6 +15,7 @@ export { createMemoryLedger } from './ledger.memory.ts';
 export { createPgLedger } from './ledger.pg.ts';
 export type { LedgerStore, StatementLine, ChargeStatus, NotifyKind } from './ledger.ts';
 export { FAULT_KINDS, FAULT_OPS, type FaultKind, type FaultOp } from './faults.ts';
+export { drawBetween, mulberry32 } from './prng.ts';
 
 export interface ChannelOptions {
   store?: LedgerStore;

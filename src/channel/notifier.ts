@@ -1,3 +1,4 @@
+import { backoffDelayMs } from '../platform/backoff.ts';
 import { setMaxListeners } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
 import { AppError } from '../platform/errors.ts';
@@ -225,7 +226,8 @@ export class Notifier {
 
   private async retryUntilDone(n: Notification, delivery: Delivery, signal: AbortSignal): Promise<void> {
     while (delivery.attempts < this.retry.maxAttempts) {
-      const backoffMs = Math.min(this.retry.retryBaseMs * 2 ** (delivery.attempts - 1), MAX_BACKOFF_MS);
+      // No jitter (random = 1): a seeded run of the double must replay the same schedule.
+      const backoffMs = backoffDelayMs(delivery.attempts, this.retry.retryBaseMs, MAX_BACKOFF_MS, () => 1);
       await delay(backoffMs, undefined, { signal });
       if (await this.attempt(n, delivery, signal)) return;
     }

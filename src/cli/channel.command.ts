@@ -3,7 +3,7 @@ import { startChannel, createPgLedger, type LedgerStore } from '../channel/index
 import { loadSecret } from '../platform/auth.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createPool, pgCode, type Db } from '../platform/db.ts';
-import { intFlag, parseArgs, stringFlag, UsageError } from './args.ts';
+import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
 
 const USAGE = 'usage: flashpay channel [--port 8081] [--host 127.0.0.1] [--control] [--database-url URL]';
 const KNOWN_FLAGS = new Set(['port', 'host', 'control', 'database-url']);

@@ -1,4 +1,4 @@
-import { UsageError } from './args.ts';
+import { UsageError } from '../platform/args.ts';
 
 type Command = (argv: string[]) => Promise<void>;
 

@@ -2,10 +2,10 @@ import { loadSecret } from '../platform/auth.ts';
 import { systemClock } from '../platform/clock.ts';
 import { loadConfig, type Config } from '../platform/config.ts';
 import { createPool, type Db } from '../platform/db.ts';
-import { channelClient } from '../payments/channel.client.ts';
-import type { PaymentDeps } from '../payments/payments.deps.ts';
+import { channelClient } from '../payments/index.ts';
+import type { PaymentDeps } from '../payments/index.ts';
 import { openDatabase, readRuntime } from '../runtime.ts';
-import { UsageError } from './args.ts';
+import { UsageError } from '../platform/args.ts';
 
 /** What an operator command (reconcile, recover) needs: the service's database and its provider. */
 export interface Ops {

@@ -1,5 +1,5 @@
-import { reconcile, summaryLine } from '../reconcile/reconcile.service.ts';
-import { parseArgs } from './args.ts';
+import { reconcile, summaryLine } from '../reconcile/index.ts';
+import { parseArgs } from '../platform/args.ts';
 import { connectOps } from './ops.ts';
 
 /** `flashpay reconcile [--json]`: exit 0 when nothing mismatches and nothing is pending. */

@@ -1,7 +1,7 @@
 import { createRelay, createSinkFromConfig, RELAY_DEFAULTS } from '../outbox/index.ts';
-import { recoverAll } from '../recovery/recovery.full.ts';
-import { summaryLine } from '../reconcile/reconcile.service.ts';
-import { parseArgs } from './args.ts';
+import { recoverAll } from '../recovery/index.ts';
+import { summaryLine } from '../reconcile/index.ts';
+import { parseArgs } from '../platform/args.ts';
 import { connectOps } from './ops.ts';
 
 /** `flashpay recover [--stale-after-ms N] [--json]`: one recovery pass, then the outbox, then reconciliation. */

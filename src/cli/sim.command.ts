@@ -4,11 +4,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadSecret, tokenSigner, type TokenSigner } from '../platform/auth.ts';
 import { loadConfig } from '../platform/config.ts';
-import type { SimTarget } from '../sim/sim.client.ts';
-import { parseMix, planSim, SEED_SHAPE, type SimShape } from '../sim/sim.plan.ts';
-import { Simulation, type Progress } from '../sim/sim.run.ts';
+import type { SimTarget } from '../sim/index.ts';
+import { parseMix, planSim, SEED_SHAPE, type SimShape } from '../sim/index.ts';
+import { Simulation, type Progress } from '../sim/index.ts';
 import { launchStack } from '../stack.ts';
-import { intFlag, parseArgs, stringFlag, UsageError } from './args.ts';
+import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
 
 const USAGE = `usage: flashpay sim --seed N [--orders 24] [--stock 24] [--late 12] [--concurrency 8]
        [--mix decline=3,lost=4,linger=3,nopay=3,expire=6] [--refund-timeouts 2]

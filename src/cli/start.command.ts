@@ -1,6 +1,6 @@
 import { loadConfig } from '../platform/config.ts';
 import { launchStack } from '../stack.ts';
-import { intFlag, parseArgs } from './args.ts';
+import { intFlag, parseArgs } from '../platform/args.ts';
 
 const log = (line: string) => process.stderr.write(`flashpay: ${line}\n`);
 

@@ -1,6 +1,6 @@
 import { loadSecret, tokenSigner } from '../platform/auth.ts';
 import { loadConfig } from '../platform/config.ts';
-import { intFlag, parseArgs, stringFlag, UsageError } from './args.ts';
+import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
 
 /** `flashpay token --tenant T --user U [--admin] [--ttl 3600]` prints a bearer token. */
 export async function tokenCommand(argv: string[]): Promise<void> {

@@ -44,26 +44,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/admin/reservations/expire": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * End an order’s hold now
-         * @description The hold’s expiry is moved to now; the next expiry sweep releases it. `expired: false` when it was no longer HELD.
-         */
-        post: operations["expireReservation"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v1/admin/expiry/run": {
         parameters: {
             query?: never;
@@ -158,6 +138,26 @@ export interface paths {
          * @description Releases the held units. Only a `CREATED` order can be cancelled; otherwise 409 `REJECTED` with `order_status`.
          */
         post: operations["cancelOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/reservations/expire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End an order’s hold now
+         * @description The hold’s expiry is moved to now; the next expiry sweep releases it. `expired: false` when it was no longer HELD.
+         */
+        post: operations["expireReservation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -792,211 +792,6 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "SKU_NOT_FOUND";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "INTERNAL";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
-            503: {
-                headers: {
-                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
-                    "Retry-After"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "UNAVAILABLE";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-        };
-    };
-    expireReservation: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "order_id": "ord_7c1e2b9f4a"
-                 *     }
-                 */
-                "application/json": {
-                    order_id: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Whether the hold was ended */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        expired: boolean;
-                    };
-                };
-            };
-            /** @description The request is not valid (nothing was executed): `VALIDATION` */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "VALIDATION";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description No valid bearer token: `UNAUTHENTICATED` */
-            401: {
-                headers: {
-                    /** @description the bearer challenge (RFC 6750) */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "UNAUTHENTICATED";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description The token is valid but not allowed here: `FORBIDDEN` */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "FORBIDDEN";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Not found (or not visible to this principal): `ORDER_NOT_FOUND` */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "ORDER_NOT_FOUND";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "PAYLOAD_TOO_LARGE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -2019,6 +1814,211 @@ export interface operations {
             };
         };
     };
+    expireReservation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "order_id": "ord_7c1e2b9f4a"
+                 *     }
+                 */
+                "application/json": {
+                    order_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Whether the hold was ended */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        expired: boolean;
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found (or not visible to this principal): `ORDER_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "ORDER_NOT_FOUND";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PAYLOAD_TOO_LARGE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     payOrder: {
         parameters: {
             query?: never;
@@ -2318,6 +2318,11 @@ export interface operations {
                          * @enum {string}
                          */
                         effect: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER";
+                        /**
+                         * @description on a copy of a notification recorded before (`effect: DUPLICATE`): what the first copy did
+                         * @enum {string}
+                         */
+                        recorded_effect?: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER";
                     };
                 };
             };
@@ -4057,6 +4062,11 @@ export interface operations {
                          * @enum {string}
                          */
                         effect: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER";
+                        /**
+                         * @description on a copy of a notification recorded before (`effect: DUPLICATE`): what the first copy did
+                         * @enum {string}
+                         */
+                        recorded_effect?: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER";
                     };
                 };
             };

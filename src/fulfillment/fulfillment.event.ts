@@ -1,4 +1,4 @@
-import { isEventType, type OutboxEvent } from '../outbox/outbox.events.ts';
+import { isEventType, type OutboxEvent } from '../outbox/index.ts';
 
 // The wire shape of an order event is OrderEventBody (fulfillment.schemas.ts), which the HTTP
 // route validates with; broker messages are parsed here to the same rules.

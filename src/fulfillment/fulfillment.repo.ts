@@ -1,5 +1,5 @@
 import type { Executor, Tx } from '../platform/db.ts';
-import type { OutboxEvent } from '../outbox/outbox.events.ts';
+import type { OutboxEvent } from '../outbox/index.ts';
 
 // What an arrival did. ERROR is not an effect: it records an arrival whose transaction failed.
 export const EFFECTS = ['APPLIED', 'DUPLICATE', 'STALE'] as const;

@@ -3,7 +3,7 @@ import { systemClock, type Clock } from '../platform/clock.ts';
 import type { Db } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import { SIGNATURE_HEADER, verifySignature } from '../platform/signature.ts';
-import type { OutboxEvent } from '../outbox/outbox.events.ts';
+import type { OutboxEvent } from '../outbox/index.ts';
 import { fulfillmentEventSchema } from './fulfillment.schemas.ts';
 import { consume, type ConsumeFn } from './fulfillment.service.ts';
 

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { ADMIN_AUTH, jsonAnswer, openapiResponses, problemAnswers, SIGNATURE_DESCRIPTION, stringEnum } from '../platform/openapi.ts';
-import { EVENT_TYPES } from '../outbox/outbox.events.ts';
+import { EVENT_TYPES } from '../outbox/index.ts';
 import { EFFECTS } from './fulfillment.repo.ts';
 
 const AT_EXAMPLE = '2026-11-30T18:00:00.000Z';

@@ -1,7 +1,7 @@
 import { systemClock, type Clock } from '../platform/clock.ts';
 import { inTx, type Db, type Tx } from '../platform/db.ts';
 import { invariant } from '../platform/errors.ts';
-import type { OutboxEvent } from '../outbox/outbox.events.ts';
+import type { OutboxEvent } from '../outbox/index.ts';
 import { recordArrival, tryAdvance, tryRegisterInbox, type Effect } from './fulfillment.repo.ts';
 
 /** The signature every transport (HTTP, JetStream, RabbitMQ) calls; tests may swap in a variant. */

@@ -71,6 +71,19 @@ export async function findReservation(db: Executor, tenantId: string, key: strin
 }
 
 /**
+ * The reservations behind one order, locked (`FOR UPDATE`) in key order. Taken after the order's
+ * row lock and before any SKU row: the order's decision then reads a status nobody can change
+ * under it (the expiry sweep skips locked rows), so a confirm or release it decides must succeed.
+ */
+export async function lockReservations(tx: Tx, tenantId: string, keys: readonly string[]): Promise<Reservation[]> {
+  const result = await tx.query<{ request_key: string; user_id: string; sku: string; quantity: number; status: ReservationStatus; expires_at: Date }>(
+    'SELECT request_key, user_id, sku, quantity, status, expires_at FROM reservations WHERE tenant_id = $1 AND request_key = ANY($2::text[]) ORDER BY request_key FOR UPDATE',
+    [tenantId, keys],
+  );
+  return result.rows.map((row) => ({ tenantId, key: row.request_key, userId: row.user_id, sku: row.sku, quantity: row.quantity, status: row.status, expiresAt: row.expires_at }));
+}
+
+/**
  * Conditional decrement of the SKU counters and the HELD reservation row, in one statement: the
  * row lock taken by the UPDATE is what makes concurrent buyers queue on a hot SKU, and
  * `available >= $qty` is what makes overselling impossible. One statement keeps that lock's

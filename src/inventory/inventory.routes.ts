@@ -1,13 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal } from '../platform/auth.ts';
-import { AppError } from '../platform/errors.ts';
-import { findOrder } from '../orders/orders.repo.ts';
-import { visibleTo } from '../orders/orders.service.ts';
-import { tryExpireNow } from './inventory.repo.ts';
 import { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';
 
-import { createSkuSchema, expireReservationSchema, getSkuSchema, runExpirySchema, type ExpireBody, type SkuBody } from './inventory.schemas.ts';
+import { createSkuSchema, getSkuSchema, runExpirySchema, type SkuBody } from './inventory.schemas.ts';
 
 export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
   const admin = requirePrincipal(deps.signer, 'admin');
@@ -24,17 +20,6 @@ export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku', { onRequest: admin, schema: getSkuSchema }, async (request) =>
     skuView(await getSku(deps.db, principalOf(request).tenantId, request.params.sku)),
-  );
-
-  // An operator (or the simulation) ends an order's hold now; the next sweep releases it.
-  app.post<{ Body: ExpireBody }>(
-    '/v1/admin/reservations/expire',
-    { onRequest: admin, schema: expireReservationSchema },
-    async (request) => {
-      const order = await findOrder(deps.db, request.body.order_id);
-      if (!visibleTo(order, principalOf(request))) throw new AppError('ORDER_NOT_FOUND', `no order ${request.body.order_id}`);
-      return { expired: await tryExpireNow(deps.db, order.tenantId, order.reservationKey, deps.clock.now()) };
-    },
   );
 
   app.post('/v1/admin/expiry/run', { onRequest: admin, schema: runExpirySchema }, async () => ({ released: await releaseExpired(deps.db, deps.clock) }));

@@ -58,21 +58,6 @@ export const getSkuSchema = {
   response: { 200: jsonAnswer('The SKU', SkuView, { example: skuExample }), ...problemAnswers(['VALIDATION', ...ADMIN_AUTH, 'SKU_NOT_FOUND']) },
 };
 
-export const ExpireBody = Type.Object({ order_id: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false, examples: [{ order_id: 'ord_7c1e2b9f4a' }] });
-export type ExpireBody = Static<typeof ExpireBody>;
-
-export const expireReservationSchema = {
-  operationId: 'expireReservation',
-  summary: 'End an order’s hold now',
-  description: 'The hold’s expiry is moved to now; the next expiry sweep releases it. `expired: false` when it was no longer HELD.',
-  tags: ['admin'],
-  body: ExpireBody,
-  response: {
-    200: jsonAnswer('Whether the hold was ended', Type.Object({ expired: Type.Boolean() }, { additionalProperties: false }), { example: { expired: true } }),
-    ...problemAnswers([...BODY_ERRORS, ...ADMIN_AUTH, 'ORDER_NOT_FOUND']),
-  },
-};
-
 export const runExpirySchema = {
   operationId: 'runExpiry',
   summary: 'Release every expired hold now',

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { Executor, Tx } from '../platform/db.ts';
 import { invariant } from '../platform/errors.ts';
 import { EVENT_STATUSES, isAllowed, type OrderStatus } from './orders.states.ts';
@@ -36,14 +35,7 @@ function toOrder(row: OrderRow): Order {
   };
 }
 
-export function newOrderId(): string {
-  return `ord_${randomBytes(10).toString('hex')}`;
-}
-
-/** The first reservation key of an order; re-reservations use /r2, /r3, … */
-export function reservationKeyFor(orderId: string, attempt: number): string {
-  return `${orderId}/r${attempt}`;
-}
+export { newOrderId, reservationKeyFor } from './orders.keys.ts';
 
 export interface NewOrder {
   orderId: string;
@@ -121,4 +113,29 @@ export async function getTimeline(db: Executor, orderId: string): Promise<Timeli
     [orderId],
   );
   return result.rows.map((r) => ({ from: r.from_status, to: r.to_status, version: r.version, reason: r.reason, at: r.at.toISOString() }));
+}
+
+/** A note on the order that a person must look at; never changes its status. */
+export async function noteAttention(tx: Tx, orderId: string, note: string): Promise<void> {
+  await tx.query(`UPDATE orders SET attention = $2 WHERE order_id = $1`, [orderId, note.slice(0, 500)]);
+}
+
+/** What an operator sees besides the status: the note for a person and recovery's count of misses. */
+export async function findOrderNotes(db: Executor, orderId: string): Promise<{ attention: string | null; recoveryAttempts: number }> {
+  const result = await db.query<{ attention: string | null; recovery_attempts: number }>('SELECT attention, recovery_attempts FROM orders WHERE order_id = $1', [orderId]);
+  return { attention: result.rows[0]?.attention ?? null, recoveryAttempts: result.rows[0]?.recovery_attempts ?? 0 };
+}
+
+/** Order counts by status for one SKU, and the ids behind it (for per-SKU reports). */
+export async function statusCountsForSku(db: Executor, tenantId: string, sku: string): Promise<Record<string, number>> {
+  const result = await db.query<{ status: string; n: number }>(
+    'SELECT status, count(*)::int AS n FROM orders WHERE tenant_id = $1 AND sku = $2 GROUP BY status ORDER BY status',
+    [tenantId, sku],
+  );
+  return Object.fromEntries(result.rows.map((r) => [r.status, r.n]));
+}
+
+export async function orderIdsForSku(db: Executor, tenantId: string, sku: string): Promise<string[]> {
+  const result = await db.query<{ order_id: string }>('SELECT order_id FROM orders WHERE tenant_id = $1 AND sku = $2', [tenantId, sku]);
+  return result.rows.map((r) => r.order_id);
 }

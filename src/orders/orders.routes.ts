@@ -5,12 +5,12 @@ import { principalOf, requirePrincipal } from '../platform/auth.ts';
 import { inTx } from '../platform/db.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { AppError } from '../platform/errors.ts';
-import { requestDigest } from '../idempotency/digest.ts';
-import { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from '../idempotency/idempotency.http.ts';
-import { executeKeyed } from '../idempotency/idempotency.service.ts';
-import { cancelOrder, createOrder, getOrderFor, orderView, timelineFor } from './orders.service.ts';
+import { requestDigest } from '../idempotency/index.ts';
+import { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from '../idempotency/index.ts';
+import { executeKeyed } from '../idempotency/index.ts';
+import { cancelOrder, createOrder, expireHoldNow, getOrderFor, orderView, timelineFor } from './orders.service.ts';
 
-import { cancelOrderSchema, createOrderSchema, getOrderSchema, timelineSchema, type CreateOrderBody, type OrderIdParams } from './orders.schemas.ts';
+import { cancelOrderSchema, createOrderSchema, expireReservationSchema, getOrderSchema, timelineSchema, type CreateOrderBody, type ExpireBody, type OrderIdParams } from './orders.schemas.ts';
 
 export { MAX_QUANTITY } from './orders.schemas.ts';
 
@@ -58,8 +58,15 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post<{ Params: OrderIdParams }>('/v1/orders/:id/cancel', { onRequest: auth, schema: cancelOrderSchema }, async (request) => {
     const principal = principalOf(request);
-    const outcome = await inTx(deps.db, (tx) => cancelOrder(tx, principal, request.params.id, 'cancel', deps.clock.now()));
+    const outcome = await inTx(deps.db, (tx) => cancelOrder(tx, principal, request.params.id, deps.clock.now()));
     if (outcome.kind === 'REJECTED') throw new AppError('REJECTED', `order is ${outcome.status}, it cannot be cancelled`, { order_id: request.params.id, order_status: outcome.status });
     return { order_id: outcome.order.orderId, status: outcome.order.status };
   });
+
+  // An operator (or the simulation) ends an order's hold now; the next sweep releases it.
+  app.post<{ Body: ExpireBody }>(
+    '/v1/admin/reservations/expire',
+    { onRequest: requirePrincipal(deps.signer, 'admin'), schema: expireReservationSchema },
+    async (request) => ({ expired: await expireHoldNow(deps.db, principalOf(request), request.body.order_id, deps.clock.now()) }),
+  );
 }

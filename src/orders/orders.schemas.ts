@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { BODY_ERRORS, BUYER_AUTH, HEADERS, IDEMPOTENCY_KEY_HEADER, jsonAnswer, nullable, problemAnswers, problemExample, stringEnum } from '../platform/openapi.ts';
+import { ADMIN_AUTH, BODY_ERRORS, BUYER_AUTH, HEADERS, IDEMPOTENCY_KEY_HEADER, jsonAnswer, nullable, problemAnswers, problemExample, stringEnum } from '../platform/openapi.ts';
 import { ORDER_STATUSES } from './orders.states.ts';
 
 // A flash sale sells a handful of units per buyer; anything near 10^9 is a client bug.
@@ -130,6 +130,21 @@ export const cancelOrderSchema = {
   response: {
     200: jsonAnswer('Cancelled', CancelledOrder, { example: { order_id: ORDER_ID_EXAMPLE, status: 'CANCELLED' } }),
     ...problemAnswers(['VALIDATION', ...BUYER_AUTH, 'ORDER_NOT_FOUND', 'REJECTED']),
+  },
+};
+
+export const ExpireBody = Type.Object({ order_id: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false, examples: [{ order_id: ORDER_ID_EXAMPLE }] });
+export type ExpireBody = Static<typeof ExpireBody>;
+
+export const expireReservationSchema = {
+  operationId: 'expireReservation',
+  summary: 'End an order’s hold now',
+  description: 'The hold’s expiry is moved to now; the next expiry sweep releases it. `expired: false` when it was no longer HELD.',
+  tags: ['admin'],
+  body: ExpireBody,
+  response: {
+    200: jsonAnswer('Whether the hold was ended', Type.Object({ expired: Type.Boolean() }, { additionalProperties: false }), { example: { expired: true } }),
+    ...problemAnswers([...BODY_ERRORS, ...ADMIN_AUTH, 'ORDER_NOT_FOUND']),
   },
 };
 

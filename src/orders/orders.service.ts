@@ -1,9 +1,9 @@
 import type { Db, Executor, Tx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
-import { findReservation, findSku, reserve, skuKey, tryRelease } from '../inventory/inventory.repo.ts';
-import type { Reservation } from '../inventory/inventory.types.ts';
-import { findOrder, getTimeline, insertOrder, lockOrder, newOrderId, reservationKeyFor, transition } from './orders.repo.ts';
+import { findReservation, findSku, reserve, skuKey, tryExpireNow, type Reservation } from '../inventory/index.ts';
+import { applyOrderEvent, visibleTo } from './orders.apply.ts';
+import { findOrder, getTimeline, insertOrder, newOrderId, reservationKeyFor } from './orders.repo.ts';
 import type { OrderStatus } from './orders.states.ts';
 import type { Order, TimelineEntry } from './orders.types.ts';
 
@@ -36,12 +36,6 @@ export async function createOrder(tx: Tx, principal: Principal, sku: string, qua
   };
 }
 
-/** Buyers see only their own orders; anything else is "not found" so existence is not revealed. */
-export function visibleTo(order: Order | undefined, principal: Principal): order is Order {
-  if (!order || order.tenantId !== principal.tenantId) return false;
-  return principal.scope === 'admin' || order.userId === principal.userId;
-}
-
 export async function getOrderFor(db: Executor, principal: Principal, orderId: string): Promise<Order> {
   const order = await findOrder(db, orderId);
   if (!visibleTo(order, principal)) throw new AppError('ORDER_NOT_FOUND', `no order ${orderId}`);
@@ -50,28 +44,17 @@ export async function getOrderFor(db: Executor, principal: Principal, orderId: s
 
 export type CancelOutcome = { kind: 'CANCELLED'; order: Order } | { kind: 'REJECTED'; status: OrderStatus };
 
-/**
- * CREATED → CANCELLED for an order the caller has locked, releasing its reservation if still HELD,
- * in the caller's transaction. Used by the buyer's cancel, by pay on an expired hold, and by recovery.
- */
-export async function cancelLocked(tx: Tx, order: Order, reason: string, now: Date): Promise<CancelOutcome> {
-  const moved = order.status === 'CREATED' && (await transition(tx, order.orderId, 'CREATED', 'CANCELLED', reason, now)).ok;
-  if (!moved) return { kind: 'REJECTED', status: order.status };
-  await tryRelease(tx, order.tenantId, order.reservationKey, now);
-  return { kind: 'CANCELLED', order: { ...order, status: 'CANCELLED', version: order.version + 1, updatedAt: now } };
-}
-
 /** The buyer's cancel: CREATED → CANCELLED, the HELD unit back on sale in the same transaction. */
-export async function cancelOrder(tx: Tx, principal: Principal, orderId: string, reason: string, now: Date): Promise<CancelOutcome> {
-  const order = await lockOrder(tx, orderId);
-  if (!visibleTo(order, principal)) throw new AppError('ORDER_NOT_FOUND', `no order ${orderId}`);
-  return cancelLocked(tx, order, reason, now);
+export async function cancelOrder(tx: Tx, principal: Principal, orderId: string, now: Date): Promise<CancelOutcome> {
+  const applied = await applyOrderEvent(tx, orderId, { type: 'CANCEL_REQUESTED' }, now, { visibleTo: principal });
+  if (!applied.order) throw new AppError('ORDER_NOT_FOUND', `no order ${orderId}`);
+  return applied.outcome === 'CANCELLED' ? { kind: 'CANCELLED', order: applied.order } : { kind: 'REJECTED', status: applied.order.status };
 }
 
-/** The order's unit is no longer held for it: released, or past its expiry (the sweep may not have run yet). */
-export async function holdIsGone(tx: Tx, order: Order, now: Date): Promise<boolean> {
-  const reservation = await findReservation(tx, order.tenantId, order.reservationKey);
-  return reservation?.status !== 'HELD' || reservation.expiresAt <= now;
+/** An operator (or the simulation) ends an order's hold now; the next sweep releases it. */
+export async function expireHoldNow(db: Executor, principal: Principal, orderId: string, now: Date): Promise<boolean> {
+  const order = await getOrderFor(db, principal, orderId);
+  return tryExpireNow(db, order.tenantId, order.reservationKey, now);
 }
 
 export async function orderView(db: Executor, order: Order) {

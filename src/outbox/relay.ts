@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { invariant } from '../platform/errors.ts';
 import { systemClock, type Clock } from '../platform/clock.ts';
 import type { Db } from '../platform/db.ts';
-import { backoffDelayMs } from './backoff.ts';
+import { backoffDelayMs } from '../platform/backoff.ts';
+import { faultPoint } from '../platform/faultpoints.ts';
 import { isEventType, type OutboxEvent, type Sink } from './outbox.events.ts';
 import { bringDueForward, claimBatch, markPublishedBatch, tryParkDead, tryRecordFailure, type OutboxRow } from './outbox.repo.ts';
 
@@ -11,12 +12,6 @@ import { bringDueForward, claimBatch, markPublishedBatch, tryParkDead, tryRecord
 const MAX_BATCH_SIZE = 500; // one claim statement locks at most this many rows
 const MAX_DRAIN_PASSES = 1_000; // a drain ends even if writers keep the outbox full
 const DEFAULT_BACKOFF_MAX_MS = 60_000; // a sink that is down is retried at least once a minute
-
-/** Named fault points: inert unless a test arms them (STYLE 14). Production wiring never sets these. */
-export interface RelayFaults {
-  /** Runs after the sink acknowledged an event and before it is marked published (kill -9 / pause window). */
-  afterDeliverBeforeMark?: (event: OutboxEvent) => Promise<void>;
-}
 
 export interface RelayOptions {
   db: Db;
@@ -33,7 +28,6 @@ export interface RelayOptions {
   backoffMaxMs?: number;
   /** Bound on one sink call; must stay below the lease so a slow sink cannot outlive its claim. */
   deliverTimeoutMs?: number;
-  faults?: RelayFaults;
   onError?: (error: unknown) => void;
 }
 
@@ -83,7 +77,6 @@ interface RelayContext {
   backoffBaseMs: number;
   backoffMaxMs: number;
   deliverTimeoutMs: number;
-  faults: RelayFaults;
   onError: (error: unknown) => void;
 }
 
@@ -119,7 +112,8 @@ async function deliverOne(ctx: RelayContext, row: OutboxRow): Promise<boolean> {
     await recordFailedAttempt(ctx, row, error);
     return false;
   }
-  await ctx.faults.afterDeliverBeforeMark?.(event);
+  // After the sink acknowledged, before the mark: the kill -9 / pause window of C29-12 and the lease test.
+  await faultPoint('relay.after-deliver-before-mark', { owner: ctx.owner, eventId: event.event_id });
   return true;
 }
 
@@ -163,7 +157,6 @@ function contextOf(options: RelayOptions): RelayContext {
     backoffBaseMs: options.backoffBaseMs,
     backoffMaxMs: options.backoffMaxMs ?? DEFAULT_BACKOFF_MAX_MS,
     deliverTimeoutMs: options.deliverTimeoutMs ?? Math.max(1, Math.floor(options.leaseMs / 2)),
-    faults: options.faults ?? {},
     onError: options.onError ?? ((error: unknown) => console.error(`[relay ${owner}]`, error)),
   };
   invariant(ctx.batchSize >= 1 && ctx.batchSize <= MAX_BATCH_SIZE, `batchSize must be 1..${MAX_BATCH_SIZE}`);

@@ -1,11 +1,10 @@
 import { businessMetrics } from '../platform/business-metrics.ts';
-import { inTx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import { verifySignature, SIGNATURE_HEADER } from '../platform/signature.ts';
-import { applyCharged, applyNotCharged, applyRefunded, type Applied, type Effect } from './effects.ts';
-import { insertNotification, noteAttention, type NotificationRecord } from './payments.repo.ts';
+import { EFFECTS, type Effect } from '../orders/index.ts';
+import { insertNotification, recordedEffect, type NotificationRecord } from './payments.repo.ts';
 import type { PaymentDeps } from './payments.deps.ts';
-import { sendRefund } from './refund.service.ts';
+import { answerEvent, settle } from './settle.ts';
 
 const KINDS = new Set(['CHARGED', 'DECLINED', 'REFUNDED']);
 const MAX_ID_LENGTH = 128;
@@ -38,25 +37,42 @@ export function checkSignature(secret: string, header: string | string[] | undef
 
 export { SIGNATURE_HEADER };
 
+export interface NotificationResult {
+  effect: Effect;
+  /** Set on a copy of a notification recorded before: what the first copy did. */
+  recorded_effect?: Effect;
+}
+
 /**
- * Applies one notification through the same state machine as every other source, and records it
- * with its effect in the same transaction: a storage error rolls both back and the provider retries.
+ * Applies one notification through the decider, like every other provider answer, and records it
+ * with its effect in the same transaction: a storage error rolls both back and the provider
+ * retries. A copy of a recorded notify_id is answered from the record (DUPLICATE) without taking
+ * the order's lock or adding a row. A refund the effect asks for is sent after that commit.
  */
-export async function handleNotification(deps: PaymentDeps, n: NotificationRecord): Promise<Effect> {
-  const result = await inTx(deps.db, async (tx): Promise<Applied> => {
-    const now = deps.clock.now();
-    const cause = `callback ${n.notifyId}`;
-    const applied =
-      n.kind === 'CHARGED'
-        ? await applyCharged(tx, n.merchantOrder, n.amount, cause, now)
-        : n.kind === 'DECLINED'
-          ? await applyNotCharged(tx, n.merchantOrder, `${cause} declined`, now)
-          : await applyRefunded(tx, n.merchantOrder, n.amount, cause, now);
-    await insertNotification(tx, n, applied.effect, applied.attention !== undefined, now);
-    if (applied.attention && applied.effect !== 'UNKNOWN_ORDER') await noteAttention(tx, n.merchantOrder, `${n.kind} ${n.notifyId}: ${applied.attention}`);
-    return applied;
+export async function handleNotification(deps: PaymentDeps, n: NotificationRecord): Promise<NotificationResult> {
+  const recorded = await recordedEffect(deps.db, n.notifyId);
+  if (recorded) return replay(n, recorded);
+  const answer = answerEvent('callback', n.kind, `callback ${n.notifyId}`, n.amount);
+  let result: NotificationResult = { effect: 'IGNORED' };
+  await settle(deps, n.merchantOrder, answer, async (tx, applied) => {
+    // The order's row lock orders concurrent copies; a copy that lost the race sees the record.
+    const first = await recordedEffect(tx, n.notifyId);
+    if (first) result = { effect: 'DUPLICATE', recorded_effect: first };
+    else {
+      result = { effect: asEffect(applied.outcome) };
+      await insertNotification(tx, n, result.effect, applied.attention !== undefined, deps.clock.now());
+    }
   });
   businessMetrics.notifications.inc({ kind: n.kind, effect: result.effect });
-  if (result.refund) await sendRefund(deps, n.merchantOrder);
-  return result.effect;
+  return result;
+}
+
+function replay(n: NotificationRecord, recorded: Effect): NotificationResult {
+  businessMetrics.notifications.inc({ kind: n.kind, effect: 'DUPLICATE' });
+  return { effect: 'DUPLICATE', recorded_effect: recorded };
+}
+
+// Through a callback the decider answers with an effect; anything else (a pending close) is IGNORED.
+function asEffect(outcome: string): Effect {
+  return (EFFECTS as readonly string[]).includes(outcome) ? (outcome as Effect) : 'IGNORED';
 }

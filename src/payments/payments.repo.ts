@@ -1,5 +1,5 @@
 import type { Executor, Tx } from '../platform/db.ts';
-import type { Effect } from './effects.ts';
+import type { Effect } from '../orders/index.ts';
 
 export interface NotificationRecord {
   notifyId: string;
@@ -9,12 +9,20 @@ export interface NotificationRecord {
   txn: string | null;
 }
 
-export async function insertNotification(tx: Tx, n: NotificationRecord, effect: Effect, needsAttention: boolean, now: Date): Promise<void> {
-  await tx.query(
+/** Records a notification once; false when its notify_id was recorded already (a concurrent copy won). */
+export async function insertNotification(tx: Tx, n: NotificationRecord, effect: Effect, needsAttention: boolean, now: Date): Promise<boolean> {
+  const result = await tx.query(
     `INSERT INTO payment_notifications (notify_id, merchant_order, kind, amount, txn, effect, needs_attention, received_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (notify_id) DO NOTHING`,
     [n.notifyId, n.merchantOrder, n.kind, n.amount, n.txn, effect, needsAttention, now],
   );
+  return result.rowCount === 1;
+}
+
+/** The effect a notify_id had when it was first recorded. */
+export async function recordedEffect(db: Executor, notifyId: string): Promise<Effect | undefined> {
+  const result = await db.query<{ effect: Effect }>('SELECT effect FROM payment_notifications WHERE notify_id = $1', [notifyId]);
+  return result.rows[0]?.effect;
 }
 
 export async function listNotifications(db: Executor, orderId: string) {
@@ -25,24 +33,11 @@ export async function listNotifications(db: Executor, orderId: string) {
   return result.rows.map((r) => ({ ...r, received_at: r.received_at.toISOString() }));
 }
 
-/** Notes on the order that a person must look at; never changes its status. */
-export async function noteAttention(tx: Tx, orderId: string, note: string): Promise<void> {
-  await tx.query(`UPDATE orders SET attention = $2 WHERE order_id = $1`, [orderId, note.slice(0, 500)]);
-}
-
-/** Per-SKU outcome counts for operators and the simulation: order statuses and notification effects. */
-export async function skuOutcomes(db: Executor, tenantId: string, sku: string) {
-  const statuses = await db.query<{ status: string; n: number }>(
-    'SELECT status, count(*)::int AS n FROM orders WHERE tenant_id = $1 AND sku = $2 GROUP BY status ORDER BY status',
-    [tenantId, sku],
+/** Notification effects for a set of orders (a SKU's sale, for operators and the simulation). */
+export async function notificationEffects(db: Executor, orderIds: readonly string[]): Promise<Record<string, number>> {
+  const result = await db.query<{ effect: string; n: number }>(
+    'SELECT effect, count(*)::int AS n FROM payment_notifications WHERE merchant_order = ANY($1::text[]) GROUP BY effect ORDER BY effect',
+    [orderIds],
   );
-  const effects = await db.query<{ effect: string; n: number }>(
-    `SELECT n.effect, count(*)::int AS n FROM payment_notifications n JOIN orders o ON o.order_id = n.merchant_order
-     WHERE o.tenant_id = $1 AND o.sku = $2 GROUP BY n.effect ORDER BY n.effect`,
-    [tenantId, sku],
-  );
-  return {
-    statuses: Object.fromEntries(statuses.rows.map((r) => [r.status, r.n])),
-    notification_effects: Object.fromEntries(effects.rows.map((r) => [r.effect, r.n])),
-  };
+  return Object.fromEntries(result.rows.map((r) => [r.effect, r.n]));
 }

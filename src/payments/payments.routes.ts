@@ -3,14 +3,13 @@ import type { AppDeps } from '../app.deps.ts';
 import { keyedDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal } from '../platform/auth.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
-import { requestDigest } from '../idempotency/digest.ts';
-import { idempotencyKeyOf, sendKeyed } from '../idempotency/idempotency.http.ts';
-import { executeKeyed } from '../idempotency/idempotency.service.ts';
-import { getTimeline } from '../orders/orders.repo.ts';
-import { getOrderFor, orderView } from '../orders/orders.service.ts';
+import { requestDigest } from '../idempotency/index.ts';
+import { idempotencyKeyOf, sendKeyed } from '../idempotency/index.ts';
+import { executeKeyed } from '../idempotency/index.ts';
+import { findOrderNotes, getOrderFor, getTimeline, orderIdsForSku, orderView, statusCountsForSku } from '../orders/index.ts';
 import { channelClient } from './channel.client.ts';
 import { checkSignature, handleNotification, parseNotification, SIGNATURE_HEADER } from './notifications.ts';
-import { listNotifications, skuOutcomes } from './payments.repo.ts';
+import { listNotifications, notificationEffects } from './payments.repo.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { abandonedPay, beginPay } from './pay.service.ts';
 
@@ -26,7 +25,7 @@ export function paymentDeps(deps: AppDeps): PaymentDeps {
   };
 }
 
-import type { OrderIdParams } from '../orders/orders.schemas.ts';
+import type { OrderIdParams } from '../orders/index.ts';
 import { adminOrderSchema, notificationSchema, payOrderSchema, skuOutcomesSchema } from './payments.schemas.ts';
 
 export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
@@ -51,22 +50,23 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post('/v1/payment-notifications', { schema: notificationSchema }, async (request) => {
     checkSignature(deps.notifySecret, request.headers[SIGNATURE_HEADER], request.rawBody ?? '', deps.config.notifyToleranceSeconds, Math.floor(Date.now() / 1000));
-    const effect = await handleNotification(payments, parseNotification(request.body));
-    return { effect };
+    return handleNotification(payments, parseNotification(request.body));
   });
 
-  app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku/outcomes', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: skuOutcomesSchema }, async (request) =>
-    skuOutcomes(deps.db, principalOf(request).tenantId, request.params.sku),
-  );
+  app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku/outcomes', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: skuOutcomesSchema }, async (request) => {
+    const { tenantId } = principalOf(request);
+    const [statuses, orderIds] = await Promise.all([statusCountsForSku(deps.db, tenantId, request.params.sku), orderIdsForSku(deps.db, tenantId, request.params.sku)]);
+    return { statuses, notification_effects: await notificationEffects(deps.db, orderIds) };
+  });
 
   app.get<{ Params: OrderIdParams }>('/v1/admin/orders/:id', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: adminOrderSchema }, async (request) => {
     const order = await getOrderFor(deps.db, principalOf(request), request.params.id);
-    const [view, timeline, notifications, extra] = await Promise.all([
+    const [view, timeline, notifications, notes] = await Promise.all([
       orderView(deps.db, order),
       getTimeline(deps.db, order.orderId),
       listNotifications(deps.db, order.orderId),
-      deps.db.query<{ attention: string | null; recovery_attempts: number }>('SELECT attention, recovery_attempts FROM orders WHERE order_id = $1', [order.orderId]),
+      findOrderNotes(deps.db, order.orderId),
     ]);
-    return { ...view, user_id: order.userId, attention: extra.rows[0]?.attention ?? null, recovery_attempts: extra.rows[0]?.recovery_attempts ?? 0, timeline, notifications };
+    return { ...view, user_id: order.userId, attention: notes.attention, recovery_attempts: notes.recoveryAttempts, timeline, notifications };
   });
 }

@@ -1,7 +1,6 @@
 import { Type } from 'typebox';
 import { ADMIN_AUTH, BUYER_AUTH, HEADERS, IDEMPOTENCY_KEY_HEADER, jsonAnswer, openapiResponses, nullable, problemAnswers, SIGNATURE_DESCRIPTION, stringEnum } from '../platform/openapi.ts';
-import { AT_EXAMPLE, ORDER_ID_EXAMPLE, OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from '../orders/orders.schemas.ts';
-import { EFFECTS } from './effects.ts';
+import { AT_EXAMPLE, EFFECTS, ORDER_ID_EXAMPLE, OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from '../orders/index.ts';
 
 export const NOTIFICATION_KINDS = ['CHARGED', 'DECLINED', 'REFUNDED'] as const;
 
@@ -38,7 +37,13 @@ export const NotificationBody = Type.Object(
   { examples: [{ notify_id: 'ntf_41', merchant_order: ORDER_ID_EXAMPLE, kind: 'CHARGED', amount: 1990, txn: 'txn_9' }] },
 );
 
-export const NotificationAnswer = Type.Object({ effect: stringEnum(EFFECTS, { description: 'what the notification did to the order' }) }, { additionalProperties: false });
+export const NotificationAnswer = Type.Object(
+  {
+    effect: stringEnum(EFFECTS, { description: 'what the notification did to the order' }),
+    recorded_effect: Type.Optional(stringEnum(EFFECTS, { description: 'on a copy of a notification recorded before (`effect: DUPLICATE`): what the first copy did' })),
+  },
+  { additionalProperties: false },
+);
 
 const notificationResponses = {
   200: jsonAnswer('Processed and recorded (a duplicate too): the provider stops retrying', NotificationAnswer, { example: { effect: 'PAID' } }),

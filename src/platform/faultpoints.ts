@@ -1,12 +1,26 @@
-// Named fault points for crash experiments (after DBOS's debugpoint): inert unless the process was
-// started with FLASHPAY_FAULTPOINT=<name>. When armed, the point announces itself on stdout
-// ("STAGE <name>") and never returns, so a test can `kill -9` the process at exactly that place.
+// The one registry of named fault points (after DBOS's debugpoint). Inert unless armed:
+// - across processes, by starting one with FLASHPAY_FAULTPOINT=<name>: the point announces itself
+//   on stdout ("STAGE <name>") and never returns, so a test can `kill -9` it at exactly that place;
+// - in process, by a test calling armFaultPoint(name, hook): the hook runs there (pause, count).
+// Production wiring never arms one.
 const armed = process.env.FLASHPAY_FAULTPOINT;
 
-export const FAULT_POINTS = ['charged.before-commit', 'pay.after-charge'] as const;
+export const FAULT_POINTS = ['charged.before-commit', 'pay.after-charge', 'relay.after-deliver-before-mark'] as const;
 export type FaultPointName = (typeof FAULT_POINTS)[number];
 
-export async function faultPoint(name: FaultPointName): Promise<void> {
+type Hook = (detail: Readonly<Record<string, unknown>>) => Promise<void>;
+const hooks = new Map<FaultPointName, Hook>();
+
+/** Arms `name` in this process; returns the disarm. */
+export function armFaultPoint(name: FaultPointName, hook: Hook): () => void {
+  hooks.set(name, hook);
+  return () => {
+    if (hooks.get(name) === hook) hooks.delete(name);
+  };
+}
+
+export async function faultPoint(name: FaultPointName, detail: Readonly<Record<string, unknown>> = {}): Promise<void> {
+  await hooks.get(name)?.(detail);
   if (armed !== name) return;
   process.stdout.write(`STAGE ${name}\n`);
   await new Promise<never>(() => undefined);

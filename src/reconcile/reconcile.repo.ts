@@ -1,5 +1,5 @@
 import type { Executor } from '../platform/db.ts';
-import type { OrderStatus } from '../orders/orders.states.ts';
+import type { OrderStatus } from '../orders/index.ts';
 
 export interface OrderRow {
   order_id: string;

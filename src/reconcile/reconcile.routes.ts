@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { requirePrincipal } from '../platform/auth.ts';
-import { channelClient } from '../payments/channel.client.ts';
+import { channelClient } from '../payments/index.ts';
 import { reconcile } from './reconcile.service.ts';
 import { reconciliationSchema } from './reconcile.schemas.ts';
 

@@ -1,4 +1,4 @@
-import type { OrderStatus } from '../orders/orders.states.ts';
+import type { OrderStatus } from '../orders/index.ts';
 
 // Seed 000 table 29-1: per order, the provider's ledger × the order × its current reservation.
 // Each class names the bug it catches; docs/reconciliation.md lists them with their proving test.
@@ -41,7 +41,7 @@ export interface OrderFacts {
 }
 
 /** Not judged, listed as pending: the statuses recovery still drives somewhere. */
-export { UNFINISHED_STATUSES as PENDING_STATUSES } from '../orders/orders.states.ts';
+export { UNFINISHED_STATUSES as PENDING_STATUSES } from '../orders/index.ts';
 
 const live = (reservation: string | null) => reservation === 'HELD' || reservation === 'CONFIRMED';
 

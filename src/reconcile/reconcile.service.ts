@@ -1,7 +1,7 @@
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { inTx, type Db } from '../platform/db.ts';
-import { checkEventIntegrity } from '../outbox/integrity.ts';
-import type { ChannelClient, StatementLine } from '../payments/channel.client.ts';
+import { checkEventIntegrity } from './reconcile.events.ts';
+import type { ChannelClient, StatementLine } from '../payments/index.ts';
 import { countConfirmedReservations, listOrdersWithReservation, listStockDrift } from './reconcile.repo.ts';
 import { classify, PENDING_STATUSES, type LedgerView, type MismatchClass } from './reconcile.rules.ts';
 

@@ -1,7 +1,7 @@
-import type { Relay } from '../outbox/relay.ts';
-import { outboxAdmin } from '../outbox/outbox.admin.ts';
-import { reconcile, type ReconciliationReport } from '../reconcile/reconcile.service.ts';
-import type { PaymentDeps } from '../payments/payments.deps.ts';
+import type { Relay } from '../outbox/index.ts';
+import { outboxAdmin } from '../outbox/index.ts';
+import { reconcile, type ReconciliationReport } from '../reconcile/index.ts';
+import type { PaymentDeps } from '../payments/index.ts';
 import { runRecoveryPass, type RecoveryOptions, type RecoveryReport } from './recovery.service.ts';
 
 export interface FullRecoveryReport extends RecoveryReport {

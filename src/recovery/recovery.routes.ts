@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { requirePrincipal } from '../platform/auth.ts';
-import { paymentDeps } from '../payments/payments.routes.ts';
+import { paymentDeps } from '../payments/index.ts';
 import { recoverAll } from './recovery.full.ts';
 import { recoverySchema, type RecoveryBody } from './recovery.schemas.ts';
 

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { ADMIN_AUTH, BODY_ERRORS, jsonAnswer, nullable, problemAnswers } from '../platform/openapi.ts';
-import { ReconciliationReport, reconciliationExample } from '../reconcile/reconcile.schemas.ts';
+import { ReconciliationReportSchema, reconciliationExample } from '../reconcile/index.ts';
 
 export const RecoveryBody = nullable(
   Type.Object(
@@ -19,7 +19,7 @@ const RecoveryReport = Type.Object(
     still_pending: Type.Array(Type.Object({ order_id: Type.String(), status: Type.Optional(Type.String()), reason: Type.String() }, { additionalProperties: false })),
     needs_attention: Type.Array(Type.Object({ order_id: Type.String(), status: Type.String(), attention: Type.String() }, { additionalProperties: false })),
     outbox: Type.Optional(Type.Object({ delivered: Type.Integer(), failed: Type.Integer() }, { additionalProperties: false })),
-    reconciliation: Type.Optional(ReconciliationReport),
+    reconciliation: Type.Optional(ReconciliationReportSchema),
   },
   { additionalProperties: false },
 );

@@ -1,10 +1,8 @@
+import { backoffDelayMs } from '../platform/backoff.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { inTx } from '../platform/db.ts';
-import { lockOrder } from '../orders/orders.repo.ts';
-import { cancelLocked } from '../orders/orders.service.ts';
-import { convergeRefunding, convergeUnknown, type Convergence } from '../payments/converge.ts';
-import type { PaymentDeps } from '../payments/payments.deps.ts';
-import { claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, STUCK_PREFIX, type Candidate } from './recovery.repo.ts';
+import { applyOrderEvent, claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, STUCK_PREFIX, type Candidate } from '../orders/index.ts';
+import { convergeRefunding, convergeUnknown, type Convergence, type PaymentDeps } from '../payments/index.ts';
 
 export interface RecoveryOptions {
   staleAfterMs: number;
@@ -30,7 +28,7 @@ const ATTENTION_AFTER = 10;
 
 function nextAttemptAt(now: Date, attempts: number): Date | null {
   if (attempts < FREE_RETRIES) return null;
-  return new Date(now.getTime() + Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (attempts - FREE_RETRIES)));
+  return new Date(now.getTime() + backoffDelayMs(attempts - FREE_RETRIES + 1, 1000, MAX_BACKOFF_MS));
 }
 
 async function examine(deps: PaymentDeps, candidate: Candidate): Promise<Convergence> {
@@ -58,8 +56,7 @@ async function cancelAbandoned(deps: PaymentDeps): Promise<number> {
     const now = deps.clock.now();
     let cancelled = 0;
     for (const orderId of await claimAbandonedCreated(tx, now)) {
-      const order = await lockOrder(tx, orderId);
-      if (order && (await cancelLocked(tx, order, 'reservation expired', now)).kind === 'CANCELLED') cancelled++;
+      if ((await applyOrderEvent(tx, orderId, { type: 'HOLD_EXPIRED' }, now)).outcome === 'CANCELLED') cancelled++;
     }
     return cancelled;
   });

@@ -1,8 +1,9 @@
 // The simulation talks to a stack only over HTTP, as a buyer, an operator and a test harness
-// would; buyers through the typed client (flashpay/client), as an integrator would. A stack being
-// killed and restarted under it is expected: connection errors are retried until a deadline;
-// answers are returned as they came.
+// would; buyers and the operator through the typed client (flashpay/client), as an integrator
+// would. A stack being killed and restarted under it is expected: connection errors are retried
+// until a deadline; answers are returned as they came.
 import { createFlashpayClient, type FlashpayClient } from '../client/index.ts';
+import { backoffDelayMs } from '../platform/backoff.ts';
 
 export interface Reply {
   status: number;
@@ -38,7 +39,7 @@ export async function http(url: string, options: { method?: string; token?: stri
       return { status: response.status, body: text ? JSON.parse(text) : undefined };
     } catch (error) {
       if (options.retry === false || !isConnectionFailure(error) || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
+      await new Promise((resolve) => setTimeout(resolve, backoffDelayMs(attempt + 1, 50, 1000, () => 1)));
     }
   }
 }
@@ -52,7 +53,7 @@ async function reconnectingFetch(input: RequestInfo | URL): Promise<Response> {
       return await fetch(request.clone(), { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     } catch (error) {
       if (!isConnectionFailure(error) || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
+      await new Promise((resolve) => setTimeout(resolve, backoffDelayMs(attempt + 1, 50, 1000, () => 1)));
     }
   }
 }

@@ -1,4 +1,4 @@
-import { drawBetween, mulberry32 } from '../channel/prng.ts';
+import { drawBetween, mulberry32 } from '../channel/index.ts';
 
 // The faults of seed 000's C29-13, assigned to orders by a seeded generator.
 export const FAULTS = ['normal', 'decline', 'lost', 'linger', 'nopay', 'expire'] as const;

@@ -1,4 +1,4 @@
-import { summaryLine, type ReconciliationReport } from '../reconcile/reconcile.service.ts';
+import { summaryLine, type ReconciliationReport } from '../reconcile/index.ts';
 import { adminClient, buyerClient, http, type SimTarget } from './sim.client.ts';
 import type { PlannedOrder, SimPlan, SimShape } from './sim.plan.ts';
 

@@ -42,16 +42,7 @@ export function client(baseUrl: string) {
 
 export type Client = ReturnType<typeof client>;
 
-/** Polls a state until it holds: tests wait on state, never on a guessed sleep. */
-export async function waitFor<T>(probe: () => Promise<T>, holds: (value: T) => boolean, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (holds(value)) return value;
-    if (Date.now() > deadline) throw new Error(`state not reached within ${timeoutMs} ms; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+export { waitUntil as waitFor } from '../support/poll.ts';
 
 export interface Arrival {
   rawBody: string;

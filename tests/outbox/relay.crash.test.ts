@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.ts';
 import type { Db } from '../../src/platform/db.ts';
-import { consumeWithoutDedup } from '../../src/fulfillment/fulfillment.testing.ts';
+import { consumeWithoutDedup } from '../support/broken-consumer.ts';
 import { fulfillmentAdminView } from '../../src/fulfillment/fulfillment.admin.ts';
-import { checkEventIntegrity } from '../../src/outbox/integrity.ts';
+import { checkEventIntegrity } from '../../src/reconcile/reconcile.events.ts';
 import { createRelay } from '../../src/outbox/relay.ts';
 import { createHttpSink } from '../../src/outbox/sinks/http.sink.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
@@ -19,7 +19,7 @@ import {
   waitFor,
   type WebhookConsumer,
 } from '../support/outbox-fixtures.ts';
-import { spawnFixture } from './child.ts';
+import { spawnFixture } from '../support/spawn.ts';
 
 const LEASE_MS = 2_000;
 

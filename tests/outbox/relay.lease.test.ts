@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.ts';
-import type { OutboxEvent } from '../../src/outbox/outbox.events.ts';
+import { armFaultPoint } from '../../src/platform/faultpoints.ts';
 import { createRelay } from '../../src/outbox/relay.ts';
 import { createHttpSink } from '../../src/outbox/sinks/http.sink.ts';
 import type { TestDatabase } from '../support/db.ts';
@@ -15,7 +15,11 @@ describe('claim leases', () => {
   beforeAll(async () => {
     ({ db, consumer, close } = await openConsumer());
   });
-  afterAll(async () => close());
+  let disarm = () => undefined as void;
+  afterAll(async () => {
+    disarm();
+    await close();
+  });
 
   // A relay that claims an event and then hangs keeps it only for its lease: afterwards another
   // relay takes the claim over and delivers; the consumer applies the effect once, and the hung
@@ -28,15 +32,11 @@ describe('claim leases', () => {
     let wakeHung: () => void = () => undefined;
     const hanging = new Promise<void>((resolve) => (wakeHung = resolve));
     const options = { db: db.pool, sink, clock, leaseMs: LEASE_MS, batchSize: 10, maxAttempts: 5, backoffBaseMs: 10 };
-    const relayA = createRelay({
-      ...options,
-      owner: 'relay-A',
-      faults: {
-        afterDeliverBeforeMark: async (_event: OutboxEvent) => {
-          hung++;
-          await hanging;
-        },
-      },
+    const relayA = createRelay({ ...options, owner: 'relay-A' });
+    disarm = armFaultPoint('relay.after-deliver-before-mark', async ({ owner }) => {
+      if (owner !== 'relay-A') return;
+      hung++;
+      await hanging;
     });
     const relayB = createRelay({ ...options, owner: 'relay-B' });
 

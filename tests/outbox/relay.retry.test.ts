@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.ts';
-import { backoffDelayMs } from '../../src/outbox/backoff.ts';
-import { checkEventIntegrity } from '../../src/outbox/integrity.ts';
+import { backoffDelayMs } from '../../src/platform/backoff.ts';
+import { checkEventIntegrity } from '../../src/reconcile/reconcile.events.ts';
 import { outboxAdmin } from '../../src/outbox/outbox.admin.ts';
 import { createRelay, type RelayOptions } from '../../src/outbox/relay.ts';
 import { createHttpSink } from '../../src/outbox/sinks/http.sink.ts';

@@ -4,11 +4,11 @@
 // silent. Used by classes.test.ts, which runs each case on a fresh stack.
 import { expect } from 'vitest';
 import { consume } from '../../src/fulfillment/fulfillment.service.ts';
-import { consumeWithoutDedup } from '../../src/fulfillment/fulfillment.testing.ts';
+import { consumeWithoutDedup } from '../support/broken-consumer.ts';
 import { findOrder } from '../../src/orders/orders.repo.ts';
 import { channelClient } from '../../src/payments/channel.client.ts';
 import { paymentDeps } from '../../src/payments/payments.routes.ts';
-import { sendRefund } from '../../src/payments/refund.service.ts';
+import { convergeRefunding } from '../../src/payments/index.ts';
 import type { MismatchClass } from '../../src/reconcile/reconcile.rules.ts';
 import { convergeWithoutClose, payTreatingTimeoutAsFailure, unguardedMarkPaid } from '../support/broken.ts';
 import { eventually, TENANT, type PaymentStack } from '../support/payments.ts';
@@ -117,7 +117,7 @@ export const ORDER_CASES: Case[] = [
       await holdCallbacks(s);
       await chargeAtChannel(s, created.orderId);
       await plant.refundDespiteConfirm(db(s), created.orderId, s.clock.now());
-      expect(await sendRefund(paymentDeps(s.deps), created.orderId)).toBe('REFUNDED');
+      expect(await convergeRefunding(paymentDeps(s.deps), created.orderId)).toEqual({ orderId: created.orderId, status: 'REFUNDED' });
       return [[created.orderId, 'REFUNDED_BUT_RESERVATION_CONFIRMED'], CONFIRMED];
     },
   },

@@ -145,16 +145,7 @@ export function recordingSink(maxDelayMs: number): Sink & { calls: SinkCall[] } 
   };
 }
 
-/** Polls a condition on state (never a bare sleep in the test itself). */
-export async function waitFor<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+export { waitFor } from './poll.ts';
 
 /** A fresh database with the webhook consumer on it, for a test file's beforeAll; close() in afterAll. */
 export async function openConsumer(): Promise<{ db: TestDatabase; consumer: WebhookConsumer; close(): Promise<void> }> {

@@ -12,7 +12,7 @@ import type { OrderStatus } from '../../src/orders/orders.states.ts';
 import type { Principal } from '../../src/platform/auth.ts';
 import { inTx, type Db } from '../../src/platform/db.ts';
 import type { ChannelClient } from '../../src/payments/channel.client.ts';
-import { applyNotCharged } from '../../src/payments/effects.ts';
+import { applyOrderEvent } from '../../src/orders/index.ts';
 import { freshDatabase, type TestDatabase } from './db.ts';
 import { startPaymentStack, type PaymentStack } from './payments.ts';
 
@@ -32,7 +32,7 @@ export async function cancelWithoutRelease(db: Db, orderId: string, now: Date): 
   await move(db, orderId, 'CREATED', 'CANCELLED', 'BROKEN: cancel without release', now);
 }
 
-/** Pay whose decline handling forgets the release: applyNotCharged minus its tryRelease. */
+/** Pay whose decline handling forgets the release: the decider's FAILED decision minus its release move. */
 export async function payForgettingReleaseOnDecline(db: Db, channel: ChannelClient, orderId: string, notifyUrl: string, now: Date): Promise<void> {
   const order = await orderOf(db, orderId);
   await move(db, orderId, 'CREATED', 'PAYING', 'pay', now);
@@ -43,7 +43,7 @@ export async function payForgettingReleaseOnDecline(db: Db, channel: ChannelClie
 
 /**
  * Pay that confirms the unit when it starts, before the provider has answered. The decline is then
- * applied by the real applyNotCharged, whose release finds nothing HELD: the unit stays sold.
+ * applied by the real decider, whose release finds nothing HELD: the unit stays sold.
  */
 export async function payConfirmingFirst(db: Db, channel: ChannelClient, orderId: string, notifyUrl: string, now: Date): Promise<void> {
   const order = await orderOf(db, orderId);
@@ -53,7 +53,7 @@ export async function payConfirmingFirst(db: Db, channel: ChannelClient, orderId
   });
   const reply = await channel.charge(orderId, order.amount, notifyUrl);
   if (reply.kind !== 'DECLINED') throw new Error(`plant: expected a decline, got ${reply.kind}`);
-  await inTx(db, (tx) => applyNotCharged(tx, orderId, 'charge declined', now));
+  await inTx(db, (tx) => applyOrderEvent(tx, orderId, { type: 'PROVIDER_ANSWERED', via: 'charge', status: 'DECLINED', cause: 'charge' }, now));
 }
 
 /** "Buy now": the unit confirmed when the order is created, before any payment. */
@@ -63,7 +63,7 @@ export async function confirmAtCreate(db: Db, orderId: string, now: Date): Promi
   if (!confirmed) throw new Error(`plant: ${orderId} has no HELD reservation`);
 }
 
-/** applyCharged with its confirm check inverted: the unit is confirmed, and the order refunds as if it were lost. */
+/** The CHARGED decision with its confirm check inverted: the unit is confirmed, and the order refunds as if it were lost. */
 export async function refundDespiteConfirm(db: Db, orderId: string, now: Date): Promise<void> {
   await inTx(db, async (tx) => {
     const order = await lockOrder(tx, orderId);

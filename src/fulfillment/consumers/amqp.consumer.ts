@@ -1,7 +1,7 @@
 import amqp, { type Channel, type ConsumeMessage } from 'amqplib';
 import { sleep, type Db } from '../../platform/db.ts';
-import { assertTopology } from '../../outbox/sinks/amqp.sink.ts';
-import type { BrokerTopology } from '../../outbox/sinks/topology.ts';
+import { assertTopology } from '../../outbox/index.ts';
+import type { BrokerTopology } from '../../outbox/index.ts';
 import { parseEvent } from '../fulfillment.event.ts';
 import { consume, type ConsumeFn } from '../fulfillment.service.ts';
 import type { RunningConsumer } from './running.ts';

@@ -1,6 +1,6 @@
 import type { Config } from '../../platform/config.ts';
 import type { Db } from '../../platform/db.ts';
-import { DEFAULT_TOPOLOGY, type BrokerTopology } from '../../outbox/sinks/topology.ts';
+import { DEFAULT_TOPOLOGY, type BrokerTopology } from '../../outbox/index.ts';
 import { startAmqpConsumer } from './amqp.consumer.ts';
 import { startJetStreamConsumer } from './jetstream.consumer.ts';
 import type { RunningConsumer } from './running.ts';

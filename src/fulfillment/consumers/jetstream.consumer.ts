@@ -1,8 +1,8 @@
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
 import { connect, nanos } from '@nats-io/transport-node';
 import type { Db } from '../../platform/db.ts';
-import { ensureStream } from '../../outbox/sinks/nats.sink.ts';
-import type { BrokerTopology } from '../../outbox/sinks/topology.ts';
+import { ensureStream } from '../../outbox/index.ts';
+import type { BrokerTopology } from '../../outbox/index.ts';
 import { parseEvent } from '../fulfillment.event.ts';
 import { consume, type ConsumeFn } from '../fulfillment.service.ts';
 import type { RunningConsumer } from './running.ts';

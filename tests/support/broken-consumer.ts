@@ -1,7 +1,7 @@
-import { systemClock } from '../platform/clock.ts';
-import { inTx } from '../platform/db.ts';
-import type { ConsumeFn } from './fulfillment.service.ts';
-import { recordArrival } from './fulfillment.repo.ts';
+import { systemClock } from '../../src/platform/clock.ts';
+import { inTx } from '../../src/platform/db.ts';
+import type { ConsumeFn } from '../../src/fulfillment/fulfillment.service.ts';
+import { recordArrival } from '../../src/fulfillment/fulfillment.repo.ts';
 
 /**
  * TEST ONLY — the negative control of seed 000 C29-18: a consumer with both checks removed (no

@@ -1,4 +1,10 @@
 import type { Executor } from '../platform/db.ts';
+import { EVENT_STATUSES } from '../orders/index.ts';
+
+// The terminal statuses besides PAID (counted on its own), from the state machine; constants from
+// code spelled into the SQL.
+const OTHER_TERMINAL_SQL = [...EVENT_STATUSES].filter((s) => s !== 'PAID').map((s) => `'${s}'`).join(', ');
+const TERMINAL_SQL = [...EVENT_STATUSES].map((s) => `'${s}'`).join(', ');
 
 export interface EventIntegrity {
   /** PAID orders with no ORDER_PAID outbox row: an event lost by a dual write (C29-19). */
@@ -34,7 +40,7 @@ export async function checkEventIntegrity(db: Executor): Promise<EventIntegrity>
   );
   const terminal = await db.query<{ order_id: string; status: string }>(
     `SELECT o.order_id, o.status FROM orders o
-     WHERE o.status IN ('FAILED', 'CANCELLED', 'REFUNDED')
+     WHERE o.status IN (${OTHER_TERMINAL_SQL})
        AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.order_id = o.order_id AND e.event_type = 'ORDER_' || o.status)
      ORDER BY o.order_id LIMIT $1`,
     [MAX_IDS_LISTED],
@@ -45,7 +51,7 @@ export async function checkEventIntegrity(db: Executor): Promise<EventIntegrity>
          WHERE o.status = 'PAID'
            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.order_id = o.order_id AND e.event_type = 'ORDER_PAID')) AS paid_without_event,
        (SELECT count(*) FROM orders o
-         WHERE o.status IN ('PAID', 'FAILED', 'CANCELLED', 'REFUNDED')
+         WHERE o.status IN (${TERMINAL_SQL})
            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.order_id = o.order_id AND e.event_type = 'ORDER_' || o.status)) AS terminal_without_event,
        (SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS NULL) AS pending,
        (SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS NOT NULL) AS dead,

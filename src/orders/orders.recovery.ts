@@ -1,5 +1,10 @@
 import type { Executor, Tx } from '../platform/db.ts';
-import type { OrderStatus } from '../orders/orders.states.ts';
+import { UNFINISHED_STATUSES, type OrderStatus } from './orders.states.ts';
+
+// Recovery's bookkeeping on the order (claim, misses, next attempt, the note for a person) lives
+// with the order; src/recovery drives it through these functions.
+// Spelled into the SQL (constants from code, not input) so the partial index orders_unfinished applies.
+const UNFINISHED_SQL = [...UNFINISHED_STATUSES].map((s) => `'${s}'`).join(', ');
 
 export interface Candidate {
   orderId: string;
@@ -20,7 +25,7 @@ export async function claimUnfinished(tx: Tx, now: Date, staleBefore: Date, clai
   const result = await tx.query<{ order_id: string; status: OrderStatus; recovery_attempts: number }>(
     `UPDATE orders o SET recovery_claimed_until = $3
      FROM (SELECT order_id FROM orders
-           WHERE (status IN ('UNKNOWN', 'REFUNDING') OR (status = 'PAYING' AND updated_at <= $2))
+           WHERE status IN (${UNFINISHED_SQL}) AND (status <> 'PAYING' OR updated_at <= $2)
              AND (recovery_claimed_until IS NULL OR recovery_claimed_until < $1)
              AND (next_recovery_at IS NULL OR next_recovery_at <= $1)
            ORDER BY updated_at LIMIT ${RECOVERY_BATCH} FOR UPDATE SKIP LOCKED) c
@@ -59,7 +64,7 @@ export async function finishAttempt(db: Executor, orderId: string, pending: bool
 }
 
 export async function countUnfinished(db: Executor): Promise<number> {
-  const result = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM orders WHERE status IN ('PAYING', 'UNKNOWN', 'REFUNDING')`);
+  const result = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM orders WHERE status IN (${UNFINISHED_SQL})`);
   return result.rows[0]?.n ?? 0;
 }
 

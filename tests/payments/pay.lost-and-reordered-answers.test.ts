@@ -74,7 +74,29 @@ describe('lost, lingering, duplicated and reordered provider answers', () => {
     expect(effects.filter((e) => e === 'DUPLICATE')).toHaveLength(15);
     expect(await countRows(s.db, 'order_transitions', "order_id = $1 AND to_status = 'PAID'", [o.orderId])).toBe(1);
     expect(await countRows(s.db, 'outbox', "order_id = $1 AND event_type = 'ORDER_PAID'", [o.orderId])).toBe(1);
-    expect(await countRows(s.db, 'payment_notifications', 'merchant_order = $1', [o.orderId])).toBe(16);
+    // Stored once by notify_id; every copy names what the first one did.
+    expect(await countRows(s.db, 'payment_notifications', 'merchant_order = $1', [o.orderId])).toBe(1);
+    expect(answers.filter((a) => a.body.effect === 'DUPLICATE').every((a) => a.body.recorded_effect === 'PAID')).toBe(true);
+  });
+
+  it('a captured notification replayed later is answered from the record: no row, no lock, no change', async () => {
+    await createSku(s, { sku: 'd6r', stock: 1 });
+    const o = await s.buy('u6r', 'd6r');
+    const body = { notify_id: 'ntf-replayed', merchant_order: o.orderId, kind: 'CHARGED', amount: 1990, txn: 'txn-r' };
+    expect((await s.notify(body)).body).toEqual({ effect: 'PAID' });
+    const before = await s.order(o.orderId);
+    // The order row is locked by someone else: a replay must not queue behind it.
+    const blocker = await s.db.pool.connect();
+    await blocker.query('BEGIN');
+    await blocker.query('SELECT 1 FROM orders WHERE order_id = $1 FOR UPDATE', [o.orderId]);
+    try {
+      expect((await s.notify(body)).body).toEqual({ effect: 'DUPLICATE', recorded_effect: 'PAID' });
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+    expect(await countRows(s.db, 'payment_notifications', 'notify_id = $1', ['ntf-replayed'])).toBe(1);
+    expect((await s.order(o.orderId)).version).toBe(before.version);
   });
 
   it('C29-06 out of order after a refund: REFUNDED then CHARGED arrive reversed and leave the order REFUNDED', async () => {

@@ -14,8 +14,9 @@ export interface Child {
 }
 
 /** Runs a TypeScript fixture in its own Node process (through tsx), like the seed's separate JVM. */
-export function spawnFixture(script: string, env: Record<string, string>): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'tests/fixtures', script)], {
+/** The one spawner of test processes. */
+export function spawnFixture(script: string, env: Record<string, string>, args: string[] = []): Child {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'tests/fixtures', script), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

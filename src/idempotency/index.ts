@@ -1,0 +1,5 @@
+// The idempotency domain's public surface: keyed execution of an operation and its HTTP helpers.
+export { requestDigest } from './digest.ts';
+export { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from './idempotency.http.ts';
+export { purgeCompletedKeys, type StoredResponse } from './idempotency.repo.ts';
+export { executeKeyed, type KeyedDeps, type KeyedStep } from './idempotency.service.ts';

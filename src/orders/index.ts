@@ -1,0 +1,11 @@
+// The orders domain's public surface. What an event does to an order is decided by `decide` and
+// applied by `applyOrderEvent`, nowhere else; other modules read orders through these functions.
+export { decide, EFFECTS, holdIsGone, type Decision, type Effect, type Hold, type OrderEvent, type Outcome, type ProviderCall, type ProviderStatus, type ProviderVia } from './decider.ts';
+export { applyOrderEvent, visibleTo, type AppliedEvent } from './orders.apply.ts';
+export { findOrder, findOrderNotes, getTimeline, lockOrder, orderIdsForSku, statusCountsForSku } from './orders.repo.ts';
+export { cancelOrder, createOrder, getOrderFor, orderView, timelineFor, type CreateOutcome } from './orders.service.ts';
+export { MAX_QUANTITY, ordersRoutes } from './orders.routes.ts';
+export { EVENT_STATUSES, ORDER_STATUSES, UNFINISHED_STATUSES, type OrderStatus } from './orders.states.ts';
+export type { Order, TimelineEntry } from './orders.types.ts';
+export { claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, STUCK_PREFIX, type Candidate } from './orders.recovery.ts';
+export { AT_EXAMPLE, ORDER_ID_EXAMPLE, OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from './orders.schemas.ts';

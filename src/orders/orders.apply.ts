@@ -1,0 +1,96 @@
+import type { Tx } from '../platform/db.ts';
+import { faultPoint } from '../platform/faultpoints.ts';
+import { AppError, invariant } from '../platform/errors.ts';
+import type { Principal } from '../platform/auth.ts';
+import { lockReservations, reserve, tryConfirm, tryRelease } from '../inventory/index.ts';
+import { decide, type Decision, type Hold, type OrderEvent, type Outcome, type ProviderCall, type StockMove } from './decider.ts';
+import { lockOrder, noteAttention, setReservation, transition } from './orders.repo.ts';
+import type { Order } from './orders.types.ts';
+
+export interface AppliedEvent {
+  outcome: Outcome | 'UNKNOWN_ORDER';
+  /** The order after the event (undefined: no such order). */
+  order?: Order;
+  /** Provider calls the caller makes now that the decision is committed. */
+  calls: ProviderCall[];
+  decision?: Decision;
+  pending?: string;
+  attention?: string;
+}
+
+export interface ApplyOptions {
+  /** Buyer-facing events: an order this principal may not see is "not found". */
+  visibleTo?: Principal;
+}
+
+/** Buyers see only their own orders; anything else is "not found" so existence is not revealed. */
+export function visibleTo(order: Order | undefined, principal: Principal): order is Order {
+  if (!order || order.tenantId !== principal.tenantId) return false;
+  return principal.scope === 'admin' || order.userId === principal.userId;
+}
+
+async function lockHolds(tx: Tx, order: Order): Promise<Hold[]> {
+  const found = await lockReservations(tx, order.tenantId, [order.reservationKey]);
+  const row = found[0];
+  if (!row) return [{ key: order.reservationKey, sku: order.sku, quantity: order.quantity, status: 'MISSING', expiresAt: null }];
+  return [{ key: row.key, sku: row.sku, quantity: row.quantity, status: row.status, expiresAt: row.expiresAt }];
+}
+
+/** A move the decision made from locked rows; a refusal (SOLD_OUT, USER_LIMIT) only for a re-reserve. */
+async function move(tx: Tx, order: Order, m: StockMove, now: Date): Promise<string | undefined> {
+  if (m.op === 'confirm' || m.op === 'release') {
+    const done = m.op === 'confirm' ? await tryConfirm(tx, order.tenantId, m.key, now) : await tryRelease(tx, order.tenantId, m.key, now);
+    invariant(done, `${m.op} of ${m.key} for ${order.orderId} matched no HELD reservation although it was locked HELD`);
+    return undefined;
+  }
+  const [result] = await reserve(tx, [{ tenantId: order.tenantId, key: m.key, userId: order.userId, sku: m.sku, quantity: m.quantity }], now);
+  if (result?.outcome !== 'HELD') return result?.outcome ?? 'SOLD_OUT';
+  invariant(await tryConfirm(tx, order.tenantId, m.key, now), `re-reserved ${m.key} could not be confirmed`);
+  await setReservation(tx, order.orderId, m.key, m.attempt);
+  return undefined;
+}
+
+/** Applies the moves in order; the first refusal stops them and is returned. */
+async function moves(tx: Tx, order: Order, stock: readonly StockMove[], now: Date): Promise<string | undefined> {
+  for (const m of stock) {
+    const refused = await move(tx, order, m, now);
+    if (refused) return refused;
+  }
+  return undefined;
+}
+
+/**
+ * The one place an event changes an order: lock the order, then its reservations; ask `decide`;
+ * apply the stock moves, the guarded transition (with its log and outbox rows) and any note for a
+ * person — all in the caller's transaction. Every guarded write is asserted: under these locks a
+ * write that matches no row is a bug, and the transaction fails loudly instead of half-applying.
+ */
+export async function applyOrderEvent(tx: Tx, orderId: string, event: OrderEvent, now: Date, options: ApplyOptions = {}): Promise<AppliedEvent> {
+  const order = await lockOrder(tx, orderId);
+  if (options.visibleTo && !visibleTo(order, options.visibleTo)) throw new AppError('ORDER_NOT_FOUND', `no order ${orderId}`);
+  if (!order) return { outcome: 'UNKNOWN_ORDER', calls: [] };
+  const holds = await lockHolds(tx, order);
+  let d = decide(order, holds, event, now);
+  if (d.orElse) {
+    // A re-reserve may be refused; its savepoint undoes whatever the decision moved before it.
+    await tx.query('SAVEPOINT order_decision');
+    const refused = await moves(tx, order, d.stock, now);
+    if (!refused) await tx.query('RELEASE SAVEPOINT order_decision');
+    else {
+      await tx.query('ROLLBACK TO SAVEPOINT order_decision');
+      d = { ...d.orElse, reason: `${d.orElse.reason ?? ''} (${refused})` };
+      invariant(!(await moves(tx, order, d.stock, now)), `fallback moves of ${orderId} refused`);
+    }
+  } else {
+    invariant(!(await moves(tx, order, d.stock, now)), `moves of ${orderId} refused`);
+  }
+  let after: Order = order;
+  if (d.to) {
+    const moved = await transition(tx, orderId, order.status, d.to, d.reason ?? event.type, now);
+    invariant(moved.ok, `transition ${order.status} -> ${d.to} of ${orderId} matched no row under its lock`);
+    after = { ...order, status: d.to, version: moved.version ?? order.version + 1, updatedAt: now };
+  }
+  if (d.attention) await noteAttention(tx, orderId, d.attention);
+  if (d.outcome === 'PAID') await faultPoint('charged.before-commit'); // C29-11: confirm, PAID and outbox row written, not committed
+  return { outcome: d.outcome, order: after, calls: d.calls, decision: d, ...(d.pending ? { pending: d.pending } : {}), ...(d.attention ? { attention: d.attention } : {}) };
+}

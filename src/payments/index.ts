@@ -1,0 +1,7 @@
+// The payments domain's public surface: the provider client, the pay and notification routes,
+// and convergence of unknown outcomes (recovery calls it).
+export { channelClient, type ChannelClient, type StatementLine } from './channel.client.ts';
+export { convergeRefunding, convergeUnknown, type Convergence } from './converge.ts';
+export type { PaymentDeps } from './payments.deps.ts';
+export { paymentDeps, paymentsRoutes } from './payments.routes.ts';
+export { notificationWebhook } from './payments.schemas.ts';

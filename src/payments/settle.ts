@@ -1,0 +1,61 @@
+import { inTx, type Tx } from '../platform/db.ts';
+import { applyOrderEvent, findOrder, type AppliedEvent, type ProviderStatus, type ProviderVia } from '../orders/index.ts';
+import { refundKeyFor, type ChargeReply, type RefundReply, type StatusReply } from './channel.client.ts';
+import type { PaymentDeps } from './payments.deps.ts';
+
+/** A provider answer as the decider's event. A reply we did not get is LOST, never a failure. */
+export function answerEvent(via: ProviderVia, status: ProviderStatus, cause: string, amount?: number) {
+  return { type: 'PROVIDER_ANSWERED' as const, via, status, cause, ...(amount !== undefined ? { amount } : {}) };
+}
+
+export function chargeAnswer(reply: ChargeReply, amount: number) {
+  if (reply.kind === 'UNKNOWN') return answerEvent('charge', 'LOST', reply.reason);
+  return answerEvent('charge', reply.kind, 'charge', reply.kind === 'CHARGED' ? amount : undefined);
+}
+
+function statusAnswer(via: 'query' | 'close', reply: StatusReply) {
+  if (reply.kind === 'UNKNOWN') return answerEvent(via, 'LOST', reply.reason);
+  return answerEvent(via, reply.status, via, reply.amount);
+}
+
+function refundAnswer(reply: RefundReply) {
+  if (reply.kind === 'UNKNOWN') return answerEvent('refund', 'LOST', reply.reason);
+  if (reply.kind === 'REFUSED') return answerEvent('refund', 'REFUND_REFUSED', `${reply.status} ${reply.detail}`);
+  return answerEvent('refund', 'REFUNDED', 'refund reply');
+}
+
+type Answer = ReturnType<typeof answerEvent>;
+
+/**
+ * Makes the provider calls a committed decision asked for (close after NOT_FOUND, the refund with
+ * the order's fixed key) and applies each answer through the decider in its own transaction,
+ * until no call is left. Returns the last application: its `pending` says why the order is not
+ * finished yet. No transaction is open during a call.
+ */
+export async function followUp(deps: PaymentDeps, orderId: string, applied: AppliedEvent): Promise<AppliedEvent> {
+  let last = applied;
+  for (const call of applied.calls) {
+    let answer: Answer | undefined;
+    if (call === 'CLOSE') answer = statusAnswer('close', await deps.channel.close(orderId));
+    else if (call === 'REFUND') {
+      const order = await findOrder(deps.db, orderId);
+      if (order?.status === 'REFUNDING') answer = refundAnswer(await deps.channel.refund(orderId, refundKeyFor(orderId), order.amount));
+    }
+    // CHARGE is the pay request's own continuation, never a follow-up. settle() follows up in turn.
+    if (answer) last = await settle(deps, orderId, answer);
+  }
+  return last;
+}
+
+/** One provider answer, applied in its own transaction, then its follow-up calls. */
+export async function settle(deps: PaymentDeps, orderId: string, answer: Answer, within?: (tx: Tx, applied: AppliedEvent) => Promise<void>): Promise<AppliedEvent> {
+  const applied = await inTx(deps.db, async (tx) => {
+    const result = await applyOrderEvent(tx, orderId, answer, deps.clock.now());
+    if (within) await within(tx, result);
+    return result;
+  });
+  return followUp(deps, orderId, applied);
+}
+
+export const queryAnswer = (reply: StatusReply) => statusAnswer('query', reply);
+export const refundReplyAnswer = refundAnswer;

@@ -1,0 +1,5 @@
+// The reconciliation's public surface: the report, its one-line summary and the admin route.
+export { reconcile, summaryLine, type ReconciliationReport } from './reconcile.service.ts';
+export { reconcileRoutes } from './reconcile.routes.ts';
+export { checkEventIntegrity, type EventIntegrity } from './reconcile.events.ts';
+export { ReconciliationReport as ReconciliationReportSchema, reconciliationExample } from './reconcile.schemas.ts';

@@ -1,0 +1,4 @@
+// The recovery domain's public surface: one pass, the whole recovery, and its admin route.
+export { recoverAll, type FullRecoveryReport } from './recovery.full.ts';
+export { recoveryRoutes } from './recovery.routes.ts';
+export { runRecoveryPass, type RecoveryOptions, type RecoveryReport } from './recovery.service.ts';

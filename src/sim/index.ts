@@ -1,0 +1,4 @@
+// The simulation's public surface: plan a seeded sale and run it over HTTP.
+export type { SimTarget } from './sim.client.ts';
+export { parseMix, planSim, SEED_SHAPE, type SimShape } from './sim.plan.ts';
+export { Simulation, type Progress } from './sim.run.ts';

@@ -1,0 +1,223 @@
+import { describe, expect, it } from 'vitest';
+import { CASES, decideCase, describeDecision } from '../../src/orders/decider.table.ts';
+import { decide, holdIsGone, type Hold } from '../../src/orders/decider.ts';
+import { isAllowed, ORDER_STATUSES, type OrderStatus } from '../../src/orders/orders.states.ts';
+
+// Seed 000's effect table as the decider answers it: every status × a representative of every
+// event. No database: `decide` is pure. Each row was read against the seed and the contract.
+const EXPECTED: Record<string, string[]> = {
+  "pay": [
+    "PAYING → PAYING call CHARGE", // CREATED
+    "REJECTED", // PAYING
+    "REJECTED", // UNKNOWN
+    "REJECTED", // PAID
+    "REJECTED", // FAILED
+    "REJECTED", // CANCELLED
+    "REJECTED", // REFUNDING
+    "REJECTED", // REFUNDED
+  ],
+  "pay, hold expired": [
+    "REJECTED → CANCELLED release", // CREATED
+    "REJECTED", // PAYING
+    "REJECTED", // UNKNOWN
+    "REJECTED", // PAID
+    "REJECTED", // FAILED
+    "REJECTED", // CANCELLED
+    "REJECTED", // REFUNDING
+    "REJECTED", // REFUNDED
+  ],
+  "cancel": [
+    "CANCELLED → CANCELLED release", // CREATED
+    "REJECTED", // PAYING
+    "REJECTED", // UNKNOWN
+    "REJECTED", // PAID
+    "REJECTED", // FAILED
+    "REJECTED", // CANCELLED
+    "REJECTED", // REFUNDING
+    "REJECTED", // REFUNDED
+  ],
+  "hold expired (recovery)": [
+    "CANCELLED → CANCELLED", // CREATED
+    "REJECTED", // PAYING
+    "REJECTED", // UNKNOWN
+    "REJECTED", // PAID
+    "REJECTED", // FAILED
+    "REJECTED", // CANCELLED
+    "REJECTED", // REFUNDING
+    "REJECTED", // REFUNDED
+  ],
+  "CHARGED, hold HELD": [
+    "PAID → PAID confirm", // CREATED
+    "PAID → PAID confirm", // PAYING
+    "PAID → PAID confirm", // UNKNOWN
+    "DUPLICATE", // PAID
+    "REFUNDING_ANOMALY → REFUNDING call REFUND", // FAILED
+    "REFUNDING_ANOMALY → REFUNDING call REFUND", // CANCELLED
+    "DUPLICATE", // REFUNDING
+    "DUPLICATE", // REFUNDED
+  ],
+  "CHARGED, hold released": [
+    "PAID_REHELD → PAID rereserve; else REFUNDING → REFUNDING call REFUND", // CREATED
+    "PAID_REHELD → PAID rereserve; else REFUNDING → REFUNDING call REFUND", // PAYING
+    "PAID_REHELD → PAID rereserve; else REFUNDING → REFUNDING call REFUND", // UNKNOWN
+    "DUPLICATE", // PAID
+    "REFUNDING_ANOMALY → REFUNDING call REFUND", // FAILED
+    "REFUNDING_ANOMALY → REFUNDING call REFUND", // CANCELLED
+    "DUPLICATE", // REFUNDING
+    "DUPLICATE", // REFUNDED
+  ],
+  "CHARGED, other amount": [
+    "AMOUNT_MISMATCH flag", // CREATED
+    "AMOUNT_MISMATCH flag", // PAYING
+    "AMOUNT_MISMATCH flag", // UNKNOWN
+    "AMOUNT_MISMATCH flag", // PAID
+    "AMOUNT_MISMATCH flag", // FAILED
+    "AMOUNT_MISMATCH flag", // CANCELLED
+    "AMOUNT_MISMATCH flag", // REFUNDING
+    "AMOUNT_MISMATCH flag", // REFUNDED
+  ],
+  "DECLINED": [
+    "IGNORED", // CREATED
+    "FAILED → FAILED release", // PAYING
+    "FAILED → FAILED release", // UNKNOWN
+    "IGNORED flag", // PAID
+    "DUPLICATE", // FAILED
+    "IGNORED", // CANCELLED
+    "IGNORED flag", // REFUNDING
+    "IGNORED flag", // REFUNDED
+  ],
+  "CLOSED (our close)": [
+    "IGNORED", // CREATED
+    "FAILED → FAILED release", // PAYING
+    "FAILED → FAILED release", // UNKNOWN
+    "IGNORED flag", // PAID
+    "DUPLICATE", // FAILED
+    "IGNORED", // CANCELLED
+    "IGNORED flag", // REFUNDING
+    "IGNORED flag", // REFUNDED
+  ],
+  "REFUNDED (notification)": [
+    "IGNORED", // CREATED
+    "IGNORED", // PAYING
+    "IGNORED", // UNKNOWN
+    "IGNORED flag", // PAID
+    "IGNORED", // FAILED
+    "IGNORED", // CANCELLED
+    "REFUNDED → REFUNDED", // REFUNDING
+    "IGNORED", // REFUNDED
+  ],
+  "REFUNDED (query)": [
+    "IGNORED flag", // CREATED
+    "IGNORED flag", // PAYING
+    "IGNORED flag", // UNKNOWN
+    "IGNORED flag", // PAID
+    "IGNORED", // FAILED
+    "IGNORED", // CANCELLED
+    "REFUNDED → REFUNDED", // REFUNDING
+    "IGNORED", // REFUNDED
+  ],
+  "refund refused": [
+    "IGNORED", // CREATED
+    "IGNORED", // PAYING
+    "IGNORED", // UNKNOWN
+    "IGNORED", // PAID
+    "IGNORED", // FAILED
+    "IGNORED", // CANCELLED
+    "IGNORED flag", // REFUNDING
+    "IGNORED", // REFUNDED
+  ],
+  "NOT_FOUND (query)": [
+    "IGNORED", // CREATED
+    "PENDING call CLOSE", // PAYING
+    "PENDING call CLOSE", // UNKNOWN
+    "IGNORED", // PAID
+    "IGNORED", // FAILED
+    "IGNORED", // CANCELLED
+    "IGNORED", // REFUNDING
+    "IGNORED", // REFUNDED
+  ],
+  "NOT_FOUND (close)": [
+    "IGNORED", // CREATED
+    "PENDING", // PAYING
+    "PENDING", // UNKNOWN
+    "IGNORED", // PAID
+    "IGNORED", // FAILED
+    "IGNORED", // CANCELLED
+    "IGNORED", // REFUNDING
+    "IGNORED", // REFUNDED
+  ],
+  "charge answer lost": [
+    "IGNORED", // CREATED
+    "UNKNOWN → UNKNOWN", // PAYING
+    "PENDING", // UNKNOWN
+    "IGNORED", // PAID
+    "IGNORED", // FAILED
+    "IGNORED", // CANCELLED
+    "PENDING", // REFUNDING
+    "IGNORED", // REFUNDED
+  ],
+  "query answer lost": [
+    "IGNORED", // CREATED
+    "PENDING", // PAYING
+    "PENDING", // UNKNOWN
+    "IGNORED", // PAID
+    "IGNORED", // FAILED
+    "IGNORED", // CANCELLED
+    "PENDING", // REFUNDING
+    "IGNORED", // REFUNDED
+  ],
+};
+
+describe('decide: what every event does to an order in every status', () => {
+  it('covers every event case and every status', () => {
+    expect(Object.keys(EXPECTED)).toEqual(CASES.map((c) => c.name));
+    for (const row of Object.values(EXPECTED)) expect(row).toHaveLength(ORDER_STATUSES.length);
+  });
+
+  for (const c of CASES) {
+    it(`${c.name}`, () => {
+      const got = ORDER_STATUSES.map((s) => describeDecision(decideCase(s, c)));
+      expect(got).toEqual(EXPECTED[c.name]);
+    });
+  }
+
+  it('only ever proposes transitions that are in the state machine, and refused events change nothing', () => {
+    for (const c of CASES) {
+      for (const status of ORDER_STATUSES) {
+        const d = decideCase(status, c);
+        for (const x of [d, d.orElse]) if (x?.to) expect(isAllowed(status, x.to), `${status} ${c.name} -> ${x.to}`).toBe(true);
+        if (d.outcome === 'REJECTED' && !d.to) expect(d.stock).toEqual([]);
+        if (!d.to) expect(d.emits).toEqual([]);
+      }
+    }
+  });
+
+  it('emits ORDER_<STATUS> exactly when it enters PAID, FAILED, CANCELLED or REFUNDED', () => {
+    for (const c of CASES) {
+      for (const status of ORDER_STATUSES) {
+        const d = decideCase(status, c);
+        const terminal: OrderStatus[] = ['PAID', 'FAILED', 'CANCELLED', 'REFUNDED'];
+        expect(d.emits).toEqual(d.to && terminal.includes(d.to) ? [`ORDER_${d.to}`] : []);
+      }
+    }
+  });
+
+  it('never releases or confirms a unit it does not see HELD, and re-reserves under the next key', () => {
+    const order = { orderId: 'ord_y', status: 'UNKNOWN' as const, amount: 5, reserveAttempt: 2 };
+    const released: Hold = { key: 'ord_y/r2', sku: 's', quantity: 3, status: 'RELEASED', expiresAt: null };
+    const d = decide(order, [released], { type: 'PROVIDER_ANSWERED', via: 'callback', status: 'CHARGED', amount: 5, cause: 'cb' }, new Date());
+    expect(d.stock).toEqual([{ op: 'rereserve', key: 'ord_y/r3', attempt: 3, sku: 's', quantity: 3 }]);
+    expect(d.orElse?.stock).toEqual([]);
+    const failed = decide(order, [released], { type: 'PROVIDER_ANSWERED', via: 'query', status: 'DECLINED', cause: 'query' }, new Date());
+    expect(failed).toMatchObject({ outcome: 'FAILED', to: 'FAILED', stock: [] });
+  });
+
+  it('a hold is gone when it is not HELD or is past its expiry, whatever the sweep has done', () => {
+    const now = new Date('2026-01-01T00:00:00Z');
+    const hold = (status: Hold['status'], expiresAt: Date | null): Hold => ({ key: 'k', sku: 's', quantity: 1, status, expiresAt });
+    expect(holdIsGone([hold('HELD', new Date(now.getTime() + 1))], now)).toBe(false);
+    expect(holdIsGone([hold('HELD', now)], now)).toBe(true);
+    expect(holdIsGone([hold('RELEASED', null)], now)).toBe(true);
+    expect(holdIsGone([hold('CONFIRMED', null)], now)).toBe(true);
+  });
+});
