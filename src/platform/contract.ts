@@ -9,6 +9,22 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 // for the test that caused it (tests/support/contract.ts) and appended to FLASHPAY_CONTRACT_LOG so
 // that servers in child processes are held to the document too (checked at the end of the run).
 
+// One compiler per process, and each distinct schema compiled once: test files start many servers
+// with the same documents, and many answers share a schema.
+const ajv = new Ajv({ strict: false, allErrors: false, validateFormats: true });
+addFormats.default(ajv);
+const compiled = new Map<string, ValidateFunction>();
+
+function compile(schema: object): ValidateFunction {
+  const text = JSON.stringify(schema);
+  let validate = compiled.get(text);
+  if (!validate) {
+    validate = ajv.compile(schema);
+    compiled.set(text, validate);
+  }
+  return validate;
+}
+
 export interface ContractViolation {
   route: string;
   status: number;
@@ -57,8 +73,6 @@ const TRANSPORT = new Set([
 type Operation = { responses?: Record<string, { headers?: Record<string, unknown>; content?: Record<string, { schema?: object }> }> };
 
 export function installContractCheck(app: FastifyInstance, documentOf: () => { paths?: Record<string, Record<string, Operation>> }): void {
-  const ajv = new Ajv({ strict: false, allErrors: false, validateFormats: true });
-  addFormats.default(ajv);
   const validators = new Map<string, ValidateFunction>();
 
   function report(violation: ContractViolation): void {
@@ -101,18 +115,24 @@ export function installContractCheck(app: FastifyInstance, documentOf: () => { p
       return report({ route, status, problem: 'the body is not JSON' });
     }
     const key = `${route} ${status} ${mediaType}`;
-    let validate = validators.get(key);
-    if (!validate) {
-      validate = ajv.compile(media.schema);
-      validators.set(key, validate);
-    }
+    const validate = validators.get(key) ?? compile(media.schema);
     if (!validate(body)) report({ route, status, problem: `body does not match: ${ajv.errorsText(validate.errors)} in ${String(payload).slice(0, 300)}` });
   }
 
   // The document is built before the first request, and each answer is checked only once it has
   // been sent: the check must not slow the answer down (a pay has a 300 ms budget for the provider).
   app.addHook('onReady', async () => {
-    documentOf();
+    const started = performance.now();
+    for (const [path, methods] of Object.entries(documentOf().paths ?? {})) {
+      for (const [method, operation] of Object.entries(methods)) {
+        for (const [status, answer] of Object.entries(operation.responses ?? {})) {
+          for (const [mediaType, media] of Object.entries(answer.content ?? {})) {
+            if (media.schema) validators.set(`${method.toUpperCase()} ${path} ${status} ${mediaType}`, compile(media.schema));
+          }
+        }
+      }
+    }
+    if (process.env.FLASHPAY_CONTRACT_TIMING) process.stderr.write(`contract check: ${validators.size} validators in ${Math.round(performance.now() - started)} ms\n`);
   });
   const sent = new WeakMap<FastifyRequest, unknown>();
   app.addHook('onSend', async (request, _reply, payload) => {
