@@ -122,7 +122,6 @@ export function installContractCheck(app: FastifyInstance, documentOf: () => { p
   // The document is built before the first request, and each answer is checked only once it has
   // been sent: the check must not slow the answer down (a pay has a 300 ms budget for the provider).
   app.addHook('onReady', async () => {
-    const started = performance.now();
     for (const [path, methods] of Object.entries(documentOf().paths ?? {})) {
       for (const [method, operation] of Object.entries(methods)) {
         for (const [status, answer] of Object.entries(operation.responses ?? {})) {
@@ -132,7 +131,6 @@ export function installContractCheck(app: FastifyInstance, documentOf: () => { p
         }
       }
     }
-    if (process.env.FLASHPAY_CONTRACT_TIMING) process.stderr.write(`contract check: ${validators.size} validators in ${Math.round(performance.now() - started)} ms\n`);
   });
   const sent = new WeakMap<FastifyRequest, unknown>();
   app.addHook('onSend', async (request, _reply, payload) => {
