@@ -32,6 +32,7 @@ export async function startFlashpayServer(databaseUrl: string, config: Config): 
     config: { ...config, logLevel: 'silent' },
     signer,
     notifySecret: `bench-${randomBytes(16).toString('hex')}`,
+    eventsSecret: `bench-${randomBytes(16).toString('hex')}`,
     // Order creation never calls the payment channel; nothing listens here.
     channelUrl: 'http://127.0.0.1:1',
     notifyUrl: '',

@@ -11,7 +11,10 @@ export interface AppDeps {
   clock: Clock;
   config: Config;
   signer: TokenSigner;
+  /** Verifies the provider's payment notifications (shared with the provider). */
   notifySecret: string;
+  /** Verifies internal event deliveries to the fulfilment webhook (shared with our relay only). */
+  eventsSecret: string;
   /** Base URL of the payment channel the service charges through. */
   channelUrl: string;
   /** Where the channel should send notifications about our charges. */

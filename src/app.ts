@@ -12,6 +12,7 @@ import { recoveryRoutes } from './recovery/index.ts';
 import { buildHttp } from './platform/http.ts';
 import { installMetrics } from './platform/metrics.ts';
 import { contractCheckEnabled, installContractCheck } from './platform/contract.ts';
+import { metricsGuard } from './platform/metrics.guard.ts';
 
 export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 
@@ -19,11 +20,11 @@ export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes, reconcileRoutes, eventsRoutes];
 
 export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promise<FastifyInstance> {
-  const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel });
+  const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel, rateLimitPerMinute: deps.config.rateLimitPerMinute });
   await app.register(swagger, swaggerOptions);
   await app.register(swaggerUi, { routePrefix: '/docs' });
   if (contractCheckEnabled()) installContractCheck(app, () => app.swagger() as never);
-  installMetrics(app);
+  installMetrics(app, metricsGuard(deps));
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from './platform/config.ts';
 import { ensureDatabase, startEmbedded, withDatabase, type EmbeddedCluster } from './platform/embedded.ts';
@@ -27,7 +27,9 @@ const runtimeFile = (config: Config) => path.join(config.dataDir, 'runtime.json'
 
 export async function writeRuntime(config: Config, info: RuntimeInfo): Promise<void> {
   await mkdir(config.dataDir, { recursive: true });
-  await writeFile(runtimeFile(config), `${JSON.stringify(info)}\n`);
+  // It holds the database URL with its password: this user's only.
+  await writeFile(runtimeFile(config), `${JSON.stringify(info)}\n`, { mode: 0o600 });
+  await chmod(runtimeFile(config), 0o600);
 }
 
 export async function clearRuntime(config: Config): Promise<void> {

@@ -3,9 +3,10 @@ import { buildApp } from './app.ts';
 import type { AppDeps } from './app.deps.ts';
 import { createPgLedger, startChannel, type RunningChannel } from './channel/index.ts';
 import { startEventPipeline, type EventPipeline } from './events.pipeline.ts';
-import { loadSecret, tokenSigner, type TokenSigner } from './platform/auth.ts';
+import { tokenSigner, type TokenSigner } from './platform/auth.ts';
+import { loadSecrets } from './platform/secrets.ts';
 import { systemClock } from './platform/clock.ts';
-import type { Config } from './platform/config.ts';
+import { tokenOptions, type Config } from './platform/config.ts';
 import { createPool } from './platform/db.ts';
 import { migrate } from './platform/migrate.ts';
 import { clearRuntime, openDatabase, writeRuntime } from './runtime.ts';
@@ -41,21 +42,31 @@ function urlOf(app: FastifyInstance): string {
  */
 export async function launchStack(options: StackOptions): Promise<RunningStack> {
   const { config, log } = options;
+  // Production refuses what only development may use, before anything is started.
+  if (config.production && !config.channelUrl) throw new Error('production needs FLASHPAY_CHANNEL_URL: the built-in provider double is for development and tests only');
   const database = await openDatabase(config, log);
   await migrate(database.url);
-  const jwt = await loadSecret(config.jwtSecret, config.dataDir, 'jwt');
-  const notify = await loadSecret(config.notifySecret, config.dataDir, 'notify');
-  if (jwt.generated || notify.generated) log(`using development secrets kept under ${config.dataDir} (set FLASHPAY_JWT_SECRET and FLASHPAY_NOTIFY_SECRET in production)`);
+  const secrets = await loadSecrets(config);
+  if (secrets.generated.length > 0) log(`using development secrets kept under ${config.dataDir} (set ${secrets.generated.join(', ')} in production)`);
 
   const pool = createPool(database.url, config.poolSize);
   // The provider double needs few connections; never more than the service's own pool.
   const channelPool = createPool(database.channelUrl, Math.min(10, config.poolSize));
   let channel: RunningChannel | undefined;
   if (!config.channelUrl) {
-    channel = await startChannel({ store: await createPgLedger(channelPool), notifySecret: notify.secret, control: options.control, host: config.host, port: options.channelPort, log });
+    channel = await startChannel({
+      store: await createPgLedger(channelPool),
+      notifySecret: secrets.notify,
+      control: options.control,
+      controlToken: config.controlToken,
+      notifyHosts: config.channelNotifyHosts,
+      host: config.channelHost,
+      port: options.channelPort,
+      log,
+    });
   }
-  const signer = tokenSigner(jwt.secret);
-  const deps: AppDeps = { db: pool, clock: systemClock, config, signer, notifySecret: notify.secret, channelUrl: config.channelUrl ?? channel?.url ?? '', notifyUrl: '' };
+  const signer = tokenSigner(secrets.jwt, tokenOptions(config));
+  const deps: AppDeps = { db: pool, clock: systemClock, config, signer, notifySecret: secrets.notify, eventsSecret: secrets.events, channelUrl: config.channelUrl ?? channel?.url ?? '', notifyUrl: '' };
   const app = await buildApp(deps);
   await app.listen({ host: config.host, port: options.port });
   const api = urlOf(app);
@@ -64,7 +75,7 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
     db: pool,
     runRelayLoop: options.workers,
     webhookUrl: `${api}/v1/fulfillment/events`,
-    secret: notify.secret,
+    secret: secrets.events,
     onError: (error) => log(`outbox: ${(error as Error).message}`),
   });
   deps.relay = events.relay;

@@ -39,7 +39,7 @@ async function findCharge(deps: ChannelDeps, merchantOrder: string): Promise<Cha
 }
 
 async function sendNotification(deps: ChannelDeps, body: SendBody) {
-  if (body.notify_url !== undefined) assertHttpUrl(body.notify_url, 'notify_url');
+  if (body.notify_url !== undefined) assertHttpUrl(body.notify_url, 'notify_url', deps.notifyHosts);
   const charge = await findCharge(deps, body.merchant_order);
   const notifyUrl = body.notify_url ?? charge?.notifyUrl ?? undefined;
   if (notifyUrl === undefined) fail('VALIDATION', `body.notify_url is required: ${body.merchant_order} has no charge to take it from`);

@@ -1,6 +1,6 @@
 import type { SwaggerOptions } from '@fastify/swagger';
 import { Type, type TSchema } from 'typebox';
-import { jsonAnswer, nullable, problemExample, stringEnum } from '../platform/openapi.ts';
+import { HEADERS, jsonAnswer, nullable, problemExample, stringEnum } from '../platform/openapi.ts';
 import { FAULT_KINDS, FAULT_OPS } from './faults.ts';
 import { callbacksBody, chargeBody, closeBody, faultBody, queryParams, refundBody, releaseBody, sendBody, settingsBody, statementQuery } from './channel.schemas.ts';
 
@@ -13,6 +13,7 @@ const AT = '2026-11-30T18:00:00.000Z';
 
 const CODES = {
   VALIDATION: 400,
+  UNAUTHENTICATED: 401,
   PAYLOAD_TOO_LARGE: 413,
   CLOSED: 409,
   NOT_CHARGED: 409,
@@ -24,7 +25,7 @@ const CODES = {
 } as const;
 type Code = keyof typeof CODES;
 
-const TEXT: Record<number, string> = { 400: 'Not valid; nothing happened', 409: 'Refused in the charge’s current state', 413: 'Body too large', 422: 'Conflicts with what the ledger holds', 500: 'An injected ERROR_500 fault, or a failure; the ledger is untouched', 503: 'The ledger’s database is unreachable; nothing happened' };
+const TEXT: Record<number, string> = { 400: 'Not valid; nothing happened', 401: 'The control API needs `Authorization: Bearer <FLASHPAY_CONTROL_TOKEN>` (when the double was started with one)', 409: 'Refused in the charge’s current state', 413: 'Body too large', 422: 'Conflicts with what the ledger holds', 500: 'An injected ERROR_500 fault, or a failure; the ledger is untouched', 503: 'The ledger’s database is unreachable; nothing happened' };
 
 function problems(codes: Code[], bodyRoute = true) {
   const edge: Code[] = bodyRoute ? ['VALIDATION', 'PAYLOAD_TOO_LARGE'] : ['VALIDATION'];
@@ -36,7 +37,8 @@ function problems(codes: Code[], bodyRoute = true) {
       { type: Type.String(), title: Type.String(), status: Type.Integer(), code: stringEnum(list), detail: Type.String() },
       { additionalProperties: true, examples: [{ ...problemExample('VALIDATION', TEXT[status] ?? ''), code: list[0], status }] },
     );
-    out[status] = { description: `${TEXT[status] ?? 'Error'}: ${list.map((c) => `\`${c}\``).join(', ')}`, content: { 'application/problem+json': { schema } } };
+    const headers = status === 401 ? { headers: { 'WWW-Authenticate': HEADERS.wwwAuthenticate } } : {};
+    out[status] = { description: `${TEXT[status] ?? 'Error'}: ${list.map((c) => `\`${c}\``).join(', ')}`, ...headers, content: { 'application/problem+json': { schema } } };
   }
   return out;
 }
@@ -133,7 +135,7 @@ function control(operationId: string, summary: string, answer: TSchema, example:
     tags: ['control'],
     security: [],
     ...(body ? { body: withExample(body, bodyExample) } : {}),
-    response: { 200: jsonAnswer(summary, answer, { example }), ...problems([], body !== undefined) },
+    response: { 200: jsonAnswer(summary, answer, { example }), ...problems(['UNAUTHENTICATED'], body !== undefined) },
   };
 }
 

@@ -16,16 +16,22 @@ export interface ChannelDeps {
   notifier: Notifier;
   /** Holds a request for a fault; cut short when the channel shuts down. */
   pause(ms: number): Promise<void>;
+  /** Hosts notifications may go to (lower case): the double must not be a way to POST anywhere. */
+  notifyHosts: readonly string[];
 }
 
-export function assertHttpUrl(value: string, field: string): void {
+export function assertHttpUrl(value: string, field: string, allowedHosts?: readonly string[]): void {
+  let parsed: URL | undefined;
   try {
-    const parsed = new URL(value);
-    if (parsed.protocol === 'http:' || parsed.protocol === 'https:') return;
+    parsed = new URL(value);
   } catch {
-    // falls through to the refusal below
+    // refused below
   }
-  throw new AppError('VALIDATION', `body.${field} must be an absolute http(s) URL`);
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new AppError('VALIDATION', `body.${field} must be an absolute http(s) URL`);
+  const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (allowedHosts && !allowedHosts.includes(host)) {
+    throw new AppError('VALIDATION', `body.${field} host ${host} is not one this provider double notifies (FLASHPAY_CHANNEL_NOTIFY_HOSTS: ${allowedHosts.join(', ')})`);
+  }
 }
 
 function send(reply: FastifyReply, outcome: Outcome): FastifyReply {
@@ -67,7 +73,7 @@ export function registerLedgerRoutes(app: FastifyInstance, deps: ChannelDeps): v
 
   app.post('/charge', { schema: channelSchemas.charge }, async (request, reply) => {
     const body = request.body as ChargeBody;
-    assertHttpUrl(body.notify_url, 'notify_url');
+    assertHttpUrl(body.notify_url, 'notify_url', deps.notifyHosts);
     const mo = body.merchant_order;
     return perform(deps, request, reply, 'charge', mo, (hits) =>
       store.withOrder(mo, async (view) => decideCharge(view, { merchantOrder: mo, amount: body.amount, notifyUrl: body.notify_url, decline: hits.DECLINE !== undefined })),

@@ -1,6 +1,9 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../platform/errors.ts';
 import { buildHttp } from '../platform/http.ts';
 import { contractCheckEnabled, installContractCheck } from '../platform/contract.ts';
 import { channelSwaggerOptions } from './channel.openapi.ts';
@@ -21,6 +24,10 @@ export interface ChannelOptions {
   store?: LedgerStore;
   notifySecret: string;
   control?: boolean;
+  /** When set, every `/_control` request needs `Authorization: Bearer <controlToken>`. */
+  controlToken?: string;
+  /** Hosts `notify_url` may name; loopback by default. */
+  notifyHosts?: readonly string[];
   notifyRetryBaseMs?: number;
   notifyMaxAttempts?: number;
   log?: (msg: string) => void;
@@ -39,6 +46,20 @@ const DEFAULT_MAX_ATTEMPTS = 8;
 /** Requests to the channel are small JSON documents. */
 const BODY_LIMIT_BYTES = 16 * 1024;
 
+const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '::1'];
+
+/** The control API scripts the ledger (one call marks an order paid): it has a token of its own. */
+function requireControlToken(token: string) {
+  const expected = createHash('sha256').update(token).digest();
+  return async (request: FastifyRequest): Promise<void> => {
+    if (!request.url.startsWith('/_control')) return;
+    const match = /^Bearer +(\S+)$/i.exec(request.headers.authorization ?? '');
+    // Compared as digests: equal length, constant time, whatever was sent.
+    const given = createHash('sha256').update(match?.[1] ?? '').digest();
+    if (!match || !timingSafeEqual(expected, given)) throw new AppError('UNAUTHENTICATED', 'the control API needs Authorization: Bearer <FLASHPAY_CONTROL_TOKEN>', {}, { 'WWW-Authenticate': 'Bearer' });
+  };
+}
+
 /** Starts the fake payment channel on host:port (port 0 picks a free one). */
 export async function startChannel(options: ChannelOptions & { host?: string; port?: number }): Promise<RunningChannel> {
   const host = options.host ?? '127.0.0.1';
@@ -55,13 +76,17 @@ export async function startChannel(options: ChannelOptions & { host?: string; po
     requests: new RequestCounter(),
     notifier,
     pause: (ms) => delay(ms, undefined, { signal: shutdown.signal }),
+    notifyHosts: options.notifyHosts ?? LOOPBACK_HOSTS,
   };
   const app = buildHttp({ bodyLimitBytes: BODY_LIMIT_BYTES, logLevel: 'silent' });
   await app.register(swagger, channelSwaggerOptions);
   await app.register(swaggerUi, { routePrefix: '/docs' });
   if (contractCheckEnabled()) installContractCheck(app, () => app.swagger() as never);
   registerLedgerRoutes(app, deps);
-  if (options.control) registerControlRoutes(app, deps);
+  if (options.control) {
+    if (options.controlToken !== undefined) app.addHook('onRequest', requireControlToken(options.controlToken));
+    registerControlRoutes(app, deps);
+  }
   await app.listen({ host, port: options.port ?? 0 });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { startChannel, createPgLedger, type LedgerStore } from '../channel/index.ts';
-import { loadSecret } from '../platform/auth.ts';
+import { assertSecretStrength, loadSecret } from '../platform/auth.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createPool, pgCode, type Db } from '../platform/db.ts';
 import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
@@ -61,9 +61,12 @@ export async function channelCommand(argv: string[]): Promise<void> {
   if (unknown.length > 0 || args.positional.length > 0) throw new UsageError(`unexpected ${[...unknown.map((n) => `--${n}`), ...args.positional].join(' ')}\n${USAGE}`);
   const config = loadConfig();
   const port = intFlag(args, 'port', config.channelPort);
-  const host = stringFlag(args, 'host') ?? config.host;
+  const host = stringFlag(args, 'host') ?? config.channelHost;
+  if (config.production && args.flags.has('control') && !config.controlToken) throw new UsageError('--control in production needs FLASHPAY_CONTROL_TOKEN');
   const databaseUrl = stringFlag(args, 'database-url') ?? (process.env.FLASHPAY_CHANNEL_DATABASE_URL || undefined);
   const { secret, generated } = await loadSecret(config.notifySecret, config.dataDir, 'notify');
+  if (generated && config.production) throw new UsageError('FLASHPAY_NOTIFY_SECRET must be set in production');
+  assertSecretStrength('FLASHPAY_NOTIFY_SECRET', secret);
   if (generated) console.error(`FLASHPAY_NOTIFY_SECRET is not set: signing notifications with the development secret in ${config.dataDir}/notify.secret`);
 
   const ledger = databaseUrl ? await openLedger(databaseUrl) : undefined;
@@ -71,6 +74,8 @@ export async function channelCommand(argv: string[]): Promise<void> {
     store: ledger?.store,
     notifySecret: secret,
     control: args.flags.has('control'),
+    controlToken: config.controlToken,
+    notifyHosts: config.channelNotifyHosts,
     host,
     port,
     log: (message) => console.error(message),

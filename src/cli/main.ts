@@ -15,9 +15,9 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 };
 
 const USAGE = `usage: flashpay <command> [options]
-  start [--port 8080] [--channel-port 8081] [--no-workers] [--control]
+  start [--port 8080] [--channel-port 8081] [--no-workers] [--control] [--production]
   channel [--port 8081] [--control]
-  token --tenant T --user U [--admin] [--ttl 3600]
+  token --tenant T --user U [--admin | --operator] [--ttl 3600]
   migrate
   reconcile [--json]
   recover [--stale-after-ms N] [--json]

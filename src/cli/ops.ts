@@ -15,6 +15,8 @@ export interface Ops {
   /** The running API, when there is one (its fulfillment webhook receives drained events). */
   apiUrl: string | undefined;
   notifySecret: string;
+  /** Signs what `recover` drains to the fulfilment webhook. */
+  eventsSecret: string;
   close(): Promise<void>;
 }
 
@@ -30,12 +32,14 @@ export async function connectOps(): Promise<Ops> {
   const database = await openDatabase(config, (line) => process.stderr.write(`${line}\n`));
   const db = createPool(database.url, 10);
   const notify = await loadSecret(config.notifySecret, config.dataDir, 'notify');
+  const events = await loadSecret(config.eventsSecret, config.dataDir, 'events');
   return {
     config,
     db,
     payments: { db, clock: systemClock, channel: channelClient(channelUrl, config.payTimeoutMs), notifyUrl: running ? `${running.api}/v1/payment-notifications` : '' },
     apiUrl: running?.api,
     notifySecret: notify.secret,
+    eventsSecret: events.secret,
     async close() {
       await db.end();
       await database.embedded?.stop();

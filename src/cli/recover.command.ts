@@ -11,7 +11,7 @@ export async function recoverCommand(argv: string[]): Promise<void> {
   const staleRaw = args.flags.get('stale-after-ms');
   const staleAfterMs = typeof staleRaw === 'string' ? Number(staleRaw) : ops.config.staleAfterMs;
   // Events are delivered where `flashpay start` delivers them: its webhook, or the configured broker.
-  const sink = ops.apiUrl || ops.config.outboxSink !== 'http' ? await createSinkFromConfig(ops.config, { webhookUrl: `${ops.apiUrl ?? ''}/v1/fulfillment/events`, secret: ops.notifySecret }) : undefined;
+  const sink = ops.apiUrl || ops.config.outboxSink !== 'http' ? await createSinkFromConfig(ops.config, { webhookUrl: `${ops.apiUrl ?? ''}/v1/fulfillment/events`, secret: ops.eventsSecret }) : undefined;
   const relay = sink ? createRelay({ db: ops.db, sink, ...RELAY_DEFAULTS }) : undefined;
   try {
     const report = await recoverAll(ops.payments, { staleAfterMs, relay, reconcile: true });

@@ -3,10 +3,8 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadSecret, tokenSigner, type TokenSigner } from '../platform/auth.ts';
-import { loadConfig } from '../platform/config.ts';
-import type { SimTarget } from '../sim/index.ts';
-import { parseMix, planSim, SEED_SHAPE, type SimShape } from '../sim/index.ts';
-import { Simulation, type Progress } from '../sim/index.ts';
+import { loadConfig, tokenOptions } from '../platform/config.ts';
+import { parseMix, planSim, SEED_SHAPE, Simulation, type Progress, type SimShape, type SimTarget } from '../sim/index.ts';
 import { launchStack } from '../stack.ts';
 import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
 
@@ -34,10 +32,12 @@ function shapeFrom(args: ReturnType<typeof parseArgs>): SimShape {
 }
 
 function targetOf(api: string, channel: string, signer: TokenSigner, tenantId: string): Promise<SimTarget> {
-  return signer.sign({ tenantId, userId: 'sim-operator', scope: 'admin' }).then((adminToken) => ({
+  // Operator scope: the sim drains the outbox, which acts across tenants.
+  return signer.sign({ tenantId, userId: 'sim-operator', scope: 'operator' }).then((adminToken) => ({
     api,
     channel,
     adminToken,
+    controlToken: process.env.FLASHPAY_CONTROL_TOKEN || undefined,
     buyerToken: (user: string) => signer.sign({ tenantId, userId: user, scope: 'buyer' }),
   }));
 }
@@ -61,7 +61,7 @@ export async function simCommand(argv: string[]): Promise<void> {
     const channel = stringFlag(args, 'channel');
     if (!channel) throw new UsageError('--api needs --channel (the channel must run with --control)');
     const config = loadConfig();
-    target = await targetOf(api, channel, tokenSigner((await loadSecret(config.jwtSecret, config.dataDir, 'jwt')).secret), tenant);
+    target = await targetOf(api, channel, tokenSigner((await loadSecret(config.jwtSecret, config.dataDir, 'jwt')).secret, tokenOptions(config)), tenant);
   } else {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-sim-'));
     await chmod(dir, 0o755);

@@ -4,10 +4,11 @@ import { intFlag, parseArgs } from '../platform/args.ts';
 
 const log = (line: string) => process.stderr.write(`flashpay: ${line}\n`);
 
-/** `flashpay start [--port 8080] [--channel-port 8081] [--no-workers] [--control]`: the whole stack in one process. */
+/** `flashpay start [--port 8080] [--channel-port 8081] [--no-workers] [--control] [--production]`: the whole stack in one process. */
 export async function startCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['no-workers', 'control']);
-  const config = loadConfig();
+  const args = parseArgs(argv, ['no-workers', 'control', 'production']);
+  const loaded = loadConfig();
+  const config = { ...loaded, production: loaded.production || args.flags.has('production') };
   const port = intFlag(args, 'port', config.port);
   // --port 0 means "pick free ports": the channel follows unless given its own.
   const channelPort = args.flags.has('channel-port') ? intFlag(args, 'channel-port', config.channelPort) : port === 0 ? 0 : config.channelPort;

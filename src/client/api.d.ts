@@ -456,10 +456,10 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description visible ASCII, unique per tenant */
+                    /** @description a letter or digit, then letters, digits, `.`, `_`, `:` or `-`; unique per tenant */
                     sku: string;
                     name: string;
-                    /** @description minor units */
+                    /** @description minor units, at least 1 */
                     price: number;
                     stock: number;
                     per_user_limit?: number | null;
@@ -608,6 +608,32 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "PAYLOAD_TOO_LARGE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -799,6 +825,56 @@ export interface operations {
                     };
                 };
             };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
             500: {
                 headers: {
@@ -962,6 +1038,32 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "PAYLOAD_TOO_LARGE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -1245,6 +1347,34 @@ export interface operations {
                     };
                 };
             };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
             500: {
                 headers: {
@@ -1420,6 +1550,56 @@ export interface operations {
                     };
                 };
             };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
             500: {
                 headers: {
@@ -1574,6 +1754,56 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "ORDER_NOT_FOUND";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -1755,6 +1985,56 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "REJECTED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -1960,6 +2240,32 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "PAYLOAD_TOO_LARGE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -2192,6 +2498,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             /** @description The Idempotency-Key was used with another request: `IDEMPOTENCY_KEY_REUSED` */
             422: {
                 headers: {
@@ -2211,6 +2543,34 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "IDEMPOTENCY_KEY_REUSED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -2374,6 +2734,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
             500: {
                 headers: {
@@ -2523,6 +2909,56 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -2752,6 +3188,56 @@ export interface operations {
                     };
                 };
             };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
             500: {
                 headers: {
@@ -2869,7 +3355,7 @@ export interface operations {
                                  * @description docs/reconciliation.md says what each means
                                  * @enum {string}
                                  */
-                                class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "DEAD_EVENT";
+                                class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "DEAD_EVENT";
                                 detail: string;
                             }[];
                             /** @description order count by status */
@@ -2992,6 +3478,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
             500: {
                 headers: {
@@ -3075,7 +3587,7 @@ export interface operations {
                              * @description docs/reconciliation.md says what each means
                              * @enum {string}
                              */
-                            class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "DEAD_EVENT";
+                            class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "DEAD_EVENT";
                             detail: string;
                         }[];
                         /** @description order count by status */
@@ -3142,6 +3654,32 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -3320,6 +3858,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
             500: {
                 headers: {
@@ -3444,6 +4008,32 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -3628,6 +4218,32 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "PAYLOAD_TOO_LARGE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -3823,6 +4439,56 @@ export interface operations {
                     };
                 };
             };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
             500: {
                 headers: {
@@ -3975,6 +4641,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
             500: {
                 headers: {
@@ -4118,6 +4810,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
             500: {
                 headers: {
@@ -4251,6 +4969,32 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "PAYLOAD_TOO_LARGE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { ADMIN_AUTH, jsonAnswer, openapiResponses, problemAnswers, SIGNATURE_DESCRIPTION, stringEnum } from '../platform/openapi.ts';
+import { PARAM_ERRORS } from '../platform/openapi.ts';
 import { EVENT_TYPES } from '../outbox/index.ts';
 import { EFFECTS } from './fulfillment.repo.ts';
 
@@ -86,6 +87,6 @@ export const fulfillmentViewSchema = {
         failed_arrivals: 0,
       },
     }),
-    ...problemAnswers(['VALIDATION', ...ADMIN_AUTH, 'NOT_FOUND']),
+    ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH, 'NOT_FOUND']),
   },
 };

@@ -208,11 +208,11 @@ const EXPIRY_BATCH = 500;
  * payment does not keep stock off sale). SKIP LOCKED lets several sweepers share the work and
  * skips reservations a payment is confirming right now.
  */
-export async function releaseExpiredBatch(tx: Tx, now: Date): Promise<number> {
+export async function releaseExpiredBatch(tx: Tx, now: Date, tenantId?: string): Promise<number> {
   const result = await tx.query<{ n: number }>(
     `WITH expired AS (
        SELECT tenant_id, request_key FROM reservations
-       WHERE status = 'HELD' AND expires_at <= $1
+       WHERE status = 'HELD' AND expires_at <= $1 AND ($2::text IS NULL OR tenant_id = $2)
        ORDER BY expires_at LIMIT ${EXPIRY_BATCH} FOR UPDATE SKIP LOCKED),
      released AS (
        UPDATE reservations r SET status = 'RELEASED', updated_at = $1 FROM expired e
@@ -229,7 +229,7 @@ export async function releaseExpiredBatch(tx: Tx, now: Date): Promise<number> {
        FROM per_sku p WHERE s.tenant_id = p.tenant_id AND s.sku = p.sku RETURNING p.n)
      -- data-modifying CTEs run whether or not they are referenced
      SELECT coalesce(sum(n), 0)::int AS n FROM counters`,
-    [now],
+    [now, tenantId ?? null],
   );
   return result.rows[0]?.n ?? 0;
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
-import { principalOf, requirePrincipal } from '../platform/auth.ts';
+import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts';
 import { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';
 
 import { createSkuSchema, getSkuSchema, runExpirySchema, type SkuBody } from './inventory.schemas.ts';
@@ -22,5 +22,7 @@ export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
     skuView(await getSku(deps.db, principalOf(request).tenantId, request.params.sku)),
   );
 
-  app.post('/v1/admin/expiry/run', { onRequest: admin, schema: runExpirySchema }, async () => ({ released: await releaseExpired(deps.db, deps.clock) }));
+  app.post('/v1/admin/expiry/run', { onRequest: admin, schema: runExpirySchema }, async (request) => ({
+    released: await releaseExpired(deps.db, deps.clock, tenantScope(principalOf(request))),
+  }));
 }

@@ -1,15 +1,23 @@
 import { Type, type Static } from 'typebox';
 import { ADMIN_AUTH, BODY_ERRORS, HEADERS, jsonAnswer, nullable, problemAnswers } from '../platform/openapi.ts';
+import { PARAM_ERRORS } from '../platform/openapi.ts';
 
 // Prices are minor units; 10^12 keeps price × MAX_QUANTITY far inside Number.MAX_SAFE_INTEGER.
 const MAX_PRICE = 1_000_000_000_000;
 const MAX_STOCK = 100_000_000;
+/**
+ * A SKU id is a path segment (`/v1/admin/skus/{sku}`): it starts with a letter or digit, so `.` and
+ * `..` (which URL normalisation removes) and anything that needs escaping are refused at creation.
+ */
+export const SKU_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$';
 
 export const SkuBody = Type.Object(
   {
-    sku: Type.String({ minLength: 1, maxLength: 64, pattern: '^[\\x21-\\x7e]+$', description: 'visible ASCII, unique per tenant' }),
+    sku: Type.String({ minLength: 1, maxLength: 64, pattern: SKU_PATTERN, description: 'a letter or digit, then letters, digits, `.`, `_`, `:` or `-`; unique per tenant' }),
     name: Type.String({ minLength: 1, maxLength: 200 }),
-    price: Type.Integer({ minimum: 0, maximum: MAX_PRICE, description: 'minor units' }),
+    // Free items are refused: the provider refuses a charge of 0, so a price-0 order could never
+    // be paid and would end FAILED (docs/security.md).
+    price: Type.Integer({ minimum: 1, maximum: MAX_PRICE, description: 'minor units, at least 1' }),
     stock: Type.Integer({ minimum: 0, maximum: MAX_STOCK }),
     per_user_limit: Type.Optional(nullable(Type.Integer({ minimum: 1, description: 'units one buyer may hold or own; null: no limit' }))),
     hold_ttl_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 * 1000, description: 'how long a reservation is held (default 60000)' })),
@@ -55,7 +63,7 @@ export const getSkuSchema = {
   description: '`total = available + held + confirmed` at every commit.',
   tags: ['admin'],
   params: SkuParams,
-  response: { 200: jsonAnswer('The SKU', SkuView, { example: skuExample }), ...problemAnswers(['VALIDATION', ...ADMIN_AUTH, 'SKU_NOT_FOUND']) },
+  response: { 200: jsonAnswer('The SKU', SkuView, { example: skuExample }), ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH, 'SKU_NOT_FOUND']) },
 };
 
 export const runExpirySchema = {

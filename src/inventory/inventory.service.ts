@@ -35,10 +35,11 @@ export function skuView(sku: Sku) {
 }
 
 /** The expiry sweep: releases every HELD reservation past its expiry, batch by batch. */
-export async function releaseExpired(db: Db, clock: Clock): Promise<number> {
+/** Releases expired holds of one tenant (a tenant's admin) or of every tenant (the loop, an operator). */
+export async function releaseExpired(db: Db, clock: Clock, tenantId?: string): Promise<number> {
   let total = 0;
   for (;;) {
-    const released = await inTx(db, (tx) => releaseExpiredBatch(tx, clock.now()));
+    const released = await inTx(db, (tx) => releaseExpiredBatch(tx, clock.now(), tenantId));
     total += released;
     if (released === 0) return total;
   }

@@ -26,7 +26,7 @@ export interface ApplyOptions {
 /** Buyers see only their own orders; anything else is "not found" so existence is not revealed. */
 export function visibleTo(order: Order | undefined, principal: Principal): order is Order {
   if (!order || order.tenantId !== principal.tenantId) return false;
-  return principal.scope === 'admin' || order.userId === principal.userId;
+  return principal.scope !== 'buyer' || order.userId === principal.userId;
 }
 
 async function lockHolds(tx: Tx, order: Order): Promise<Hold[]> {

@@ -21,27 +21,29 @@ export const RECOVERY_BATCH = 200;
  * LOCKED plus a short claim lets several recovery processes divide the work without waiting on
  * each other or on a payment flow that holds the row right now.
  */
-export async function claimUnfinished(tx: Tx, now: Date, staleBefore: Date, claimUntil: Date): Promise<Candidate[]> {
+export async function claimUnfinished(tx: Tx, now: Date, staleBefore: Date, claimUntil: Date, tenantId?: string): Promise<Candidate[]> {
   const result = await tx.query<{ order_id: string; status: OrderStatus; recovery_attempts: number }>(
     `UPDATE orders o SET recovery_claimed_until = $3
      FROM (SELECT order_id FROM orders
            WHERE status IN (${UNFINISHED_SQL}) AND (status <> 'PAYING' OR updated_at <= $2)
              AND (recovery_claimed_until IS NULL OR recovery_claimed_until < $1)
              AND (next_recovery_at IS NULL OR next_recovery_at <= $1)
+             AND ($4::text IS NULL OR tenant_id = $4)
            ORDER BY updated_at LIMIT ${RECOVERY_BATCH} FOR UPDATE SKIP LOCKED) c
      WHERE o.order_id = c.order_id RETURNING o.order_id, o.status, o.recovery_attempts`,
-    [now, staleBefore, claimUntil],
+    [now, staleBefore, claimUntil, tenantId ?? null],
   );
   return result.rows.map((r) => ({ orderId: r.order_id, status: r.status, attempts: r.recovery_attempts }));
 }
 
 /** CREATED orders whose unit is gone (reservation released, or HELD past its expiry). */
-export async function claimAbandonedCreated(tx: Tx, now: Date): Promise<string[]> {
+export async function claimAbandonedCreated(tx: Tx, now: Date, tenantId?: string): Promise<string[]> {
   const result = await tx.query<{ order_id: string }>(
     `SELECT o.order_id FROM orders o JOIN reservations r ON r.tenant_id = o.tenant_id AND r.request_key = o.reservation_key
      WHERE o.status = 'CREATED' AND (r.status = 'RELEASED' OR (r.status = 'HELD' AND r.expires_at <= $1))
+       AND ($2::text IS NULL OR o.tenant_id = $2)
      ORDER BY o.created_at LIMIT ${RECOVERY_BATCH} FOR UPDATE OF o SKIP LOCKED`,
-    [now],
+    [now, tenantId ?? null],
   );
   return result.rows.map((r) => r.order_id);
 }
@@ -63,14 +65,15 @@ export async function finishAttempt(db: Executor, orderId: string, pending: bool
   );
 }
 
-export async function countUnfinished(db: Executor): Promise<number> {
-  const result = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM orders WHERE status IN (${UNFINISHED_SQL})`);
+export async function countUnfinished(db: Executor, tenantId?: string): Promise<number> {
+  const result = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM orders WHERE status IN (${UNFINISHED_SQL}) AND ($1::text IS NULL OR tenant_id = $1)`, [tenantId ?? null]);
   return result.rows[0]?.n ?? 0;
 }
 
-export async function listNeedingAttention(db: Executor): Promise<Array<{ order_id: string; status: OrderStatus; attention: string }>> {
+export async function listNeedingAttention(db: Executor, tenantId?: string): Promise<Array<{ order_id: string; status: OrderStatus; attention: string }>> {
   const result = await db.query<{ order_id: string; status: OrderStatus; attention: string }>(
-    `SELECT order_id, status, attention FROM orders WHERE attention IS NOT NULL ORDER BY updated_at LIMIT 100`,
+    `SELECT order_id, status, attention FROM orders WHERE attention IS NOT NULL AND ($1::text IS NULL OR tenant_id = $1) ORDER BY updated_at LIMIT 100`,
+    [tenantId ?? null],
   );
   return result.rows;
 }

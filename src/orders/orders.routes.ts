@@ -28,8 +28,9 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
         const outcome = await createOrder(tx, principal, body.sku, body.quantity, deps.clock.now());
         if (outcome.kind !== 'CREATED') {
           const detail = outcome.kind === 'SOLD_OUT' ? `no stock left for ${body.sku}` : `per-user limit reached for ${body.sku}`;
-          // Nothing was written but the key: no need to wait for the disk (see KeyedStep).
-          return { final: problemResponse(outcome.kind, detail), durable: false };
+          // Committed durably: a refusal the client saw must survive a crash, or the retry with the
+          // same key could get 201 once a unit came back (docs/security.md).
+          return { final: problemResponse(outcome.kind, detail) };
         }
         const { order, reservation } = outcome;
         const view = {

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { ADMIN_AUTH, BODY_ERRORS, BUYER_AUTH, HEADERS, IDEMPOTENCY_KEY_HEADER, jsonAnswer, nullable, problemAnswers, problemExample, stringEnum } from '../platform/openapi.ts';
+import { PARAM_ERRORS } from '../platform/openapi.ts';
 import { ORDER_STATUSES } from './orders.states.ts';
 
 // A flash sale sells a handful of units per buyer; anything near 10^9 is a client bug.
@@ -99,7 +100,7 @@ export const getOrderSchema = {
   description: 'A buyer sees their own orders only: any other id is 404 `ORDER_NOT_FOUND`, never 403.',
   tags: ['orders'],
   params: OrderIdParams,
-  response: { 200: jsonAnswer('The order', OrderView, { example: viewExample }), ...problemAnswers(['VALIDATION', ...BUYER_AUTH, 'ORDER_NOT_FOUND']) },
+  response: { 200: jsonAnswer('The order', OrderView, { example: viewExample }), ...problemAnswers([...PARAM_ERRORS, ...BUYER_AUTH, 'ORDER_NOT_FOUND']) },
 };
 
 export const timelineSchema = {
@@ -115,7 +116,7 @@ export const timelineSchema = {
         { from: 'CREATED', to: 'PAYING', version: 2, reason: 'pay', at: AT_EXAMPLE },
       ],
     }),
-    ...problemAnswers(['VALIDATION', ...BUYER_AUTH, 'ORDER_NOT_FOUND']),
+    ...problemAnswers([...PARAM_ERRORS, ...BUYER_AUTH, 'ORDER_NOT_FOUND']),
   },
 };
 
@@ -129,7 +130,7 @@ export const cancelOrderSchema = {
   params: OrderIdParams,
   response: {
     200: jsonAnswer('Cancelled', CancelledOrder, { example: { order_id: ORDER_ID_EXAMPLE, status: 'CANCELLED' } }),
-    ...problemAnswers(['VALIDATION', ...BUYER_AUTH, 'ORDER_NOT_FOUND', 'REJECTED']),
+    ...problemAnswers([...PARAM_ERRORS, ...BUYER_AUTH, 'ORDER_NOT_FOUND', 'REJECTED']),
   },
 };
 

@@ -19,18 +19,21 @@ export const outboxAdmin = {
   },
 
   /** Parked events, oldest first (`afterEventId` pages). */
-  listDeadEvents(db: Executor, limit = 100, afterEventId = 0): Promise<DeadEvent[]> {
-    return listDeadEvents(db, limit, afterEventId);
+  listDeadEvents(db: Executor, limit = 100, afterEventId = 0, tenantId?: string): Promise<DeadEvent[]> {
+    return listDeadEvents(db, limit, afterEventId, tenantId);
   },
 
-  /** Puts dead events (all, or the listed ids) back in line with a fresh attempt budget; `{redriven}`. */
-  async redriveDead(db: Executor, eventIds?: readonly string[], clock: Clock = systemClock): Promise<{ redriven: number }> {
+  /**
+   * Puts dead events (all, or the listed ids) back in line with a fresh attempt budget; `{redriven}`.
+   * With `tenantId`, only events about that tenant's orders (another tenant's ids are not counted).
+   */
+  async redriveDead(db: Executor, eventIds?: readonly string[], clock: Clock = systemClock, tenantId?: string): Promise<{ redriven: number }> {
     if (eventIds !== undefined) {
       if (eventIds.length > MAX_REDRIVE_IDS) throw new AppError('VALIDATION', `at most ${MAX_REDRIVE_IDS} event ids per re-drive`);
       const bad = eventIds.find((id) => !EVENT_ID.test(id));
       if (bad !== undefined) throw new AppError('VALIDATION', `event id ${JSON.stringify(bad)} is not an outbox event id`);
     }
-    return { redriven: await redriveDead(db, eventIds, clock.now()) };
+    return { redriven: await redriveDead(db, eventIds, clock.now(), tenantId) };
   },
 };
 

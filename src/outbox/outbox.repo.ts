@@ -117,23 +117,27 @@ export interface DeadEvent {
 // Bounds one admin listing; the dead set is expected to be tiny, and paging is by event_id.
 export const MAX_DEAD_LISTED = 500;
 
-export async function listDeadEvents(db: Executor, limit = 100, afterEventId = 0): Promise<DeadEvent[]> {
+// Outbox rows carry no tenant: a tenant's view goes through the order each event is about.
+const ofTenant = (param: string) => `(${param}::text IS NULL OR EXISTS (SELECT 1 FROM orders t WHERE t.order_id = outbox.order_id AND t.tenant_id = ${param}))`;
+
+export async function listDeadEvents(db: Executor, limit = 100, afterEventId = 0, tenantId?: string): Promise<DeadEvent[]> {
   const result = await db.query<DeadEvent>(
     `SELECT event_id::text, order_id, event_type, order_version, attempts, last_error,
             to_char(dead_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS dead_at
-     FROM outbox WHERE dead_at IS NOT NULL AND published_at IS NULL AND event_id > $2
+     FROM outbox WHERE dead_at IS NOT NULL AND published_at IS NULL AND event_id > $2 AND ${ofTenant('$3')}
      ORDER BY event_id LIMIT $1`,
-    [Math.min(Math.max(limit, 1), MAX_DEAD_LISTED), afterEventId],
+    [Math.min(Math.max(limit, 1), MAX_DEAD_LISTED), afterEventId, tenantId ?? null],
   );
   return result.rows;
 }
 
 /** Puts dead events (all, or the given ids) back in line with a fresh attempt budget. */
-export async function redriveDead(db: Executor, eventIds: readonly string[] | undefined, now: Date): Promise<number> {
+export async function redriveDead(db: Executor, eventIds: readonly string[] | undefined, now: Date, tenantId?: string): Promise<number> {
   const result = await db.query(
     `UPDATE outbox SET dead_at = NULL, attempts = 0, next_attempt_at = $1, claimed_by = NULL, claimed_until = NULL
-     WHERE dead_at IS NOT NULL AND published_at IS NULL AND ($2::bigint[] IS NULL OR event_id = ANY($2::bigint[]))`,
-    [now, eventIds === undefined ? null : eventIds.map((id) => BigInt(id).toString())],
+     WHERE dead_at IS NOT NULL AND published_at IS NULL AND ($2::bigint[] IS NULL OR event_id = ANY($2::bigint[]))
+       AND ${ofTenant('$3')}`,
+    [now, eventIds === undefined ? null : eventIds.map((id) => BigInt(id).toString()), tenantId ?? null],
   );
   return result.rowCount ?? 0;
 }

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { ADMIN_AUTH, BUYER_AUTH, HEADERS, IDEMPOTENCY_KEY_HEADER, jsonAnswer, openapiResponses, nullable, problemAnswers, SIGNATURE_DESCRIPTION, stringEnum } from '../platform/openapi.ts';
+import { PARAM_ERRORS } from '../platform/openapi.ts';
 import { AT_EXAMPLE, EFFECTS, ORDER_ID_EXAMPLE, OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from '../orders/index.ts';
 
 export const NOTIFICATION_KINDS = ['CHARGED', 'DECLINED', 'REFUNDED'] as const;
@@ -21,7 +22,7 @@ export const payOrderSchema = {
   docHeaders: IDEMPOTENCY_KEY_HEADER,
   response: {
     200: jsonAnswer('The payment’s outcome as known now', PayAnswer, { headers: keyed, example: { order_id: ORDER_ID_EXAMPLE, status: 'PAID' } }),
-    ...problemAnswers(['VALIDATION', 'PAYLOAD_TOO_LARGE', ...BUYER_AUTH, 'IDEMPOTENCY_KEY_MISSING', 'IDEMPOTENCY_KEY_INVALID', 'ORDER_NOT_FOUND', 'REJECTED', 'REQUEST_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED'], keyed),
+    ...problemAnswers([...PARAM_ERRORS, 'PAYLOAD_TOO_LARGE', ...BUYER_AUTH, 'IDEMPOTENCY_KEY_MISSING', 'IDEMPOTENCY_KEY_INVALID', 'ORDER_NOT_FOUND', 'REJECTED', 'REQUEST_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED'], keyed),
   },
 };
 
@@ -89,7 +90,7 @@ export const skuOutcomesSchema = {
   params: Type.Object({ sku: Type.String({ minLength: 1, maxLength: 64, examples: ['tee-black-m'] }) }),
   response: {
     200: jsonAnswer('Counts', SkuOutcomes, { example: { statuses: { PAID: 7, CANCELLED: 2 }, notification_effects: { PAID: 7 } } }),
-    ...problemAnswers(['VALIDATION', ...ADMIN_AUTH]),
+    ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH]),
   },
 };
 
@@ -143,7 +144,7 @@ export const adminOrderSchema = {
         notifications: [{ notify_id: 'ntf_41', kind: 'CHARGED', amount: 1990, txn: 'txn_9', effect: 'PAID', needs_attention: false, received_at: AT_EXAMPLE }],
       },
     }),
-    ...problemAnswers(['VALIDATION', ...ADMIN_AUTH, 'ORDER_NOT_FOUND']),
+    ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH, 'ORDER_NOT_FOUND']),
   },
 };
 

@@ -20,11 +20,28 @@ export interface Config {
   notifyToleranceSeconds: number;
   bodyLimitBytes: number;
   jwtSecret: string | undefined;
+  /** Checked (and stamped by `flashpay token`) when set: `iss` and `aud` of bearer tokens. */
+  jwtIssuer: string | undefined;
+  jwtAudience: string | undefined;
   notifySecret: string | undefined;
+  /** Signs the outbox's deliveries to the fulfilment webhook; never the provider's secret. */
+  eventsSecret: string | undefined;
   outboxSink: 'http' | 'nats' | 'amqp';
   natsUrl: string | undefined;
   amqpUrl: string | undefined;
   logLevel: string;
+  /** NODE_ENV=production or `start --production`: no development secrets, no built-in provider double. */
+  production: boolean;
+  /** Where the built-in provider double listens: loopback unless told otherwise. */
+  channelHost: string;
+  /** Hosts the double may send notifications to (its `notify_url`); loopback by default. */
+  channelNotifyHosts: string[];
+  /** Guards the double's `/_control` API when set (required for `--control` in production). */
+  controlToken: string | undefined;
+  /** Requests per minute per principal per route (0: off); in memory, per process. */
+  rateLimitPerMinute: number;
+  /** A bearer token Prometheus may scrape `/metrics` with (an operator token also works). */
+  metricsToken: string | undefined;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -33,6 +50,10 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
   return value;
+}
+
+export function tokenOptions(config: Pick<Config, 'jwtIssuer' | 'jwtAudience'>): { issuer?: string; audience?: string } {
+  return { ...(config.jwtIssuer ? { issuer: config.jwtIssuer } : {}), ...(config.jwtAudience ? { audience: config.jwtAudience } : {}) };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
@@ -61,10 +82,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     notifyToleranceSeconds: int(env, 'FLASHPAY_NOTIFY_TOLERANCE_S', 300, 1),
     bodyLimitBytes: int(env, 'FLASHPAY_BODY_LIMIT_BYTES', 16 * 1024, 1024),
     jwtSecret: env.FLASHPAY_JWT_SECRET || undefined,
+    jwtIssuer: env.FLASHPAY_JWT_ISSUER || undefined,
+    jwtAudience: env.FLASHPAY_JWT_AUDIENCE || undefined,
     notifySecret: env.FLASHPAY_NOTIFY_SECRET || undefined,
+    eventsSecret: env.FLASHPAY_EVENTS_SECRET || undefined,
     outboxSink: sink,
     natsUrl: env.NATS_URL || undefined,
     amqpUrl: env.AMQP_URL || undefined,
     logLevel: env.FLASHPAY_LOG_LEVEL ?? 'info',
+    production: env.NODE_ENV === 'production',
+    channelHost: env.FLASHPAY_CHANNEL_HOST ?? '127.0.0.1',
+    channelNotifyHosts: (env.FLASHPAY_CHANNEL_NOTIFY_HOSTS ?? '127.0.0.1,localhost,::1').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+    controlToken: env.FLASHPAY_CONTROL_TOKEN || undefined,
+    // Twenty a second, sustained, per buyer and route: far above a person retrying, far below a script.
+    rateLimitPerMinute: int(env, 'FLASHPAY_RATE_LIMIT_PER_MINUTE', 1_200),
+    metricsToken: env.FLASHPAY_METRICS_TOKEN || undefined,
   };
 }

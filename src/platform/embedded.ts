@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
@@ -9,9 +9,11 @@ import pg from 'pg';
 import { sleep } from './db.ts';
 import { isRoot, postgresUser, reachableByOthers, resolveBinaries, type RunAs } from './embedded.binaries.ts';
 
-// Development default only: the embedded cluster listens on 127.0.0.1 and is never exposed.
+// The embedded cluster listens on 127.0.0.1 only (no Unix socket: the data path may exceed its
+// limit). Its superuser's password is random per cluster, kept 0600 next to the data directory;
+// a cluster initialised before that (with the old constant) gets a random one on its next start.
 const EMBEDDED_USER = 'postgres';
-const EMBEDDED_PASSWORD = 'flashpay-dev-only';
+const LEGACY_PASSWORD = 'flashpay-dev-only';
 const READY = 'database system is ready to accept connections';
 
 export interface EmbeddedCluster {
@@ -83,11 +85,21 @@ function runToCompletion(command: string, args: string[], runAs: RunAs): Promise
   });
 }
 
-async function initialise(initdb: string, dataDir: string, runAs: RunAs): Promise<void> {
+const newPassword = () => randomBytes(24).toString('base64url');
+
+/** The password file of a cluster: beside its data directory, readable by this user only. */
+const passwordFileOf = (dataDir: string) => `${dataDir.replace(/[/\\]+$/, '')}.password`;
+
+async function writePassword(file: string, password: string): Promise<void> {
+  await writeFile(file, `${password}\n`, { mode: 0o600 });
+  await chmod(file, 0o600); // an existing file keeps its old mode through writeFile
+}
+
+async function initialise(initdb: string, dataDir: string, runAs: RunAs, password: string): Promise<void> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   if (runAs.uid !== undefined) await chown(dataDir, runAs.uid, runAs.gid ?? runAs.uid);
   const passwordFile = path.join(os.tmpdir(), `flashpay-pg-${process.pid}-${Date.now()}`);
-  await writeFile(passwordFile, `${EMBEDDED_PASSWORD}\n`, { mode: 0o600 });
+  await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
   if (runAs.uid !== undefined) await chown(passwordFile, runAs.uid, runAs.gid ?? runAs.uid);
   try {
     await runToCompletion(initdb, [`--pgdata=${dataDir}`, '--auth=password', `--username=${EMBEDDED_USER}`, `--pwfile=${passwordFile}`, '--encoding=UTF8', '--locale=C'], runAs);
@@ -129,14 +141,23 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
   await mkdir(path.dirname(dataDir), { recursive: true });
   if (isRoot()) await chmod(path.dirname(dataDir), 0o755);
   // PG_VERSION is written by initdb: present means "initialised", never initialise again.
-  if (existsSync(path.join(dataDir, 'PG_VERSION'))) await stopOrphanedPostmaster(dataDir);
-  else await initialise(binaries.initdb, dataDir, runAs);
+  const passwordFile = passwordFileOf(path.resolve(options.dataDir));
+  let password: string;
+  if (existsSync(path.join(dataDir, 'PG_VERSION'))) {
+    await stopOrphanedPostmaster(dataDir);
+    password = existsSync(passwordFile) ? (await readFile(passwordFile, 'utf8')).trim() : LEGACY_PASSWORD;
+  } else {
+    password = newPassword();
+    await initialise(binaries.initdb, dataDir, runAs, password);
+    await writePassword(passwordFile, password);
+  }
   const port = await freePort();
   const child = await startPostmaster(binaries.postgres, dataDir, port, runAs, log);
   // If this process exits without stop(), do not leave a postmaster behind.
   const onExit = () => child.kill('SIGINT');
   process.once('exit', onExit);
-  const base = `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${port}`;
+  if (password === LEGACY_PASSWORD) password = await rotateLegacyPassword(port, passwordFile, log);
+  const base = `postgres://${EMBEDDED_USER}:${encodeURIComponent(password)}@127.0.0.1:${port}`;
   return {
     url: (database) => `${base}/${database}`,
     async stop() {
@@ -147,9 +168,27 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
         await exited;
       }
       // A throwaway cluster leaves nothing behind, not even the directory it was relocated into.
-      if (!options.persistent) await rm(dataDir === path.resolve(options.dataDir) ? dataDir : path.dirname(dataDir), { recursive: true, force: true });
+      if (!options.persistent) {
+        await rm(dataDir === path.resolve(options.dataDir) ? dataDir : path.dirname(dataDir), { recursive: true, force: true });
+        await rm(passwordFile, { force: true });
+      }
     },
   };
+}
+
+/** A cluster made with the old constant password gets a random one, written before it is set. */
+async function rotateLegacyPassword(port: number, passwordFile: string, log: (line: string) => void): Promise<string> {
+  const fresh = newPassword();
+  await writePassword(passwordFile, fresh);
+  const client = new pg.Client({ connectionString: `postgres://${EMBEDDED_USER}:${LEGACY_PASSWORD}@127.0.0.1:${port}/postgres` });
+  await client.connect();
+  try {
+    await client.query(`ALTER ROLE ${EMBEDDED_USER} PASSWORD ${pg.escapeLiteral(fresh)}`);
+  } finally {
+    await client.end();
+  }
+  log(`the embedded PostgreSQL had the old constant password; it now has a random one in ${passwordFile}`);
+  return fresh;
 }
 
 /** Creates the database if it does not exist (CREATE DATABASE has no IF NOT EXISTS). */

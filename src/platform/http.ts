@@ -1,6 +1,11 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { isBusyError, isConnectionError } from './db.ts';
 import { AppError, problem, type ErrorCode, type Problem } from './errors.ts';
+import { clientErrorHandler, frameworkErrors, refuseControlCharacters } from './http.input.ts';
+import { rateLimiter } from './ratelimit.ts';
+
+// find-my-way's default; named because the 414 answer states it.
+const MAX_PARAM_LENGTH = 100;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -10,6 +15,8 @@ declare module 'fastify' {
 
 export interface HttpOptions {
   bodyLimitBytes: number;
+  /** Per principal (or client address) per route; absent or 0: no limit. */
+  rateLimitPerMinute?: number;
   logLevel?: string;
 }
 
@@ -18,19 +25,22 @@ export function sendProblem(reply: FastifyReply, body: Problem, headers: Record<
   return reply.code(body.status).headers(headers).type('application/problem+json').send(body);
 }
 
-function fromFastifyError(error: FastifyError): Problem {
+function fromFastifyError(error: FastifyError, bodyLimitBytes: number): Problem {
   if (error.validation) {
     const first = error.validation[0];
     const where = error.validationContext ?? 'body';
     const field = first?.instancePath ? `${where}${first.instancePath.replace(/\//g, '.')}` : where;
-    const missing = (first?.params as { missingProperty?: string } | undefined)?.missingProperty;
-    const detail = missing ? `${field}.${missing} is required` : `${field} ${first?.message ?? 'is invalid'}`;
-    return problem('VALIDATION', detail);
+    const params = first?.params as { missingProperty?: string; additionalProperty?: string } | undefined;
+    if (params?.missingProperty) return problem('VALIDATION', `${field}.${params.missingProperty} is required`, { field: `${field}.${params.missingProperty}` });
+    // The unknown field is named, so a client sees which one to drop.
+    if (params?.additionalProperty) return problem('VALIDATION', `${field}.${params.additionalProperty} is not a known field`, { field: `${field}.${params.additionalProperty}` });
+    return problem('VALIDATION', `${field} ${first?.message ?? 'is invalid'}`, { field });
   }
-  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return problem('PAYLOAD_TOO_LARGE', error.message);
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return problem('PAYLOAD_TOO_LARGE', `the body is larger than the limit of ${bodyLimitBytes} bytes`, { limit: bodyLimitBytes });
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return problem('VALIDATION', 'Content-Type must be application/json');
   if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return problem('VALIDATION', 'body must be a JSON object');
-  if (error.statusCode === 400) return problem('VALIDATION', error.message);
+  // Any other refusal of the request itself (a bad Content-Length, …): the client's to fix.
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) return problem('VALIDATION', error.message);
   return problem('INTERNAL', 'unexpected error');
 }
 
@@ -46,7 +56,13 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
     logger: options.logLevel && options.logLevel !== 'silent' ? { level: options.logLevel, stream: process.stderr } : false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     forceCloseConnections: true,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: frameworkErrors(MAX_PARAM_LENGTH),
+    clientErrorHandler,
   });
+  // Order matters: a flood is refused before its content is looked at.
+  if (options.rateLimitPerMinute) app.addHook('preValidation', rateLimiter({ perMinute: options.rateLimitPerMinute }));
+  app.addHook('preValidation', refuseControlCharacters);
 
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
@@ -66,7 +82,7 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
     if (isConnectionError(error)) return sendProblem(reply, problem('UNAVAILABLE', 'the database is unreachable; nothing was executed'), { 'Retry-After': '1' });
     // A lock or statement timeout rolled the transaction back: overloaded, not broken.
     if (isBusyError(error)) return sendProblem(reply, problem('UNAVAILABLE', 'the database is busy; nothing was executed'), { 'Retry-After': '1' });
-    const body = fromFastifyError(error as FastifyError);
+    const body = fromFastifyError(error as FastifyError, options.bodyLimitBytes);
     if (body.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, body);
   });

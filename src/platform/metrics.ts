@@ -1,9 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import { businessRegistry } from './business-metrics.ts';
 
 /** Prometheus metrics for one server: request counts and latency by route and status. */
-export function installMetrics(app: FastifyInstance): Registry {
+export function installMetrics(app: FastifyInstance, guard?: (request: FastifyRequest) => Promise<void>): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requests = new Counter({ name: 'flashpay_http_requests_total', help: 'HTTP requests', labelNames: ['method', 'route', 'status'], registers: [registry] });
@@ -19,7 +19,7 @@ export function installMetrics(app: FastifyInstance): Registry {
     requests.inc({ method: request.method, route, status: String(reply.statusCode) });
     latency.observe({ method: request.method, route }, reply.elapsedTime / 1000);
   });
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
+  app.get('/metrics', { schema: { hide: true }, ...(guard ? { onRequest: guard } : {}) }, async (_request, reply) =>
     reply.type(registry.contentType).send(`${await registry.metrics()}\n${await businessRegistry.metrics()}`),
   );
   return registry;

@@ -81,6 +81,8 @@ const STATUS_TEXT: Record<number, string> = {
   404: 'Not found (or not visible to this principal)',
   409: 'Refused in the current state',
   413: 'The body is larger than the limit',
+  414: 'A path parameter is longer than the limit',
+  429: 'Too many requests on this route: retry after Retry-After',
   422: 'The Idempotency-Key was used with another request',
   500: 'An unexpected failure (retry with the same Idempotency-Key)',
   503: 'Temporarily unavailable: nothing was executed, retry after Retry-After',
@@ -100,10 +102,11 @@ const EXAMPLE_DETAIL: Partial<Record<ErrorCode, string>> = {
 
 /**
  * The problem+json answers of a route, one per status, each listing exactly the codes the route can
- * give with it. Every route can fail with 500 and 503 (the database), so those are always added.
+ * give with it. Every route can be rate limited (429) and fail with 500 and 503 (the database), so
+ * those are always added.
  */
 export function problemAnswers(codes: readonly ErrorCode[], headers: Headers = {}) {
-  const all = [...new Set<ErrorCode>([...codes, 'INTERNAL', 'UNAVAILABLE'])];
+  const all = [...new Set<ErrorCode>([...codes, 'RATE_LIMITED', 'INTERNAL', 'UNAVAILABLE'])];
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of all) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
   const out: Record<number, unknown> = {};
@@ -112,7 +115,7 @@ export function problemAnswers(codes: readonly ErrorCode[], headers: Headers = {
     const schema = { ...problemSchema(list), examples: [problemExample(first, EXAMPLE_DETAIL[first] ?? STATUS_TEXT[status] ?? first)] };
     const extra: Headers = {};
     if (status === 401) extra['WWW-Authenticate'] = HEADERS.wwwAuthenticate;
-    if (status === 503 || list.includes('REQUEST_IN_PROGRESS')) extra['Retry-After'] = HEADERS.retryAfter;
+    if (status === 503 || status === 429 || list.includes('REQUEST_IN_PROGRESS')) extra['Retry-After'] = HEADERS.retryAfter;
     const all = { ...headers, ...extra };
     out[status] = {
       description: `${STATUS_TEXT[status] ?? 'Error'}: ${list.map((c) => `\`${c}\``).join(', ')}`,
@@ -140,6 +143,8 @@ export function openapiResponses(responses: Record<number, unknown>): Record<str
 /** Codes every bearer route can answer with. */
 export const BUYER_AUTH: ErrorCode[] = ['UNAUTHENTICATED'];
 export const ADMIN_AUTH: ErrorCode[] = ['UNAUTHENTICATED', 'FORBIDDEN'];
+/** Codes every route with a path parameter can answer with. */
+export const PARAM_ERRORS: ErrorCode[] = ['VALIDATION', 'URI_TOO_LONG'];
 /** Codes every route with a JSON body can answer with. */
 export const BODY_ERRORS: ErrorCode[] = ['VALIDATION', 'PAYLOAD_TOO_LARGE'];
 

@@ -20,6 +20,9 @@ export interface EventIntegrity {
   dead: number;
   /** Orders the fulfillment consumer shipped more than once (C29-18). */
   duplicate_shipments: number;
+  /** Shipped orders that never were PAID (a forged or misrouted event), or that we do not have. */
+  shipped_without_paid: number;
+  shipped_without_paid_ids: Array<{ order_id: string; status: string | null }>;
 }
 
 // Ids are for a human to look at; the counts stay exact.
@@ -30,34 +33,54 @@ const MAX_IDS_LISTED = 100;
  * while the consumer never hears of a payment (seed 000 C29-19). Cheap enough to run with every
  * reconciliation: each count is a scan of a partial index or an anti-join on outbox's (order_id, …) key.
  */
-export async function checkEventIntegrity(db: Executor): Promise<EventIntegrity> {
+export async function checkEventIntegrity(db: Executor, tenantId?: string): Promise<EventIntegrity> {
+  // A tenant narrows every count to its orders (and to the events and shipments of its orders).
+  const t = tenantId ?? null;
   const missing = await db.query<{ order_id: string }>(
     `SELECT o.order_id FROM orders o
-     WHERE o.status = 'PAID'
+     WHERE o.status = 'PAID' AND ($2::text IS NULL OR o.tenant_id = $2)
        AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.order_id = o.order_id AND e.event_type = 'ORDER_PAID')
      ORDER BY o.order_id LIMIT $1`,
-    [MAX_IDS_LISTED],
+    [MAX_IDS_LISTED, t],
   );
   const terminal = await db.query<{ order_id: string; status: string }>(
     `SELECT o.order_id, o.status FROM orders o
-     WHERE o.status IN (${OTHER_TERMINAL_SQL})
+     WHERE o.status IN (${OTHER_TERMINAL_SQL}) AND ($2::text IS NULL OR o.tenant_id = $2)
        AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.order_id = o.order_id AND e.event_type = 'ORDER_' || o.status)
      ORDER BY o.order_id LIMIT $1`,
-    [MAX_IDS_LISTED],
+    [MAX_IDS_LISTED, t],
+  );
+  // "Never PAID" is read from the timeline: an order refunded after it shipped was PAID once.
+  const unpaidShipments = await db.query<{ order_id: string; status: string | null }>(
+    `SELECT f.order_id, o.status FROM fulfillment f LEFT JOIN orders o ON o.order_id = f.order_id
+     WHERE f.ship_count > 0 AND ($1::text IS NULL OR o.tenant_id = $1)
+       AND NOT EXISTS (SELECT 1 FROM order_transitions t WHERE t.order_id = f.order_id AND t.to_status = 'PAID')
+     ORDER BY f.order_id`,
+    [t],
   );
   const counts = await db.query<{ paid_without_event: number; terminal_without_event: number; pending: number; dead: number; duplicate_shipments: number }>(
     `SELECT
        (SELECT count(*) FROM orders o
-         WHERE o.status = 'PAID'
+         WHERE o.status = 'PAID' AND ($1::text IS NULL OR o.tenant_id = $1)
            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.order_id = o.order_id AND e.event_type = 'ORDER_PAID')) AS paid_without_event,
        (SELECT count(*) FROM orders o
-         WHERE o.status IN (${TERMINAL_SQL})
+         WHERE o.status IN (${TERMINAL_SQL}) AND ($1::text IS NULL OR o.tenant_id = $1)
            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.order_id = o.order_id AND e.event_type = 'ORDER_' || o.status)) AS terminal_without_event,
-       (SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS NULL) AS pending,
-       (SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS NOT NULL) AS dead,
-       (SELECT count(*) FROM fulfillment WHERE ship_count > 1) AS duplicate_shipments`,
+       (SELECT count(*) FROM outbox e WHERE published_at IS NULL AND dead_at IS NULL
+          AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM orders o WHERE o.order_id = e.order_id AND o.tenant_id = $1))) AS pending,
+       (SELECT count(*) FROM outbox e WHERE published_at IS NULL AND dead_at IS NOT NULL
+          AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM orders o WHERE o.order_id = e.order_id AND o.tenant_id = $1))) AS dead,
+       (SELECT count(*) FROM fulfillment f WHERE ship_count > 1
+          AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM orders o WHERE o.order_id = f.order_id AND o.tenant_id = $1))) AS duplicate_shipments`,
+    [t],
   );
   const row = counts.rows[0];
   if (!row) throw new Error('integrity counts returned no row');
-  return { ...row, paid_without_event_ids: missing.rows.map((r) => r.order_id), terminal_without_event_ids: terminal.rows };
+  return {
+    ...row,
+    paid_without_event_ids: missing.rows.map((r) => r.order_id),
+    terminal_without_event_ids: terminal.rows,
+    shipped_without_paid: unpaidShipments.rows.length,
+    shipped_without_paid_ids: unpaidShipments.rows.slice(0, MAX_IDS_LISTED),
+  };
 }

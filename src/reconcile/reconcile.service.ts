@@ -19,7 +19,7 @@ export interface ReconciliationReport {
   mismatches: Mismatch[];
   statuses: Record<string, number>;
   totals: { channel_net: number; paid_sum: number; confirmed: number; paid: number; drift: number };
-  events: { paid_without_event: number; terminal_without_event: number; duplicate_shipments: number; pending: number; dead: number };
+  events: { paid_without_event: number; terminal_without_event: number; duplicate_shipments: number; shipped_without_paid: number; pending: number; dead: number };
 }
 
 function ledgerByOrder(lines: StatementLine[]): Map<string, LedgerView> {
@@ -38,6 +38,16 @@ function ledgerByOrder(lines: StatementLine[]): Map<string, LedgerView> {
   return byOrder;
 }
 
+/**
+ * A tenant's share of the provider's statement: the lines of its own orders. A line for an order
+ * nobody has cannot be told apart from another tenant's, so PROVIDER_RECORD_WITHOUT_ORDER is an
+ * operator's finding only.
+ */
+function tenantStatement(statement: { lines: StatementLine[]; net: number }, ownOrders: Set<string>): { lines: StatementLine[]; net: number } {
+  const lines = statement.lines.filter((line) => ownOrders.has(line.merchant_order));
+  return { lines, net: lines.reduce((net, line) => net + (line.type === 'CHARGE' ? line.amount : -line.amount), 0) };
+}
+
 const GLOBAL = 'GLOBAL';
 const NO_LINES: LedgerView = { charges: 0, charged: 0, refunds: 0, refunded: 0 };
 // Each read is one full scan; far above what the tables of one sale need, well below "hung".
@@ -48,14 +58,14 @@ const SNAPSHOT_STATEMENT_TIMEOUT_MS = 120_000;
  * PAID that commits between "count CONFIRMED" and "list orders" shows confirmed != paid out of
  * nothing under ordinary traffic (tests/reconcile/live.test.ts). Read-only: it cannot fail to serialize.
  */
-function readDatabaseFacts(db: Db) {
+function readDatabaseFacts(db: Db, tenantId: string | undefined) {
   return inTx(
     db,
     async (tx) => ({
-      orders: await listOrdersWithReservation(tx),
-      confirmed: await countConfirmedReservations(tx),
-      stockDrift: await listStockDrift(tx),
-      integrity: await checkEventIntegrity(tx),
+      orders: await listOrdersWithReservation(tx, tenantId),
+      confirmed: await countConfirmedReservations(tx, tenantId),
+      stockDrift: await listStockDrift(tx, tenantId),
+      integrity: await checkEventIntegrity(tx, tenantId),
     }),
     { isolation: 'REPEATABLE READ', statementTimeoutMs: SNAPSHOT_STATEMENT_TIMEOUT_MS },
   );
@@ -66,9 +76,10 @@ function readDatabaseFacts(db: Db) {
  * its statement), the orders, and the reservations, order by order; then the global checks and
  * the event-integrity checks that the three-way match alone cannot see (C29-19).
  */
-export async function reconcile(db: Db, channel: ChannelClient): Promise<ReconciliationReport> {
+export async function reconcile(db: Db, channel: ChannelClient, tenantId?: string): Promise<ReconciliationReport> {
   // The provider's statement cannot share the snapshot: rules across the two are judged on a quiet system.
-  const [statement, { orders, confirmed, stockDrift, integrity }] = await Promise.all([channel.statement(), readDatabaseFacts(db)]);
+  const [fullStatement, { orders, confirmed, stockDrift, integrity }] = await Promise.all([channel.statement(), readDatabaseFacts(db, tenantId)]);
+  const statement = tenantId === undefined ? fullStatement : tenantStatement(fullStatement, new Set(orders.map((o) => o.order_id)));
   const ledger = ledgerByOrder(statement.lines);
   const mismatches: Mismatch[] = [];
   const statuses: Record<string, number> = {};
@@ -97,8 +108,9 @@ export async function reconcile(db: Db, channel: ChannelClient): Promise<Reconci
   for (const id of integrity.paid_without_event_ids) mismatches.push({ order_id: id, status: 'PAID', class: 'PAID_WITHOUT_EVENT', detail: 'PAID order without an ORDER_PAID outbox event' });
   for (const t of integrity.terminal_without_event_ids) mismatches.push({ order_id: t.order_id, status: t.status, class: 'TERMINAL_WITHOUT_EVENT', detail: `${t.status} order without an ORDER_${t.status} outbox event` });
   if (integrity.duplicate_shipments > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DUPLICATE_SHIPMENT', detail: `${integrity.duplicate_shipments} orders shipped more than once` });
+  for (const s of integrity.shipped_without_paid_ids) mismatches.push({ order_id: s.order_id, status: s.status, class: 'SHIPPED_WITHOUT_PAID', detail: `shipped, but the order ${s.status === null ? 'does not exist' : `never was PAID (now ${s.status})`}` });
   if (integrity.dead > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DEAD_EVENT', detail: `${integrity.dead} outbox events parked as dead` });
-  businessMetrics.mismatches.set(mismatches.length);
+  if (tenantId === undefined) businessMetrics.mismatches.set(mismatches.length);
   return {
     ok: mismatches.length === 0 && pendingOrders.length === 0 && integrity.pending === 0,
     pending: pendingOrders.length,
@@ -106,7 +118,7 @@ export async function reconcile(db: Db, channel: ChannelClient): Promise<Reconci
     mismatches,
     statuses,
     totals: { channel_net: statement.net, paid_sum: paidSum, confirmed, paid, drift: statement.net - paidSum },
-    events: { paid_without_event: integrity.paid_without_event, terminal_without_event: integrity.terminal_without_event, duplicate_shipments: integrity.duplicate_shipments, pending: integrity.pending, dead: integrity.dead },
+    events: { paid_without_event: integrity.paid_without_event, terminal_without_event: integrity.terminal_without_event, duplicate_shipments: integrity.duplicate_shipments, shipped_without_paid: integrity.shipped_without_paid, pending: integrity.pending, dead: integrity.dead },
   };
 }
 

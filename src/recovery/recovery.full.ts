@@ -19,6 +19,6 @@ export async function recoverAll(payments: PaymentDeps, options: RecoveryOptions
     const drained = await outboxAdmin.drainOutbox(options.relay);
     report.outbox = { delivered: drained.delivered, failed: drained.failed };
   }
-  if (options.reconcile) report.reconciliation = await reconcile(payments.db, payments.channel);
+  if (options.reconcile) report.reconciliation = await reconcile(payments.db, payments.channel, options.tenantId);
   return report;
 }

@@ -8,6 +8,8 @@ export interface RecoveryOptions {
   staleAfterMs: number;
   /** Parallel provider calls within one pass. */
   concurrency?: number;
+  /** Only this tenant's orders (a tenant's admin); every tenant when absent (an operator, the loop). */
+  tenantId?: string;
 }
 
 export interface RecoveryReport {
@@ -51,11 +53,11 @@ async function inBatches<T, R>(items: T[], size: number, fn: (item: T) => Promis
 }
 
 /** CREATED orders whose unit is gone are cancelled; a still-HELD one is released in the same transaction. */
-async function cancelAbandoned(deps: PaymentDeps): Promise<number> {
+async function cancelAbandoned(deps: PaymentDeps, tenantId?: string): Promise<number> {
   return inTx(deps.db, async (tx) => {
     const now = deps.clock.now();
     let cancelled = 0;
-    for (const orderId of await claimAbandonedCreated(tx, now)) {
+    for (const orderId of await claimAbandonedCreated(tx, now, tenantId)) {
       if ((await applyOrderEvent(tx, orderId, { type: 'HOLD_EXPIRED' }, now)).outcome === 'CANCELLED') cancelled++;
     }
     return cancelled;
@@ -70,20 +72,20 @@ async function cancelAbandoned(deps: PaymentDeps): Promise<number> {
  */
 export async function runRecoveryPass(deps: PaymentDeps, options: RecoveryOptions): Promise<RecoveryReport> {
   const now = deps.clock.now();
-  const candidates = await inTx(deps.db, (tx) => claimUnfinished(tx, now, new Date(now.getTime() - options.staleAfterMs), new Date(now.getTime() + CLAIM_MS)));
+  const candidates = await inTx(deps.db, (tx) => claimUnfinished(tx, now, new Date(now.getTime() - options.staleAfterMs), new Date(now.getTime() + CLAIM_MS), options.tenantId));
   const results = await inBatches(candidates, options.concurrency ?? 8, (candidate) => examine(deps, candidate));
   const resolved: Record<string, number> = {};
   for (const r of results) if (!r.pending && r.status) resolved[r.status] = (resolved[r.status] ?? 0) + 1;
-  const cancelled = await cancelAbandoned(deps);
+  const cancelled = await cancelAbandoned(deps, options.tenantId);
   if (cancelled > 0) resolved.CANCELLED = (resolved.CANCELLED ?? 0) + cancelled;
-  const pending = await countUnfinished(deps.db);
+  const pending = await countUnfinished(deps.db, options.tenantId);
   for (const [status, n] of Object.entries(resolved)) businessMetrics.recovered.inc({ status }, n);
-  businessMetrics.unfinished.set(pending);
+  if (options.tenantId === undefined) businessMetrics.unfinished.set(pending);
   return {
     examined: candidates.length + cancelled,
     resolved,
     pending,
     still_pending: results.filter((r) => r.pending).map((r) => ({ order_id: r.orderId, status: r.status, reason: r.pending ?? '' })),
-    needs_attention: await listNeedingAttention(deps.db),
+    needs_attention: await listNeedingAttention(deps.db, options.tenantId),
   };
 }

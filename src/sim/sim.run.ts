@@ -1,5 +1,5 @@
 import { summaryLine, type ReconciliationReport } from '../reconcile/index.ts';
-import { adminClient, buyerClient, http, type SimTarget } from './sim.client.ts';
+import { http, type SimTarget } from './sim.client.ts';
 import type { PlannedOrder, SimPlan, SimShape } from './sim.plan.ts';
 
 export interface Progress {
@@ -58,15 +58,20 @@ export class Simulation {
     private readonly onProgress: (p: Progress) => void = () => undefined,
   ) {}
 
-  private adminApi?: ReturnType<typeof adminClient>;
+  private admin(method: string, path: string, body?: unknown) {
+    return http(`${this.target.api}${path}`, { method, token: this.target.adminToken, body });
+  }
 
-  /** The operator's calls, through the client generated from the API document. */
-  private get api(): ReturnType<typeof adminClient> {
-    return (this.adminApi ??= adminClient(this.target));
+  /** A recovery pass as eager as the API allows: below its floor (the pay timeout) it answers 400 with `minimum`. */
+  private async recover(staleAfterMs: number) {
+    const reply = await this.admin('POST', '/v1/admin/recovery/run', { stale_after_ms: staleAfterMs });
+    const minimum = (reply.body as { minimum?: unknown } | undefined)?.minimum;
+    if (reply.status === 400 && typeof minimum === 'number') return this.admin('POST', '/v1/admin/recovery/run', { stale_after_ms: minimum });
+    return reply;
   }
 
   private control(method: string, path: string, body?: unknown) {
-    return http(`${this.target.channel}${path}`, { method, body });
+    return http(`${this.target.channel}${path}`, { method, body, token: this.target.controlToken });
   }
 
   private async fault(orderId: string, op: string, kind: string, ms?: number) {
@@ -75,10 +80,10 @@ export class Simulation {
 
   /** One original buyer: order, the planned fault, and (unless they never pay) pay. */
   private async original(order: PlannedOrder): Promise<void> {
-    const buyer = buyerClient(this.target, await this.target.buyerToken(`${this.sku}-buyer-${order.index}`));
-    const created = await buyer.createOrder({ sku: this.sku }, { idempotencyKey: `${this.sku}-o${order.index}` });
-    if (!created.ok) return;
-    const orderId = created.data.order_id;
+    const token = await this.target.buyerToken(`${this.sku}-buyer-${order.index}`);
+    const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key: `${this.sku}-o${order.index}`, body: { sku: this.sku } });
+    if (created.status !== 201) return;
+    const orderId = created.body.order_id as string;
     this.ids.set(order.index, orderId);
     if (order.fault === 'decline') await this.fault(orderId, 'charge', 'DECLINE');
     if (order.fault === 'lost' || order.fault === 'expire') await this.fault(orderId, 'charge', 'DELAY_RESPONSE', order.delayMs);
@@ -87,29 +92,29 @@ export class Simulation {
     if (order.fault === 'expire') await this.control('POST', '/_control/faults', { op: 'query', kind: 'ERROR_500', merchant_order: orderId, times: LATE_SUCCESS_QUERIES });
     if (order.fault === 'linger') await this.fault(orderId, 'charge', 'DELAY_REQUEST', order.delayMs);
     if (order.refundTimeout) await this.fault(orderId, 'refund', 'DELAY_RESPONSE', 800);
-    if (order.fault !== 'nopay') await buyer.payOrder(orderId, { idempotencyKey: `${this.sku}-p${order.index}` });
+    if (order.fault !== 'nopay') await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-p${order.index}` });
     // Its hold ends now, as if 60 s had passed: for `expire`, while the payment is UNKNOWN, so the
     // unit goes back on sale before the success arrives; for `nopay`, an abandoned order.
     if (order.fault === 'expire' || order.fault === 'nopay') await this.expireHold(orderId);
   }
 
   private async expireHold(orderId: string): Promise<void> {
-    await this.api.POST('/v1/admin/reservations/expire', { body: { order_id: orderId } });
-    await this.api.POST('/v1/admin/expiry/run');
+    await this.admin('POST', '/v1/admin/reservations/expire', { order_id: orderId });
+    await this.admin('POST', '/v1/admin/expiry/run');
   }
 
   private async saleOver(): Promise<boolean> {
-    const { data } = await this.api.GET('/v1/admin/skus/{sku}', { params: { path: { sku: this.sku } } });
-    return data !== undefined && data.available === 0 && data.held === 0;
+    const sku = await this.admin('GET', `/v1/admin/skus/${this.sku}`);
+    return sku.status === 200 && sku.body.available === 0 && sku.body.held === 0;
   }
 
   /** A buyer who was sold out earlier tries again with fresh keys until they win or nothing is left. */
   private async lateBuyer(n: number, deadline: number): Promise<void> {
-    const buyer = buyerClient(this.target, await this.target.buyerToken(`${this.sku}-late-${n}`));
+    const token = await this.target.buyerToken(`${this.sku}-late-${n}`);
     for (let attempt = 0; Date.now() < deadline; attempt++) {
-      const created = await buyer.createOrder({ sku: this.sku }, { idempotencyKey: `${this.sku}-late${n}-a${attempt}` });
-      if (created.ok) {
-        await buyer.payOrder(created.data.order_id, { idempotencyKey: `${this.sku}-late${n}-pay` });
+      const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key: `${this.sku}-late${n}-a${attempt}`, body: { sku: this.sku } });
+      if (created.status === 201) {
+        await http(`${this.target.api}/v1/orders/${created.body.order_id}/pay`, { method: 'POST', token, key: `${this.sku}-late${n}-pay` });
         this.lateWon++;
         break;
       }
@@ -141,7 +146,7 @@ export class Simulation {
 
   private async recoveryLoop(until: () => boolean): Promise<void> {
     while (!until()) {
-      await this.api.POST('/v1/admin/recovery/run', { body: { stale_after_ms: 1000 } });
+      await this.recover(1000);
       await sleep(300);
     }
   }
@@ -153,21 +158,18 @@ export class Simulation {
       const byNotify = new Map<string, string>();
       for (const h of await this.held()) if (!byNotify.has(h.notify_id)) byNotify.set(h.notify_id, h.id);
       if (byNotify.size > 0) await this.control('POST', '/_control/callbacks/release', { ids: [...byNotify.values()] });
-      await this.api.POST('/v1/admin/recovery/run', { body: { stale_after_ms: 0 } });
-      await this.api.POST('/v1/admin/outbox/drain');
-      const { data, response } = await this.api.GET('/v1/admin/reconciliation');
-      if (!data) throw new Error(`reconciliation failed: ${response.status}`);
-      const report: ReconciliationReport = data;
+      await this.recover(0);
+      await this.admin('POST', '/v1/admin/outbox/drain');
+      const report = (await this.admin('GET', '/v1/admin/reconciliation')).body as ReconciliationReport;
       if ((report.pending === 0 && report.events.pending === 0) || Date.now() > deadline) return report;
       await sleep(300);
     }
   }
 
   async run(): Promise<SimReport> {
-    const created = await this.api.POST('/v1/admin/skus', { body: { sku: this.sku, name: `Simulated flash sale (seed ${this.plan.seed})`, price: PRICE, stock: this.shape.stock, hold_ttl_ms: 60_000 } });
+    const created = await this.admin('POST', '/v1/admin/skus', { sku: this.sku, name: `Simulated flash sale (seed ${this.plan.seed})`, price: PRICE, stock: this.shape.stock, hold_ttl_ms: 60_000 });
     // 409: our own earlier attempt created it before the stack went down under us.
-    const status = created.response.status;
-    if (status !== 201 && status !== 409) throw new Error(`cannot create SKU ${this.sku}: ${status} ${JSON.stringify(created.error)}`);
+    if (created.status !== 201 && created.status !== 409) throw new Error(`cannot create SKU ${this.sku}: ${created.status} ${JSON.stringify(created.body)}`);
     await this.control('POST', '/_control/callbacks', { mode: 'HOLD', duplicates: 3 });
     let bought = 0;
     this.onProgress({ phase: 'buying', done: 0, total: this.plan.orders.length });
@@ -196,7 +198,7 @@ export class Simulation {
     this.onProgress({ phase: 'converging', done: 0, total: 1 });
     const reconciliation = await this.converge();
     await this.control('POST', '/_control/callbacks', { mode: 'AUTO', duplicates: 1 });
-    const outcomes = (await this.api.GET('/v1/admin/skus/{sku}/outcomes', { params: { path: { sku: this.sku } } })).data ?? { statuses: {}, notification_effects: {} };
+    const outcomes = (await this.admin('GET', `/v1/admin/skus/${this.sku}/outcomes`)).body as { statuses: Record<string, number>; notification_effects: Record<string, number> };
     this.onProgress({ phase: 'done', done: 1, total: 1 });
     const lines = [
       `note late buyers ${this.lateWon} ; final ${format(outcomes.statuses)}`,

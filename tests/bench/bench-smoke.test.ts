@@ -45,7 +45,7 @@ it('runs every order scenario against its baseline without overselling', async (
 });
 
 it('delivers outbox events through relays to the webhook exactly once, next to its baseline', async () => {
-  const context = { db: server.deps.db, webhookUrl: `${server.url}/v1/fulfillment/events`, secret: server.deps.notifySecret, natsUrl: undefined, log: () => undefined };
+  const context = { db: server.deps.db, webhookUrl: `${server.url}/v1/fulfillment/events`, secret: server.deps.eventsSecret, natsUrl: undefined, log: () => undefined };
   const report = await runOutboxBench(context, { events: 60, relayCounts: [1, 2], batchSize: 10 });
   expect(report.skipped).toEqual(['nats: skipped: no broker (NATS_URL not set)']);
   expect(report.runs.map((run) => [run.sink, run.relays])).toEqual([

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { tokenSigner } from '../../src/platform/auth.ts';
 import { spawnStart, waitForExit, type StartedProcess } from '../support/process.ts';
 
-const JWT = 'crash-test-jwt-secret';
+const JWT = 'crash-test-jwt-secret-of-at-least-32-bytes';
 
 // `flashpay start` on the embedded database, killed with SIGKILL, starts again in the same
 // directory with its data intact: no re-initialisation, stale pid file and orphans handled.

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenSigner } from '../../src/platform/auth.ts';
+import { expiredToken } from '../support/tokens.ts';
 import { countRows, startStack, type HttpResult, type Stack } from '../support/stack.ts';
 import { createSku, placeOrder, skuCounters, TENANT } from '../support/fixtures.ts';
 
@@ -45,9 +46,9 @@ describe('bad input', () => {
     ['malformed JSON', () => stack.call('POST', '/v1/orders', { token: buyer, rawBody: '{"sku": ', headers: { 'idempotency-key': 'mj' } }), 400, 'VALIDATION'],
     ['oversized body', () => stack.call('POST', '/v1/orders', { token: buyer, rawBody: JSON.stringify({ sku: 'x'.repeat(40_000) }), headers: { 'idempotency-key': 'big' } }), 413, 'PAYLOAD_TOO_LARGE'],
     ['no token', () => stack.call('POST', '/v1/orders', { body: { sku: 'bi' }, headers: { 'idempotency-key': 'nt' } }), 401, 'UNAUTHENTICATED'],
-    ['token signed with another secret', async () => placeOrder(stack, await tokenSigner('other-secret').sign({ tenantId: TENANT, userId: 'alice', scope: 'buyer' }), 'ws', { sku: 'bi' }), 401, 'UNAUTHENTICATED'],
+    ['token signed with another secret', async () => placeOrder(stack, await tokenSigner('another-secret-of-at-least-32-bytes-length').sign({ tenantId: TENANT, userId: 'alice', scope: 'buyer' }), 'ws', { sku: 'bi' }), 401, 'UNAUTHENTICATED'],
     ['garbage token', () => placeOrder(stack, 'not.a.jwt', 'gt', { sku: 'bi' }), 401, 'UNAUTHENTICATED'],
-    ['expired token', async () => placeOrder(stack, await tokenSigner('test-only-jwt-secret').sign({ tenantId: TENANT, userId: 'alice', scope: 'buyer' }, -10), 'et', { sku: 'bi' }), 401, 'UNAUTHENTICATED'],
+    ['expired token', async () => placeOrder(stack, await expiredToken(), 'et', { sku: 'bi' }), 401, 'UNAUTHENTICATED'],
     ['buyer on an admin route', () => stack.call('POST', '/v1/admin/skus', { token: buyer, body: { sku: 'z', name: 'z', price: 1, stock: 1 } }), 403, 'FORBIDDEN'],
     ['buyer on the expiry route', () => stack.call('POST', '/v1/admin/expiry/run', { token: buyer }), 403, 'FORBIDDEN'],
     ['negative SKU price', async () => stack.call('POST', '/v1/admin/skus', { token: await stack.token(TENANT, 'ops', 'admin'), body: { sku: 'neg', name: 'n', price: -1, stock: 1 } }), 400, 'VALIDATION'],

@@ -15,11 +15,13 @@ describe('outbox and fulfillment through the admin API', () => {
     expect((await s.pay(o.token, o.orderId)).body.status).toBe('PAID');
     const missing = await s.call('GET', `/v1/admin/fulfillment/${o.orderId}`, { token: s.admin });
     expect([missing.status, missing.body.code]).toEqual([404, 'NOT_FOUND']);
-    const drained = await s.call('POST', '/v1/admin/outbox/drain', { token: s.admin });
+    // Draining acts on every tenant's events: a tenant's admin is refused, an operator drains.
+    expect((await s.call('POST', '/v1/admin/outbox/drain', { token: s.admin })).body).toMatchObject({ status: 403, code: 'FORBIDDEN' });
+    const drained = await s.call('POST', '/v1/admin/outbox/drain', { token: s.operator });
     expect(drained.body).toEqual({ delivered: 1, failed: 0 });
     const view = await s.call('GET', `/v1/admin/fulfillment/${o.orderId}`, { token: s.admin });
     expect(view.body).toMatchObject({ order_id: o.orderId, ship_count: 1, last_version: 3, arrivals: [{ event_type: 'ORDER_PAID', version: 3, effect: 'APPLIED' }] });
-    expect((await s.call('POST', '/v1/admin/outbox/drain', { token: s.admin })).body).toEqual({ delivered: 0, failed: 0 });
+    expect((await s.call('POST', '/v1/admin/outbox/drain', { token: s.operator })).body).toEqual({ delivered: 0, failed: 0 });
     expect((await s.call('GET', '/v1/admin/outbox/dead', { token: s.admin })).body).toEqual({ events: [] });
     const otherTenant = await s.token('tenant-z', 'ops', 'admin');
     expect((await s.call('GET', `/v1/admin/fulfillment/${o.orderId}`, { token: otherTenant })).status).toBe(404);

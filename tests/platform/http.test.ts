@@ -12,16 +12,19 @@ describe('operational endpoints', () => {
   afterAll(async () => stack.close());
 
   it('serves /healthz, /readyz, Prometheus /metrics and the OpenAPI document', async () => {
-    // Proves an operator can probe, scrape and read the API without a token.
+    // Proves an operator can probe and read the API without a token, and scrape metrics with one.
     expect((await stack.call('GET', '/healthz')).body).toEqual({ ok: true });
     expect((await stack.call('GET', '/readyz')).body).toEqual({ ok: true });
     await createSku(stack, { sku: 'm1', stock: 1 });
-    const metrics = await stack.call('GET', '/metrics');
+    const operator = await stack.token(TENANT, 'root', 'operator');
+    expect((await stack.call('GET', '/metrics')).body).toMatchObject({ status: 401, code: 'UNAUTHENTICATED' });
+    expect((await stack.call('GET', '/metrics', { token: await stack.token(TENANT, 'ops', 'admin') })).body).toMatchObject({ status: 403, code: 'FORBIDDEN' });
+    const metrics = await stack.call('GET', '/metrics', { token: operator });
     expect(metrics.text).toMatch(/flashpay_http_requests_total\{method="POST",route="\/v1\/admin\/skus",status="201"\} 1/);
     const token = await stack.token(TENANT, 'metered');
     expect((await placeOrder(stack, token, 'm-1', { sku: 'm1' })).status).toBe(201);
     expect((await placeOrder(stack, token, 'm-2', { sku: 'm1' })).status).toBe(409);
-    const after = (await stack.call('GET', '/metrics')).text;
+    const after = (await stack.call('GET', '/metrics', { token: operator })).text;
     const count = (status: string) => Number(new RegExp(`flashpay_orders_total\\{status="${status}"\\} (\\d+)`).exec(after)?.[1] ?? 0);
     expect(count('201')).toBeGreaterThanOrEqual(1);
     expect(count('409')).toBeGreaterThanOrEqual(1);

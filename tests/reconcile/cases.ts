@@ -310,6 +310,16 @@ export const GLOBAL_CASES: Case[] = [
     },
   },
   {
+    proves: 'SHIPPED_WITHOUT_PAID',
+    title: 'an ORDER_PAID event forged for a cancelled order is shipped by the consumer and named by reconciliation',
+    async plant(s, { cancelled }) {
+      // What a holder of the provider's secret could do when it also signed internal events.
+      const forged = { event_id: 'forged-1', order_id: cancelled.orderId, event_type: 'ORDER_PAID', order_version: 99, payload: {} };
+      expect(await consume(db(s), forged, s.clock)).toBe('APPLIED');
+      return [[cancelled.orderId, 'SHIPPED_WITHOUT_PAID', 'never was PAID (now CANCELLED)']];
+    },
+  },
+  {
     proves: 'DEAD_EVENT',
     title: 'an event of a type no sink routes is parked dead by the relay and waits for an operator',
     async plant(s, { paid }) {

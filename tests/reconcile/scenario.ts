@@ -28,13 +28,13 @@ export interface Scenario {
 export const GLOBAL = 'GLOBAL';
 
 export async function reconciliation(s: PaymentStack): Promise<ReconciliationReport> {
-  const result = await s.call('GET', '/v1/admin/reconciliation', { token: s.admin });
+  const result = await s.call('GET', '/v1/admin/reconciliation', { token: s.operator });
   if (result.status !== 200) throw new Error(`reconciliation: ${result.status} ${result.text}`);
   return result.body as ReconciliationReport;
 }
 
 export async function drain(s: PaymentStack): Promise<void> {
-  const result = await s.call('POST', '/v1/admin/outbox/drain', { token: s.admin });
+  const result = await s.call('POST', '/v1/admin/outbox/drain', { token: s.operator });
   if (result.status !== 200) throw new Error(`drain: ${result.status} ${result.text}`);
 }
 
@@ -104,7 +104,7 @@ export async function expectClean(s: PaymentStack): Promise<void> {
   expect(report).toMatchObject({ ok: true, pending: 0, pending_orders: [] });
   expect(report.statuses).toEqual({ PAID: 2, FAILED: 1, CANCELLED: 1, REFUNDED: 1, CREATED: 1 });
   expect(report.totals).toEqual({ channel_net: 2 * PRICE, paid_sum: 2 * PRICE, confirmed: 2, paid: 2, drift: 0 });
-  expect(report.events).toEqual({ paid_without_event: 0, terminal_without_event: 0, duplicate_shipments: 0, pending: 0, dead: 0 });
+  expect(report.events).toEqual({ paid_without_event: 0, terminal_without_event: 0, duplicate_shipments: 0, shipped_without_paid: 0, pending: 0, dead: 0 });
 }
 
 /** `order_id class` pairs, sorted: the exact set a report names. */

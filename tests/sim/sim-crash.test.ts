@@ -8,7 +8,7 @@ import { mulberry32 } from '../../src/channel/prng.ts';
 import { freshDatabase } from '../support/db.ts';
 import { BIN, spawnStart, waitForExit, type StartedProcess } from '../support/process.ts';
 
-const JWT = 'sim-crash-jwt-secret';
+const JWT = 'sim-crash-jwt-secret-of-at-least-32-bytes';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -26,7 +26,7 @@ describe('the whole stack killed with kill -9 during a simulated flash sale', ()
     const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-simcrash-'));
     await chmod(dir, 0o755);
     const [api, channel] = [await freePort(), await freePort()];
-    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: db.url, FLASHPAY_JWT_SECRET: JWT, FLASHPAY_NOTIFY_SECRET: 'sim-crash-notify', FLASHPAY_LOG_LEVEL: 'error', FLASHPAY_RECOVERY_INTERVAL_MS: '500', FLASHPAY_STALE_AFTER_MS: '2000' };
+    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: db.url, FLASHPAY_JWT_SECRET: JWT, FLASHPAY_NOTIFY_SECRET: 'sim-crash-notify-secret-of-at-least-32-bytes', FLASHPAY_LOG_LEVEL: 'error', FLASHPAY_RECOVERY_INTERVAL_MS: '500', FLASHPAY_STALE_AFTER_MS: '2000' };
     const start = () => spawnStart(dir, env, ['--port', String(api), '--channel-port', String(channel), '--control']);
     let stack: StartedProcess = await start();
     const sim = spawn(process.execPath, [BIN, 'sim', '--seed', '13', '--json', '--api', stack.api, '--channel', stack.channel], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });

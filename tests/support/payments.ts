@@ -1,11 +1,16 @@
 import { startChannel, type LedgerStore, type RunningChannel } from '../../src/channel/index.ts';
 import { signPayload } from '../../src/platform/signature.ts';
+import { paymentDeps } from '../../src/payments/payments.routes.ts';
+import { recoverAll } from '../../src/recovery/recovery.full.ts';
+import { staleFloorMs } from '../../src/recovery/recovery.routes.ts';
 import { createSku, placeOrder, TENANT } from './fixtures.ts';
 import { startStack, TEST_NOTIFY_SECRET, type HttpResult, type Stack, type StackOptions } from './stack.ts';
 
 export interface PaymentStack extends Stack {
   channel: RunningChannel;
   admin: string;
+  /** An operator of every tenant (drain, cross-tenant recovery). */
+  operator: string;
   control(method: string, path: string, body?: unknown): Promise<unknown>;
   statement(): Promise<{ lines: Array<{ type: string; merchant_order: string; amount: number; ref: string }>; net: number }>;
   chargeRequests(orderId?: string): Promise<number>;
@@ -24,6 +29,7 @@ export async function startPaymentStack(options: StackOptions & { channelStore?:
   const channel = await startChannel({ store: options.channelStore, notifySecret: TEST_NOTIFY_SECRET, control: true, notifyRetryBaseMs: 20, notifyMaxAttempts: 5 });
   const stack = await startStack({ ...options, channelUrl: channel.url });
   const admin = await stack.token(TENANT, 'ops', 'admin');
+  const operator = await stack.token(TENANT, 'root', 'operator');
   const control = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${channel.url}${path}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await response.text();
@@ -35,6 +41,7 @@ export async function startPaymentStack(options: StackOptions & { channelStore?:
     ...stack,
     channel,
     admin,
+    operator,
     control,
     statement: async () => (await control('GET', '/statement')) as Awaited<ReturnType<PaymentStack['statement']>>,
     async chargeRequests(orderId) {
@@ -48,7 +55,15 @@ export async function startPaymentStack(options: StackOptions & { channelStore?:
       return { orderId: created.body.order_id as string, token, key };
     },
     pay: (token, orderId, key = `pay-${++keys}`) => stack.call('POST', `/v1/orders/${orderId}/pay`, { token, headers: { 'idempotency-key': key } }),
-    recover: (staleAfterMs = 0) => stack.call('POST', '/v1/admin/recovery/run', { token: admin, body: { stale_after_ms: staleAfterMs } }),
+    // The API refuses a threshold below its floor (the pay timeout + 1 s: a pay may still be in
+    // flight). Recovery tests that need "stale now" run the same pass in-process, as
+    // `flashpay recover` does; tests/security covers the floor itself.
+    async recover(staleAfterMs = 0) {
+      if (staleAfterMs >= staleFloorMs(stack.deps.config)) return stack.call('POST', '/v1/admin/recovery/run', { token: operator, body: { stale_after_ms: staleAfterMs } });
+      const report = await recoverAll(paymentDeps(stack.deps), { staleAfterMs, relay: stack.deps.relay, reconcile: true });
+      const text = JSON.stringify(report);
+      return { status: 200, headers: new Headers({ 'content-type': 'application/json' }), text, body: JSON.parse(text) };
+    },
     async order(orderId) {
       const result = await stack.call('GET', `/v1/admin/orders/${orderId}`, { token: admin });
       if (result.status !== 200) throw new Error(`admin order view: ${result.status} ${result.text}`);

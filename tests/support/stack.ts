@@ -8,8 +8,9 @@ import { createHttpSink } from '../../src/outbox/sinks/index.ts';
 import { createRelay } from '../../src/outbox/relay.ts';
 import { freshDatabase, type TestDatabase } from './db.ts';
 
-export const TEST_JWT_SECRET = 'test-only-jwt-secret';
-export const TEST_NOTIFY_SECRET = 'test-only-notify-secret';
+export const TEST_JWT_SECRET = 'test-only-jwt-secret-at-least-32-bytes-long';
+export const TEST_NOTIFY_SECRET = 'test-only-notify-secret-at-least-32-bytes';
+export const TEST_EVENTS_SECRET = 'test-only-events-secret-at-least-32-bytes';
 
 export interface HttpResult {
   status: number;
@@ -50,6 +51,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     config,
     signer,
     notifySecret: TEST_NOTIFY_SECRET,
+    eventsSecret: TEST_EVENTS_SECRET,
     channelUrl: options.channelUrl ?? 'http://127.0.0.1:1',
     notifyUrl: '',
   };
@@ -59,7 +61,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   deps.notifyUrl = `${url}/v1/payment-notifications`;
   // Events go to the built-in consumer's webhook, as in `flashpay start`; tests drain on demand.
-  const sink = createHttpSink({ url: `${url}/v1/fulfillment/events`, secret: TEST_NOTIFY_SECRET, timeoutMs: 2_000 });
+  const sink = createHttpSink({ url: `${url}/v1/fulfillment/events`, secret: TEST_EVENTS_SECRET, timeoutMs: 2_000 });
   deps.relay = createRelay({ db: db.pool, sink, clock, leaseMs: 5_000, batchSize: 50, maxAttempts: 5, backoffBaseMs: 20 });
   return {
     url,

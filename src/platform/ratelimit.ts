@@ -1,0 +1,52 @@
+import type { FastifyRequest } from 'fastify';
+import { AppError } from './errors.ts';
+
+export interface RateLimitOptions {
+  /** Requests per minute per principal per route; 0 turns limiting off. */
+  perMinute: number;
+  now?: () => number;
+}
+
+interface Bucket {
+  tokens: number;
+  atMs: number;
+}
+
+// A caller without a token (the provider's notifications, the relay's deliveries, probes) is known
+// only by its address, and one address may carry a whole provider's traffic: it gets this many
+// times the limit of one principal.
+const ADDRESS_FACTOR = 10;
+
+// Buckets are in memory, per process: several `flashpay start` processes behind one address each
+// allow the limit (docs/security.md). Bounded so a flood of distinct callers cannot grow it.
+const MAX_BUCKETS = 50_000;
+
+/**
+ * A token bucket per (principal, route): `perMinute` tokens, refilled continuously, so a burst of
+ * up to the limit passes and a steady rate above it gets 429 RATE_LIMITED with `Retry-After`.
+ * Keyed by the verified principal (tenant/user) where the route authenticates, by the client
+ * address otherwise (the provider's notifications, health checks). Runs as a preValidation hook:
+ * after authentication, before the body is validated or anything executes.
+ */
+export function rateLimiter(options: RateLimitOptions) {
+  const buckets = new Map<string, Bucket>();
+  const now = options.now ?? Date.now;
+  return async (request: FastifyRequest): Promise<void> => {
+    if (options.perMinute <= 0) return;
+    const limit = request.principal ? options.perMinute : options.perMinute * ADDRESS_FACTOR;
+    const refillPerMs = limit / 60_000;
+    const who = request.principal ? `p:${request.principal.tenantId}/${request.principal.userId}` : `ip:${request.ip}`;
+    const key = `${who} ${request.method} ${request.routeOptions.url ?? 'unmatched'}`;
+    const at = now();
+    const bucket = buckets.get(key) ?? { tokens: limit, atMs: at };
+    bucket.tokens = Math.min(limit, bucket.tokens + (at - bucket.atMs) * refillPerMs);
+    bucket.atMs = at;
+    if (bucket.tokens < 1) {
+      const retryAfterS = Math.max(1, Math.ceil((1 - bucket.tokens) / refillPerMs / 1000));
+      throw new AppError('RATE_LIMITED', `more than ${limit} requests per minute on this route; retry in ${retryAfterS} s`, { limit }, { 'Retry-After': String(retryAfterS) });
+    }
+    bucket.tokens -= 1;
+    if (!buckets.has(key) && buckets.size >= MAX_BUCKETS) buckets.clear();
+    buckets.set(key, bucket);
+  };
+}
