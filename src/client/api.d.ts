@@ -3373,6 +3373,7 @@ export interface operations {
                                 paid_without_event: number;
                                 terminal_without_event: number;
                                 duplicate_shipments: number;
+                                shipped_without_paid: number;
                                 pending: number;
                                 dead: number;
                             };
@@ -3605,6 +3606,7 @@ export interface operations {
                             paid_without_event: number;
                             terminal_without_event: number;
                             duplicate_shipments: number;
+                            shipped_without_paid: number;
                             pending: number;
                             dead: number;
                         };

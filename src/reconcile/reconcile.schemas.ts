@@ -19,7 +19,7 @@ export const ReconciliationReport = Type.Object(
       { additionalProperties: false },
     ),
     events: Type.Object(
-      { paid_without_event: Type.Integer(), terminal_without_event: Type.Integer(), duplicate_shipments: Type.Integer(), pending: Type.Integer(), dead: Type.Integer() },
+      { paid_without_event: Type.Integer(), terminal_without_event: Type.Integer(), duplicate_shipments: Type.Integer(), shipped_without_paid: Type.Integer(), pending: Type.Integer(), dead: Type.Integer() },
       { additionalProperties: false },
     ),
   },
@@ -33,7 +33,7 @@ export const reconciliationExample = {
   mismatches: [],
   statuses: { PAID: 7, CANCELLED: 2 },
   totals: { channel_net: 13930, paid_sum: 13930, confirmed: 7, paid: 7, drift: 0 },
-  events: { paid_without_event: 0, terminal_without_event: 0, duplicate_shipments: 0, pending: 0, dead: 0 },
+  events: { paid_without_event: 0, terminal_without_event: 0, duplicate_shipments: 0, shipped_without_paid: 0, pending: 0, dead: 0 },
 };
 
 export const reconciliationSchema = {
