@@ -1,5 +1,5 @@
 import { summaryLine, type ReconciliationReport } from '../reconcile/index.ts';
-import { http, type SimTarget } from './sim.client.ts';
+import { buyerClient, http, type SimTarget } from './sim.client.ts';
 import type { PlannedOrder, SimPlan, SimShape } from './sim.plan.ts';
 
 export interface Progress {
@@ -80,10 +80,11 @@ export class Simulation {
 
   /** One original buyer: order, the planned fault, and (unless they never pay) pay. */
   private async original(order: PlannedOrder): Promise<void> {
-    const token = await this.target.buyerToken(`${this.sku}-buyer-${order.index}`);
-    const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key: `${this.sku}-o${order.index}`, body: { sku: this.sku } });
-    if (created.status !== 201) return;
-    const orderId = created.body.order_id as string;
+    // Buyers go through the typed client, as an integrator would (flashpay/client).
+    const buyer = buyerClient(this.target, await this.target.buyerToken(`${this.sku}-buyer-${order.index}`));
+    const created = await buyer.createOrder({ sku: this.sku }, { idempotencyKey: `${this.sku}-o${order.index}` });
+    if (!created.ok) return;
+    const orderId = created.data.order_id;
     this.ids.set(order.index, orderId);
     if (order.fault === 'decline') await this.fault(orderId, 'charge', 'DECLINE');
     if (order.fault === 'lost' || order.fault === 'expire') await this.fault(orderId, 'charge', 'DELAY_RESPONSE', order.delayMs);
@@ -92,7 +93,7 @@ export class Simulation {
     if (order.fault === 'expire') await this.control('POST', '/_control/faults', { op: 'query', kind: 'ERROR_500', merchant_order: orderId, times: LATE_SUCCESS_QUERIES });
     if (order.fault === 'linger') await this.fault(orderId, 'charge', 'DELAY_REQUEST', order.delayMs);
     if (order.refundTimeout) await this.fault(orderId, 'refund', 'DELAY_RESPONSE', 800);
-    if (order.fault !== 'nopay') await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-p${order.index}` });
+    if (order.fault !== 'nopay') await buyer.payOrder(orderId, { idempotencyKey: `${this.sku}-p${order.index}` });
     // Its hold ends now, as if 60 s had passed: for `expire`, while the payment is UNKNOWN, so the
     // unit goes back on sale before the success arrives; for `nopay`, an abandoned order.
     if (order.fault === 'expire' || order.fault === 'nopay') await this.expireHold(orderId);
@@ -110,11 +111,11 @@ export class Simulation {
 
   /** A buyer who was sold out earlier tries again with fresh keys until they win or nothing is left. */
   private async lateBuyer(n: number, deadline: number): Promise<void> {
-    const token = await this.target.buyerToken(`${this.sku}-late-${n}`);
+    const buyer = buyerClient(this.target, await this.target.buyerToken(`${this.sku}-late-${n}`));
     for (let attempt = 0; Date.now() < deadline; attempt++) {
-      const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key: `${this.sku}-late${n}-a${attempt}`, body: { sku: this.sku } });
-      if (created.status === 201) {
-        await http(`${this.target.api}/v1/orders/${created.body.order_id}/pay`, { method: 'POST', token, key: `${this.sku}-late${n}-pay` });
+      const created = await buyer.createOrder({ sku: this.sku }, { idempotencyKey: `${this.sku}-late${n}-a${attempt}` });
+      if (created.ok) {
+        await buyer.payOrder(created.data.order_id, { idempotencyKey: `${this.sku}-late${n}-pay` });
         this.lateWon++;
         break;
       }
