@@ -40,6 +40,7 @@ export const swaggerOptions: SwaggerOptions = {
     servers: [{ url: 'http://127.0.0.1:8080', description: '`flashpay start` on this machine' }],
     tags: [
       { name: 'orders', description: 'Buyers: create, pay, cancel and read orders' },
+      { name: 'wallet', description: 'Buyers: the stored balance' },
       { name: 'admin', description: 'Operators (scope `admin`): SKUs, orders, recovery, outbox, reconciliation' },
       { name: 'provider', description: 'What the payment provider calls' },
       { name: 'events', description: 'What the outbox relay delivers' },

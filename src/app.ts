@@ -9,6 +9,7 @@ import { ordersRoutes } from './orders/index.ts';
 import { paymentsRoutes } from './payments/index.ts';
 import { reconcileRoutes } from './reconcile/index.ts';
 import { recoveryRoutes } from './recovery/index.ts';
+import { walletRoutes } from './wallet/index.ts';
 import { buildHttp } from './platform/http.ts';
 import { installMetrics } from './platform/metrics.ts';
 import { contractCheckEnabled, installContractCheck } from './platform/contract.ts';
@@ -17,7 +18,7 @@ import { metricsGuard } from './platform/metrics.guard.ts';
 export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 
 /** Later modules (payments, outbox, fulfillment, recovery) plug in their routes here. */
-const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes, reconcileRoutes, eventsRoutes];
+const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes, reconcileRoutes, eventsRoutes, walletRoutes];
 
 export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promise<FastifyInstance> {
   const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel, rateLimitPerMinute: deps.config.rateLimitPerMinute });

@@ -10,6 +10,7 @@ import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts'
 
 const USAGE = `usage: flashpay sim --seed N [--orders 24] [--stock 24] [--late 12] [--concurrency 8]
        [--mix decline=3,lost=4,linger=3,nopay=3,expire=6] [--refund-timeouts 2]
+       [--lines 1] [--wallet-share 0]
        [--api URL --channel URL] [--tenant sim] [--json]
 Without --api it starts a throwaway stack (DATABASE_URL, else an embedded PostgreSQL in a temp dir).
 With --api it drives a running \`flashpay start --control\` (tokens signed with FLASHPAY_JWT_SECRET or .flashpay/jwt.secret).`;
@@ -20,6 +21,16 @@ function progressBar(p: Progress): void {
   process.stderr.write(`\r${p.phase.padEnd(11)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${p.done}/${p.total}   ${p.phase === 'done' ? '\n' : ''}`);
 }
 
+// Orders of at most 20 lines (the contract's limit).
+const MAX_SIM_LINES = 20;
+
+function shareFlag(text: string | undefined): number {
+  if (text === undefined) return 0;
+  const share = Number(text);
+  if (!Number.isFinite(share) || share < 0 || share > 1) throw new UsageError(`--wallet-share takes a number from 0 to 1; got "${text}"`);
+  return share;
+}
+
 function shapeFrom(args: ReturnType<typeof parseArgs>): SimShape {
   return {
     orders: intFlag(args, 'orders', SEED_SHAPE.orders),
@@ -28,6 +39,8 @@ function shapeFrom(args: ReturnType<typeof parseArgs>): SimShape {
     concurrency: intFlag(args, 'concurrency', SEED_SHAPE.concurrency),
     mix: parseMix(stringFlag(args, 'mix') ?? '', SEED_SHAPE.mix),
     refundTimeouts: intFlag(args, 'refund-timeouts', SEED_SHAPE.refundTimeouts),
+    lines: intFlag(args, 'lines', 1),
+    walletShare: shareFlag(stringFlag(args, 'wallet-share')),
   };
 }
 
@@ -49,6 +62,7 @@ export async function simCommand(argv: string[]): Promise<void> {
   if (seedText === undefined || !/^\d+$/.test(seedText)) throw new UsageError(USAGE);
   const seed = Number(seedText);
   const shape = shapeFrom(args);
+  if ((shape.lines ?? 1) < 1 || (shape.lines ?? 1) > MAX_SIM_LINES) throw new UsageError(`--lines takes 1..${MAX_SIM_LINES}`);
   const plan = planSim(seed, shape);
   const tenant = stringFlag(args, 'tenant') ?? 'sim';
   const sku = `sim-${seed}-${randomBytes(3).toString('hex')}`;

@@ -51,6 +51,23 @@ export async function tryInsertSku(db: Executor, sku: NewSku, now: Date): Promis
   return result.rowCount === 1;
 }
 
+export interface SkuChange {
+  price?: number;
+  name?: string;
+  /** New units put on sale: total and available grow together, so the counters' CHECK holds. */
+  addStock?: number;
+}
+
+/** Changes a SKU's price, name or stock in one statement; false when there is no such SKU. Orders keep their snapshot. */
+export async function tryUpdateSku(db: Executor, tenantId: string, sku: string, change: SkuChange): Promise<boolean> {
+  const result = await db.query(
+    `UPDATE skus SET price = coalesce($3, price), name = coalesce($4, name), total = total + $5, available = available + $5
+     WHERE tenant_id = $1 AND sku = $2`,
+    [tenantId, sku, change.price ?? null, change.name ?? null, change.addStock ?? 0],
+  );
+  return result.rowCount === 1;
+}
+
 export async function findSku(db: Executor, tenantId: string, sku: string): Promise<Sku | undefined> {
   const result = await db.query<SkuRow>({
     name: 'sku-find',

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts';
-import { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';
+import { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView, updateSku } from './inventory.service.ts';
 
-import { createSkuSchema, getSkuSchema, runExpirySchema, type SkuBody } from './inventory.schemas.ts';
+import { createSkuSchema, getSkuSchema, patchSkuSchema, runExpirySchema, type PatchSkuBody, type SkuBody } from './inventory.schemas.ts';
 
 export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
   const admin = requirePrincipal(deps.signer, 'admin');
@@ -20,6 +20,17 @@ export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku', { onRequest: admin, schema: getSkuSchema }, async (request) =>
     skuView(await getSku(deps.db, principalOf(request).tenantId, request.params.sku)),
+  );
+
+  // A price or name change alters no existing order: each order line keeps its snapshot.
+  app.patch<{ Params: { sku: string }; Body: PatchSkuBody }>(
+    '/v1/admin/skus/:sku',
+    { onRequest: admin, schema: patchSkuSchema },
+    async (request) => {
+      const b = request.body;
+      const change = { ...(b.price !== undefined ? { price: b.price } : {}), ...(b.name !== undefined ? { name: b.name } : {}), ...(b.add_stock !== undefined ? { addStock: b.add_stock } : {}) };
+      return skuView(await updateSku(deps.db, principalOf(request).tenantId, request.params.sku, change));
+    },
   );
 
   app.post('/v1/admin/expiry/run', { onRequest: admin, schema: runExpirySchema }, async (request) => ({

@@ -66,6 +66,26 @@ export const getSkuSchema = {
   response: { 200: jsonAnswer('The SKU', SkuView, { example: skuExample }), ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH, 'SKU_NOT_FOUND']) },
 };
 
+export const PatchSkuBody = Type.Object(
+  {
+    price: Type.Optional(SkuBody.properties.price),
+    name: Type.Optional(SkuBody.properties.name),
+    add_stock: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_STOCK, description: 'new units put on sale' })),
+  },
+  { additionalProperties: false, minProperties: 1, examples: [{ price: 2490, add_stock: 50 }] },
+);
+export type PatchSkuBody = Static<typeof PatchSkuBody>;
+
+export const patchSkuSchema = {
+  operationId: 'updateSku',
+  summary: 'Change a SKU’s price or name, or add stock',
+  description: 'A price or name change alters no existing order: each order line keeps its snapshot.',
+  tags: ['admin'],
+  params: SkuParams,
+  body: PatchSkuBody,
+  response: { 200: jsonAnswer('The SKU', SkuView, { example: { ...skuExample, price: 2490 } }), ...problemAnswers([...PARAM_ERRORS, 'PAYLOAD_TOO_LARGE', ...ADMIN_AUTH, 'SKU_NOT_FOUND']) },
+};
+
 export const runExpirySchema = {
   operationId: 'runExpiry',
   summary: 'Release every expired hold now',

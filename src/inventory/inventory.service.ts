@@ -1,7 +1,7 @@
 import { inTx, type Db } from '../platform/db.ts';
 import type { Clock } from '../platform/clock.ts';
 import { AppError } from '../platform/errors.ts';
-import { findSku, releaseExpiredBatch, tryInsertSku, type NewSku } from './inventory.repo.ts';
+import { findSku, releaseExpiredBatch, tryInsertSku, tryUpdateSku, type NewSku, type SkuChange } from './inventory.repo.ts';
 import type { Sku } from './inventory.types.ts';
 
 export const DEFAULT_HOLD_TTL_MS = 60_000;
@@ -11,6 +11,11 @@ export async function createSku(db: Db, sku: NewSku, clock: Clock): Promise<Sku>
   const created = await findSku(db, sku.tenantId, sku.sku);
   if (!created) throw new Error('SKU vanished after insert');
   return created;
+}
+
+export async function updateSku(db: Db, tenantId: string, sku: string, change: SkuChange): Promise<Sku> {
+  if (!(await tryUpdateSku(db, tenantId, sku, change))) throw new AppError('SKU_NOT_FOUND', `no SKU ${sku}`);
+  return getSku(db, tenantId, sku);
 }
 
 export async function getSku(db: Db, tenantId: string, sku: string): Promise<Sku> {

@@ -26,6 +26,8 @@ const answered = (via: Extract<OrderEvent, { type: 'PROVIDER_ANSWERED' }>['via']
 export const CASES: readonly Case[] = [
   { name: 'pay', event: { type: 'PAY_REQUESTED' }, hold: 'HELD' },
   { name: 'pay, hold expired', event: { type: 'PAY_REQUESTED' }, hold: 'HELD', expired: true },
+  { name: 'wallet pay', event: { type: 'WALLET_PAY_REQUESTED' }, hold: 'HELD' },
+  { name: 'wallet pay, hold expired', event: { type: 'WALLET_PAY_REQUESTED' }, hold: 'HELD', expired: true },
   { name: 'cancel', event: { type: 'CANCEL_REQUESTED' }, hold: 'HELD' },
   { name: 'hold expired (recovery)', event: { type: 'HOLD_EXPIRED' }, hold: 'RELEASED' },
   { name: 'CHARGED, hold HELD', event: answered('callback', 'CHARGED', AMOUNT), hold: 'HELD' },

@@ -2,7 +2,7 @@
 // `applyOrderEvent` (orders.apply.ts) locks the order and its holds, asks `decide`, and applies the
 // answer in one transaction; nothing else in the codebase decides an order's next status.
 import { EVENT_STATUSES, isAllowed, type OrderStatus } from './orders.states.ts';
-import { reservationKeyFor } from './orders.keys.ts';
+import { lineReservationKeyFor } from './orders.keys.ts';
 
 /** The reservation behind an order, as read under its row lock. */
 export interface Hold {
@@ -12,6 +12,8 @@ export interface Hold {
   /** MISSING: no reservation row (only a planted fault produces one). */
   status: 'HELD' | 'CONFIRMED' | 'RELEASED' | 'MISSING';
   expiresAt: Date | null;
+  /** The order line it holds units for (1 when absent: a one-line order). */
+  line?: number;
 }
 
 /** The part of an order the decider reads. */
@@ -29,6 +31,8 @@ export type ProviderStatus = 'CHARGED' | 'DECLINED' | 'CLOSED' | 'REFUNDED' | 'R
 export type OrderEvent =
   /** The buyer asked to pay. */
   | { type: 'PAY_REQUESTED' }
+  /** The buyer asked to pay from their wallet: the caller debits in the same transaction (src/payments/wallet-pay.ts). */
+  | { type: 'WALLET_PAY_REQUESTED' }
   /** The buyer asked to cancel. */
   | { type: 'CANCEL_REQUESTED' }
   /** Recovery found a CREATED order whose hold is gone. */
@@ -36,7 +40,7 @@ export type OrderEvent =
   /** The provider said something about the order (LOST: the answer never came). */
   | { type: 'PROVIDER_ANSWERED'; via: ProviderVia; status: ProviderStatus; amount?: number; cause: string };
 
-export const EVENT_KINDS = ['PAY_REQUESTED', 'CANCEL_REQUESTED', 'HOLD_EXPIRED', 'PROVIDER_ANSWERED'] as const;
+export const EVENT_KINDS = ['PAY_REQUESTED', 'WALLET_PAY_REQUESTED', 'CANCEL_REQUESTED', 'HOLD_EXPIRED', 'PROVIDER_ANSWERED'] as const;
 
 // What a provider message did to an order. Stored with every notification and returned to callers.
 export const EFFECTS = [
@@ -60,7 +64,7 @@ export type StockMove =
   | { op: 'confirm'; key: string }
   | { op: 'release'; key: string }
   /** Take a new unit under a new key and confirm it at once; may be refused (sold out, limit). */
-  | { op: 'rereserve'; key: string; attempt: number; sku: string; quantity: number };
+  | { op: 'rereserve'; key: string; attempt: number; sku: string; quantity: number; line: number };
 
 /** A call to the provider, made by the payments module after the decision committed. */
 export type ProviderCall = 'CHARGE' | 'CLOSE' | 'REFUND';
@@ -106,8 +110,9 @@ function startRefund(outcome: Outcome, reason: string): Decision {
 
 /**
  * Money arrived. PAID only with every unit confirmed: a HELD unit is confirmed, a lost one is
- * re-reserved under the next key (/r2, /r3, …) and confirmed; when that is refused, the whole
- * amount is refunded with the order's fixed refund key.
+ * re-reserved under the next key (/r2, /r3, …; per line on a multi-line order) and confirmed; when
+ * any of them is refused, every move is undone and the whole amount is refunded with the order's
+ * fixed refund key.
  */
 function charged(order: OrderFacts, holds: readonly Hold[], cause: string): Decision {
   if (SETTLED_PAID.has(order.status)) return nothing('DUPLICATE');
@@ -117,7 +122,7 @@ function charged(order: OrderFacts, holds: readonly Hold[], cause: string): Deci
   }
   const attempt = order.reserveAttempt + 1;
   const stock: StockMove[] = holds.map((h) =>
-    h.status === 'HELD' ? { op: 'confirm', key: h.key } : { op: 'rereserve', key: reservationKeyFor(order.orderId, attempt), attempt, sku: h.sku, quantity: h.quantity },
+    h.status === 'HELD' ? { op: 'confirm', key: h.key } : { op: 'rereserve', key: lineReservationKeyFor(order.orderId, h.line ?? 1, attempt), attempt, sku: h.sku, quantity: h.quantity, line: h.line ?? 1 },
   );
   const newKeys = stock.filter((m) => m.op === 'rereserve').map((m) => m.key);
   return decision('PAID_REHELD', {
@@ -175,6 +180,16 @@ function providerAnswered(order: OrderFacts, holds: readonly Hold[], e: Extract<
 }
 
 /**
+ * A wallet pay settles at once: every held unit confirmed and PAID in the transaction that debits
+ * the wallet (the caller rolls all of it back when the balance is too low). No provider call.
+ */
+function walletPay(order: OrderFacts, holds: readonly Hold[], now: Date): Decision {
+  if (order.status !== 'CREATED') return nothing('REJECTED', { reason: `order is ${order.status}, it cannot be paid` });
+  if (holdIsGone(holds, now)) return decision('REJECTED', { to: 'CANCELLED', reason: 'pay after the hold expired', stock: releaseHeld(holds) });
+  return decision('PAID', { to: 'PAID', reason: 'wallet', stock: holds.map((h) => ({ op: 'confirm', key: h.key })) });
+}
+
+/**
  * What `event` does to `order` whose holds are `holds`, at `now`. Pure: no I/O, no clock of its
  * own. Every transition it returns is in the state machine (orders.states.ts); a refused event
  * returns no transition and outcome REJECTED.
@@ -187,6 +202,9 @@ export function decide(order: OrderFacts, holds: readonly Hold[], event: OrderEv
       // Never charge for a unit that is no longer held: the order is cancelled instead.
       else if (holdIsGone(holds, now)) d = decision('REJECTED', { to: 'CANCELLED', reason: 'pay after the hold expired', stock: releaseHeld(holds) });
       else d = decision('PAYING', { to: 'PAYING', reason: 'pay', calls: ['CHARGE'] });
+      break;
+    case 'WALLET_PAY_REQUESTED':
+      d = walletPay(order, holds, now);
       break;
     case 'CANCEL_REQUESTED':
     case 'HOLD_EXPIRED':

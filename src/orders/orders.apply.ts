@@ -4,7 +4,8 @@ import { AppError, invariant } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
 import { lockReservations, reserve, tryConfirm, tryRelease } from '../inventory/index.ts';
 import { decide, type Decision, type Hold, type OrderEvent, type Outcome, type ProviderCall, type StockMove } from './decider.ts';
-import { lockOrder, noteAttention, setReservation, transition } from './orders.repo.ts';
+import { lockOrder, noteAttention, transition } from './orders.repo.ts';
+import { findLines, setLineReservation } from './orders.lines.ts';
 import type { Order } from './orders.types.ts';
 
 export interface AppliedEvent {
@@ -29,11 +30,16 @@ export function visibleTo(order: Order | undefined, principal: Principal): order
   return principal.scope !== 'buyer' || order.userId === principal.userId;
 }
 
+/** Every line's reservation, locked in key order; a line whose row is missing is MISSING. */
 async function lockHolds(tx: Tx, order: Order): Promise<Hold[]> {
-  const found = await lockReservations(tx, order.tenantId, [order.reservationKey]);
-  const row = found[0];
-  if (!row) return [{ key: order.reservationKey, sku: order.sku, quantity: order.quantity, status: 'MISSING', expiresAt: null }];
-  return [{ key: row.key, sku: row.sku, quantity: row.quantity, status: row.status, expiresAt: row.expiresAt }];
+  const lines = await findLines(tx, order);
+  const found = await lockReservations(tx, order.tenantId, lines.map((l) => l.reservationKey));
+  return lines.map((l) => {
+    const row = found.find((r) => r.key === l.reservationKey);
+    return row
+      ? { key: row.key, sku: row.sku, quantity: row.quantity, status: row.status, expiresAt: row.expiresAt, line: l.lineNo }
+      : { key: l.reservationKey, sku: l.sku, quantity: l.quantity, status: 'MISSING', expiresAt: null, line: l.lineNo };
+  });
 }
 
 /** A move the decision made from locked rows; a refusal (SOLD_OUT, USER_LIMIT) only for a re-reserve. */
@@ -46,7 +52,7 @@ async function move(tx: Tx, order: Order, m: StockMove, now: Date): Promise<stri
   const [result] = await reserve(tx, [{ tenantId: order.tenantId, key: m.key, userId: order.userId, sku: m.sku, quantity: m.quantity }], now);
   if (result?.outcome !== 'HELD') return result?.outcome ?? 'SOLD_OUT';
   invariant(await tryConfirm(tx, order.tenantId, m.key, now), `re-reserved ${m.key} could not be confirmed`);
-  await setReservation(tx, order.orderId, m.key, m.attempt);
+  await setLineReservation(tx, order.orderId, m.line, m.key, m.attempt);
   return undefined;
 }
 

@@ -36,12 +36,15 @@ export async function claimUnfinished(tx: Tx, now: Date, staleBefore: Date, clai
   return result.rows.map((r) => ({ orderId: r.order_id, status: r.status, attempts: r.recovery_attempts }));
 }
 
-/** CREATED orders whose unit is gone (reservation released, or HELD past its expiry). */
+/** CREATED orders with a line whose unit is gone (reservation released, or HELD past its expiry). */
 export async function claimAbandonedCreated(tx: Tx, now: Date, tenantId?: string): Promise<string[]> {
   const result = await tx.query<{ order_id: string }>(
-    `SELECT o.order_id FROM orders o JOIN reservations r ON r.tenant_id = o.tenant_id AND r.request_key = o.reservation_key
-     WHERE o.status = 'CREATED' AND (r.status = 'RELEASED' OR (r.status = 'HELD' AND r.expires_at <= $1))
-       AND ($2::text IS NULL OR o.tenant_id = $2)
+    `SELECT o.order_id FROM orders o
+     WHERE o.status = 'CREATED' AND ($2::text IS NULL OR o.tenant_id = $2) AND EXISTS (
+       SELECT 1 FROM reservations r
+       WHERE r.tenant_id = o.tenant_id
+         AND (r.request_key = o.reservation_key OR r.request_key IN (SELECT l.reservation_key FROM order_lines l WHERE l.order_id = o.order_id))
+         AND (r.status = 'RELEASED' OR (r.status = 'HELD' AND r.expires_at <= $1)))
      ORDER BY o.created_at LIMIT ${RECOVERY_BATCH} FOR UPDATE OF o SKIP LOCKED`,
     [now, tenantId ?? null],
   );

@@ -8,29 +8,46 @@ import { AppError } from '../platform/errors.ts';
 import { requestDigest } from '../idempotency/index.ts';
 import { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from '../idempotency/index.ts';
 import { executeKeyed } from '../idempotency/index.ts';
-import { cancelOrder, createOrder, expireHoldNow, getOrderFor, orderView, timelineFor } from './orders.service.ts';
+import { canonicalLines, createOrderOfLines, type RequestedLine } from './orders.create.ts';
+import { lineView } from './orders.lines.ts';
+import { cancelOrder, expireHoldNow, getOrderFor, orderView, timelineFor } from './orders.service.ts';
 
-import { cancelOrderSchema, createOrderSchema, expireReservationSchema, getOrderSchema, timelineSchema, type CreateOrderBody, type ExpireBody, type OrderIdParams } from './orders.schemas.ts';
+import { cancelOrderSchema, createOrderSchema, expireReservationSchema, getOrderSchema, timelineSchema, type ExpireBody, type OrderIdParams } from './orders.schemas.ts';
 
 export { MAX_QUANTITY } from './orders.schemas.ts';
+
+interface CreateBody {
+  sku?: string;
+  quantity?: number;
+  lines?: Array<{ sku: string; quantity?: number }>;
+}
+
+/** The validated request as lines, and the body its digest is taken over (lines canonical: by SKU). */
+function requestedLines(body: CreateBody): { lines: RequestedLine[]; canonical: unknown } {
+  const lines = canonicalLines(body.lines ? body.lines.map((l) => ({ sku: l.sku, quantity: l.quantity ?? 1 })) : [{ sku: body.sku ?? '', quantity: body.quantity ?? 1 }]);
+  if (new Set(lines.map((l) => l.sku)).size !== lines.length) throw new AppError('VALIDATION', 'body/lines must name distinct SKUs');
+  // One line digests as the one-line form, so `{sku}` and `{lines: [{sku}]}` are the same request.
+  const canonical = lines.length === 1 ? lines[0] : { lines };
+  return { lines, canonical };
+}
 
 export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
   const auth = requirePrincipal(deps.signer);
 
-  app.post<{ Body: CreateOrderBody }>('/v1/orders', { onRequest: auth, schema: createOrderSchema }, async (request, reply) => {
+  app.post<{ Body: CreateBody }>('/v1/orders', { onRequest: auth, schema: createOrderSchema }, async (request, reply) => {
     const principal = principalOf(request);
     const key = idempotencyKeyOf(request, reply);
-    const body = { sku: request.body.sku, quantity: request.body.quantity ?? 1 };
+    const { lines, canonical } = requestedLines(request.body);
     const result = await executeKeyed(keyedDeps(deps), {
       scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },
-      digest: requestDigest('create_order', {}, body),
+      digest: requestDigest('create_order', {}, canonical),
       async start(tx) {
-        const outcome = await createOrder(tx, principal, body.sku, body.quantity, deps.clock.now());
+        const outcome = await createOrderOfLines(tx, principal, lines, deps.clock.now());
         if (outcome.kind !== 'CREATED') {
-          const detail = outcome.kind === 'SOLD_OUT' ? `no stock left for ${body.sku}` : `per-user limit reached for ${body.sku}`;
+          const detail = outcome.kind === 'SOLD_OUT' ? `no stock left for ${outcome.sku}` : `per-user limit reached for ${outcome.sku}`;
           // Committed durably: a refusal the client saw must survive a crash, or the retry with the
           // same key could get 201 once a unit came back (docs/security.md).
-          return { final: problemResponse(outcome.kind, detail) };
+          return { final: problemResponse(outcome.kind, detail, { sku: outcome.sku }) };
         }
         const { order, reservation } = outcome;
         const view = {
@@ -40,6 +57,8 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
           quantity: order.quantity,
           amount: order.amount,
           reservation: { key: reservation.key, status: reservation.status, expires_at: reservation.expiresAt.toISOString() },
+          lines: outcome.lines.map(lineView),
+          reservations: outcome.reservations.map((r) => ({ sku: r.sku, key: r.key, status: r.status, expires_at: r.expiresAt.toISOString() })),
         };
         return { final: jsonResponse(201, view, `/v1/orders/${order.orderId}`) };
       },

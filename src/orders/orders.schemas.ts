@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { ADMIN_AUTH, BODY_ERRORS, BUYER_AUTH, HEADERS, IDEMPOTENCY_KEY_HEADER, jsonAnswer, nullable, problemAnswers, problemExample, stringEnum } from '../platform/openapi.ts';
 import { PARAM_ERRORS } from '../platform/openapi.ts';
+import { MAX_LINES } from './orders.lines.ts';
 import { ORDER_STATUSES } from './orders.states.ts';
 
 // A flash sale sells a handful of units per buyer; anything near 10^9 is a client bug.
@@ -14,14 +15,38 @@ export const OrderStatusSchema = stringEnum(ORDER_STATUSES, { description: 'see 
 export const OrderIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'the order id', examples: [ORDER_ID_EXAMPLE] }) });
 export type OrderIdParams = Static<typeof OrderIdParams>;
 
+const Sku = Type.String({ minLength: 1, maxLength: 64, description: 'the SKU to buy' });
+const Quantity = Type.Integer({ minimum: 1, maximum: MAX_QUANTITY, description: 'units (default 1)' });
+
+/** `{sku, quantity?}` (one line) or `{lines: [{sku, quantity?}, …]}` (1..20 lines, distinct SKUs). */
 export const CreateOrderBody = Type.Object(
   {
-    sku: Type.String({ minLength: 1, maxLength: 64, description: 'the SKU to buy' }),
-    quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_QUANTITY, default: 1, description: 'units (default 1)' })),
+    sku: Type.Optional(Sku),
+    quantity: Type.Optional(Quantity),
+    lines: Type.Optional(
+      Type.Array(Type.Object({ sku: Sku, quantity: Type.Optional(Quantity) }, { additionalProperties: false }), {
+        minItems: 1,
+        maxItems: MAX_LINES,
+        description: 'several SKUs in one order: all are held or none (distinct SKUs)',
+      }),
+    ),
   },
-  { additionalProperties: false, examples: [{ sku: 'tee-black-m', quantity: 1 }] },
+  {
+    additionalProperties: false,
+    // Either form, never both (the empty property schemas only name what `required` refers to).
+    oneOf: [
+      { required: ['sku'], properties: { sku: {} }, not: { required: ['lines'], properties: { lines: {} } } },
+      { required: ['lines'], properties: { lines: {} }, not: { anyOf: [{ required: ['sku'], properties: { sku: {} } }, { required: ['quantity'], properties: { quantity: {} } }] } },
+    ],
+    examples: [{ sku: 'tee-black-m', quantity: 1 }],
+  },
 );
 export type CreateOrderBody = Static<typeof CreateOrderBody>;
+
+const LineView = Type.Object(
+  { sku: Type.String(), name: Type.String(), unit_price: Type.Integer(), quantity: Type.Integer(), amount: Type.Integer() },
+  { additionalProperties: false, description: 'name and unit price as they were when the order was created' },
+);
 
 export const CreatedOrder = Type.Object(
   {
@@ -31,6 +56,8 @@ export const CreatedOrder = Type.Object(
     quantity: Type.Integer(),
     amount: Type.Integer({ description: 'price × quantity in minor units, fixed at creation' }),
     reservation: Type.Object({ key: Type.String(), status: Type.String({ description: '`HELD`' }), expires_at: Type.String({ format: 'date-time' }) }),
+    lines: Type.Array(LineView),
+    reservations: Type.Array(Type.Object({ sku: Type.String(), key: Type.String(), status: Type.String(), expires_at: Type.String({ format: 'date-time' }) }, { additionalProperties: false })),
   },
   { additionalProperties: false },
 );
@@ -48,6 +75,8 @@ export const OrderView = Type.Object(
       status: nullable(Type.String({ description: '`HELD`, `CONFIRMED` or `RELEASED`' })),
       expires_at: nullable(Type.String({ format: 'date-time' })),
     }),
+    lines: Type.Array(LineView),
+    reservations: Type.Array(Type.Object({ sku: Type.String(), key: Type.String(), status: nullable(Type.String()) }, { additionalProperties: false })),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
   },
@@ -66,6 +95,8 @@ const createdExample = {
   quantity: 1,
   amount: 1990,
   reservation: { key: 'rsv_7c1e2b9f4a_0', status: 'HELD', expires_at: AT_EXAMPLE },
+  lines: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', unit_price: 1990, quantity: 1, amount: 1990 }],
+  reservations: [{ sku: 'tee-black-m', key: 'rsv_7c1e2b9f4a_0', status: 'HELD', expires_at: AT_EXAMPLE }],
 };
 const viewExample = {
   order_id: ORDER_ID_EXAMPLE,
@@ -75,6 +106,8 @@ const viewExample = {
   quantity: 1,
   amount: 1990,
   reservation: { key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED', expires_at: AT_EXAMPLE },
+  lines: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', unit_price: 1990, quantity: 1, amount: 1990 }],
+  reservations: [{ sku: 'tee-black-m', key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED' }],
   created_at: AT_EXAMPLE,
   updated_at: AT_EXAMPLE,
 };

@@ -12,6 +12,8 @@ import { checkSignature, handleNotification, parseNotification, SIGNATURE_HEADER
 import { listNotifications, notificationEffects } from './payments.repo.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { abandonedPay, beginPay } from './pay.service.ts';
+import { beginWalletPay } from './wallet-pay.ts';
+import { faultPoint } from '../platform/faultpoints.ts';
 
 export function paymentDeps(deps: AppDeps): PaymentDeps {
   return {
@@ -26,21 +28,24 @@ export function paymentDeps(deps: AppDeps): PaymentDeps {
 }
 
 import type { OrderIdParams } from '../orders/index.ts';
-import { adminOrderSchema, notificationSchema, payOrderSchema, skuOutcomesSchema } from './payments.schemas.ts';
+import { adminOrderSchema, notificationSchema, payOrderSchema, skuOutcomesSchema, type PayBody } from './payments.schemas.ts';
 
 export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
   const payments = paymentDeps(deps);
 
-  app.post<{ Params: OrderIdParams }>('/v1/orders/:id/pay', { onRequest: requirePrincipal(deps.signer), schema: payOrderSchema }, async (request, reply) => {
+  app.post<{ Params: OrderIdParams; Body: PayBody }>('/v1/orders/:id/pay', { onRequest: requirePrincipal(deps.signer), schema: payOrderSchema }, async (request, reply) => {
     const principal = principalOf(request);
     const key = idempotencyKeyOf(request, reply);
     const orderId = request.params.id;
+    const wallet = request.body?.method === 'wallet';
     const result = await executeKeyed(keyedDeps(deps), {
       scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'pay_order', key },
-      digest: requestDigest('pay_order', { id: orderId }, {}),
-      start: (tx) => beginPay(payments, tx, principal, orderId),
+      // The provider's digest stays as before `method` existed, so keys stored then still replay.
+      digest: requestDigest('pay_order', { id: orderId }, wallet ? { method: 'wallet' } : {}),
+      start: (tx) => (wallet ? beginWalletPay(payments, tx, principal, orderId) : beginPay(payments, tx, principal, orderId)),
       abandoned: (tx) => abandonedPay(tx, orderId),
     });
+    if (wallet) await faultPoint('wallet-pay.after-commit'); // debit, PAID and key committed; the answer not sent
     if (!result.replayed) {
       const answer = JSON.parse(result.body) as { status?: unknown; code?: string };
       businessMetrics.payments.inc({ outcome: result.status === 200 ? String(answer.status) : (answer.code ?? String(result.status)) });

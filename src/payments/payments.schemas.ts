@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { ADMIN_AUTH, BUYER_AUTH, HEADERS, IDEMPOTENCY_KEY_HEADER, jsonAnswer, openapiResponses, nullable, problemAnswers, SIGNATURE_DESCRIPTION, stringEnum } from '../platform/openapi.ts';
 import { PARAM_ERRORS } from '../platform/openapi.ts';
 import { AT_EXAMPLE, EFFECTS, ORDER_ID_EXAMPLE, OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from '../orders/index.ts';
@@ -12,6 +12,13 @@ export const PayAnswer = Type.Object(
 
 const keyed = { 'Idempotent-Replayed': HEADERS.replayed };
 
+/** `method` defaults to the provider; `wallet` pays from the buyer's stored balance. The body is optional. */
+export const PayBody = nullable(
+  Type.Object({ method: Type.Optional(stringEnum(['channel', 'wallet'], { description: '`channel` (default): the payment provider; `wallet`: the stored balance' })) }, { additionalProperties: false }),
+  { examples: [{ method: 'wallet' }] },
+);
+export type PayBody = Static<typeof PayBody>;
+
 export const payOrderSchema = {
   operationId: 'payOrder',
   summary: 'Pay an order through the payment provider',
@@ -19,10 +26,12 @@ export const payOrderSchema = {
     'Commits PAYING, charges the provider (bounded by `FLASHPAY_PAY_TIMEOUT_MS`, no transaction open), then commits the result. A timeout answers `UNKNOWN`, never `FAILED`: the order converges by query, close or notification. Requires an `Idempotency-Key`; a retry with the same key never charges twice. An order that is not payable: 409 `REJECTED` with `order_status`, and the provider is not called. No body.',
   tags: ['orders'],
   params: OrderIdParams,
+  body: PayBody,
+  'x-body-optional': true,
   docHeaders: IDEMPOTENCY_KEY_HEADER,
   response: {
     200: jsonAnswer('The payment’s outcome as known now', PayAnswer, { headers: keyed, example: { order_id: ORDER_ID_EXAMPLE, status: 'PAID' } }),
-    ...problemAnswers([...PARAM_ERRORS, 'PAYLOAD_TOO_LARGE', ...BUYER_AUTH, 'IDEMPOTENCY_KEY_MISSING', 'IDEMPOTENCY_KEY_INVALID', 'ORDER_NOT_FOUND', 'REJECTED', 'REQUEST_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED'], keyed),
+    ...problemAnswers([...PARAM_ERRORS, 'PAYLOAD_TOO_LARGE', ...BUYER_AUTH, 'IDEMPOTENCY_KEY_MISSING', 'IDEMPOTENCY_KEY_INVALID', 'ORDER_NOT_FOUND', 'REJECTED', 'INSUFFICIENT_FUNDS', 'REQUEST_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED'], keyed),
   },
 };
 
@@ -135,6 +144,8 @@ export const adminOrderSchema = {
         quantity: 1,
         amount: 1990,
         reservation: { key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED', expires_at: AT_EXAMPLE },
+        lines: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', unit_price: 1990, quantity: 1, amount: 1990 }],
+        reservations: [{ sku: 'tee-black-m', key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED' }],
         created_at: AT_EXAMPLE,
         updated_at: AT_EXAMPLE,
         user_id: 'alice',

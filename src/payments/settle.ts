@@ -2,6 +2,7 @@ import { inTx, type Tx } from '../platform/db.ts';
 import { applyOrderEvent, findOrder, type AppliedEvent, type ProviderStatus, type ProviderVia } from '../orders/index.ts';
 import { refundKeyFor, type ChargeReply, type RefundReply, type StatusReply } from './channel.client.ts';
 import type { PaymentDeps } from './payments.deps.ts';
+import { tryRefundToWallet } from './wallet-refund.ts';
 
 /** A provider answer as the decider's event. A reply we did not get is LOST, never a failure. */
 export function answerEvent(via: ProviderVia, status: ProviderStatus, cause: string, amount?: number) {
@@ -39,7 +40,9 @@ export async function followUp(deps: PaymentDeps, orderId: string, applied: Appl
     if (call === 'CLOSE') answer = statusAnswer('close', await deps.channel.close(orderId));
     else if (call === 'REFUND') {
       const order = await findOrder(deps.db, orderId);
-      if (order?.status === 'REFUNDING') answer = refundAnswer(await deps.channel.refund(orderId, refundKeyFor(orderId), order.amount));
+      const toWallet = order?.status === 'REFUNDING' ? await tryRefundToWallet(deps, orderId, order.tenantId) : undefined;
+      if (toWallet) last = toWallet;
+      else if (order?.status === 'REFUNDING') answer = refundAnswer(await deps.channel.refund(orderId, refundKeyFor(orderId), order.amount));
     }
     // CHARGE is the pay request's own continuation, never a follow-up. settle() follows up in turn.
     if (answer) last = await settle(deps, orderId, answer);

@@ -10,5 +10,7 @@ export const businessMetrics = {
   notifications: new Counter({ name: 'flashpay_notifications_total', help: 'Provider notifications processed, by kind and effect', labelNames: ['kind', 'effect'], registers: [businessRegistry] }),
   recovered: new Counter({ name: 'flashpay_recovery_resolved_total', help: 'Orders a recovery pass converged, by final status', labelNames: ['status'], registers: [businessRegistry] }),
   unfinished: new Gauge({ name: 'flashpay_orders_unfinished', help: 'PAYING, UNKNOWN and REFUNDING orders after the last recovery pass', registers: [businessRegistry] }),
+  walletTransfers: new Counter({ name: 'flashpay_wallet_transfers_total', help: 'Wallet transfers posted (replays excluded), by kind: CREDIT, DEBIT, REFUND', labelNames: ['kind'], registers: [businessRegistry] }),
+  walletRefusals: new Counter({ name: 'flashpay_wallet_insufficient_funds_total', help: 'Wallet debits refused for too low a balance', labelNames: ['kind'], registers: [businessRegistry] }),
   mismatches: new Gauge({ name: 'flashpay_reconciliation_mismatches', help: 'Mismatches found by the last reconciliation', registers: [businessRegistry] }),
 };

@@ -6,15 +6,31 @@ export interface OrderRow {
   status: OrderStatus;
   amount: number;
   reservation: string | null;
+  /** How many lines (reservations) the order has. */
+  lines: number;
 }
 
-/** Every order with the status of the reservation it points at now. */
-// Every read takes `tenantId`: a tenant's admin reconciles its own tenant; undefined is every tenant.
+/**
+ * Every order with the status of the reservations its lines point at now (line 1's key is on the
+ * order row, lines 2..n on order_lines), folded into one status as the rules judge it: all lines
+ * alike give that status; a HELD line makes it HELD; otherwise a PAID order with any line not
+ * CONFIRMED is judged RELEASED, any other order with a CONFIRMED line CONFIRMED; a missing row, none.
+ * Every read takes `tenantId`: a tenant's admin reconciles its own tenant; undefined is every tenant.
+ */
 export async function listOrdersWithReservation(db: Executor, tenantId?: string): Promise<OrderRow[]> {
   const result = await db.query<OrderRow>(
-    `SELECT o.order_id, o.status, o.amount, r.status AS reservation
-     FROM orders o LEFT JOIN reservations r ON r.tenant_id = o.tenant_id AND r.request_key = o.reservation_key
+    `SELECT o.order_id, o.status, o.amount,
+            CASE WHEN bool_or(r.status IS NULL) THEN NULL
+                 WHEN count(DISTINCT r.status) = 1 THEN min(r.status)
+                 WHEN bool_or(r.status = 'HELD') THEN 'HELD'
+                 WHEN o.status = 'PAID' THEN 'RELEASED'
+                 ELSE 'CONFIRMED' END AS reservation,
+            count(*)::int AS lines
+     FROM orders o
+     CROSS JOIN LATERAL (SELECT o.reservation_key AS key UNION ALL SELECT l.reservation_key FROM order_lines l WHERE l.order_id = o.order_id AND l.line_no > 1) k
+     LEFT JOIN reservations r ON r.tenant_id = o.tenant_id AND r.request_key = k.key
      WHERE ($1::text IS NULL OR o.tenant_id = $1)
+     GROUP BY o.order_id
      ORDER BY o.created_at`,
     [tenantId ?? null],
   );

@@ -3,6 +3,7 @@ import { inTx, type Db } from '../platform/db.ts';
 import { checkEventIntegrity } from './reconcile.events.ts';
 import type { ChannelClient, StatementLine } from '../payments/index.ts';
 import { countConfirmedReservations, listOrdersWithReservation, listStockDrift } from './reconcile.repo.ts';
+import { mergeLedgers, readWalletFacts } from './reconcile.wallet.ts';
 import { classify, PENDING_STATUSES, type LedgerView, type MismatchClass } from './reconcile.rules.ts';
 
 export interface Mismatch {
@@ -18,7 +19,7 @@ export interface ReconciliationReport {
   pending_orders: Array<{ order_id: string; status: string }>;
   mismatches: Mismatch[];
   statuses: Record<string, number>;
-  totals: { channel_net: number; paid_sum: number; confirmed: number; paid: number; drift: number };
+  totals: { channel_net: number; wallet_net: number; paid_sum: number; confirmed: number; paid: number; drift: number };
   events: { paid_without_event: number; terminal_without_event: number; duplicate_shipments: number; shipped_without_paid: number; pending: number; dead: number };
 }
 
@@ -66,6 +67,7 @@ function readDatabaseFacts(db: Db, tenantId: string | undefined) {
       confirmed: await countConfirmedReservations(tx, tenantId),
       stockDrift: await listStockDrift(tx, tenantId),
       integrity: await checkEventIntegrity(tx, tenantId),
+      wallet: await readWalletFacts(tx, tenantId),
     }),
     { isolation: 'REPEATABLE READ', statementTimeoutMs: SNAPSHOT_STATEMENT_TIMEOUT_MS },
   );
@@ -78,18 +80,23 @@ function readDatabaseFacts(db: Db, tenantId: string | undefined) {
  */
 export async function reconcile(db: Db, channel: ChannelClient, tenantId?: string): Promise<ReconciliationReport> {
   // The provider's statement cannot share the snapshot: rules across the two are judged on a quiet system.
-  const [fullStatement, { orders, confirmed, stockDrift, integrity }] = await Promise.all([channel.statement(), readDatabaseFacts(db, tenantId)]);
+  const [fullStatement, { orders, confirmed, stockDrift, integrity, wallet }] = await Promise.all([channel.statement(), readDatabaseFacts(db, tenantId)]);
   const statement = tenantId === undefined ? fullStatement : tenantStatement(fullStatement, new Set(orders.map((o) => o.order_id)));
   const ledger = ledgerByOrder(statement.lines);
+  // Wallet-paid orders are judged by the same rules, with their wallet transfers as the provider's lines.
+  const walletNet = mergeLedgers(ledger, wallet.byOrder);
   const mismatches: Mismatch[] = [];
   const statuses: Record<string, number> = {};
   const pendingOrders: Array<{ order_id: string; status: string }> = [];
   let paid = 0;
   let paidSum = 0;
+  // A PAID order of n lines owns n CONFIRMED reservations.
+  let paidLines = 0;
   for (const order of orders) {
     statuses[order.status] = (statuses[order.status] ?? 0) + 1;
     if (order.status === 'PAID') {
       paid++;
+      paidLines += order.lines;
       paidSum += order.amount;
     }
     if (PENDING_STATUSES.has(order.status)) pendingOrders.push({ order_id: order.order_id, status: order.status });
@@ -99,12 +106,14 @@ export async function reconcile(db: Db, channel: ChannelClient, tenantId?: strin
   }
   const known = new Set(orders.map((o) => o.order_id));
   for (const mo of ledger.keys()) if (!known.has(mo)) mismatches.push({ order_id: mo, status: null, class: 'PROVIDER_RECORD_WITHOUT_ORDER', detail: 'the provider has lines for an order we do not have' });
-  if (confirmed !== paid) mismatches.push({ order_id: GLOBAL, status: null, class: 'CONFIRMED_NE_PAID', detail: `confirmed=${confirmed} != paid=${paid}` });
+  if (confirmed !== paidLines) mismatches.push({ order_id: GLOBAL, status: null, class: 'CONFIRMED_NE_PAID', detail: `confirmed=${confirmed} != paid=${paidLines}${paidLines !== paid ? ' (lines)' : ''}` });
   for (const s of stockDrift) mismatches.push({ order_id: GLOBAL, status: null, class: 'STOCK_NOT_CONSERVED', detail: `${s.tenant_id}/${s.sku}: ${s.detail}` });
   // While an order is unfinished, money may legitimately be in flight: compare net only when none is.
-  if (pendingOrders.length === 0 && statement.net !== paidSum) {
-    mismatches.push({ order_id: GLOBAL, status: null, class: 'CHANNEL_NET_NE_PAID_SUM', detail: `channel_net=${statement.net} != paid_sum=${paidSum}` });
+  if (pendingOrders.length === 0 && statement.net + walletNet !== paidSum) {
+    mismatches.push({ order_id: GLOBAL, status: null, class: 'CHANNEL_NET_NE_PAID_SUM', detail: `channel_net=${statement.net}${walletNet ? ` + wallet_net=${walletNet}` : ''} != paid_sum=${paidSum}` });
   }
+  for (const a of wallet.drift) mismatches.push({ order_id: GLOBAL, status: null, class: 'WALLET_BALANCE_NE_TRANSFERS', detail: `${a.tenant_id}/${a.account_id}: balance=${a.balance} != transfers=${a.net}` });
+  for (const t of wallet.unbalanced) mismatches.push({ order_id: GLOBAL, status: null, class: 'LEDGER_NOT_ZERO', detail: `${t.tenant_id}: accounts sum to ${t.sum}` });
   for (const id of integrity.paid_without_event_ids) mismatches.push({ order_id: id, status: 'PAID', class: 'PAID_WITHOUT_EVENT', detail: 'PAID order without an ORDER_PAID outbox event' });
   for (const t of integrity.terminal_without_event_ids) mismatches.push({ order_id: t.order_id, status: t.status, class: 'TERMINAL_WITHOUT_EVENT', detail: `${t.status} order without an ORDER_${t.status} outbox event` });
   if (integrity.duplicate_shipments > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DUPLICATE_SHIPMENT', detail: `${integrity.duplicate_shipments} orders shipped more than once` });
@@ -117,7 +126,7 @@ export async function reconcile(db: Db, channel: ChannelClient, tenantId?: strin
     pending_orders: pendingOrders,
     mismatches,
     statuses,
-    totals: { channel_net: statement.net, paid_sum: paidSum, confirmed, paid, drift: statement.net - paidSum },
+    totals: { channel_net: statement.net, wallet_net: walletNet, paid_sum: paidSum, confirmed, paid, drift: statement.net + walletNet - paidSum },
     events: { paid_without_event: integrity.paid_without_event, terminal_without_event: integrity.terminal_without_event, duplicate_shipments: integrity.duplicate_shipments, shipped_without_paid: integrity.shipped_without_paid, pending: integrity.pending, dead: integrity.dead },
   };
 }
@@ -126,5 +135,5 @@ export async function reconcile(db: Db, channel: ChannelClient, tenantId?: strin
 export function summaryLine(report: ReconciliationReport): string {
   const classes = Object.entries(report.statuses).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(', ');
   const t = report.totals;
-  return `reconcile classes={${classes}} mismatches=${report.mismatches.length} pending=${report.pending} channel_net=${t.channel_net} paid_sum=${t.paid_sum} confirmed=${t.confirmed} paid=${t.paid} drift=${t.drift} events_pending=${report.events.pending} dead=${report.events.dead}`;
+  return `reconcile classes={${classes}} mismatches=${report.mismatches.length} pending=${report.pending} channel_net=${t.channel_net}${t.wallet_net ? ` wallet_net=${t.wallet_net}` : ''} paid_sum=${t.paid_sum} confirmed=${t.confirmed} paid=${t.paid} drift=${t.drift} events_pending=${report.events.pending} dead=${report.events.dead}`;
 }

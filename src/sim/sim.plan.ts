@@ -13,6 +13,10 @@ export interface SimShape {
   /** Of the `expire` orders, how many see their first refund reply time out. */
   refundTimeouts: number;
   concurrency: number;
+  /** Lines per order (seed 004): the sale's SKU plus lines-1 companion SKUs with stock to spare. */
+  lines?: number;
+  /** Share (0..1) of the normal buyers who pay from a seeded wallet; a quarter of those wallets are too low. */
+  walletShare?: number;
 }
 
 /** Seed 000's shape: 24 units, 24 orders (3 declined, 4 lost replies, 3 lingering, 3 never paid, 6 expired while UNKNOWN, 2 of them with a lost first refund), 12 late buyers. */
@@ -33,6 +37,8 @@ export interface PlannedOrder {
   refundTimeout: boolean;
   /** Copies of each of its notifications delivered, 1–3. */
   copies: number;
+  /** Pays from the wallet, seeded with enough or one minor unit too little (then pays by channel). */
+  wallet?: 'ENOUGH' | 'SHORT';
 }
 
 export interface SimPlan {
@@ -69,7 +75,23 @@ export function planSim(seed: number, shape: SimShape): SimPlan {
     return { index, fault, delayMs: drawBetween(random, 400, 1500), refundTimeout, copies: drawBetween(random, 1, 3) };
   });
   const releaseOrder = shuffle(orders.map((o) => o.index), random);
-  return { seed, orders, releaseOrder, releaseDelaysMs: releaseOrder.map(() => drawBetween(random, 0, 300)) };
+  const plan = { seed, orders, releaseOrder, releaseDelaysMs: releaseOrder.map(() => drawBetween(random, 0, 300)) };
+  return shape.walletShare ? withWallets(plan, shape.walletShare) : plan;
+}
+
+// A generator of its own, so adding wallets never changes the fault plan of a seed.
+const WALLET_STREAM = 0x5eed004;
+const SHORT_SHARE = 0.25;
+
+/** Marks a share of the normal orders as wallet-paid; only normal ones, since every other fault is the provider's. */
+function withWallets(plan: SimPlan, share: number): SimPlan {
+  const random = mulberry32(plan.seed ^ WALLET_STREAM);
+  const orders = plan.orders.map((o): PlannedOrder => {
+    const draw = random();
+    const short = random() < SHORT_SHARE;
+    return o.fault === 'normal' && draw < share ? { ...o, wallet: short ? 'SHORT' : 'ENOUGH' } : o;
+  });
+  return { ...plan, orders };
 }
 
 export function parseMix(text: string, base: SimShape['mix']): SimShape['mix'] {

@@ -1,4 +1,5 @@
 import { summaryLine, type ReconciliationReport } from '../reconcile/index.ts';
+import type { CreateOrderRequest } from '../client/index.ts';
 import { buyerClient, http, type SimTarget } from './sim.client.ts';
 import type { PlannedOrder, SimPlan, SimShape } from './sim.plan.ts';
 
@@ -48,6 +49,8 @@ const format = (counts: Record<string, number>) => `{${Object.entries(counts).so
 export class Simulation {
   private readonly ids = new Map<number, string>();
   private lateWon = 0;
+  private walletPaid = 0;
+  private walletRefused = 0;
   private settledLate = 0;
 
   constructor(
@@ -58,8 +61,8 @@ export class Simulation {
     private readonly onProgress: (p: Progress) => void = () => undefined,
   ) {}
 
-  private admin(method: string, path: string, body?: unknown) {
-    return http(`${this.target.api}${path}`, { method, token: this.target.adminToken, body });
+  private admin(method: string, path: string, body?: unknown, key?: string) {
+    return http(`${this.target.api}${path}`, { method, token: this.target.adminToken, body, ...(key ? { key } : {}) });
   }
 
   /** A recovery pass as eager as the API allows: below its floor (the pay timeout) it answers 400 with `minimum`. */
@@ -80,9 +83,11 @@ export class Simulation {
 
   /** One original buyer: order, the planned fault, and (unless they never pay) pay. */
   private async original(order: PlannedOrder): Promise<void> {
+    const buyer = `${this.sku}-buyer-${order.index}`;
+    const token = await this.target.buyerToken(buyer);
     // Buyers go through the typed client, as an integrator would (flashpay/client).
-    const buyer = buyerClient(this.target, await this.target.buyerToken(`${this.sku}-buyer-${order.index}`));
-    const created = await buyer.createOrder({ sku: this.sku }, { idempotencyKey: `${this.sku}-o${order.index}` });
+    const client = buyerClient(this.target, token);
+    const created = await client.createOrder(this.orderBody(), { idempotencyKey: `${this.sku}-o${order.index}` });
     if (!created.ok) return;
     const orderId = created.data.order_id;
     this.ids.set(order.index, orderId);
@@ -93,10 +98,29 @@ export class Simulation {
     if (order.fault === 'expire') await this.control('POST', '/_control/faults', { op: 'query', kind: 'ERROR_500', merchant_order: orderId, times: LATE_SUCCESS_QUERIES });
     if (order.fault === 'linger') await this.fault(orderId, 'charge', 'DELAY_REQUEST', order.delayMs);
     if (order.refundTimeout) await this.fault(orderId, 'refund', 'DELAY_RESPONSE', 800);
-    if (order.fault !== 'nopay') await buyer.payOrder(orderId, { idempotencyKey: `${this.sku}-p${order.index}` });
+    if (order.wallet) await this.payFromWallet(buyer, token, orderId, created.data.amount, order);
+    else if (order.fault !== 'nopay') await client.payOrder(orderId, { idempotencyKey: `${this.sku}-p${order.index}` });
     // Its hold ends now, as if 60 s had passed: for `expire`, while the payment is UNKNOWN, so the
     // unit goes back on sale before the success arrives; for `nopay`, an abandoned order.
     if (order.fault === 'expire' || order.fault === 'nopay') await this.expireHold(orderId);
+  }
+
+  /** `{sku}`, or the sale's SKU with its companions when the sale runs with --lines N. */
+  private orderBody(): CreateOrderRequest {
+    const n = this.shape.lines ?? 1;
+    if (n <= 1) return { sku: this.sku };
+    return { lines: [{ sku: this.sku }, ...Array.from({ length: n - 1 }, (_, i) => ({ sku: `${this.sku}-l${i + 2}` }))] };
+  }
+
+  /** A wallet buyer: seeded balance, pay from it; too low a balance (409) pays by the provider instead. */
+  private async payFromWallet(buyer: string, token: string, orderId: string, amount: number, order: PlannedOrder): Promise<void> {
+    const balance = order.wallet === 'SHORT' ? amount - 1 : amount;
+    if (balance > 0) await this.admin('POST', `/v1/admin/wallets/${encodeURIComponent(buyer)}/credits`, { amount: balance }, `${this.sku}-fund${order.index}`);
+    const paid = await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-w${order.index}`, body: { method: 'wallet' } });
+    if (paid.status === 409 && paid.body?.code === 'INSUFFICIENT_FUNDS') {
+      this.walletRefused++;
+      await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-p${order.index}` });
+    } else if (paid.status === 200) this.walletPaid++;
   }
 
   private async expireHold(orderId: string): Promise<void> {
@@ -111,11 +135,11 @@ export class Simulation {
 
   /** A buyer who was sold out earlier tries again with fresh keys until they win or nothing is left. */
   private async lateBuyer(n: number, deadline: number): Promise<void> {
-    const buyer = buyerClient(this.target, await this.target.buyerToken(`${this.sku}-late-${n}`));
+    const client = buyerClient(this.target, await this.target.buyerToken(`${this.sku}-late-${n}`));
     for (let attempt = 0; Date.now() < deadline; attempt++) {
-      const created = await buyer.createOrder({ sku: this.sku }, { idempotencyKey: `${this.sku}-late${n}-a${attempt}` });
+      const created = await client.createOrder(this.orderBody(), { idempotencyKey: `${this.sku}-late${n}-a${attempt}` });
       if (created.ok) {
-        await buyer.payOrder(created.data.order_id, { idempotencyKey: `${this.sku}-late${n}-pay` });
+        await client.payOrder(created.data.order_id, { idempotencyKey: `${this.sku}-late${n}-pay` });
         this.lateWon++;
         break;
       }
@@ -171,6 +195,10 @@ export class Simulation {
     const created = await this.admin('POST', '/v1/admin/skus', { sku: this.sku, name: `Simulated flash sale (seed ${this.plan.seed})`, price: PRICE, stock: this.shape.stock, hold_ttl_ms: 60_000 });
     // 409: our own earlier attempt created it before the stack went down under us.
     if (created.status !== 201 && created.status !== 409) throw new Error(`cannot create SKU ${this.sku}: ${created.status} ${JSON.stringify(created.body)}`);
+    // Companion lines have stock to spare: only the sale's SKU is contested.
+    for (let line = 2; line <= (this.shape.lines ?? 1); line++) {
+      await this.admin('POST', '/v1/admin/skus', { sku: `${this.sku}-l${line}`, name: `Companion ${line}`, price: PRICE, stock: this.shape.stock + this.shape.lateBuyers, hold_ttl_ms: 60_000 });
+    }
     await this.control('POST', '/_control/callbacks', { mode: 'HOLD', duplicates: 3 });
     let bought = 0;
     this.onProgress({ phase: 'buying', done: 0, total: this.plan.orders.length });
@@ -202,7 +230,7 @@ export class Simulation {
     const outcomes = (await this.admin('GET', `/v1/admin/skus/${this.sku}/outcomes`)).body as { statuses: Record<string, number>; notification_effects: Record<string, number> };
     this.onProgress({ phase: 'done', done: 1, total: 1 });
     const lines = [
-      `note late buyers ${this.lateWon} ; final ${format(outcomes.statuses)}`,
+      `note late buyers ${this.lateWon} ; final ${format(outcomes.statuses)}${this.walletPaid + this.walletRefused > 0 ? ` ; wallet paid ${this.walletPaid} refused ${this.walletRefused}` : ''}`,
       `note notification effects ${format(outcomes.notification_effects)}`,
       `note ${summaryLine(reconciliation)}`,
     ];

@@ -26,6 +26,26 @@ const EXPECTED: Record<string, string[]> = {
     "REJECTED", // REFUNDING
     "REJECTED", // REFUNDED
   ],
+  "wallet pay": [
+    "PAID → PAID confirm", // CREATED
+    "REJECTED", // PAYING
+    "REJECTED", // UNKNOWN
+    "REJECTED", // PAID
+    "REJECTED", // FAILED
+    "REJECTED", // CANCELLED
+    "REJECTED", // REFUNDING
+    "REJECTED", // REFUNDED
+  ],
+  "wallet pay, hold expired": [
+    "REJECTED → CANCELLED release", // CREATED
+    "REJECTED", // PAYING
+    "REJECTED", // UNKNOWN
+    "REJECTED", // PAID
+    "REJECTED", // FAILED
+    "REJECTED", // CANCELLED
+    "REJECTED", // REFUNDING
+    "REJECTED", // REFUNDED
+  ],
   "cancel": [
     "CANCELLED → CANCELLED release", // CREATED
     "REJECTED", // PAYING
@@ -206,10 +226,26 @@ describe('decide: what every event does to an order in every status', () => {
     const order = { orderId: 'ord_y', status: 'UNKNOWN' as const, amount: 5, reserveAttempt: 2 };
     const released: Hold = { key: 'ord_y/r2', sku: 's', quantity: 3, status: 'RELEASED', expiresAt: null };
     const d = decide(order, [released], { type: 'PROVIDER_ANSWERED', via: 'callback', status: 'CHARGED', amount: 5, cause: 'cb' }, new Date());
-    expect(d.stock).toEqual([{ op: 'rereserve', key: 'ord_y/r3', attempt: 3, sku: 's', quantity: 3 }]);
+    expect(d.stock).toEqual([{ op: 'rereserve', key: 'ord_y/r3', attempt: 3, sku: 's', quantity: 3, line: 1 }]);
     expect(d.orElse?.stock).toEqual([]);
     const failed = decide(order, [released], { type: 'PROVIDER_ANSWERED', via: 'query', status: 'DECLINED', cause: 'query' }, new Date());
     expect(failed).toMatchObject({ outcome: 'FAILED', to: 'FAILED', stock: [] });
+  });
+
+  it('several lines: a HELD line is confirmed, each lost line is re-reserved under its own line key; a refusal releases the HELD ones', () => {
+    const order = { orderId: 'ord_z', status: 'UNKNOWN' as const, amount: 9, reserveAttempt: 1 };
+    const holds: Hold[] = [
+      { key: 'ord_z/r1', sku: 'a', quantity: 1, status: 'RELEASED', expiresAt: null, line: 1 },
+      { key: 'ord_z/l2/r1', sku: 'b', quantity: 2, status: 'HELD', expiresAt: null, line: 2 },
+      { key: 'ord_z/l3/r1', sku: 'c', quantity: 1, status: 'RELEASED', expiresAt: null, line: 3 },
+    ];
+    const d = decide(order, holds, { type: 'PROVIDER_ANSWERED', via: 'query', status: 'CHARGED', amount: 9, cause: 'query' }, new Date());
+    expect(d.stock).toEqual([
+      { op: 'rereserve', key: 'ord_z/r2', attempt: 2, sku: 'a', quantity: 1, line: 1 },
+      { op: 'confirm', key: 'ord_z/l2/r1' },
+      { op: 'rereserve', key: 'ord_z/l3/r2', attempt: 2, sku: 'c', quantity: 1, line: 3 },
+    ]);
+    expect(d.orElse).toMatchObject({ to: 'REFUNDING', calls: ['REFUND'], stock: [{ op: 'release', key: 'ord_z/l2/r1' }] });
   });
 
   it('a hold is gone when it is not HELD or is past its expiry, whatever the sweep has done', () => {

@@ -13,6 +13,7 @@ import type { MismatchClass } from '../../src/reconcile/reconcile.rules.ts';
 import { convergeWithoutClose, payTreatingTimeoutAsFailure, unguardedMarkPaid } from '../support/broken.ts';
 import { eventually, TENANT, type PaymentStack } from '../support/payments.ts';
 import * as plant from '../support/plant.ts';
+import { drain, reconciliation } from './scenario.ts';
 import { chargeAtChannel, GLOBAL, HOLD_TTL_MS, holdCallbacks, PRICE, refundAtChannel, SKU, statusOf, type Scenario } from './scenario.ts';
 
 /** `[order_id, class]`, optionally with text its detail must contain. */
@@ -45,6 +46,18 @@ const fault = (s: PaymentStack, op: string, kind: string, merchantOrder: string,
 function ledgerOf(s: PaymentStack) {
   if (!('ledger' in s)) throw new Error('this case needs startLedgerPaymentStack');
   return (s as plant.LedgerPaymentStack).ledger;
+}
+
+/** A buyer with a wallet, an order on a SKU of its own paid from it; the report stays clean. */
+async function walletPaid(s: PaymentStack, user: string, sku: string): Promise<string> {
+  await s.call('POST', '/v1/admin/skus', { token: s.admin, body: { sku, name: sku, price: PRICE, stock: 1 } });
+  expect((await s.call('POST', `/v1/admin/wallets/${user}/credits`, { token: s.admin, body: { amount: 2 * PRICE }, headers: { 'idempotency-key': `fund-${user}` } })).status).toBe(201);
+  const bought = await s.buy(user, sku);
+  expect((await s.call('POST', `/v1/orders/${bought.orderId}/pay`, { token: bought.token, body: { method: 'wallet' }, headers: { 'idempotency-key': `wpay-${user}` } })).body.status).toBe('PAID');
+  await drain(s);
+  const report = await reconciliation(s);
+  expect([report.mismatches, report.totals.wallet_net, report.totals.paid_sum]).toEqual([[], PRICE, 3 * PRICE]);
+  return bought.orderId;
 }
 
 export const ORDER_CASES: Case[] = [
@@ -326,6 +339,39 @@ export const GLOBAL_CASES: Case[] = [
       const now = s.clock.now();
       await db(s).query(`INSERT INTO outbox (order_id, event_type, order_version, payload, created_at, next_attempt_at) VALUES ($1, 'ORDER_SHIPPED', 99, '{}', $2, $2)`, [paid.orderId, now]);
       return [[GLOBAL, 'DEAD_EVENT']]; // parked by the drain that follows every plant
+    },
+  },
+  {
+    proves: 'MULTIPLE_CHARGES',
+    title: 'W-R1: a second wallet debit for a wallet-paid order, booked consistently, is two charges for one order',
+    async plant(s) {
+      const id = await walletPaid(s, 'rc-w1', 'rcw1');
+      await db(s).query(
+        `INSERT INTO wallet_transfers (tenant_id, transfer_id, debit_account, credit_account, amount, kind, user_id, order_id, at) VALUES ($1, $2, 'user:rc-w1', 'revenue', $3, 'DEBIT', 'rc-w1', $4, now())`,
+        [TENANT, `${id}/pay-again`, PRICE, id],
+      );
+      await db(s).query(`UPDATE wallet_accounts SET balance = balance + CASE WHEN account_id = 'revenue' THEN $2::bigint ELSE -$2::bigint END WHERE tenant_id = $1 AND account_id IN ('revenue', 'user:rc-w1')`, [TENANT, PRICE]);
+      return [[id, 'MULTIPLE_CHARGES'], [id, 'PAID_AMOUNT_MISMATCH', `charged=${2 * PRICE}`], NET]; // the wallet holds twice the order's amount
+    },
+  },
+  {
+    proves: 'WALLET_BALANCE_NE_TRANSFERS',
+    title: 'W-R2: money moved between two wallets by a plain UPDATE, with no transfer behind it, leaves both balances unexplained',
+    async plant(s) {
+      await walletPaid(s, 'rc-w2', 'rcw2');
+      expect((await s.call('POST', '/v1/admin/wallets/rc-w3/credits', { token: s.admin, body: { amount: 10 }, headers: { 'idempotency-key': 'fund-rc-w3' } })).status).toBe(201);
+      await db(s).query(`UPDATE wallet_accounts SET balance = balance + CASE WHEN account_id = 'user:rc-w3' THEN 100 ELSE -100 END WHERE tenant_id = $1 AND account_id IN ('user:rc-w2', 'user:rc-w3')`, [TENANT]);
+      // The ledger still sums to zero: only the per-account check can see it.
+      return [[GLOBAL, 'WALLET_BALANCE_NE_TRANSFERS', 'user:rc-w2'], [GLOBAL, 'WALLET_BALANCE_NE_TRANSFERS']];
+    },
+  },
+  {
+    proves: 'LEDGER_NOT_ZERO',
+    title: 'W-R3: a balance raised without a counter-entry (single-entry bookkeeping) makes the ledger sum to more than zero',
+    async plant(s) {
+      await walletPaid(s, 'rc-w4', 'rcw4');
+      await db(s).query(`UPDATE wallet_accounts SET balance = balance + 100 WHERE tenant_id = $1 AND account_id = 'user:rc-w4'`, [TENANT]);
+      return [[GLOBAL, 'LEDGER_NOT_ZERO', 'accounts sum to 100'], [GLOBAL, 'WALLET_BALANCE_NE_TRANSFERS', 'user:rc-w4']];
     },
   },
 ];

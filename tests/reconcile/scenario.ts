@@ -103,7 +103,7 @@ export async function expectClean(s: PaymentStack): Promise<void> {
   expect(report.mismatches).toEqual([]);
   expect(report).toMatchObject({ ok: true, pending: 0, pending_orders: [] });
   expect(report.statuses).toEqual({ PAID: 2, FAILED: 1, CANCELLED: 1, REFUNDED: 1, CREATED: 1 });
-  expect(report.totals).toEqual({ channel_net: 2 * PRICE, paid_sum: 2 * PRICE, confirmed: 2, paid: 2, drift: 0 });
+  expect(report.totals).toEqual({ channel_net: 2 * PRICE, wallet_net: 0, paid_sum: 2 * PRICE, confirmed: 2, paid: 2, drift: 0 });
   expect(report.events).toEqual({ paid_without_event: 0, terminal_without_event: 0, duplicate_shipments: 0, shipped_without_paid: 0, pending: 0, dead: 0 });
 }
 

@@ -7,16 +7,16 @@ import { BIN } from '../support/process.ts';
 interface SimJson {
   ok: boolean;
   final: Record<string, number>;
-  reconciliation: { pending: number; mismatches: unknown[]; totals: { channel_net: number; paid_sum: number; confirmed: number; paid: number; drift: number } };
+  reconciliation: { pending: number; mismatches: unknown[]; totals: { channel_net: number; wallet_net: number; paid_sum: number; confirmed: number; paid: number; drift: number } };
   lines: string[];
 }
 
 /** Runs `flashpay sim` as a user would, on a fresh database, and returns its exit code and JSON report. */
-async function runSim(seed: number): Promise<{ code: number | null; report: SimJson; stderr: string }> {
+async function runSim(seed: number, flags: string[] = []): Promise<{ code: number | null; report: SimJson; stderr: string }> {
   const db = await freshDatabase({ poolSize: 1 });
   // Small pools: several sales run at once, and a default PostgreSQL allows only 100 connections.
   const env = { ...process.env, DATABASE_URL: db.url, FLASHPAY_POOL_SIZE: '6' };
-  const child = spawn(process.execPath, [BIN, 'sim', '--seed', String(seed), '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'sim', '--seed', String(seed), '--json', ...flags], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -46,6 +46,20 @@ describe('flashpay sim: the seeded fault-injection flash sale (C29-13)', () => {
     expect(report.final.PAID).toBe(24);
     expect(report.reconciliation.totals).toMatchObject({ paid: 24, confirmed: 24, paid_sum: 24 * 1990, channel_net: 24 * 1990, drift: 0 });
     expect(report.lines[2]).toMatch(/mismatches=0 pending=0 .*drift=0/);
+    expect(code).toBe(0);
+  }, 120_000);
+
+  it('L-09 seed 29 with --lines 3 --wallet-share 0.5: three lines per order, wallets (some too low) beside the provider, still clean', async () => {
+    // Proves multi-line orders and wallet pays survive every fault of the seed's mix: mismatches=0 pending=0.
+    const { code, report, stderr } = await runSim(29, ['--lines', '3', '--wallet-share', '0.5']);
+    expect(report.reconciliation.mismatches, stderr).toEqual([]);
+    expect(report.reconciliation.pending).toBe(0);
+    expect(report.final.PAID).toBe(24);
+    const t = report.reconciliation.totals;
+    expect(t).toMatchObject({ paid: 24, confirmed: 72, paid_sum: 24 * 3 * 1990, drift: 0 });
+    expect(t.wallet_net).toBeGreaterThan(0);
+    expect(t.channel_net + t.wallet_net).toBe(t.paid_sum);
+    expect(report.lines[0]).toMatch(/wallet paid [1-9]\d* refused \d+/);
     expect(code).toBe(0);
   }, 120_000);
 });

@@ -1,0 +1,121 @@
+import type { Executor, Tx } from '../platform/db.ts';
+import { invariant } from '../platform/errors.ts';
+
+export const TRANSFER_KINDS = ['CREDIT', 'DEBIT', 'REFUND'] as const;
+export type TransferKind = (typeof TRANSFER_KINDS)[number];
+
+/** One account per buyer wallet, plus the tenant's revenue and its funding source (Formance's @world). */
+export const REVENUE = 'revenue';
+export const FUNDING = 'funding';
+export const userAccount = (userId: string) => `user:${userId}`;
+
+export interface Transfer {
+  tenantId: string;
+  transferId: string;
+  debitAccount: string;
+  creditAccount: string;
+  amount: number;
+  kind: TransferKind;
+  userId: string;
+  orderId: string | null;
+}
+
+/**
+ * DONE: posted now. DUPLICATE: the same transfer was posted before (idempotent by id).
+ * EXISTS_DIFFERENT: that id carries another transfer (TigerBeetle's `exists_with_different_*`).
+ * INSUFFICIENT_FUNDS: the debit account would go below zero; nothing was written.
+ */
+export type TransferOutcome = 'DONE' | 'DUPLICATE' | 'EXISTS_DIFFERENT' | 'INSUFFICIENT_FUNDS';
+
+async function ensureAccount(tx: Tx, tenantId: string, accountId: string, userId: string | null, now: Date): Promise<void> {
+  const kind = accountId === REVENUE ? 'REVENUE' : accountId === FUNDING ? 'FUNDING' : 'USER';
+  await tx.query(
+    `INSERT INTO wallet_accounts (tenant_id, account_id, kind, user_id, balance, created_at) VALUES ($1, $2, $3, $4, 0, $5) ON CONFLICT DO NOTHING`,
+    [tenantId, accountId, kind, kind === 'USER' ? userId : null, now],
+  );
+}
+
+function sameTransfer(a: Transfer, row: TransferRow): boolean {
+  return a.debitAccount === row.debit_account && a.creditAccount === row.credit_account && a.amount === row.amount && a.kind === row.kind && a.userId === row.user_id && a.orderId === row.order_id;
+}
+
+interface TransferRow {
+  transfer_id: string;
+  debit_account: string;
+  credit_account: string;
+  amount: number;
+  kind: TransferKind;
+  user_id: string;
+  order_id: string | null;
+  at: Date;
+}
+
+/**
+ * Posts one transfer in the caller's transaction, at most once per (tenant, transfer id).
+ * The insert comes first: a concurrent transfer with the same id waits on its unique-key lock and
+ * then finds it (DUPLICATE), so no id moves money twice. Both account rows are then locked in id
+ * order (two opposite transfers never deadlock) and moved; the balance test is repeated by the
+ * table's CHECK, so even a buggy caller cannot overdraw. A refusal is rolled back to a savepoint:
+ * nothing of it remains, and the caller's transaction goes on.
+ */
+export async function tryTransfer(tx: Tx, t: Transfer, now: Date): Promise<TransferOutcome> {
+  invariant(t.amount > 0 && Number.isSafeInteger(t.amount), `transfer amount ${t.amount}`);
+  await ensureAccount(tx, t.tenantId, t.debitAccount, t.userId, now);
+  await ensureAccount(tx, t.tenantId, t.creditAccount, t.userId, now);
+  await tx.query('SAVEPOINT wallet_transfer');
+  const inserted = await tx.query(
+    `INSERT INTO wallet_transfers (tenant_id, transfer_id, debit_account, credit_account, amount, kind, user_id, order_id, at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (tenant_id, transfer_id) DO NOTHING`,
+    [t.tenantId, t.transferId, t.debitAccount, t.creditAccount, t.amount, t.kind, t.userId, t.orderId, now],
+  );
+  if (inserted.rowCount === 0) {
+    await tx.query('RELEASE SAVEPOINT wallet_transfer');
+    const existing = await tx.query<TransferRow>('SELECT * FROM wallet_transfers WHERE tenant_id = $1 AND transfer_id = $2', [t.tenantId, t.transferId]);
+    const row = existing.rows[0];
+    invariant(row, `transfer ${t.transferId} conflicted but is not there`);
+    return sameTransfer(t, row) ? 'DUPLICATE' : 'EXISTS_DIFFERENT';
+  }
+  const locked = await tx.query<{ account_id: string; kind: string; balance: number }>(
+    'SELECT account_id, kind, balance FROM wallet_accounts WHERE tenant_id = $1 AND account_id = ANY($2::text[]) ORDER BY account_id FOR UPDATE',
+    [t.tenantId, [t.debitAccount, t.creditAccount]],
+  );
+  const debit = locked.rows.find((r) => r.account_id === t.debitAccount);
+  invariant(debit && locked.rows.length === 2, `accounts of transfer ${t.transferId} missing`);
+  if (debit.kind !== 'FUNDING' && debit.balance < t.amount) {
+    await tx.query('ROLLBACK TO SAVEPOINT wallet_transfer');
+    await tx.query('RELEASE SAVEPOINT wallet_transfer');
+    return 'INSUFFICIENT_FUNDS';
+  }
+  const moved = await tx.query(
+    `UPDATE wallet_accounts SET balance = balance + CASE WHEN account_id = $2 THEN -$4::bigint ELSE $4::bigint END
+     WHERE tenant_id = $1 AND account_id IN ($2, $3)`,
+    [t.tenantId, t.debitAccount, t.creditAccount, t.amount],
+  );
+  invariant(moved.rowCount === 2, `transfer ${t.transferId} moved ${moved.rowCount} balances`);
+  await tx.query('RELEASE SAVEPOINT wallet_transfer');
+  return 'DONE';
+}
+
+export async function findBalance(db: Executor, tenantId: string, userId: string): Promise<number> {
+  const result = await db.query<{ balance: number }>('SELECT balance FROM wallet_accounts WHERE tenant_id = $1 AND account_id = $2', [tenantId, userAccount(userId)]);
+  return result.rows[0]?.balance ?? 0;
+}
+
+export interface TransferView {
+  transfer_id: string;
+  kind: TransferKind;
+  amount: number;
+  order_id?: string;
+  at: string;
+}
+
+// One wallet's history as an operator reads it; bounded so a page never grows without limit.
+const TRANSFERS_PAGE = 500;
+
+export async function listTransfers(db: Executor, tenantId: string, userId: string): Promise<TransferView[]> {
+  const result = await db.query<TransferRow>(
+    `SELECT * FROM wallet_transfers WHERE tenant_id = $1 AND user_id = $2 ORDER BY at, transfer_id LIMIT ${TRANSFERS_PAGE}`,
+    [tenantId, userId],
+  );
+  return result.rows.map((r) => ({ transfer_id: r.transfer_id, kind: r.kind, amount: r.amount, ...(r.order_id ? { order_id: r.order_id } : {}), at: r.at.toISOString() }));
+}

@@ -1,0 +1,66 @@
+import type { Tx } from '../platform/db.ts';
+import { businessMetrics } from '../platform/business-metrics.ts';
+import { AppError, invariant } from '../platform/errors.ts';
+import { FUNDING, REVENUE, tryTransfer, userAccount, type TransferOutcome } from './wallet.repo.ts';
+
+export interface Owner {
+  tenantId: string;
+  userId: string;
+}
+
+/** The debit of an order is one transfer whose id derives from the order: at most one per order, ever. */
+export const debitIdFor = (orderId: string) => `${orderId}/pay`;
+/** Credits are named by the operator's Idempotency-Key, kept apart from order-derived ids. */
+export const creditIdFor = (key: string) => `credit:${key}`;
+
+function counted(kind: string, outcome: TransferOutcome): TransferOutcome {
+  if (outcome === 'DONE') businessMetrics.walletTransfers.inc({ kind });
+  if (outcome === 'INSUFFICIENT_FUNDS') businessMetrics.walletRefusals.inc({ kind });
+  return outcome;
+}
+
+/** Puts money into a buyer's wallet from the tenant's funding account. Same id, other content: 422. */
+export async function creditWallet(tx: Tx, owner: Owner, amount: number, transferId: string, now: Date): Promise<void> {
+  const outcome = await tryTransfer(tx, { ...owner, transferId, debitAccount: FUNDING, creditAccount: userAccount(owner.userId), amount, kind: 'CREDIT', orderId: null }, now);
+  if (outcome === 'EXISTS_DIFFERENT') throw new AppError('IDEMPOTENCY_KEY_REUSED', `transfer ${transferId} exists with other content`);
+  invariant(outcome !== 'INSUFFICIENT_FUNDS', 'the funding account has no floor');
+  counted('CREDIT', outcome);
+}
+
+/**
+ * Takes an order's amount from its buyer's wallet in the caller's transaction (the one that makes
+ * the order PAID). INSUFFICIENT_FUNDS leaves nothing behind; DUPLICATE means this order was debited
+ * before, which the caller's order lock makes a bug.
+ */
+export async function debitForOrder(tx: Tx, owner: Owner, orderId: string, amount: number, now: Date): Promise<TransferOutcome> {
+  const outcome = await tryTransfer(tx, { ...owner, transferId: debitIdFor(orderId), debitAccount: userAccount(owner.userId), creditAccount: REVENUE, amount, kind: 'DEBIT', orderId }, now);
+  return counted('DEBIT', outcome);
+}
+
+export interface WalletRefund extends Owner {
+  orderId: string;
+  amount: number;
+  /** The order's refund key: the transfer id, so the refund happens once whoever asks again. */
+  key: string;
+}
+
+/**
+ * Gives a wallet-paid order's money back to its buyer, in the caller's transaction, once per key:
+ * DONE the first time, DUPLICATE after. The same key for another amount or order is a bug.
+ */
+export async function refundToWallet(tx: Tx, refund: WalletRefund, now: Date): Promise<'DONE' | 'DUPLICATE'> {
+  const outcome = await tryTransfer(
+    tx,
+    { tenantId: refund.tenantId, userId: refund.userId, transferId: refund.key, debitAccount: REVENUE, creditAccount: userAccount(refund.userId), amount: refund.amount, kind: 'REFUND', orderId: refund.orderId },
+    now,
+  );
+  invariant(outcome === 'DONE' || outcome === 'DUPLICATE', `wallet refund ${refund.key} for ${refund.orderId}: ${outcome}`);
+  return counted('REFUND', outcome) as 'DONE' | 'DUPLICATE';
+}
+
+/** Whether an order was paid from a wallet: its debit transfer exists. */
+export async function walletDebitOf(tx: Tx, tenantId: string, orderId: string): Promise<{ amount: number; userId: string } | undefined> {
+  const result = await tx.query<{ amount: number; user_id: string }>("SELECT amount, user_id FROM wallet_transfers WHERE tenant_id = $1 AND transfer_id = $2 AND kind = 'DEBIT'", [tenantId, debitIdFor(orderId)]);
+  const row = result.rows[0];
+  return row && { amount: row.amount, userId: row.user_id };
+}
