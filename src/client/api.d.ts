@@ -3763,6 +3763,8 @@ export interface operations {
                             };
                             totals: {
                                 channel_net: number;
+                                /** @description money taken from wallets for orders, net of refunds */
+                                wallet_net: number;
                                 paid_sum: number;
                                 confirmed: number;
                                 paid: number;
@@ -3996,6 +3998,8 @@ export interface operations {
                         };
                         totals: {
                             channel_net: number;
+                            /** @description money taken from wallets for orders, net of refunds */
+                            wallet_net: number;
                             paid_sum: number;
                             confirmed: number;
                             paid: number;

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { ADMIN_AUTH, BODY_ERRORS, BUYER_AUTH, HEADERS, IDEMPOTENCY_KEY_HEADER, jsonAnswer, nullable, problemAnswers, problemExample, stringEnum } from '../platform/openapi.ts';
-import { PARAM_ERRORS } from '../platform/openapi.ts';
+import { PARAM_ERRORS, type Covers } from '../platform/openapi.ts';
+import type { orderView } from './orders.service.ts';
 import { MAX_LINES } from './orders.lines.ts';
 import { ORDER_STATUSES } from './orders.states.ts';
 
@@ -82,6 +83,10 @@ export const OrderView = Type.Object(
   },
   { additionalProperties: false },
 );
+
+// Fails to compile when the order view and its schema drift apart (see Covers).
+const sameShape: Covers<Static<typeof OrderView>, Awaited<ReturnType<typeof orderView>>> = true;
+void sameShape;
 
 export const TimelineEntrySchema = Type.Object(
   { from: nullable(OrderStatusSchema), to: OrderStatusSchema, version: Type.Integer(), reason: Type.String(), at: Type.String({ format: 'date-time' }) },

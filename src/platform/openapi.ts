@@ -161,3 +161,14 @@ export const IDEMPOTENCY_KEY_HEADER = Type.Object({
 
 export const SIGNATURE_DESCRIPTION =
   '`Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET`. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `verifySignature` in `flashpay/client` does this.';
+
+/**
+ * Compile-time guard that a response schema says exactly what a handler returns: responses are
+ * serialized from the schema, so a field added to the handler's type but not to the schema would be
+ * dropped silently. `const _: SameShape<Static<typeof Schema>, HandlerType> = true;`
+ */
+export type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+
+/** Looser guard where the schema is wider than the handler's type (a string for a union): every
+ * top-level field the handler returns is declared, and what it returns fits the schema. */
+export type Covers<Schema, Handler> = [Exclude<keyof Handler, keyof Schema>] extends [never] ? ([Handler] extends [Schema] ? true : false) : false;

@@ -1,5 +1,6 @@
-import { Type } from 'typebox';
-import { ADMIN_AUTH, jsonAnswer, nullable, problemAnswers, stringEnum } from '../platform/openapi.ts';
+import { Type, type Static } from 'typebox';
+import { ADMIN_AUTH, jsonAnswer, nullable, problemAnswers, stringEnum, type SameShape } from '../platform/openapi.ts';
+import type { ReconciliationReport as Report } from './reconcile.service.ts';
 import { GLOBAL_CLASSES, ORDER_CLASSES } from './reconcile.rules.ts';
 
 export const ReconciliationReport = Type.Object(
@@ -15,7 +16,7 @@ export const ReconciliationReport = Type.Object(
     ),
     statuses: Type.Record(Type.String(), Type.Integer(), { description: 'order count by status' }),
     totals: Type.Object(
-      { channel_net: Type.Integer(), paid_sum: Type.Integer(), confirmed: Type.Integer(), paid: Type.Integer(), drift: Type.Integer() },
+      { channel_net: Type.Integer(), wallet_net: Type.Integer({ description: 'money taken from wallets for orders, net of refunds' }), paid_sum: Type.Integer(), confirmed: Type.Integer(), paid: Type.Integer(), drift: Type.Integer() },
       { additionalProperties: false },
     ),
     events: Type.Object(
@@ -26,13 +27,17 @@ export const ReconciliationReport = Type.Object(
   { additionalProperties: false },
 );
 
+// Fails to compile when the report and its schema drift apart (see SameShape).
+const sameShape: SameShape<Static<typeof ReconciliationReport>, Report> = true;
+void sameShape;
+
 export const reconciliationExample = {
   ok: true,
   pending: 0,
   pending_orders: [],
   mismatches: [],
   statuses: { PAID: 7, CANCELLED: 2 },
-  totals: { channel_net: 13930, paid_sum: 13930, confirmed: 7, paid: 7, drift: 0 },
+  totals: { channel_net: 13930, wallet_net: 0, paid_sum: 13930, confirmed: 7, paid: 7, drift: 0 },
   events: { paid_without_event: 0, terminal_without_event: 0, duplicate_shipments: 0, shipped_without_paid: 0, pending: 0, dead: 0 },
 };
 
