@@ -44,6 +44,7 @@ export const swaggerOptions: SwaggerOptions = {
       { name: 'admin', description: 'Operators (scope `admin`): SKUs, orders, recovery, outbox, reconciliation' },
       { name: 'provider', description: 'What the payment provider calls' },
       { name: 'events', description: 'What the outbox relay delivers' },
+      { name: 'development', description: 'Development only: the storefront\'s demo sign-in (403 in production)' },
     ],
     components: {
       securitySchemes: {

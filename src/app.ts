@@ -9,16 +9,19 @@ import { ordersRoutes } from './orders/index.ts';
 import { paymentsRoutes } from './payments/index.ts';
 import { reconcileRoutes } from './reconcile/index.ts';
 import { recoveryRoutes } from './recovery/index.ts';
+import { sagaRoutes } from './saga/index.ts';
 import { walletRoutes } from './wallet/index.ts';
+import { webRoutes } from './web/index.ts';
 import { buildHttp } from './platform/http.ts';
 import { installMetrics } from './platform/metrics.ts';
 import { contractCheckEnabled, installContractCheck } from './platform/contract.ts';
 import { metricsGuard } from './platform/metrics.guard.ts';
+import { componentsDown } from './platform/health.ts';
 
 export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 
 /** Later modules (payments, outbox, fulfillment, recovery) plug in their routes here. */
-const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes, reconcileRoutes, eventsRoutes, walletRoutes];
+const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes, reconcileRoutes, eventsRoutes, walletRoutes, sagaRoutes, webRoutes];
 
 export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promise<FastifyInstance> {
   const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel, rateLimitPerMinute: deps.config.rateLimitPerMinute });
@@ -28,13 +31,18 @@ export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promis
   installMetrics(app, metricsGuard(deps));
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
+  // Red while the database cannot be reached or a broker consumer is down (it reconnects by itself).
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    const notReady = (detail: string, extra: Record<string, unknown> = {}) =>
+      reply.code(503).header('Retry-After', '1').type('application/problem+json').send({ ...extra, type: 'about:blank', title: 'Not ready', status: 503, code: 'UNAVAILABLE', detail });
     try {
       await deps.db.query('SELECT 1');
-      return { ok: true };
     } catch {
-      return reply.code(503).type('application/problem+json').send({ type: 'about:blank', title: 'Not ready', status: 503, code: 'UNAVAILABLE', detail: 'database unreachable' });
+      return notReady('database unreachable');
     }
+    const down = componentsDown();
+    if (down.length > 0) return notReady(`down: ${down.map((c) => c.component).join(', ')}`, { components: down });
+    return { ok: true };
   });
 
   for (const register of [...ROUTE_MODULES, ...extra]) register(app, deps);

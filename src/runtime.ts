@@ -72,7 +72,15 @@ export async function openDatabase(config: Config, log: (line: string) => void):
     // Connections cut by our own shutdown are expected, not news.
     if (/FATAL|PANIC|not reachable/.test(line) && !/terminating connection due to administrator command/.test(line)) log(line.trim());
   };
-  const embedded = await startEmbedded({ dataDir: path.join(config.dataDir, 'pg'), persistent: true, log: important });
+  const embedded = await startEmbedded({
+    dataDir: path.join(config.dataDir, 'pg'),
+    persistent: true,
+    log: important,
+    notice: log,
+    supervise: true,
+    // Running on without a database helps nobody: exit so that whatever runs us notices.
+    onGiveUp: () => process.exit(1),
+  });
   await ensureDatabase(embedded.url('postgres'), SERVICE_DB);
   await ensureDatabase(embedded.url('postgres'), CHANNEL_DB);
   return { url: embedded.url(SERVICE_DB), channelUrl: embedded.url(CHANNEL_DB), embedded };

@@ -8,6 +8,7 @@ import { loadSecrets } from './platform/secrets.ts';
 import { systemClock } from './platform/clock.ts';
 import { tokenOptions, type Config } from './platform/config.ts';
 import { createPool } from './platform/db.ts';
+import { closeGracefully } from './platform/http.ts';
 import { migrate } from './platform/migrate.ts';
 import { clearRuntime, openDatabase, writeRuntime } from './runtime.ts';
 import { startWorkers } from './workers.ts';
@@ -49,9 +50,9 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
   const secrets = await loadSecrets(config);
   if (secrets.generated.length > 0) log(`using development secrets kept under ${config.dataDir} (set ${secrets.generated.join(', ')} in production)`);
 
-  const pool = createPool(database.url, config.poolSize);
+  const pool = createPool(database.url, config.poolSize, config.dbConnectTimeoutMs);
   // The provider double needs few connections; never more than the service's own pool.
-  const channelPool = createPool(database.channelUrl, Math.min(10, config.poolSize));
+  const channelPool = createPool(database.channelUrl, Math.min(10, config.poolSize), config.dbConnectTimeoutMs);
   let channel: RunningChannel | undefined;
   if (!config.channelUrl) {
     channel = await startChannel({
@@ -87,10 +88,13 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
     channel: deps.channelUrl,
     deps,
     signer,
+    // Graceful: stop accepting and let requests in flight answer (bounded), while the loops finish
+    // their pass; only then the provider double (in-flight pays are calling it) and the pool.
     async stop() {
-      await Promise.all(loops.map((loop) => loop.stop()));
+      const loopsStopped = Promise.all(loops.map((loop) => loop.stop()));
+      if (!(await closeGracefully(app, config.shutdownGraceMs))) log(`requests still in flight after ${config.shutdownGraceMs} ms were cut`);
+      await loopsStopped;
       await events.stop();
-      await app.close();
       await channel?.close();
       await pool.end();
       await channelPool.end();

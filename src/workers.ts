@@ -2,28 +2,43 @@ import type { AppDeps } from './app.deps.ts';
 import { purgeCompletedKeys } from './idempotency/index.ts';
 import { releaseExpired } from './inventory/index.ts';
 import { paymentDeps } from './payments/index.ts';
-import { runRecoveryPass } from './recovery/index.ts';
+import { runRecoveryPass, sagaDeps } from './recovery/index.ts';
+import { runSagaPass } from './saga/index.ts';
 import { channelClient } from './payments/index.ts';
-import { reconcile, summaryLine } from './reconcile/index.ts';
+import { reconcile, summaryLine, whenChanged } from './reconcile/index.ts';
+import { backoffDelayMs } from './platform/backoff.ts';
 
 export interface Loop {
   stop(): Promise<void>;
 }
 
+// A loop that keeps failing (the database is away) waits at most this long between tries.
+const LOOP_BACKOFF_MAX_MS = 30_000;
+
 /**
- * A thin loop around a runOnce: never overlapping itself, errors logged and retried on the next
- * tick, stopped by awaiting the pass in flight (STYLE: every background job is runOnce + loop).
+ * A thin loop around a runOnce: never overlapping itself, stopped by awaiting the pass in flight
+ * (STYLE: every background job is runOnce + loop). A failing pass backs off exponentially with
+ * jitter (the database is away: do not hammer it, do not log every tick) and the loop resumes
+ * its normal pace, saying so, on the first pass that succeeds.
  */
 export function every(name: string, intervalMs: number, runOnce: () => Promise<unknown>, log: (line: string) => void): Loop {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> = Promise.resolve();
+  let failures = 0;
   const tick = () => {
     inFlight = runOnce()
-      .then(() => undefined)
-      .catch((error: unknown) => log(`${name} failed: ${(error as Error).message}`))
+      .then(() => {
+        if (failures > 0) log(`${name} resumed after ${failures} failed passes`);
+        failures = 0;
+      })
+      .catch((error: unknown) => {
+        failures++;
+        if (failures === 1 || failures % 10 === 0) log(`${name} failed (${failures} in a row, backing off): ${(error as Error).message}`);
+      })
       .finally(() => {
-        if (!stopped) timer = setTimeout(tick, intervalMs);
+        const delayMs = failures === 0 ? intervalMs : backoffDelayMs(failures, intervalMs, Math.max(intervalMs, LOOP_BACKOFF_MAX_MS));
+        if (!stopped) timer = setTimeout(tick, delayMs);
       });
   };
   timer = setTimeout(tick, intervalMs);
@@ -44,13 +59,17 @@ export const WORKERS: WorkerFactory[] = [
     every('expiry', deps.config.expiryIntervalMs, () => releaseExpired(deps.db, deps.clock), log),
     // The relay runs its own loop (outbox pipeline); recovery here converges orders only.
     every('recovery', deps.config.recoveryIntervalMs, () => runRecoveryPass(paymentDeps(deps), { staleAfterMs: deps.config.staleAfterMs }), log),
+    // Seed 002: fulfil PAID orders, compensate refused ones, retry stalled refunds (with backoff).
+    every('saga', deps.config.recoveryIntervalMs, () => runSagaPass(sagaDeps(deps)), log),
     // The system checks itself: a mismatch is logged with its class, for a person to look at.
-    every('reconciliation', deps.config.reconcileIntervalMs, async () => {
+    // Skipped while nothing was written (whenChanged), so a quiet system is not read every minute.
+    every('reconciliation', deps.config.reconcileIntervalMs, whenChanged(deps.db, async () => {
       const report = await reconcile(deps.db, channelClient(deps.channelUrl, deps.config.payTimeoutMs));
       for (const m of report.mismatches.slice(0, 20)) log(`reconciliation mismatch ${m.order_id} ${m.status ?? '-'} ${m.class}: ${m.detail}`);
       if (report.mismatches.length > 0) log(summaryLine(report));
-    }, log),
-    every('idempotency-purge', 60_000, () => purgeCompletedKeys(deps.db, new Date(deps.clock.now().getTime() - deps.config.idempotencyRetentionMs)), log),
+    }), log),
+    // Every 10 s, each pass looping over batches: it keeps up with a sale writing 10k keys/s.
+    every('idempotency-purge', 10_000, () => purgeCompletedKeys(deps.db, new Date(deps.clock.now().getTime() - deps.config.idempotencyRetentionMs)), log),
   ],
 ];
 

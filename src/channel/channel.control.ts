@@ -14,6 +14,7 @@ function armFault(deps: ChannelDeps, body: FaultBody) {
   const delays = body.kind === 'DELAY_REQUEST' || body.kind === 'DELAY_RESPONSE';
   if (delays && body.ms === undefined) fail('VALIDATION', `body.ms is required for ${body.kind}`);
   if (body.kind === 'DECLINE' && body.op !== 'charge') fail('VALIDATION', 'DECLINE applies to op charge only');
+  if (body.kind === 'REFUSE' && body.op !== 'fulfil') fail('VALIDATION', 'REFUSE applies to op fulfil only');
   const rule = deps.faults.arm({ op: body.op, kind: body.kind, merchantOrder: body.merchant_order, ms: body.ms ?? 0, remaining: body.times ?? 1 });
   return describeRule(rule);
 }
@@ -57,6 +58,8 @@ export function registerControlRoutes(app: FastifyInstance, deps: ChannelDeps): 
   app.post('/_control/reset', { schema: s.reset }, async () => {
     deps.faults.clear();
     deps.requests.clear();
+    deps.accounts?.clear();
+    await deps.fulfilments?.clear();
     await deps.notifier.reset();
     await deps.store.reset();
     return { ok: true };

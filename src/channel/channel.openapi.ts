@@ -2,6 +2,7 @@ import type { SwaggerOptions } from '@fastify/swagger';
 import { Type, type TSchema } from 'typebox';
 import { HEADERS, jsonAnswer, nullable, problemExample, stringEnum } from '../platform/openapi.ts';
 import { FAULT_KINDS, FAULT_OPS } from './faults.ts';
+import { accountBody, fulfilBody } from './channel.fixtures.schemas.ts';
 import { callbacksBody, chargeBody, closeBody, faultBody, queryParams, refundBody, releaseBody, sendBody, settingsBody, statementQuery } from './channel.schemas.ts';
 
 // The provider double's own OpenAPI document (its /docs): the ledger API every integration uses,
@@ -14,6 +15,7 @@ const AT = '2026-11-30T18:00:00.000Z';
 const CODES = {
   VALIDATION: 400,
   UNAUTHENTICATED: 401,
+  NOT_FOUND: 404,
   PAYLOAD_TOO_LARGE: 413,
   CLOSED: 409,
   NOT_CHARGED: 409,
@@ -25,7 +27,7 @@ const CODES = {
 } as const;
 type Code = keyof typeof CODES;
 
-const TEXT: Record<number, string> = { 400: 'Not valid; nothing happened', 401: 'The control API needs `Authorization: Bearer <FLASHPAY_CONTROL_TOKEN>` (when the double was started with one)', 409: 'Refused in the charge’s current state', 413: 'Body too large', 422: 'Conflicts with what the ledger holds', 500: 'An injected ERROR_500 fault, or a failure; the ledger is untouched', 503: 'The ledger’s database is unreachable; nothing happened' };
+const TEXT: Record<number, string> = { 400: 'Not valid; nothing happened', 401: 'The control API needs `Authorization: Bearer <FLASHPAY_CONTROL_TOKEN>` (when the double was started with one)', 404: 'Not found', 409: 'Refused in the charge’s current state', 413: 'Body too large', 422: 'Conflicts with what the ledger holds', 500: 'An injected ERROR_500 fault, or a failure; the ledger is untouched', 503: 'The ledger’s database is unreachable or overloaded: nothing happened, unless `outcome` is `unknown` (the connection was lost while committing); retry after Retry-After' };
 
 function problems(codes: Code[], bodyRoute = true) {
   const edge: Code[] = bodyRoute ? ['VALIDATION', 'PAYLOAD_TOO_LARGE'] : ['VALIDATION'];
@@ -37,7 +39,7 @@ function problems(codes: Code[], bodyRoute = true) {
       { type: Type.String(), title: Type.String(), status: Type.Integer(), code: stringEnum(list), detail: Type.String() },
       { additionalProperties: true, examples: [{ ...problemExample('VALIDATION', TEXT[status] ?? ''), code: list[0], status }] },
     );
-    const headers = status === 401 ? { headers: { 'WWW-Authenticate': HEADERS.wwwAuthenticate } } : {};
+    const headers = status === 401 ? { headers: { 'WWW-Authenticate': HEADERS.wwwAuthenticate } } : status === 503 ? { headers: { 'Retry-After': HEADERS.retryAfter } } : {};
     out[status] = { description: `${TEXT[status] ?? 'Error'}: ${list.map((c) => `\`${c}\``).join(', ')}`, ...headers, content: { 'application/problem+json': { schema } } };
   }
   return out;
@@ -60,7 +62,7 @@ const chargeSchema = {
   security: [],
   body: withExample(chargeBody, { merchant_order: MO, amount: 1990, notify_url: 'http://127.0.0.1:8080/v1/payment-notifications' }),
   response: {
-    200: jsonAnswer('Charged or declined', Type.Object({ result: stringEnum(['CHARGED', 'DECLINED']), txn: Type.String(), merchant_order: Type.String(), amount: Type.Integer() }, { additionalProperties: false }), {
+    200: jsonAnswer('Charged or declined', Type.Object({ result: stringEnum(['CHARGED', 'DECLINED']), txn: Type.String(), merchant_order: Type.String(), amount: Type.Integer(), reason: Type.Optional(stringEnum(['INSUFFICIENT_FUNDS'], { description: 'a decline because the `customer` (set with `/_control/accounts`) cannot cover the amount' })) }, { additionalProperties: false }), {
       example: { result: 'CHARGED', txn: 'txn_5f0c', merchant_order: MO, amount: 1990 },
     }),
     ...problems(['CLOSED', 'AMOUNT_MISMATCH']),
@@ -127,7 +129,7 @@ const statementSchema = {
   },
 };
 
-function control(operationId: string, summary: string, answer: TSchema, example: unknown, body?: object, bodyExample?: unknown) {
+function control(operationId: string, summary: string, answer: TSchema, example: unknown, body?: object, bodyExample?: unknown, extra: Code[] = []) {
   return {
     operationId,
     summary,
@@ -135,7 +137,7 @@ function control(operationId: string, summary: string, answer: TSchema, example:
     tags: ['control'],
     security: [],
     ...(body ? { body: withExample(body, bodyExample) } : {}),
-    response: { 200: jsonAnswer(summary, answer, { example }), ...problems(['UNAUTHENTICATED'], body !== undefined) },
+    response: { 200: jsonAnswer(summary, answer, { example }), ...problems(['UNAUTHENTICATED', ...extra], body !== undefined) },
   };
 }
 
@@ -172,7 +174,72 @@ const notificationExample = { notify_id: 'ntf_41', merchant_order: MO, kind: 'CH
 const Counts = Type.Object({ total: Type.Integer(), by_order: Type.Record(Type.String(), Type.Integer()) }, { additionalProperties: false });
 const Settings = Type.Object({ notify_retry_base_ms: Type.Integer(), notify_max_attempts: Type.Integer() }, { additionalProperties: false });
 
+// Seed 002: the fulfilment double (ticket issuance) and the customers' balances.
+const FulfilmentStatus = stringEnum(['FULFILLED', 'REFUSED']);
+const fulfilKey = `${MO}/fulfil`;
+const fulfilSchema = {
+  operationId: 'fulfil',
+  summary: 'Fulfil an order (issue its ticket)',
+  description: 'Idempotent by `key`: a repeat gets the first answer, a refusal included (a refusal is for good). Faults on op `fulfil` (REFUSE, ERROR_500, delays, resets) script it.',
+  tags: ['fulfilment'],
+  security: [],
+  body: withExample(fulfilBody, { key: fulfilKey, order_id: MO }),
+  response: {
+    200: jsonAnswer('Fulfilled', Type.Object({ result: stringEnum(['FULFILLED']), ref: Type.String(), key: Type.String(), order_id: Type.String() }, { additionalProperties: false }), {
+      example: { result: 'FULFILLED', ref: 'ful_3b9e', key: fulfilKey, order_id: MO },
+    }),
+    422: {
+      description: 'Refused for good (a REFUSE fault); a repeat of the key gets the same answer',
+      content: {
+        'application/problem+json': {
+          schema: Type.Object({ result: stringEnum(['REFUSED']), key: Type.String(), order_id: Type.String() }, { additionalProperties: false, examples: [{ result: 'REFUSED', key: fulfilKey, order_id: MO }] }),
+        },
+      },
+    },
+    ...problems([]),
+  },
+};
+const getFulfilmentSchema = {
+  operationId: 'getFulfilment',
+  summary: 'What happened under a fulfilment key',
+  description: 'The query that resolves a lost answer. The key is the rest of the path (URL-encoded or not).',
+  tags: ['fulfilment'],
+  security: [],
+  response: {
+    200: jsonAnswer(
+      'The fulfilment, or NOT_FOUND',
+      Type.Object({ key: Type.String(), status: stringEnum(['FULFILLED', 'REFUSED', 'NOT_FOUND']), ref: Type.Optional(nullable(Type.String())), order_id: Type.Optional(Type.String()) }, { additionalProperties: false }),
+      { example: { key: fulfilKey, status: 'FULFILLED', ref: 'ful_3b9e', order_id: MO } },
+    ),
+    ...problems([], false),
+  },
+};
+const listFulfilmentsSchema = {
+  operationId: 'listFulfilments',
+  summary: 'Every fulfilment the double holds',
+  description: 'What reconciliation compares FULFILLED orders with.',
+  tags: ['fulfilment'],
+  security: [],
+  response: {
+    200: jsonAnswer(
+      'The fulfilments',
+      Type.Object(
+        { fulfilments: Type.Array(Type.Object({ key: Type.String(), order_id: Type.String(), status: FulfilmentStatus, ref: nullable(Type.String()), at: Type.String({ format: 'date-time' }) }, { additionalProperties: false })) },
+        { additionalProperties: false },
+      ),
+      { example: { fulfilments: [{ key: fulfilKey, order_id: MO, status: 'FULFILLED', ref: 'ful_3b9e', at: AT }] } },
+    ),
+    ...problems([], false),
+  },
+};
+const Account = Type.Object({ customer: Type.String({ description: '`<tenant>/<user>`' }), balance: Type.Integer() }, { additionalProperties: false });
+
 export const channelSchemas = {
+  fulfil: fulfilSchema,
+  getFulfilment: getFulfilmentSchema,
+  listFulfilments: listFulfilmentsSchema,
+  setAccount: control('setAccount', "Set a customer's balance (charges beyond it are declined INSUFFICIENT_FUNDS)", Account, { customer: 'acme/alice', balance: 5000 }, accountBody, { customer: 'acme/alice', balance: 5000 }),
+  getAccount: control('getAccount', "A customer's balance", Account, { customer: 'acme/alice', balance: 3010 }, undefined, undefined, ['NOT_FOUND']),
   charge: chargeSchema,
   query: querySchema,
   close: closeSchema,
@@ -191,10 +258,16 @@ export const channelSchemas = {
     query: { total: 0, by_order: {} },
     close: { total: 0, by_order: {} },
     refund: { total: 0, by_order: {} },
+    fulfil: { total: 0, by_order: {} },
   }),
   notifications: control('listNotifications', 'Every notification and its deliveries', Type.Array(NotificationView), [notificationExample]),
   getSettings: control('getSettings', 'Notification retry settings', Settings, { notify_retry_base_ms: 1000, notify_max_attempts: 8 }),
   setSettings: control('setSettings', 'Change the notification retry settings', Settings, { notify_retry_base_ms: 20, notify_max_attempts: 5 }, settingsBody, { notify_retry_base_ms: 20 }),
+};
+
+const WILDCARD_PARAMS: Record<string, { name: string; description: string }> = {
+  '/fulfilments/*': { name: 'key', description: 'the fulfilment key (its slashes URL-encoded or not)' },
+  '/_control/accounts/*': { name: 'customer', description: 'the customer, `<tenant>/<user>` (the slash URL-encoded or not)' },
 };
 
 export const channelSwaggerOptions: SwaggerOptions = {
@@ -210,7 +283,16 @@ export const channelSwaggerOptions: SwaggerOptions = {
     servers: [{ url: 'http://127.0.0.1:8081', description: '`flashpay channel` on this machine' }],
     tags: [
       { name: 'ledger', description: 'What a merchant integration calls' },
+      { name: 'fulfilment', description: 'The fulfilment provider double (seed 002): tickets issued once per key' },
       { name: 'control', description: 'Scripting faults and notifications (tests only, `--control`)' },
     ],
+  },
+  // A trailing wildcard (`/fulfilments/*`: the key may hold slashes) is documented under a named
+  // path parameter; the contract check (src/platform/contract.ts) maps it back.
+  transform({ schema, url }) {
+    const wildcard = WILDCARD_PARAMS[url];
+    if (!wildcard) return { schema, url };
+    const params = { type: 'object', required: [wildcard.name], properties: { [wildcard.name]: { type: 'string', description: wildcard.description } } };
+    return { schema: { ...schema, params } as typeof schema, url: `${url.slice(0, -1)}:${wildcard.name}` };
   },
 };

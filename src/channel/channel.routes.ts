@@ -4,6 +4,8 @@ import { sendProblem } from '../platform/http.ts';
 import type { FaultBook, FaultHits, FaultOp, RequestCounter } from './faults.ts';
 import { decideCharge, decideClose, decideQuery, decideRefund, RefundKeyConflict, statementBody, type LedgerStore, type Outcome } from './ledger.ts';
 import type { Notifier } from './notifier.ts';
+import type { Accounts } from './accounts.ts';
+import type { FulfilmentStore } from './fulfilments.ts';
 import { channelProblem } from './problems.ts';
 import type { ChargeBody, RefundBody } from './channel.schemas.ts';
 import { channelSchemas } from './channel.openapi.ts';
@@ -18,6 +20,9 @@ export interface ChannelDeps {
   pause(ms: number): Promise<void>;
   /** Hosts notifications may go to (lower case): the double must not be a way to POST anywhere. */
   notifyHosts: readonly string[];
+  /** Seed 002: customer balances and the fulfilment double. */
+  accounts?: Accounts;
+  fulfilments?: FulfilmentStore;
 }
 
 export function assertHttpUrl(value: string, field: string, allowedHosts?: readonly string[]): void {
@@ -44,7 +49,7 @@ function send(reply: FastifyReply, outcome: Outcome): FastifyReply {
  * The one path every ledger operation takes: count it, take its faults atomically on arrival,
  * then act in the order the faults promise (hold before, break, act, notify, hold after).
  */
-async function perform(
+export async function perform(
   deps: ChannelDeps,
   request: FastifyRequest,
   reply: FastifyReply,
@@ -72,11 +77,17 @@ export function registerLedgerRoutes(app: FastifyInstance, deps: ChannelDeps): v
   const { store } = deps;
 
   app.post('/charge', { schema: channelSchemas.charge }, async (request, reply) => {
-    const body = request.body as ChargeBody;
+    const body = request.body as ChargeBody & { customer?: string };
     assertHttpUrl(body.notify_url, 'notify_url', deps.notifyHosts);
     const mo = body.merchant_order;
     return perform(deps, request, reply, 'charge', mo, (hits) =>
-      store.withOrder(mo, async (view) => decideCharge(view, { merchantOrder: mo, amount: body.amount, notifyUrl: body.notify_url, decline: hits.DECLINE !== undefined })),
+      store.withOrder(mo, async (view) => {
+        const broke = !view.current && deps.accounts?.insufficient(body.customer, body.amount) === true;
+        const decided = decideCharge(view, { merchantOrder: mo, amount: body.amount, notifyUrl: body.notify_url, decline: hits.DECLINE !== undefined || broke });
+        if (broke) decided.outcome.body.reason = 'INSUFFICIENT_FUNDS';
+        if (decided.write?.record.status === 'CHARGED') deps.accounts?.charged(body.customer, mo, body.amount);
+        return decided;
+      }),
     );
   });
 
@@ -95,7 +106,11 @@ export function registerLedgerRoutes(app: FastifyInstance, deps: ChannelDeps): v
     const mo = body.merchant_order;
     return perform(deps, request, reply, 'refund', mo, async () => {
       try {
-        return await store.withOrder(mo, (view) => decideRefund(view, { merchantOrder: mo, refundKey: body.refund_key, amount: body.amount }));
+        return await store.withOrder(mo, async (view) => {
+          const decided = await decideRefund(view, { merchantOrder: mo, refundKey: body.refund_key, amount: body.amount });
+          if (decided.write?.record.status === 'REFUNDED') deps.accounts?.refunded(mo);
+          return decided;
+        });
       } catch (error) {
         if (!(error instanceof RefundKeyConflict)) throw error;
         return { httpStatus: 422, body: channelProblem('REFUND_KEY_REUSED', 'refund_key was already used for another merchant order', { merchant_order: mo }) };

@@ -25,7 +25,7 @@ const notifyKind = { enum: ['CHARGED', 'DECLINED', 'REFUNDED'] } as const;
 export const chargeBody = {
   type: 'object',
   required: ['merchant_order', 'amount', 'notify_url'],
-  properties: { merchant_order: merchantOrder, amount, notify_url: url },
+  properties: { merchant_order: merchantOrder, amount, notify_url: url, customer: { type: 'string', minLength: 1, maxLength: 300 } },
 } as const;
 
 export const closeBody = { type: 'object', required: ['merchant_order'], properties: { merchant_order: merchantOrder } } as const;

@@ -1,9 +1,9 @@
 // Scripted faults. A rule hits exactly the number of requests it names: taking a rule is one
 // synchronous step, so with `times: 1` and ten concurrent requests exactly one of them is hit.
 
-export const FAULT_OPS = ['charge', 'refund', 'query', 'close'] as const;
+export const FAULT_OPS = ['charge', 'refund', 'query', 'close', 'fulfil'] as const;
 export type FaultOp = (typeof FAULT_OPS)[number];
-export const FAULT_KINDS = ['DELAY_RESPONSE', 'DELAY_REQUEST', 'DECLINE', 'ERROR_500', 'RESET_CONNECTION'] as const;
+export const FAULT_KINDS = ['DELAY_RESPONSE', 'DELAY_REQUEST', 'DECLINE', 'ERROR_500', 'RESET_CONNECTION', 'REFUSE'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface FaultRule {

@@ -10,6 +10,8 @@ import { channelSwaggerOptions } from './channel.openapi.ts';
 import { registerControlRoutes } from './channel.control.ts';
 import { registerLedgerRoutes, type ChannelDeps } from './channel.routes.ts';
 import { FaultBook, RequestCounter } from './faults.ts';
+import { Accounts, registerAccountControlRoutes } from './accounts.ts';
+import { FulfilmentBook, registerFulfilmentRoutes } from './fulfilments.ts';
 import type { LedgerStore } from './ledger.ts';
 import { createMemoryLedger } from './ledger.memory.ts';
 import { Notifier, unboundedController } from './notifier.ts';
@@ -70,22 +72,28 @@ export async function startChannel(options: ChannelOptions & { host?: string; po
     { retryBaseMs: options.notifyRetryBaseMs ?? DEFAULT_RETRY_BASE_MS, maxAttempts: options.notifyMaxAttempts ?? DEFAULT_MAX_ATTEMPTS },
     log,
   );
+  const store = options.store ?? createMemoryLedger();
   const deps: ChannelDeps = {
-    store: options.store ?? createMemoryLedger(),
+    store,
     faults: new FaultBook(),
     requests: new RequestCounter(),
     notifier,
     pause: (ms) => delay(ms, undefined, { signal: shutdown.signal }),
     notifyHosts: options.notifyHosts ?? LOOPBACK_HOSTS,
+    accounts: new Accounts(),
+    fulfilments: store.fulfilments ?? new FulfilmentBook(),
   };
-  const app = buildHttp({ bodyLimitBytes: BODY_LIMIT_BYTES, logLevel: 'silent' });
+  // Closed last in `flashpay start` (after the API drained); its held faults are cut, as before.
+  const app = buildHttp({ bodyLimitBytes: BODY_LIMIT_BYTES, logLevel: 'silent', closeConnections: 'all' });
   await app.register(swagger, channelSwaggerOptions);
   await app.register(swaggerUi, { routePrefix: '/docs' });
   if (contractCheckEnabled()) installContractCheck(app, () => app.swagger() as never);
   registerLedgerRoutes(app, deps);
+  registerFulfilmentRoutes(app, deps, deps.fulfilments ?? new FulfilmentBook());
   if (options.control) {
     if (options.controlToken !== undefined) app.addHook('onRequest', requireControlToken(options.controlToken));
     registerControlRoutes(app, deps);
+    registerAccountControlRoutes(app, deps.accounts ?? new Accounts());
   }
   await app.listen({ host, port: options.port ?? 0 });
   const address = app.server.address();

@@ -1,5 +1,6 @@
 import { inTx, pgCode, type Db, type Executor, type Tx } from '../platform/db.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
+import { createPgFulfilments } from './fulfilments.pg.ts';
 import { RefundKeyConflict, type ChargeRecord, type LedgerStore, type LineDraft, type StatementLine } from './ledger.ts';
 
 // The channel's own tables. They live in the channel's own database (never the service's), and
@@ -128,6 +129,7 @@ export async function createPgLedger(pool: Db): Promise<LedgerStore> {
     async reset() {
       await pool.query('TRUNCATE channel_lines, channel_charges RESTART IDENTITY');
     },
+    fulfilments: await createPgFulfilments(pool),
   };
 }
 

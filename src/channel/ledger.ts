@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { invariant } from '../platform/errors.ts';
 import { channelProblem, type ChannelCode } from './problems.ts';
+import type { FulfilmentStore } from './fulfilments.ts';
 
 // The ledger's model and its rules. The rules are pure decisions over the current record of one
 // merchant order; a LedgerStore runs them under that order's lock and applies the write they ask
@@ -56,6 +57,8 @@ export interface LedgerStore {
   withOrder(merchantOrder: string, decide: (view: OrderView) => Promise<Decision>): Promise<Outcome>;
   statement(merchantOrder?: string): Promise<StatementLine[]>;
   reset(): Promise<void>;
+  /** Seed 002: where the fulfilment double keeps its records beside this ledger (memory when absent). */
+  fulfilments?: FulfilmentStore;
 }
 
 /** Two refunds of different orders raced for one refund key; the loser is told so. */

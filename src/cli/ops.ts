@@ -12,6 +12,7 @@ export interface Ops {
   config: Config;
   db: Db;
   payments: PaymentDeps;
+  channelUrl: string;
   /** The running API, when there is one (its fulfillment webhook receives drained events). */
   apiUrl: string | undefined;
   notifySecret: string;
@@ -38,6 +39,7 @@ export async function connectOps(): Promise<Ops> {
     db,
     payments: { db, clock: systemClock, channel: channelClient(channelUrl, config.payTimeoutMs), notifyUrl: running ? `${running.api}/v1/payment-notifications` : '' },
     apiUrl: running?.api,
+    channelUrl,
     notifySecret: notify.secret,
     eventsSecret: events.secret,
     async close() {

@@ -4,12 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadSecret, tokenSigner, type TokenSigner } from '../platform/auth.ts';
 import { loadConfig, tokenOptions } from '../platform/config.ts';
-import { parseMix, planSim, SEED_SHAPE, Simulation, type Progress, type SimShape, type SimTarget } from '../sim/index.ts';
+import { parseMix, planSim, runSeed002, SEED_SHAPE, Simulation, type Progress, type SimShape, type SimTarget } from '../sim/index.ts';
 import { launchStack } from '../stack.ts';
 import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
 
-const USAGE = `usage: flashpay sim --seed N [--orders 24] [--stock 24] [--late 12] [--concurrency 8]
-       [--mix decline=3,lost=4,linger=3,nopay=3,expire=6] [--refund-timeouts 2]
+const USAGE = `usage: flashpay sim --scenario seed-002 [--api URL --channel URL]
+       flashpay sim --seed N [--orders 24] [--stock 24] [--late 12] [--concurrency 8]
+       [--mix decline=3,lost=4,linger=3,nopay=3,expire=6,refuse=0,refundfail=0] [--refund-timeouts 2]
        [--lines 1] [--wallet-share 0]
        [--api URL --channel URL] [--tenant sim] [--json]
 Without --api it starts a throwaway stack (DATABASE_URL, else an embedded PostgreSQL in a temp dir).
@@ -58,7 +59,9 @@ function targetOf(api: string, channel: string, signer: TokenSigner, tenantId: s
 /** `flashpay sim --seed N`: seed 000's C29-13 as a product feature; exit 0 only on a clean reconciliation. */
 export async function simCommand(argv: string[]): Promise<void> {
   const args = parseArgs(argv, ['json']);
-  const seedText = stringFlag(args, 'seed');
+  const scenario = stringFlag(args, 'scenario');
+  if (scenario !== undefined && scenario !== 'seed-002') throw new UsageError(`unknown scenario ${scenario}\n${USAGE}`);
+  const seedText = scenario ? '2' : stringFlag(args, 'seed');
   if (seedText === undefined || !/^\d+$/.test(seedText)) throw new UsageError(USAGE);
   const seed = Number(seedText);
   const shape = shapeFrom(args);
@@ -80,7 +83,8 @@ export async function simCommand(argv: string[]): Promise<void> {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-sim-'));
     await chmod(dir, 0o755);
     const config = { ...loadConfig({ ...process.env, FLASHPAY_DATA_DIR: dir }), recoveryIntervalMs: 500, staleAfterMs: 2_000, relayIntervalMs: 100, logLevel: 'silent', channelUrl: undefined };
-    const stack = await launchStack({ config, port: 0, channelPort: 0, control: true, workers: true, advertise: false, log: (line) => process.stderr.write(`sim: ${line}\n`) });
+    // Seed 002 drives every step itself (recovery runs on its command): no background loop races it.
+    const stack = await launchStack({ config, port: 0, channelPort: 0, control: true, workers: scenario === undefined, advertise: false, log: (line) => process.stderr.write(`sim: ${line}\n`) });
     target = await targetOf(stack.api, stack.channel, stack.signer, tenant);
     cleanup = async () => {
       await stack.stop();
@@ -88,6 +92,12 @@ export async function simCommand(argv: string[]): Promise<void> {
     };
   }
   try {
+    if (scenario) {
+      const report = await runSeed002(target, tenant, sku);
+      process.stdout.write(args.flags.has('json') ? `${JSON.stringify(report, null, 2)}\n` : `${report.lines.join('\n')}\n`);
+      process.exitCode = report.ok ? 0 : 1;
+      return;
+    }
     const report = await new Simulation(target, plan, shape, sku, quiet ? undefined : progressBar).run();
     process.stdout.write(args.flags.has('json') ? `${JSON.stringify({ ...report, plan }, null, 2)}\n` : `${report.lines.join('\n')}\n`);
     if (!args.flags.has('json')) for (const m of report.reconciliation.mismatches) process.stdout.write(`mismatch ${m.order_id} ${m.status ?? '-'} ${m.class} ${m.detail}\n`);

@@ -1,4 +1,5 @@
 import { loadConfig } from '../platform/config.ts';
+import { isDatabaseFault } from '../platform/db.ts';
 import { launchStack } from '../stack.ts';
 import { intFlag, parseArgs } from '../platform/args.ts';
 
@@ -19,12 +20,25 @@ export async function startCommand(argv: string[]): Promise<void> {
 
   let stopping = false;
   const stop = async () => {
-    if (stopping) return;
+    // A second signal while stopping: the operator wants out now.
+    if (stopping) {
+      log('second signal: exiting now');
+      process.exit(1);
+    }
     stopping = true;
-    log('stopping');
+    log('stopping: no new requests; letting those in flight finish');
     await stack.stop();
     process.exit(0);
   };
+  // The last line of defence: a database error that escaped every listener (a connection killed
+  // at an unlucky moment) is logged, never the end of the process. Anything else is a bug: exit.
+  const fatalUnlessDatabase = (error: unknown) => {
+    if (isDatabaseFault(error)) return log(`database error outside any request, ignored: ${(error as Error).message}`);
+    log(`fatal: ${(error as Error | null)?.stack ?? String(error)}`);
+    process.exit(1);
+  };
+  process.on('uncaughtException', fatalUnlessDatabase);
+  process.on('unhandledRejection', fatalUnlessDatabase);
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
 }

@@ -75,7 +75,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The buyer's own newest orders with their timelines
+         * @description What the storefront rebuilds "my orders" from after a refresh.
+         */
+        get: operations["listMyOrders"];
         put?: never;
         /**
          * Create an order (reserve stock)
@@ -236,7 +240,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * An order with its timeline and notifications
+         * An order with its timeline, notifications and saga journal
          * @description Any order of the admin’s tenant.
          */
         get: operations["adminGetOrder"];
@@ -259,7 +263,7 @@ export interface paths {
         put?: never;
         /**
          * One recovery pass, outbox drain and reconciliation
-         * @description Converges UNKNOWN, stale PAYING and REFUNDING orders (query, close, refund with the same key), cancels abandoned CREATED orders, drains the outbox, then reconciles. Safe to repeat. The body is optional.
+         * @description Converges UNKNOWN, stale PAYING and REFUNDING orders (query, close, refund with the same key), cancels abandoned CREATED orders, advances fulfilment sagas and compensations and drains the outbox (an operator’s pass only), then reconciles. Safe to repeat. The body is optional.
          */
         post: operations["runRecovery"];
         delete?: never;
@@ -422,6 +426,126 @@ export interface paths {
         get: operations["adminGetWallet"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/attention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Orders that need a person
+         * @description The token's tenant: orders with a note for a person, and fulfilments or compensations past their deadline (FLASHPAY_COMPENSATION_DEADLINE_MS, docs/saga.md).
+         */
+        get: operations["adminAttention"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dev/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A demo buyer token (development only)
+         * @description The storefront's "sign in as a demo buyer". 403 in production, before anything is signed; buyer scope only; rate limited.
+         */
+        post: operations["devToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/skus": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's SKUs for the storefront
+         * @description Every SKU of the token's tenant with its price and the units still available.
+         */
+        get: operations["listSkus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/console/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Order counts by status and outbox lag (operations console)
+         * @description The token's tenant (every tenant for an operator); the console polls it once a second.
+         */
+        get: operations["consoleSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Orders by status, newest first (operations console)
+         * @description The token's tenant (every tenant for an operator), at most a page.
+         */
+        get: operations["adminListOrders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orders/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry now: one recovery pass over this order
+         * @description Clears the recovery backoff of the order and runs a recovery pass over its tenant at once.
+         */
+        post: operations["adminRetryOrder"];
         delete?: never;
         options?: never;
         head?: never;
@@ -729,7 +853,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -750,6 +874,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -963,7 +1092,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -984,6 +1113,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -1237,7 +1371,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -1258,6 +1392,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -1433,7 +1572,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -1454,6 +1593,194 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    listMyOrders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The orders, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        orders: {
+                            order_id: string;
+                            /**
+                             * @description see docs/state-machine.md
+                             * @enum {string}
+                             */
+                            status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED";
+                            /** @description grows by one with every transition */
+                            version: number;
+                            sku: string;
+                            quantity: number;
+                            amount: number;
+                            reservation: {
+                                key: string;
+                                status: string | null;
+                                expires_at: string | null;
+                            };
+                            lines: {
+                                sku: string;
+                                name: string;
+                                unit_price: number;
+                                quantity: number;
+                                amount: number;
+                            }[];
+                            reservations: {
+                                sku: string;
+                                key: string;
+                                status: string | null;
+                            }[];
+                            fulfilment: {
+                                /**
+                                 * @description fulfilment is its own dimension (seed 002, docs/saga.md): a FULFILLED order stays PAID
+                                 * @enum {string}
+                                 */
+                                status: "PENDING" | "FULFILLED" | "REFUSED";
+                                /** @description the fulfilment provider's reference, once fulfilled */
+                                ref?: string;
+                            };
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            timeline: {
+                                from: ("CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED") | null;
+                                /**
+                                 * @description see docs/state-machine.md
+                                 * @enum {string}
+                                 */
+                                to: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED";
+                                version: number;
+                                reason: string;
+                                /** Format: date-time */
+                                at: string;
+                            }[];
+                        }[];
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -1518,7 +1845,7 @@ export interface operations {
                          * @description see docs/state-machine.md
                          * @enum {string}
                          */
-                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED";
+                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED";
                         sku: string;
                         quantity: number;
                         /** @description price × quantity in minor units, fixed at creation */
@@ -1761,7 +2088,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
@@ -1784,6 +2111,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -1818,7 +2150,7 @@ export interface operations {
                          * @description see docs/state-machine.md
                          * @enum {string}
                          */
-                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED";
+                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED";
                         /** @description grows by one with every transition */
                         version: number;
                         sku: string;
@@ -1841,6 +2173,15 @@ export interface operations {
                             key: string;
                             status: string | null;
                         }[];
+                        fulfilment: {
+                            /**
+                             * @description fulfilment is its own dimension (seed 002, docs/saga.md): a FULFILLED order stays PAID
+                             * @enum {string}
+                             */
+                            status: "PENDING" | "FULFILLED" | "REFUSED";
+                            /** @description the fulfilment provider's reference, once fulfilled */
+                            ref?: string;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -1996,7 +2337,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -2017,6 +2358,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -2046,12 +2392,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        from: ("CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED") | null;
+                        from: ("CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED") | null;
                         /**
                          * @description see docs/state-machine.md
                          * @enum {string}
                          */
-                        to: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED";
+                        to: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED";
                         version: number;
                         reason: string;
                         /** Format: date-time */
@@ -2207,7 +2553,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -2228,6 +2574,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -2262,7 +2613,7 @@ export interface operations {
                          * @description see docs/state-machine.md
                          * @enum {string}
                          */
-                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED";
+                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED";
                     };
                 };
             };
@@ -2438,7 +2789,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -2459,6 +2810,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -2669,7 +3025,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -2690,6 +3046,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -2991,7 +3352,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
@@ -3014,6 +3375,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -3171,7 +3537,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -3192,6 +3558,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -3377,7 +3748,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -3398,6 +3769,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -3432,7 +3808,7 @@ export interface operations {
                          * @description see docs/state-machine.md
                          * @enum {string}
                          */
-                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED";
+                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED";
                         /** @description grows by one with every transition */
                         version: number;
                         sku: string;
@@ -3455,6 +3831,15 @@ export interface operations {
                             key: string;
                             status: string | null;
                         }[];
+                        fulfilment: {
+                            /**
+                             * @description fulfilment is its own dimension (seed 002, docs/saga.md): a FULFILLED order stays PAID
+                             * @enum {string}
+                             */
+                            status: "PENDING" | "FULFILLED" | "REFUSED";
+                            /** @description the fulfilment provider's reference, once fulfilled */
+                            ref?: string;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -3463,12 +3848,12 @@ export interface operations {
                         attention: string | null;
                         recovery_attempts: number;
                         timeline: {
-                            from: ("CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED") | null;
+                            from: ("CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED") | null;
                             /**
                              * @description see docs/state-machine.md
                              * @enum {string}
                              */
-                            to: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED";
+                            to: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED";
                             version: number;
                             reason: string;
                             /** Format: date-time */
@@ -3485,6 +3870,20 @@ export interface operations {
                             needs_attention: boolean;
                             /** Format: date-time */
                             received_at: string;
+                        }[];
+                        /** @description the after-PAID saga's journal (seed 002): every step attempt, oldest first */
+                        journal: {
+                            step: string;
+                            /** @enum {string} */
+                            direction: "do" | "undo";
+                            /** @enum {string} */
+                            status: "STARTED" | "DONE" | "REFUSED" | "FAILED" | "UNKNOWN";
+                            /** @description the idempotency key the step sent its provider */
+                            key: string;
+                            receipt?: string;
+                            error?: string;
+                            /** Format: date-time */
+                            at: string;
                         }[];
                     };
                 };
@@ -3661,7 +4060,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -3682,6 +4081,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -3754,7 +4158,7 @@ export interface operations {
                                  * @description docs/reconciliation.md says what each means
                                  * @enum {string}
                                  */
-                                class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO";
+                                class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO";
                                 detail: string;
                             }[];
                             /** @description order count by status */
@@ -3778,6 +4182,21 @@ export interface operations {
                                 pending: number;
                                 dead: number;
                             };
+                        };
+                        /** @description seed 002: fulfilments and compensations advanced by this pass (an operator's pass only) */
+                        saga?: {
+                            /** @description sagas started for PAID orders without one */
+                            started: number;
+                            examined: number;
+                            /** @description fulfilments completed */
+                            done: number;
+                            /** @description compensations completed */
+                            compensated: number;
+                            pending: {
+                                order_id: string;
+                                state: string;
+                                reason: string;
+                            }[];
                         };
                     };
                 };
@@ -3930,7 +4349,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -3951,6 +4370,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -3989,7 +4413,7 @@ export interface operations {
                              * @description docs/reconciliation.md says what each means
                              * @enum {string}
                              */
-                            class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO";
+                            class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO";
                             detail: string;
                         }[];
                         /** @description order count by status */
@@ -4116,7 +4540,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -4137,6 +4561,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -4313,7 +4742,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -4334,6 +4763,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -4470,7 +4904,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -4491,6 +4925,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -4680,7 +5119,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -4701,6 +5140,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -4918,7 +5362,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -4939,6 +5383,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -5236,7 +5685,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
@@ -5259,6 +5708,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -5362,7 +5816,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -5383,6 +5837,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -5574,7 +6033,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -5595,6 +6054,1116 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    adminAttention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The orders */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        orders: {
+                            order_id: string;
+                            /**
+                             * @description see docs/state-machine.md
+                             * @enum {string}
+                             */
+                            status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED";
+                            /** @description the note the decider or recovery left, or the saga past its deadline */
+                            reason: string;
+                            /** Format: date-time */
+                            since: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    devToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "user": "alice"
+                 *     }
+                 */
+                "application/json": {
+                    user: string;
+                    tenant?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A buyer token */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        token: string;
+                        tenant: string;
+                        user: string;
+                        /** @enum {string} */
+                        scope: "buyer";
+                        /** @description seconds */
+                        expires_in: number;
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PAYLOAD_TOO_LARGE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    listSkus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The catalogue */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        skus: {
+                            sku: string;
+                            name: string;
+                            /** @description minor units */
+                            price: number;
+                            available: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    consoleSummary: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The summary */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        at: string;
+                        total: number;
+                        /** @description order count by status */
+                        counts: {
+                            [key: string]: number;
+                        };
+                        outbox: {
+                            pending: number;
+                            oldest_pending_ms: number;
+                            dead: number;
+                        };
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    adminListOrders: {
+        parameters: {
+            query?: {
+                status?: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The orders */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        orders: {
+                            order_id: string;
+                            user_id: string;
+                            /**
+                             * @description see docs/state-machine.md
+                             * @enum {string}
+                             */
+                            status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED";
+                            amount: number;
+                            attention: string | null;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    adminRetryOrder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example ord_7c1e2b9f4a */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The order after the pass */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        order_id: string;
+                        /**
+                         * @description see docs/state-machine.md
+                         * @enum {string}
+                         */
+                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED";
+                        attention: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found (or not visible to this principal): `ORDER_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "ORDER_NOT_FOUND";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -5752,7 +7321,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -5773,6 +7342,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -5921,7 +7495,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -5942,6 +7516,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };
@@ -6087,7 +7666,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Temporarily unavailable: nothing was executed, retry after Retry-After: `UNAVAILABLE` */
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
@@ -6108,6 +7687,11 @@ export interface operations {
                         code: "UNAVAILABLE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
                     } & {
                         [key: string]: unknown;
                     };

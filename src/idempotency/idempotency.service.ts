@@ -119,11 +119,39 @@ async function awaitCompletion(deps: KeyedDeps, op: KeyedOperation, record: KeyR
   }
 }
 
+// Requests with a key this process is executing right now: a same-key request waits here, in
+// memory, instead of in a transaction on the key row's lock (one pool connection each: a burst of
+// retries of one key could otherwise take the whole pool).
+const executing = new Map<string, Promise<unknown>>();
+
+async function waitForSameKey(previous: Promise<unknown>, waitMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<'expired'>((resolve) => {
+    timer = setTimeout(() => resolve('expired'), waitMs);
+  });
+  const outcome = await Promise.race([previous.then(() => 'done' as const, () => 'done' as const), expired]);
+  clearTimeout(timer);
+  if (outcome === 'expired') throw inProgress();
+}
+
 /**
  * Runs an operation at most once per (tenant, user, operation, key). The key record and the
  * effect commit together, so "key completed" and "order exists" are one fact (seed 001).
  */
 export async function executeKeyed(deps: KeyedDeps, op: KeyedOperation): Promise<KeyedResult> {
+  const id = JSON.stringify([op.scope.tenantId, op.scope.userId, op.scope.operation, op.scope.key]);
+  const previous = executing.get(id);
+  if (previous) await waitForSameKey(previous, deps.waitMs);
+  const run = executeKeyedNow(deps, op);
+  executing.set(id, run);
+  try {
+    return await run;
+  } finally {
+    if (executing.get(id) === run) executing.delete(id);
+  }
+}
+
+async function executeKeyedNow(deps: KeyedDeps, op: KeyedOperation): Promise<KeyedResult> {
   const claimed = await claim(deps, op);
   if (!claimed.owned) return awaitCompletion(deps, op, claimed.record);
   const step = claimed.step;

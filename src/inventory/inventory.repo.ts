@@ -1,6 +1,23 @@
 import type { Executor, Tx } from '../platform/db.ts';
 import type { Reservation, ReservationStatus, ReserveRequest, ReserveResult, Sku } from './inventory.types.ts';
 
+/*
+ * LOCK ORDER — every path that touches reservations, SKU counters and per-user holdings takes
+ * row locks in this one order, so no two of them can wait on each other in a cycle (a deadlock
+ * stalls the hot SKU for deadlock_timeout, 1 s, with its row held):
+ *
+ *   1. the order row, if any (pay, cancel, recovery: `lockOrder`);
+ *   2. the reservation rows (a new one is invisible to others; the sweep claims with SKIP LOCKED);
+ *   3. the SKU rows, several in (tenant_id, sku) order;
+ *   4. a holding row (user_holdings) only while its SKU's row is already locked.
+ *
+ * Rule 4 is what makes holdings never contended: whoever locks a holding row already owns its
+ * SKU row. Create therefore takes the stock first and the per-user limit second (and gives the
+ * stock back on USER_LIMIT); cancel and decline (`tryRelease`) go reservation → SKU → holding; the
+ * expiry sweep claims reservations, then locks their SKU rows in order, then the holdings.
+ * tests/inventory/lock-order.test.ts races all three on one hot SKU and counts deadlocks.
+ */
+
 interface SkuRow {
   tenant_id: string;
   sku: string;
@@ -121,8 +138,40 @@ async function tryTakeAndHold(tx: Tx, request: ReserveRequest, now: Date): Promi
 }
 
 /**
- * The per-user limit as a conditional upsert on the user's holding row: the row lock serialises
- * one user's concurrent requests, the WHERE refuses the one that would cross the limit.
+ * Takes stock for a SKU with a per-user limit: the SKU row's conditional decrement (lock order 3),
+ * then the holding row's conditional upsert (4), then the HELD reservation. On the limit the stock
+ * is given back in the same transaction, so USER_LIMIT moves no counter.
+ */
+async function tryTakeWithinLimit(tx: Tx, request: ReserveRequest, limit: number, now: Date): Promise<Date | 'SOLD_OUT' | 'USER_LIMIT'> {
+  const taken = await tx.query<{ hold_ttl_ms: number }>({
+    name: 'reserve-take-stock',
+    text: `UPDATE skus SET available = available - $3, held = held + $3 WHERE tenant_id = $1 AND sku = $2 AND available >= $3 RETURNING hold_ttl_ms`,
+    values: [request.tenantId, request.sku, request.quantity],
+  });
+  const ttlMs = taken.rows[0]?.hold_ttl_ms;
+  if (ttlMs === undefined) return 'SOLD_OUT';
+  if (!(await tryAddHolding(tx, request, limit))) {
+    await tx.query({
+      name: 'reserve-give-back-stock',
+      text: `UPDATE skus SET available = available + $3, held = held - $3 WHERE tenant_id = $1 AND sku = $2`,
+      values: [request.tenantId, request.sku, request.quantity],
+    });
+    return 'USER_LIMIT';
+  }
+  const held = await tx.query<{ expires_at: Date }>({
+    name: 'reserve-insert-held',
+    text: `INSERT INTO reservations (tenant_id, request_key, user_id, sku, quantity, status, expires_at, created_at, updated_at)
+           VALUES ($1, $3, $4, $2, $5, 'HELD', $6::timestamptz + make_interval(secs => $7::int / 1000.0), $6, $6) RETURNING expires_at`,
+    values: [request.tenantId, request.sku, request.key, request.userId, request.quantity, now, ttlMs],
+  });
+  const expiresAt = held.rows[0]?.expires_at;
+  if (!expiresAt) throw new Error('reservation insert returned nothing');
+  return expiresAt;
+}
+
+/**
+ * The per-user limit as a conditional upsert on the user's holding row, taken only while the
+ * SKU's row is locked (lock order 4): the WHERE refuses the request that would cross the limit.
  */
 async function tryAddHolding(tx: Tx, request: ReserveRequest, limit: number): Promise<boolean> {
   const result = await tx.query(
@@ -146,13 +195,9 @@ async function reserveOne(tx: Tx, request: ReserveRequest, limit: number | null,
     const existing = await findReservation(tx, request.tenantId, request.key);
     if (existing) return { key: request.key, outcome: 'HELD', existingStatus: existing.status, expiresAt: existing.expiresAt };
   }
-  if (limit !== null && !(await tryAddHolding(tx, request, limit))) return { key: request.key, outcome: 'USER_LIMIT' };
-  const expiresAt = await tryTakeAndHold(tx, request, now);
-  if (expiresAt === undefined) {
-    if (limit !== null) await subtractHolding(tx, request.tenantId, request.sku, request.userId, request.quantity);
-    return { key: request.key, outcome: 'SOLD_OUT' };
-  }
-  return { key: request.key, outcome: 'HELD', expiresAt };
+  const outcome = limit === null ? ((await tryTakeAndHold(tx, request, now)) ?? 'SOLD_OUT') : await tryTakeWithinLimit(tx, request, limit, now);
+  if (outcome === 'SOLD_OUT' || outcome === 'USER_LIMIT') return { key: request.key, outcome };
+  return { key: request.key, outcome: 'HELD', expiresAt: outcome };
 }
 
 /** The key of a SKU across tenants, for maps of per-SKU facts. */
@@ -172,8 +217,11 @@ export interface ReserveOptions {
  */
 export async function reserve(tx: Tx, requests: readonly ReserveRequest[], now: Date, options: ReserveOptions = {}): Promise<ReserveResult[]> {
   const limits = new Map<string, number | null>();
-  const results: ReserveResult[] = [];
-  for (const request of requests) {
+  const results: ReserveResult[] = new Array<ReserveResult>(requests.length);
+  // SKU rows are locked in (tenant, sku) order (lock order 3); results keep the callers' order.
+  const order = requests.map((_, i) => i).sort((a, b) => compareSkus(requests[a]!, requests[b]!));
+  for (const index of order) {
+    const request = requests[index]!;
     const key = skuKey(request.tenantId, request.sku);
     if (!limits.has(key)) {
       const known = options.limits?.get(key);
@@ -183,9 +231,14 @@ export async function reserve(tx: Tx, requests: readonly ReserveRequest[], now: 
         limits.set(key, row.rows[0]?.per_user_limit ?? null);
       }
     }
-    results.push(await reserveOne(tx, request, limits.get(key) ?? null, now, options.freshKeys === true));
+    results[index] = await reserveOne(tx, request, limits.get(key) ?? null, now, options.freshKeys === true);
   }
   return results;
+}
+
+function compareSkus(a: ReserveRequest, b: ReserveRequest): number {
+  if (a.tenantId !== b.tenantId) return a.tenantId < b.tenantId ? -1 : 1;
+  return a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0;
 }
 
 /**
@@ -223,36 +276,66 @@ const EXPIRY_BATCH = 500;
 /**
  * Releases HELD reservations past expires_at, looking at nothing else (not at orders: a slow
  * payment does not keep stock off sale). SKIP LOCKED lets several sweepers share the work and
- * skips reservations a payment is confirming right now.
+ * skips reservations a payment is confirming right now. Three statements, in the lock order:
+ * the reservations, then their SKU rows in (tenant, sku) order, then the holdings.
  */
 export async function releaseExpiredBatch(tx: Tx, now: Date, tenantId?: string): Promise<number> {
-  const result = await tx.query<{ n: number }>(
+  const released = await tx.query<{ tenant_id: string; sku: string; user_id: string; quantity: number }>(
     `WITH expired AS (
        SELECT tenant_id, request_key FROM reservations
        WHERE status = 'HELD' AND expires_at <= $1 AND ($2::text IS NULL OR tenant_id = $2)
-       ORDER BY expires_at LIMIT ${EXPIRY_BATCH} FOR UPDATE SKIP LOCKED),
-     released AS (
-       UPDATE reservations r SET status = 'RELEASED', updated_at = $1 FROM expired e
-       WHERE r.tenant_id = e.tenant_id AND r.request_key = e.request_key
-       RETURNING r.tenant_id, r.sku, r.user_id, r.quantity),
-     per_sku AS (
-       SELECT tenant_id, sku, sum(quantity)::int AS quantity, count(*)::int AS n FROM released GROUP BY tenant_id, sku),
-     holdings AS (
-       UPDATE user_holdings h SET quantity = h.quantity - x.quantity
-       FROM (SELECT tenant_id, sku, user_id, sum(quantity)::int AS quantity FROM released GROUP BY 1, 2, 3) x
-       WHERE h.tenant_id = x.tenant_id AND h.sku = x.sku AND h.user_id = x.user_id),
-     counters AS (
-       UPDATE skus s SET held = s.held - p.quantity, available = s.available + p.quantity, released = s.released + p.quantity
-       FROM per_sku p WHERE s.tenant_id = p.tenant_id AND s.sku = p.sku RETURNING p.n)
-     -- data-modifying CTEs run whether or not they are referenced
-     SELECT coalesce(sum(n), 0)::int AS n FROM counters`,
+       ORDER BY expires_at LIMIT ${EXPIRY_BATCH} FOR UPDATE SKIP LOCKED)
+     UPDATE reservations r SET status = 'RELEASED', updated_at = $1 FROM expired e
+     WHERE r.tenant_id = e.tenant_id AND r.request_key = e.request_key
+     RETURNING r.tenant_id, r.sku, r.user_id, r.quantity`,
     [now, tenantId ?? null],
   );
-  return result.rows[0]?.n ?? 0;
+  if (released.rows.length === 0) return 0;
+  const rows = JSON.stringify(released.rows);
+  // ORDER BY is applied before FOR UPDATE locks: the SKU rows are locked in order.
+  await tx.query(
+    `SELECT 1 FROM skus s WHERE (s.tenant_id, s.sku) IN (SELECT tenant_id, sku FROM jsonb_to_recordset($1::jsonb) AS x(tenant_id text, sku text))
+     ORDER BY s.tenant_id, s.sku FOR UPDATE`,
+    [rows],
+  );
+  await tx.query(
+    `WITH x AS (SELECT tenant_id, sku, sum(quantity)::int AS quantity FROM jsonb_to_recordset($1::jsonb) AS x(tenant_id text, sku text, user_id text, quantity int) GROUP BY 1, 2)
+     UPDATE skus s SET held = s.held - x.quantity, available = s.available + x.quantity, released = s.released + x.quantity
+     FROM x WHERE s.tenant_id = x.tenant_id AND s.sku = x.sku`,
+    [rows],
+  );
+  await tx.query(
+    `WITH x AS (SELECT tenant_id, sku, user_id, sum(quantity)::int AS quantity FROM jsonb_to_recordset($1::jsonb) AS x(tenant_id text, sku text, user_id text, quantity int) GROUP BY 1, 2, 3)
+     UPDATE user_holdings h SET quantity = h.quantity - x.quantity
+     FROM x WHERE h.tenant_id = x.tenant_id AND h.sku = x.sku AND h.user_id = x.user_id`,
+    [rows],
+  );
+  return released.rows.length;
 }
 
 /** Moves a HELD reservation's expiry to now (an operator releasing a hold early); the sweep does the rest. */
 export async function tryExpireNow(db: Executor, tenantId: string, key: string, now: Date): Promise<boolean> {
   const result = await db.query(`UPDATE reservations SET expires_at = $3 WHERE tenant_id = $1 AND request_key = $2 AND status = 'HELD'`, [tenantId, key, now]);
   return result.rowCount === 1;
+}
+
+/**
+ * CONFIRMED → RELEASED: a sold unit goes back on sale (seed 002's compensation, after the refund
+ * is confirmed). Acts only on a CONFIRMED reservation and says whether it did.
+ */
+export async function tryUnconfirm(tx: Tx, tenantId: string, key: string, now: Date): Promise<boolean> {
+  const result = await tx.query<{ user_id: string; sku: string; quantity: number }>(
+    `WITH r AS (
+       UPDATE reservations SET status = 'RELEASED', updated_at = $3
+       WHERE tenant_id = $1 AND request_key = $2 AND status = 'CONFIRMED'
+       RETURNING tenant_id, sku, user_id, quantity)
+     UPDATE skus s SET confirmed = s.confirmed - r.quantity, available = s.available + r.quantity, released = s.released + r.quantity
+     FROM r WHERE s.tenant_id = r.tenant_id AND s.sku = r.sku
+     RETURNING r.user_id, r.sku, r.quantity`,
+    [tenantId, key, now],
+  );
+  const row = result.rows[0];
+  if (!row) return false;
+  await subtractHolding(tx, tenantId, row.sku, row.user_id, row.quantity);
+  return true;
 }

@@ -42,6 +42,10 @@ export const CASES: readonly Case[] = [
   { name: 'NOT_FOUND (close)', event: answered('close', 'NOT_FOUND'), hold: 'HELD' },
   { name: 'charge answer lost', event: answered('charge', 'LOST'), hold: 'HELD' },
   { name: 'query answer lost', event: answered('query', 'LOST'), hold: 'HELD' },
+  { name: 'fulfilment refused', event: { type: 'FULFILMENT_REFUSED', cause: 'fulfil' }, hold: 'CONFIRMED' },
+  { name: 'compensating refund failed', event: { type: 'COMPENSATION_REFUND', ok: false, cause: 'refund' }, hold: 'CONFIRMED' },
+  { name: 'compensating refund confirmed', event: { type: 'COMPENSATION_REFUND', ok: true, cause: 'refund' }, hold: 'CONFIRMED' },
+  { name: 'compensation release', event: { type: 'COMPENSATION_RELEASE' }, hold: 'CONFIRMED' },
 ];
 
 export function decideCase(status: OrderStatus, c: Case): Decision {

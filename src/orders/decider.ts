@@ -38,9 +38,15 @@ export type OrderEvent =
   /** Recovery found a CREATED order whose hold is gone. */
   | { type: 'HOLD_EXPIRED' }
   /** The provider said something about the order (LOST: the answer never came). */
-  | { type: 'PROVIDER_ANSWERED'; via: ProviderVia; status: ProviderStatus; amount?: number; cause: string };
+  | { type: 'PROVIDER_ANSWERED'; via: ProviderVia; status: ProviderStatus; amount?: number; cause: string }
+  /** The saga (src/saga): the fulfilment provider refused for good; compensation starts. */
+  | { type: 'FULFILMENT_REFUSED'; cause: string }
+  /** The saga: the compensating refund was confirmed (ok) or cannot be done now. */
+  | { type: 'COMPENSATION_REFUND'; ok: boolean; cause: string }
+  /** The saga: the refund is confirmed, the confirmed unit(s) go back on sale. */
+  | { type: 'COMPENSATION_RELEASE' };
 
-export const EVENT_KINDS = ['PAY_REQUESTED', 'WALLET_PAY_REQUESTED', 'CANCEL_REQUESTED', 'HOLD_EXPIRED', 'PROVIDER_ANSWERED'] as const;
+export const EVENT_KINDS = ['PAY_REQUESTED', 'WALLET_PAY_REQUESTED', 'CANCEL_REQUESTED', 'HOLD_EXPIRED', 'PROVIDER_ANSWERED', 'FULFILMENT_REFUSED', 'COMPENSATION_REFUND', 'COMPENSATION_RELEASE'] as const;
 
 // What a provider message did to an order. Stored with every notification and returned to callers.
 export const EFFECTS = [
@@ -58,11 +64,13 @@ export const EFFECTS = [
 export type Effect = (typeof EFFECTS)[number];
 
 /** What the decision does for the caller that is not a provider-message effect. */
-export type Outcome = Effect | 'PAYING' | 'CANCELLED' | 'UNKNOWN' | 'REJECTED' | 'PENDING';
+export type Outcome = Effect | 'PAYING' | 'CANCELLED' | 'UNKNOWN' | 'REJECTED' | 'PENDING' | 'COMPENSATING' | 'COMPENSATION_PENDING' | 'COMPENSATED';
 
 export type StockMove =
   | { op: 'confirm'; key: string }
   | { op: 'release'; key: string }
+  /** A CONFIRMED unit goes back on sale (compensation, after the refund is confirmed). */
+  | { op: 'unconfirm'; key: string }
   /** Take a new unit under a new key and confirm it at once; may be refused (sold out, limit). */
   | { op: 'rereserve'; key: string; attempt: number; sku: string; quantity: number; line: number };
 
@@ -88,7 +96,7 @@ export interface Decision {
 }
 
 const UNPAID: ReadonlySet<OrderStatus> = new Set(['CREATED', 'PAYING', 'UNKNOWN']);
-const SETTLED_PAID: ReadonlySet<OrderStatus> = new Set(['PAID', 'REFUNDING', 'REFUNDED']);
+const SETTLED_PAID: ReadonlySet<OrderStatus> = new Set(['PAID', 'REFUNDING', 'REFUNDED', 'COMPENSATING', 'COMPENSATION_PENDING', 'COMPENSATED']);
 
 function decision(outcome: Outcome, extra: Partial<Decision> = {}): Decision {
   const to = extra.to;
@@ -190,6 +198,36 @@ function walletPay(order: OrderFacts, holds: readonly Hold[], now: Date): Decisi
 }
 
 /**
+ * Seed 002's compensation, step by step as the saga's journal drives it: refused → COMPENSATING;
+ * the refund first (while it cannot be done: COMPENSATION_PENDING, the unit stays confirmed);
+ * only then the unit back on sale → COMPENSATED. Repeats change nothing.
+ */
+function compensation(order: OrderFacts, holds: readonly Hold[], event: Extract<OrderEvent, { type: 'FULFILMENT_REFUSED' | 'COMPENSATION_REFUND' | 'COMPENSATION_RELEASE' }>): Decision {
+  const s = order.status;
+  switch (event.type) {
+    case 'FULFILMENT_REFUSED':
+      if (s === 'PAID') return decision('COMPENSATING', { to: 'COMPENSATING', reason: `fulfilment refused: ${event.cause}` });
+      return nothing(s === 'COMPENSATING' || s === 'COMPENSATION_PENDING' || s === 'COMPENSATED' ? 'DUPLICATE' : 'IGNORED');
+    case 'COMPENSATION_REFUND':
+      if (s !== 'COMPENSATING' && s !== 'COMPENSATION_PENDING') return nothing(s === 'COMPENSATED' ? 'DUPLICATE' : 'IGNORED');
+      if (!event.ok) {
+        const pending = `refund not done: ${event.cause}`;
+        return s === 'COMPENSATING' ? decision('COMPENSATION_PENDING', { to: 'COMPENSATION_PENDING', reason: pending, pending }) : nothing('COMPENSATION_PENDING', { pending });
+      }
+      return s === 'COMPENSATION_PENDING' ? decision('COMPENSATING', { to: 'COMPENSATING', reason: `refund confirmed: ${event.cause}` }) : nothing('COMPENSATING');
+    case 'COMPENSATION_RELEASE':
+      // Only once the refund is confirmed (COMPENSATING again); never from COMPENSATION_PENDING.
+      if (s === 'COMPENSATED') return nothing('DUPLICATE');
+      if (s !== 'COMPENSATING') return nothing('REJECTED', { reason: `order is ${s}, its units cannot be released` });
+      return decision('COMPENSATED', {
+        to: 'COMPENSATED',
+        reason: 'refunded, units released',
+        stock: holds.filter((h) => h.status === 'CONFIRMED').map((h) => ({ op: 'unconfirm', key: h.key })),
+      });
+  }
+}
+
+/**
  * What `event` does to `order` whose holds are `holds`, at `now`. Pure: no I/O, no clock of its
  * own. Every transition it returns is in the state machine (orders.states.ts); a refused event
  * returns no transition and outcome REJECTED.
@@ -214,6 +252,11 @@ export function decide(order: OrderFacts, holds: readonly Hold[], event: OrderEv
       break;
     case 'PROVIDER_ANSWERED':
       d = providerAnswered(order, holds, event);
+      break;
+    case 'FULFILMENT_REFUSED':
+    case 'COMPENSATION_REFUND':
+    case 'COMPENSATION_RELEASE':
+      d = compensation(order, holds, event);
       break;
   }
   for (const x of [d, d.orElse]) if (x?.to && !isAllowed(order.status, x.to)) throw new Error(`decide: ${order.status} -> ${x.to} is not in the state machine`);

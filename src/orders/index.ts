@@ -5,7 +5,9 @@ export { applyOrderEvent, visibleTo, type AppliedEvent } from './orders.apply.ts
 export { findOrder, findOrderNotes, getTimeline, lockOrder, orderIdsForSku, statusCountsForSku } from './orders.repo.ts';
 export { cancelOrder, createOrder, getOrderFor, orderView, timelineFor, type CreateOutcome } from './orders.service.ts';
 export { MAX_QUANTITY, ordersRoutes } from './orders.routes.ts';
-export { EVENT_STATUSES, ORDER_STATUSES, UNFINISHED_STATUSES, type OrderStatus } from './orders.states.ts';
+export { COMPENSATION_STATUSES, EVENT_STATUSES, ORDER_STATUSES, UNFINISHED_STATUSES, type OrderStatus } from './orders.states.ts';
+export { listUnfulfilledPaid, trySetFulfilment } from './orders.fulfilment.ts';
 export type { Order, TimelineEntry } from './orders.types.ts';
 export { claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, STUCK_PREFIX, type Candidate } from './orders.recovery.ts';
 export { AT_EXAMPLE, ORDER_ID_EXAMPLE, OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from './orders.schemas.ts';
+export { BROWSE_LIMIT, listOrderIdsOfUser, listOrdersByStatus, statusCounts, tryClearRecoveryBackoff, type OrderRow } from './orders.browse.ts';

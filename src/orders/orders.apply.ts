@@ -2,7 +2,7 @@ import type { Tx } from '../platform/db.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 import { AppError, invariant } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
-import { lockReservations, reserve, tryConfirm, tryRelease } from '../inventory/index.ts';
+import { lockReservations, reserve, tryConfirm, tryRelease, tryUnconfirm } from '../inventory/index.ts';
 import { decide, type Decision, type Hold, type OrderEvent, type Outcome, type ProviderCall, type StockMove } from './decider.ts';
 import { lockOrder, noteAttention, transition } from './orders.repo.ts';
 import { findLines, setLineReservation } from './orders.lines.ts';
@@ -44,6 +44,10 @@ async function lockHolds(tx: Tx, order: Order): Promise<Hold[]> {
 
 /** A move the decision made from locked rows; a refusal (SOLD_OUT, USER_LIMIT) only for a re-reserve. */
 async function move(tx: Tx, order: Order, m: StockMove, now: Date): Promise<string | undefined> {
+  if (m.op === 'unconfirm') {
+    invariant(await tryUnconfirm(tx, order.tenantId, m.key, now), `unconfirm of ${m.key} for ${order.orderId} matched no CONFIRMED reservation although it was locked CONFIRMED`);
+    return undefined;
+  }
   if (m.op === 'confirm' || m.op === 'release') {
     const done = m.op === 'confirm' ? await tryConfirm(tx, order.tenantId, m.key, now) : await tryRelease(tx, order.tenantId, m.key, now);
     invariant(done, `${m.op} of ${m.key} for ${order.orderId} matched no HELD reservation although it was locked HELD`);

@@ -14,6 +14,8 @@ interface OrderRow {
   version: number;
   reservation_key: string;
   reserve_attempt: number;
+  fulfilment_status?: 'PENDING' | 'FULFILLED' | 'REFUSED';
+  fulfilment_ref?: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -30,6 +32,8 @@ function toOrder(row: OrderRow): Order {
     version: row.version,
     reservationKey: row.reservation_key,
     reserveAttempt: row.reserve_attempt,
+    fulfilmentStatus: row.fulfilment_status ?? 'PENDING',
+    fulfilmentRef: row.fulfilment_ref ?? null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -78,6 +78,13 @@ export const OrderView = Type.Object(
     }),
     lines: Type.Array(LineView),
     reservations: Type.Array(Type.Object({ sku: Type.String(), key: Type.String(), status: nullable(Type.String()) }, { additionalProperties: false })),
+    fulfilment: Type.Object(
+      {
+        status: stringEnum(['PENDING', 'FULFILLED', 'REFUSED'] as const, { description: 'fulfilment is its own dimension (seed 002, docs/saga.md): a FULFILLED order stays PAID' }),
+        ref: Type.Optional(Type.String({ description: "the fulfilment provider's reference, once fulfilled" })),
+      },
+      { additionalProperties: false },
+    ),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
   },
@@ -113,6 +120,7 @@ const viewExample = {
   reservation: { key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED', expires_at: AT_EXAMPLE },
   lines: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', unit_price: 1990, quantity: 1, amount: 1990 }],
   reservations: [{ sku: 'tee-black-m', key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED' }],
+  fulfilment: { status: 'FULFILLED', ref: 'ful_3b9e' },
   created_at: AT_EXAMPLE,
   updated_at: AT_EXAMPLE,
 };

@@ -53,6 +53,7 @@ export async function orderView(db: Executor, order: Order) {
     reservation: { key: order.reservationKey, status: reservation?.status ?? null, expires_at: reservation?.expiresAt.toISOString() ?? null },
     lines: lines.map(lineView),
     reservations: reservations.map(({ line, r }) => ({ sku: line.sku, key: line.reservationKey, status: r?.status ?? null })),
+    fulfilment: { status: order.fulfilmentStatus ?? 'PENDING', ...(order.fulfilmentRef ? { ref: order.fulfilmentRef } : {}) },
     created_at: order.createdAt.toISOString(),
     updated_at: order.updatedAt.toISOString(),
   };

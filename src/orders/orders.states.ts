@@ -1,6 +1,6 @@
 // The order state machine of seed 000 (figure 29-1). This table is the single source: transition()
 // refuses anything not listed, and docs/state-machine.md is generated from it (tests check they agree).
-export const ORDER_STATUSES = ['CREATED', 'PAYING', 'UNKNOWN', 'PAID', 'FAILED', 'CANCELLED', 'REFUNDING', 'REFUNDED'] as const;
+export const ORDER_STATUSES = ['CREATED', 'PAYING', 'UNKNOWN', 'PAID', 'FAILED', 'CANCELLED', 'REFUNDING', 'REFUNDED', 'COMPENSATING', 'COMPENSATION_PENDING', 'COMPENSATED'] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
 
 export const TRANSITIONS: ReadonlyArray<readonly [OrderStatus, OrderStatus, string]> = [
@@ -18,6 +18,10 @@ export const TRANSITIONS: ReadonlyArray<readonly [OrderStatus, OrderStatus, stri
   ['FAILED', 'REFUNDING', 'success after failure, compensating refund'],
   ['CANCELLED', 'REFUNDING', 'success after cancel, compensating refund'],
   ['REFUNDING', 'REFUNDED', 'the channel confirmed the refund'],
+  ['PAID', 'COMPENSATING', 'fulfilment refused for good: undo the journal in reverse (refund, then release)'],
+  ['COMPENSATING', 'COMPENSATION_PENDING', 'the refund cannot be done now; the unit stays confirmed'],
+  ['COMPENSATION_PENDING', 'COMPENSATING', 'recovery got the refund confirmed'],
+  ['COMPENSATING', 'COMPENSATED', 'refund confirmed, then the unit released'],
 ];
 
 /** Statuses whose entry emits an ORDER_<STATUS> outbox event in the same transaction. */
@@ -25,6 +29,9 @@ export const EVENT_STATUSES: ReadonlySet<OrderStatus> = new Set(['PAID', 'FAILED
 
 /** Statuses recovery must still drive somewhere; reconciliation lists them as pending. */
 export const UNFINISHED_STATUSES: ReadonlySet<OrderStatus> = new Set(['PAYING', 'UNKNOWN', 'REFUNDING']);
+
+/** Statuses of the after-PAID saga (src/saga) still undoing; reconciliation lists them as pending. */
+export const COMPENSATION_STATUSES: ReadonlySet<OrderStatus> = new Set(['COMPENSATING', 'COMPENSATION_PENDING']);
 
 const ALLOWED = new Set(TRANSITIONS.map(([from, to]) => `${from}>${to}`));
 

@@ -11,6 +11,9 @@ export interface Order {
   version: number;
   reservationKey: string;
   reserveAttempt: number;
+  /** Fulfilment is its own dimension (seed 002): a FULFILLED order stays PAID. */
+  fulfilmentStatus?: 'PENDING' | 'FULFILLED' | 'REFUSED';
+  fulfilmentRef?: string | null;
   createdAt: Date;
   updatedAt: Date;
 }

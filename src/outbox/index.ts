@@ -10,3 +10,4 @@ export { createNatsSink, ensureStream } from './sinks/nats.sink.ts';
 export { assertTopology } from './sinks/amqp.sink.ts';
 export { DEFAULT_TOPOLOGY, type BrokerTopology } from './sinks/topology.ts';
 export { deadSchema, drainSchema, redriveSchema, type RedriveBody } from './outbox.schemas.ts';
+export { outboxLag, type OutboxLag } from './outbox.lag.ts';

@@ -13,12 +13,15 @@ export interface StatementLine {
 }
 
 export interface ChannelClient {
-  charge(merchantOrder: string, amount: number, notifyUrl: string): Promise<ChargeReply>;
+  /** `customer` ("<tenant>/<user>") lets a provider with customer accounts check the balance. */
+  charge(merchantOrder: string, amount: number, notifyUrl: string, customer?: string): Promise<ChargeReply>;
   query(merchantOrder: string): Promise<StatusReply>;
   close(merchantOrder: string): Promise<StatusReply>;
   refund(merchantOrder: string, refundKey: string, amount: number): Promise<RefundReply>;
   /** The provider's ledger, for reconciliation; throws when it cannot be read. */
   statement(): Promise<{ lines: StatementLine[]; net: number }>;
+  /** Orders the fulfilment double lists as FULFILLED (seed 002's reconciliation); undefined when it cannot list them. */
+  fulfilled?(): Promise<Set<string> | undefined>;
 }
 
 // A statement is one bulk read, not a payment call: it gets its own, longer limit.
@@ -61,8 +64,8 @@ export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient
   };
 
   return {
-    async charge(merchantOrder, amount, notifyUrl) {
-      const reply = await send('POST', '/charge', { merchant_order: merchantOrder, amount, notify_url: notifyUrl });
+    async charge(merchantOrder, amount, notifyUrl, customer) {
+      const reply = await send('POST', '/charge', { merchant_order: merchantOrder, amount, notify_url: notifyUrl, ...(customer !== undefined ? { customer } : {}) });
       if ('unknown' in reply) return { kind: 'UNKNOWN', reason: reply.unknown };
       const result = reply.body.result;
       if (result === 'CHARGED' || result === 'DECLINED' || result === 'CLOSED') return { kind: result, txn: reply.body.txn as string | undefined };
@@ -84,6 +87,16 @@ export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient
       const response = await fetch(`${baseUrl}/statement`, { signal: AbortSignal.timeout(STATEMENT_TIMEOUT_MS) });
       if (response.status !== 200) throw new Error(`provider statement: HTTP ${response.status}`);
       return (await response.json()) as { lines: StatementLine[]; net: number };
+    },
+    async fulfilled() {
+      try {
+        const response = await fetch(`${baseUrl}/fulfilments`, { signal: AbortSignal.timeout(STATEMENT_TIMEOUT_MS) });
+        if (response.status !== 200) return undefined;
+        const body = (await response.json()) as { fulfilments: Array<{ order_id: string; status: string }> };
+        return new Set(body.fulfilments.filter((f) => f.status === 'FULFILLED').map((f) => f.order_id));
+      } catch {
+        return undefined;
+      }
     },
   };
 }

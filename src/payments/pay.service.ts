@@ -6,7 +6,8 @@ import { jsonResponse, problemResponse } from '../idempotency/index.ts';
 import type { KeyedStep } from '../idempotency/index.ts';
 import { applyOrderEvent, lockOrder } from '../orders/index.ts';
 import type { PaymentDeps } from './payments.deps.ts';
-import { chargeAnswer, settle } from './settle.ts';
+import { chargeAnswer, followUp, recordAnswer } from './settle.ts';
+import { bestEffort, settleAfterCall } from './after-call.ts';
 
 async function statusResponse(tx: Tx, orderId: string): Promise<StoredResponse> {
   const order = await lockOrder(tx, orderId);
@@ -30,15 +31,20 @@ export async function beginPay(deps: PaymentDeps, tx: Tx, principal: Principal, 
   }
   return {
     continueWith: async (complete) => {
-      const reply = await deps.channel.charge(orderId, order.amount, deps.notifyUrl);
+      const reply = await deps.channel.charge(orderId, order.amount, deps.notifyUrl, `${order.tenantId}/${order.userId}`);
       await faultPoint('pay.after-charge'); // C29-10: PAYING committed, the provider charged, nothing recorded
       let response: StoredResponse | undefined;
-      await settle(deps, orderId, chargeAnswer(reply, order.amount), async (tx) => {
-        response = await statusResponse(tx, orderId);
-        await complete(tx, response);
+      const recorded = await settleAfterCall(orderId, async () => {
+        const applied = await recordAnswer(deps, orderId, chargeAnswer(reply, order.amount), async (tx) => {
+          response = await statusResponse(tx, orderId);
+          await complete(tx, response);
+        });
+        if (!response) throw new Error('pay: no response stored');
+        return { response, applied };
       });
-      if (!response) throw new Error('pay: no response stored');
-      return response;
+      // The refund (if the decision asked for one) is sent after that commit, never inside it.
+      if ('applied' in recorded) await bestEffort(`follow-up of ${orderId}`, () => followUp(deps, orderId, recorded.applied));
+      return recorded.response;
     },
   };
 }

@@ -7,6 +7,7 @@ import { requestDigest } from '../idempotency/index.ts';
 import { idempotencyKeyOf, sendKeyed } from '../idempotency/index.ts';
 import { executeKeyed } from '../idempotency/index.ts';
 import { findOrderNotes, getOrderFor, getTimeline, orderIdsForSku, orderView, statusCountsForSku } from '../orders/index.ts';
+import { journalView } from '../saga/index.ts';
 import { channelClient } from './channel.client.ts';
 import { checkSignature, handleNotification, parseNotification, SIGNATURE_HEADER } from './notifications.ts';
 import { listNotifications, notificationEffects } from './payments.repo.ts';
@@ -72,6 +73,7 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
       listNotifications(deps.db, order.orderId),
       findOrderNotes(deps.db, order.orderId),
     ]);
-    return { ...view, user_id: order.userId, attention: notes.attention, recovery_attempts: notes.recoveryAttempts, timeline, notifications };
+    const journal = await journalView(deps.db, order.orderId);
+    return { ...view, user_id: order.userId, attention: notes.attention, recovery_attempts: notes.recoveryAttempts, timeline, notifications, journal };
   });
 }

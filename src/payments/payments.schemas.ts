@@ -124,13 +124,28 @@ export const AdminOrderView = Type.Object(
     recovery_attempts: Type.Integer(),
     timeline: Type.Array(TimelineEntrySchema),
     notifications: Type.Array(NotificationRow),
+    journal: Type.Array(
+      Type.Object(
+        {
+          step: Type.String(),
+          direction: stringEnum(['do', 'undo'] as const),
+          status: stringEnum(['STARTED', 'DONE', 'REFUSED', 'FAILED', 'UNKNOWN'] as const),
+          key: Type.String({ description: 'the idempotency key the step sent its provider' }),
+          receipt: Type.Optional(Type.String()),
+          error: Type.Optional(Type.String()),
+          at: Type.String({ format: 'date-time' }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: "the after-PAID saga's journal (seed 002): every step attempt, oldest first" },
+    ),
   },
   { additionalProperties: false },
 );
 
 export const adminOrderSchema = {
   operationId: 'adminGetOrder',
-  summary: 'An order with its timeline and notifications',
+  summary: 'An order with its timeline, notifications and saga journal',
   description: 'Any order of the admin’s tenant.',
   tags: ['admin'],
   params: OrderIdParams,
@@ -146,6 +161,7 @@ export const adminOrderSchema = {
         reservation: { key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED', expires_at: AT_EXAMPLE },
         lines: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', unit_price: 1990, quantity: 1, amount: 1990 }],
         reservations: [{ sku: 'tee-black-m', key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED' }],
+        fulfilment: { status: 'FULFILLED', ref: 'ful_3b9e' },
         created_at: AT_EXAMPLE,
         updated_at: AT_EXAMPLE,
         user_id: 'alice',
@@ -153,6 +169,7 @@ export const adminOrderSchema = {
         recovery_attempts: 0,
         timeline: [{ from: null, to: 'CREATED', version: 1, reason: 'create', at: AT_EXAMPLE }],
         notifications: [{ notify_id: 'ntf_41', kind: 'CHARGED', amount: 1990, txn: 'txn_9', effect: 'PAID', needs_attention: false, received_at: AT_EXAMPLE }],
+        journal: [{ step: 'fulfil', direction: 'do', status: 'DONE', key: `${ORDER_ID_EXAMPLE}/fulfil`, receipt: 'ful_3b9e', at: AT_EXAMPLE }],
       },
     }),
     ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH, 'ORDER_NOT_FOUND']),

@@ -50,14 +50,18 @@ export async function followUp(deps: PaymentDeps, orderId: string, applied: Appl
   return last;
 }
 
-/** One provider answer, applied in its own transaction, then its follow-up calls. */
-export async function settle(deps: PaymentDeps, orderId: string, answer: Answer, within?: (tx: Tx, applied: AppliedEvent) => Promise<void>): Promise<AppliedEvent> {
-  const applied = await inTx(deps.db, async (tx) => {
+/** One provider answer, applied in its own transaction (with `within` in the same commit). */
+export async function recordAnswer(deps: PaymentDeps, orderId: string, answer: Answer, within?: (tx: Tx, applied: AppliedEvent) => Promise<void>): Promise<AppliedEvent> {
+  return inTx(deps.db, async (tx) => {
     const result = await applyOrderEvent(tx, orderId, answer, deps.clock.now());
     if (within) await within(tx, result);
     return result;
   });
-  return followUp(deps, orderId, applied);
+}
+
+/** One provider answer, applied in its own transaction, then its follow-up calls. */
+export async function settle(deps: PaymentDeps, orderId: string, answer: Answer, within?: (tx: Tx, applied: AppliedEvent) => Promise<void>): Promise<AppliedEvent> {
+  return followUp(deps, orderId, await recordAnswer(deps, orderId, answer, within));
 }
 
 export const queryAnswer = (reply: StatusReply) => statusAnswer('query', reply);

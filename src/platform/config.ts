@@ -9,6 +9,8 @@ export interface Config {
   channelPort: number;
   channelUrl: string | undefined;
   poolSize: number;
+  dbConnectTimeoutMs: number;
+  shutdownGraceMs: number;
   payTimeoutMs: number;
   staleAfterMs: number;
   recoveryIntervalMs: number;
@@ -42,6 +44,9 @@ export interface Config {
   rateLimitPerMinute: number;
   /** A bearer token Prometheus may scrape `/metrics` with (an operator token also works). */
   metricsToken: string | undefined;
+  /** Seed 002: the fulfilment provider (default: the channel, which has the fake one). */
+  fulfilmentUrl: string | undefined;
+  compensationDeadlineMs: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -68,6 +73,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     channelUrl: env.FLASHPAY_CHANNEL_URL || undefined,
     // Two cores: a handful of connections keeps PostgreSQL busy without thrashing.
     poolSize: int(env, 'FLASHPAY_POOL_SIZE', 20, 1),
+    // A request waiting this long for a connection (dry pool, server not answering) gets 503.
+    dbConnectTimeoutMs: int(env, 'FLASHPAY_DB_CONNECT_TIMEOUT_MS', 5_000, 100),
+    // On SIGTERM, requests in flight get this long to finish (a pay is bounded by its own timeouts).
+    shutdownGraceMs: int(env, 'FLASHPAY_SHUTDOWN_GRACE_MS', 10_000, 0),
     payTimeoutMs: int(env, 'FLASHPAY_PAY_TIMEOUT_MS', 300, 1),
     staleAfterMs: int(env, 'FLASHPAY_STALE_AFTER_MS', 60_000),
     recoveryIntervalMs: int(env, 'FLASHPAY_RECOVERY_INTERVAL_MS', 5_000, 10),
@@ -97,5 +106,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     // Twenty a second, sustained, per buyer and route: far above a person retrying, far below a script.
     rateLimitPerMinute: int(env, 'FLASHPAY_RATE_LIMIT_PER_MINUTE', 1_200),
     metricsToken: env.FLASHPAY_METRICS_TOKEN || undefined,
+    fulfilmentUrl: env.FLASHPAY_FULFILMENT_URL || undefined,
+    // A day of retries with backoff before a stuck fulfilment or compensation is a person's job.
+    compensationDeadlineMs: int(env, 'FLASHPAY_COMPENSATION_DEADLINE_MS', 24 * 3600 * 1000, 1),
   };
 }

@@ -72,6 +72,17 @@ const TRANSPORT = new Set([
 
 type Operation = { responses?: Record<string, { headers?: Record<string, unknown>; content?: Record<string, { schema?: object }> }> };
 
+/**
+ * The document's path of a route: `:id` is `{id}`; a trailing wildcard (`/fulfilments/*`, whose
+ * rest may hold slashes) is documented under a named parameter (`/fulfilments/{key}`).
+ */
+function documentPath(url: string, paths: Record<string, unknown>): string {
+  const path = url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+  if (!path.endsWith('*')) return path;
+  const prefix = path.slice(0, -1);
+  return Object.keys(paths).find((p) => p.startsWith(prefix) && /^\{[A-Za-z0-9_]+\}$/.test(p.slice(prefix.length))) ?? path;
+}
+
 export function installContractCheck(app: FastifyInstance, documentOf: () => { paths?: Record<string, Record<string, Operation>> }): void {
   const validators = new Map<string, ValidateFunction>();
 
@@ -85,7 +96,7 @@ export function installContractCheck(app: FastifyInstance, documentOf: () => { p
     const url = request.routeOptions.url;
     // No route matched (the 404 handler) or a route kept out of the document on purpose.
     if (!url || request.routeOptions.schema?.hide || url.startsWith('/docs')) return;
-    const path = url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    const path = documentPath(url, documentOf().paths ?? {});
     const method = request.method.toLowerCase();
     const route = `${request.method} ${path}`;
     const status = reply.statusCode;

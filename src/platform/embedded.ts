@@ -18,6 +18,8 @@ const READY = 'database system is ready to accept connections';
 
 export interface EmbeddedCluster {
   url(database: string): string;
+  /** The postmaster's pid now (it changes when supervision restarts it). */
+  pid(): number | undefined;
   stop(): Promise<void>;
 }
 
@@ -26,9 +28,22 @@ export interface EmbeddedOptions {
   /** false: the data directory is deleted on stop (test clusters). */
   persistent: boolean;
   log?: (line: string) => void;
+  /** A fixed port (a restart keeps its address); default a free one. */
+  port?: number;
+  /** Restart the postmaster when it dies (flashpay start); tests that stop it on purpose leave this off. */
+  supervise?: boolean;
+  /** Called when supervision gives up (the restart budget is spent). */
+  onGiveUp?: () => void;
+  /** Our own lines about the cluster (restarts), never filtered like PostgreSQL's chatter; default `log`. */
+  notice?: (line: string) => void;
 }
 
-async function freePort(): Promise<number> {
+const RESTART_LIMIT = 5;
+const RESTART_WINDOW_MS = 10 * 60_000;
+const RESTART_BASE_DELAY_MS = 250;
+const RESTART_MAX_DELAY_MS = 8_000;
+
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
@@ -151,8 +166,42 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
     await initialise(binaries.initdb, dataDir, runAs, password);
     await writePassword(passwordFile, password);
   }
-  const port = await freePort();
-  const child = await startPostmaster(binaries.postgres, dataDir, port, runAs, log);
+  const port = options.port ?? (await freePort());
+  let child = await startPostmaster(binaries.postgres, dataDir, port, runAs, log);
+  let stopping = false;
+  const restarts: number[] = [];
+  const notice = options.notice ?? log;
+  // Supervision: a postmaster that dies under us (OOM killer, a crash, kill -9) is started again on
+  // the same port and data directory, so the pool's URL stays valid; at most RESTART_LIMIT times
+  // per RESTART_WINDOW_MS, then we give up loudly instead of running on without a database.
+  const supervise = (current: ChildProcess) => {
+    current.once('exit', (code, signal) => {
+      if (stopping || current !== child) return;
+      void (async () => {
+        for (let attempt = 1; !stopping; attempt++) {
+          const now = Date.now();
+          while (restarts.length > 0 && (restarts[0] ?? 0) < now - RESTART_WINDOW_MS) restarts.shift();
+          if (restarts.length >= RESTART_LIMIT) {
+            notice(`embedded PostgreSQL keeps dying (${RESTART_LIMIT} restarts within ${RESTART_WINDOW_MS / 60_000} min); giving up`);
+            options.onGiveUp?.();
+            return;
+          }
+          restarts.push(now);
+          notice(`embedded PostgreSQL exited (${signal ?? `code ${code}`}); restarting it (attempt ${attempt})`);
+          await sleep(Math.min(RESTART_MAX_DELAY_MS, RESTART_BASE_DELAY_MS * 2 ** (attempt - 1)));
+          try {
+            child = await startPostmaster(binaries.postgres, dataDir, port, runAs, log);
+            notice('embedded PostgreSQL is back');
+            supervise(child);
+            return;
+          } catch (error) {
+            notice(`embedded PostgreSQL did not start: ${(error as Error).message.split('\n')[0]}`);
+          }
+        }
+      })();
+    });
+  };
+  if (options.supervise) supervise(child);
   // If this process exits without stop(), do not leave a postmaster behind.
   const onExit = () => child.kill('SIGINT');
   process.once('exit', onExit);
@@ -160,7 +209,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
   const base = `postgres://${EMBEDDED_USER}:${encodeURIComponent(password)}@127.0.0.1:${port}`;
   return {
     url: (database) => `${base}/${database}`,
+    pid: () => child.pid,
     async stop() {
+      stopping = true;
       process.removeListener('exit', onExit);
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));

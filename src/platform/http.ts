@@ -1,5 +1,5 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { isBusyError, isConnectionError } from './db.ts';
+import { CommitOutcomeUnknownError, isBusyError, isConnectionError } from './db.ts';
 import { AppError, problem, type ErrorCode, type Problem } from './errors.ts';
 import { clientErrorHandler, frameworkErrors, refuseControlCharacters } from './http.input.ts';
 import { rateLimiter } from './ratelimit.ts';
@@ -18,6 +18,11 @@ export interface HttpOptions {
   /** Per principal (or client address) per route; absent or 0: no limit. */
   rateLimitPerMinute?: number;
   logLevel?: string;
+  /**
+   * What close() does with open sockets: 'idle' (default) lets requests in flight answer; 'all'
+   * cuts them (the provider double, whose held faults must not keep a close open).
+   */
+  closeConnections?: 'idle' | 'all';
 }
 
 /** Sends an RFC 9457 problem document. */
@@ -55,10 +60,24 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
     // Logs go to stderr: stdout carries what commands print for people and scripts.
     logger: options.logLevel && options.logLevel !== 'silent' ? { level: options.logLevel, stream: process.stderr } : false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
-    forceCloseConnections: true,
+    // On close, idle keep-alive sockets go at once; a request in flight finishes and gets its
+    // real answer (closeGracefully bounds the wait). `true` cut pays whose charge had gone through.
+    forceCloseConnections: options.closeConnections === 'all' ? true : 'idle',
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrors(MAX_PARAM_LENGTH),
     clientErrorHandler,
+  });
+
+  // While closing, every answer says `Connection: close`: a keep-alive socket whose request was
+  // in flight when close began is let go after its answer instead of idling out (72 s) and
+  // holding the close open.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (closing) reply.header('connection', 'close');
+    return payload;
   });
   // Order matters: a flood is refused before its content is looked at.
   if (options.rateLimitPerMinute) app.addHook('preValidation', rateLimiter({ perMinute: options.rateLimitPerMinute }));
@@ -78,6 +97,12 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
 
   app.setErrorHandler((error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof AppError) return sendProblem(reply, error.toProblem(), error.headers);
+    // The connection died with the COMMIT in flight: it may have happened. Say so; a retry with the
+    // same Idempotency-Key replays it if it did and executes it if it did not.
+    if (error instanceof CommitOutcomeUnknownError) {
+      request.log.warn({ err: error }, 'commit outcome unknown');
+      return sendProblem(reply, problem('UNAVAILABLE', 'the database connection was lost while committing; the outcome is unknown: retry with the same Idempotency-Key to learn it', { outcome: 'unknown' }), { 'Retry-After': '1' });
+    }
     // The database (and so the idempotency key store) is unreachable: nothing executed, retry later.
     if (isConnectionError(error)) return sendProblem(reply, problem('UNAVAILABLE', 'the database is unreachable; nothing was executed'), { 'Retry-After': '1' });
     // A lock or statement timeout rolled the transaction back: overloaded, not broken.
@@ -93,4 +118,28 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
 
 export function fail(code: ErrorCode, detail: string, extra: Record<string, unknown> = {}): never {
   throw new AppError(code, detail, extra);
+}
+
+const IDLE_SWEEP_MS = 50;
+
+/**
+ * Stops accepting, lets the requests in flight finish and answer (new requests on open sockets
+ * get 503 meanwhile), and past `graceMs` cuts what is left. True when everything finished in time.
+ */
+export async function closeGracefully(app: FastifyInstance, graceMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const closed = app.close().then(() => true);
+  // A keep-alive socket whose request finished after close() began is idle now: let it go too.
+  const sweeper = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
+  const expired = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), graceMs);
+  });
+  const drained = await Promise.race([closed, expired]);
+  clearTimeout(timer);
+  clearInterval(sweeper);
+  if (!drained) {
+    app.server.closeAllConnections();
+    await closed;
+  }
+  return drained;
 }

@@ -35,6 +35,15 @@ export function problemSchema(codes: readonly ErrorCode[] = ERROR_CODES) {
       status: Type.Integer({ description: 'the HTTP status code' }),
       code: stringEnum(codes, { description: 'the stable machine word: branch on this' }),
       detail: Type.String({ description: 'what went wrong this time, for a person' }),
+      ...(codes.includes('UNAVAILABLE')
+        ? {
+            outcome: Type.Optional(
+              stringEnum(['unknown'] as const, {
+                description: '`unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed',
+              }),
+            ),
+          }
+        : {}),
     },
     { additionalProperties: true },
   );
@@ -85,7 +94,7 @@ const STATUS_TEXT: Record<number, string> = {
   429: 'Too many requests on this route: retry after Retry-After',
   422: 'The Idempotency-Key was used with another request',
   500: 'An unexpected failure (retry with the same Idempotency-Key)',
-  503: 'Temporarily unavailable: nothing was executed, retry after Retry-After',
+  503: 'Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After',
 };
 
 const EXAMPLE_DETAIL: Partial<Record<ErrorCode, string>> = {

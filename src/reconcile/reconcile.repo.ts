@@ -8,16 +8,22 @@ export interface OrderRow {
   reservation: string | null;
   /** How many lines (reservations) the order has. */
   lines: number;
+  fulfilment: string;
+  saga_late: boolean;
 }
 
+// One page of the order scan: a bounded result per statement, however large the table.
+export const ORDER_PAGE_SIZE = 5_000;
+
 /**
- * Every order with the status of the reservations its lines point at now (line 1's key is on the
- * order row, lines 2..n on order_lines), folded into one status as the rules judge it: all lines
- * alike give that status; a HELD line makes it HELD; otherwise a PAID order with any line not
- * CONFIRMED is judged RELEASED, any other order with a CONFIRMED line CONFIRMED; a missing row, none.
+ * One keyset page of orders (`after`: the last order_id seen), each with the status of the
+ * reservations its lines point at now (line 1's key is on the order row, lines 2..n on
+ * order_lines), folded into one status as the rules judge it: all lines alike give that status; a
+ * HELD line makes it HELD; otherwise a PAID order with any line not CONFIRMED is judged RELEASED,
+ * any other order with a CONFIRMED line CONFIRMED; a missing row, none.
  * Every read takes `tenantId`: a tenant's admin reconciles its own tenant; undefined is every tenant.
  */
-export async function listOrdersWithReservation(db: Executor, tenantId?: string): Promise<OrderRow[]> {
+export async function listOrdersWithReservationPage(db: Executor, tenantId: string | undefined, after: string | null, limit = ORDER_PAGE_SIZE): Promise<OrderRow[]> {
   const result = await db.query<OrderRow>(
     `SELECT o.order_id, o.status, o.amount,
             CASE WHEN bool_or(r.status IS NULL) THEN NULL
@@ -25,16 +31,31 @@ export async function listOrdersWithReservation(db: Executor, tenantId?: string)
                  WHEN bool_or(r.status = 'HELD') THEN 'HELD'
                  WHEN o.status = 'PAID' THEN 'RELEASED'
                  ELSE 'CONFIRMED' END AS reservation,
-            count(*)::int AS lines
+            count(*)::int AS lines,
+            o.fulfilment_status AS fulfilment,
+            bool_or(coalesce(s.state IN ('FORWARD', 'COMPENSATING') AND s.deadline_at <= now(), false)) AS saga_late
      FROM orders o
      CROSS JOIN LATERAL (SELECT o.reservation_key AS key UNION ALL SELECT l.reservation_key FROM order_lines l WHERE l.order_id = o.order_id AND l.line_no > 1) k
      LEFT JOIN reservations r ON r.tenant_id = o.tenant_id AND r.request_key = k.key
-     WHERE ($1::text IS NULL OR o.tenant_id = $1)
+     LEFT JOIN sagas s ON s.saga_id = o.order_id
+     WHERE ($1::text IS NULL OR o.tenant_id = $1) AND ($2::text IS NULL OR o.order_id > $2)
      GROUP BY o.order_id
-     ORDER BY o.created_at`,
-    [tenantId ?? null],
+     ORDER BY o.order_id LIMIT $3`,
+    [tenantId ?? null, after, limit],
   );
   return result.rows;
+}
+
+/**
+ * Writes to the tables reconciliation reads, as counted by PostgreSQL's statistics (no scan, no
+ * index): when this has not moved and the provider is not asked, nothing can have changed.
+ */
+export async function changeCounter(db: Executor): Promise<number> {
+  const result = await db.query<{ n: number | null }>(
+    `SELECT sum(n_tup_ins + n_tup_upd + n_tup_del)::bigint AS n FROM pg_stat_user_tables
+     WHERE relname IN ('orders', 'reservations', 'skus', 'outbox', 'fulfillment') AND schemaname = current_schema()`,
+  );
+  return result.rows[0]?.n ?? 0;
 }
 
 /** SKUs whose counters disagree with each other or with their reservation rows. */

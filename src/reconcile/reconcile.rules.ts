@@ -20,6 +20,11 @@ export const ORDER_CLASSES = [
   'CREATED_WITHOUT_HELD',
   'MULTIPLE_CHARGES',
   'MULTIPLE_REFUNDS',
+  'COMPENSATED_MONEY_KEPT',
+  'COMPENSATED_UNITS_HELD',
+  'COMPENSATING_WITHOUT_CONFIRMED_UNITS',
+  'COMPENSATION_PAST_DEADLINE',
+  'FULFILLED_WITHOUT_PROVIDER_FULFILMENT',
 ] as const;
 
 export const GLOBAL_CLASSES = ['PROVIDER_RECORD_WITHOUT_ORDER', 'CONFIRMED_NE_PAID', 'STOCK_NOT_CONSERVED', 'CHANNEL_NET_NE_PAID_SUM', 'PAID_WITHOUT_EVENT', 'TERMINAL_WITHOUT_EVENT', 'DUPLICATE_SHIPMENT', 'SHIPPED_WITHOUT_PAID', 'DEAD_EVENT', 'WALLET_BALANCE_NE_TRANSFERS', 'LEDGER_NOT_ZERO'] as const;
@@ -38,6 +43,10 @@ export interface OrderFacts {
   amount: number;
   reservation: string | null;
   ledger: LedgerView;
+  /** Seed 002: the order's fulfilment dimension, whether the provider has it, whether its saga is past its deadline. */
+  fulfilment?: string;
+  providerFulfilled?: boolean;
+  sagaLate?: boolean;
 }
 
 /** Not judged, listed as pending: the statuses recovery still drives somewhere. */
@@ -59,6 +68,18 @@ export function classify(order: OrderFacts): Array<{ class: MismatchClass; detai
       else if (ledger.charged !== amount) add('PAID_AMOUNT_MISMATCH', money);
       if (ledger.refunds > 0) add('PAID_BUT_REFUNDED', money);
       if (reservation !== 'CONFIRMED') add('PAID_WITHOUT_CONFIRMED_RESERVATION', money);
+      if (order.fulfilment === 'FULFILLED' && order.providerFulfilled === false) add('FULFILLED_WITHOUT_PROVIDER_FULFILMENT', 'fulfilment FULFILLED, the provider has no fulfilment under <order>/fulfil');
+      break;
+    case 'COMPENSATED':
+      // Undone means both: the money back and the unit back on sale.
+      if (ledger.charged - ledger.refunded !== 0) add('COMPENSATED_MONEY_KEPT', money);
+      if (live(reservation)) add('COMPENSATED_UNITS_HELD', money);
+      break;
+    case 'COMPENSATING':
+    case 'COMPENSATION_PENDING':
+      // The unit is released only in the same step that ends the compensation, after the refund.
+      if (reservation !== 'CONFIRMED') add('COMPENSATING_WITHOUT_CONFIRMED_UNITS', money);
+      if (order.sagaLate) add('COMPENSATION_PAST_DEADLINE', `${order.status} past its deadline: ${money}`);
       break;
     case 'REFUNDED':
       if (ledger.charged !== amount || ledger.refunded !== amount) add('REFUNDED_LEDGER_MISMATCH', money);

@@ -1,10 +1,11 @@
 import { businessMetrics } from '../platform/business-metrics.ts';
-import { inTx, type Db } from '../platform/db.ts';
+import { inTx, type Db, type Tx } from '../platform/db.ts';
 import { checkEventIntegrity } from './reconcile.events.ts';
 import type { ChannelClient, StatementLine } from '../payments/index.ts';
-import { countConfirmedReservations, listOrdersWithReservation, listStockDrift } from './reconcile.repo.ts';
+import { countConfirmedReservations, listOrdersWithReservationPage, listStockDrift, ORDER_PAGE_SIZE, type OrderRow } from './reconcile.repo.ts';
 import { mergeLedgers, readWalletFacts } from './reconcile.wallet.ts';
 import { classify, PENDING_STATUSES, type LedgerView, type MismatchClass } from './reconcile.rules.ts';
+import { COMPENSATION_STATUSES } from '../orders/index.ts';
 
 export interface Mismatch {
   order_id: string;
@@ -55,20 +56,30 @@ const NO_LINES: LedgerView = { charges: 0, charged: 0, refunds: 0, refunded: 0 }
 const SNAPSHOT_STATEMENT_TIMEOUT_MS = 120_000;
 
 /**
- * Every database fact from one REPEATABLE READ snapshot. Read on separate pooled connections, a
+ * Every database fact from one REPEATABLE READ snapshot, the orders read in keyset pages (a
+ * bounded result per statement). Read on separate pooled connections, a
  * PAID that commits between "count CONFIRMED" and "list orders" shows confirmed != paid out of
  * nothing under ordinary traffic (tests/reconcile/live.test.ts). Read-only: it cannot fail to serialize.
  */
 function readDatabaseFacts(db: Db, tenantId: string | undefined) {
   return inTx(
     db,
-    async (tx) => ({
-      orders: await listOrdersWithReservation(tx, tenantId),
-      confirmed: await countConfirmedReservations(tx, tenantId),
-      stockDrift: await listStockDrift(tx, tenantId),
-      integrity: await checkEventIntegrity(tx, tenantId),
-      wallet: await readWalletFacts(tx, tenantId),
-    }),
+    async (tx: Tx) => {
+      const orders: OrderRow[] = [];
+      for (let after: string | null = null; ; ) {
+        const page = await listOrdersWithReservationPage(tx, tenantId, after);
+        orders.push(...page);
+        if (page.length < ORDER_PAGE_SIZE) break;
+        after = page[page.length - 1]?.order_id ?? null;
+      }
+      return {
+        orders,
+        confirmed: await countConfirmedReservations(tx, tenantId),
+        stockDrift: await listStockDrift(tx, tenantId),
+        integrity: await checkEventIntegrity(tx, tenantId),
+        wallet: await readWalletFacts(tx, tenantId),
+      };
+    },
     { isolation: 'REPEATABLE READ', statementTimeoutMs: SNAPSHOT_STATEMENT_TIMEOUT_MS },
   );
 }
@@ -80,7 +91,7 @@ function readDatabaseFacts(db: Db, tenantId: string | undefined) {
  */
 export async function reconcile(db: Db, channel: ChannelClient, tenantId?: string): Promise<ReconciliationReport> {
   // The provider's statement cannot share the snapshot: rules across the two are judged on a quiet system.
-  const [fullStatement, { orders, confirmed, stockDrift, integrity, wallet }] = await Promise.all([channel.statement(), readDatabaseFacts(db, tenantId)]);
+  const [fullStatement, { orders, confirmed, stockDrift, integrity, wallet }, fulfilled] = await Promise.all([channel.statement(), readDatabaseFacts(db, tenantId), channel.fulfilled?.()]);
   const statement = tenantId === undefined ? fullStatement : tenantStatement(fullStatement, new Set(orders.map((o) => o.order_id)));
   const ledger = ledgerByOrder(statement.lines);
   // Wallet-paid orders are judged by the same rules, with their wallet transfers as the provider's lines.
@@ -90,8 +101,10 @@ export async function reconcile(db: Db, channel: ChannelClient, tenantId?: strin
   const pendingOrders: Array<{ order_id: string; status: string }> = [];
   let paid = 0;
   let paidSum = 0;
-  // A PAID order of n lines owns n CONFIRMED reservations.
+  // A PAID order of n lines owns n CONFIRMED reservations; an order being compensated still holds
+  // its confirmed units (released only at the end).
   let paidLines = 0;
+  let compensatingLines = 0;
   for (const order of orders) {
     statuses[order.status] = (statuses[order.status] ?? 0) + 1;
     if (order.status === 'PAID') {
@@ -99,14 +112,19 @@ export async function reconcile(db: Db, channel: ChannelClient, tenantId?: strin
       paidLines += order.lines;
       paidSum += order.amount;
     }
-    if (PENDING_STATUSES.has(order.status)) pendingOrders.push({ order_id: order.order_id, status: order.status });
-    for (const m of classify({ status: order.status, amount: order.amount, reservation: order.reservation, ledger: ledger.get(order.order_id) ?? NO_LINES })) {
+    if (COMPENSATION_STATUSES.has(order.status)) compensatingLines += order.lines;
+    if (PENDING_STATUSES.has(order.status) || COMPENSATION_STATUSES.has(order.status)) pendingOrders.push({ order_id: order.order_id, status: order.status });
+    const saga = { fulfilment: order.fulfilment, sagaLate: order.saga_late, ...(fulfilled ? { providerFulfilled: fulfilled.has(order.order_id) } : {}) };
+    for (const m of classify({ status: order.status, amount: order.amount, reservation: order.reservation, ledger: ledger.get(order.order_id) ?? NO_LINES, ...saga })) {
       mismatches.push({ order_id: order.order_id, status: order.status, ...m });
     }
   }
   const known = new Set(orders.map((o) => o.order_id));
   for (const mo of ledger.keys()) if (!known.has(mo)) mismatches.push({ order_id: mo, status: null, class: 'PROVIDER_RECORD_WITHOUT_ORDER', detail: 'the provider has lines for an order we do not have' });
-  if (confirmed !== paidLines) mismatches.push({ order_id: GLOBAL, status: null, class: 'CONFIRMED_NE_PAID', detail: `confirmed=${confirmed} != paid=${paidLines}${paidLines !== paid ? ' (lines)' : ''}` });
+  if (confirmed !== paidLines + compensatingLines) {
+    const detail = `confirmed=${confirmed} != paid=${paidLines}${compensatingLines ? ` + compensating=${compensatingLines}` : ''}${paidLines !== paid ? ' (lines)' : ''}`;
+    mismatches.push({ order_id: GLOBAL, status: null, class: 'CONFIRMED_NE_PAID', detail });
+  }
   for (const s of stockDrift) mismatches.push({ order_id: GLOBAL, status: null, class: 'STOCK_NOT_CONSERVED', detail: `${s.tenant_id}/${s.sku}: ${s.detail}` });
   // While an order is unfinished, money may legitimately be in flight: compare net only when none is.
   if (pendingOrders.length === 0 && statement.net + walletNet !== paidSum) {

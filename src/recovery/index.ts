@@ -1,4 +1,5 @@
 // The recovery domain's public surface: one pass, the whole recovery, and its admin route.
 export { recoverAll, type FullRecoveryReport } from './recovery.full.ts';
-export { recoveryRoutes } from './recovery.routes.ts';
+export { recoveryRoutes, staleFloorMs } from './recovery.routes.ts';
+export { sagaDeps } from './recovery.saga.ts';
 export { runRecoveryPass, type RecoveryOptions, type RecoveryReport } from './recovery.service.ts';

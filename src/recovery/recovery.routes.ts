@@ -6,6 +6,7 @@ import { AppError } from '../platform/errors.ts';
 import { paymentDeps } from '../payments/index.ts';
 import { recoverAll } from './recovery.full.ts';
 import { recoverySchema, type RecoveryBody } from './recovery.schemas.ts';
+import { sagaDeps } from './recovery.saga.ts';
 
 // A PAYING order younger than the pay timeout may still be in its provider call: closing it then
 // turns a buyer's payment that is about to succeed into FAILED. The margin covers the commit after
@@ -17,10 +18,11 @@ export const staleFloorMs = (config: Pick<Config, 'payTimeoutMs'>) => config.pay
 
 /**
  * `POST /v1/admin/recovery/run`: one recovery pass over the token's tenant (every tenant for an
- * operator). Only an operator's pass drains the outbox: draining delivers every tenant's events.
+ * operator). Only an operator's pass drains the outbox and advances sagas: both act on every tenant.
  */
 export function recoveryRoutes(app: FastifyInstance, deps: AppDeps): void {
   const payments = paymentDeps(deps);
+  const saga = sagaDeps(deps);
   app.post<{ Body: RecoveryBody }>('/v1/admin/recovery/run', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: recoverySchema }, async (request) => {
     const floor = staleFloorMs(deps.config);
     const staleAfterMs = request.body?.stale_after_ms ?? Math.max(deps.config.staleAfterMs, floor);
@@ -28,6 +30,8 @@ export function recoveryRoutes(app: FastifyInstance, deps: AppDeps): void {
       throw new AppError('VALIDATION', `body.stale_after_ms must be >= ${floor} (the pay timeout ${deps.config.payTimeoutMs} ms + ${STALE_MARGIN_MS} ms): a younger PAYING order may still be in its provider call`, { minimum: floor });
     }
     const tenantId = tenantScope(principalOf(request));
-    return recoverAll(payments, { staleAfterMs, tenantId, relay: tenantId === undefined ? deps.relay : undefined, reconcile: true });
+    // Draining and the saga pass act on every tenant's orders: an operator's pass only.
+    const everyTenant = tenantId === undefined;
+    return recoverAll(payments, { staleAfterMs, tenantId, relay: everyTenant ? deps.relay : undefined, reconcile: true, ...(everyTenant ? { saga } : {}) });
   });
 }

@@ -20,6 +20,18 @@ const RecoveryReport = Type.Object(
     needs_attention: Type.Array(Type.Object({ order_id: Type.String(), status: Type.String(), attention: Type.String() }, { additionalProperties: false })),
     outbox: Type.Optional(Type.Object({ delivered: Type.Integer(), failed: Type.Integer() }, { additionalProperties: false })),
     reconciliation: Type.Optional(ReconciliationReportSchema),
+    saga: Type.Optional(
+      Type.Object(
+        {
+          started: Type.Integer({ description: 'sagas started for PAID orders without one' }),
+          examined: Type.Integer(),
+          done: Type.Integer({ description: 'fulfilments completed' }),
+          compensated: Type.Integer({ description: 'compensations completed' }),
+          pending: Type.Array(Type.Object({ order_id: Type.String(), state: Type.String(), reason: Type.String() }, { additionalProperties: false })),
+        },
+        { additionalProperties: false, description: "seed 002: fulfilments and compensations advanced by this pass (an operator's pass only)" },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -27,7 +39,7 @@ const RecoveryReport = Type.Object(
 export const recoverySchema = {
   operationId: 'runRecovery',
   summary: 'One recovery pass, outbox drain and reconciliation',
-  description: 'Converges UNKNOWN, stale PAYING and REFUNDING orders (query, close, refund with the same key), cancels abandoned CREATED orders, drains the outbox, then reconciles. Safe to repeat. The body is optional.',
+  description: 'Converges UNKNOWN, stale PAYING and REFUNDING orders (query, close, refund with the same key), cancels abandoned CREATED orders, advances fulfilment sagas and compensations and drains the outbox (an operator’s pass only), then reconciles. Safe to repeat. The body is optional.',
   tags: ['admin'],
   body: RecoveryBody,
   'x-body-optional': true,

@@ -2,3 +2,4 @@
 export type { SimTarget } from './sim.client.ts';
 export { parseMix, planSim, SEED_SHAPE, type SimShape } from './sim.plan.ts';
 export { Simulation, type Progress } from './sim.run.ts';
+export { runSeed002, type Seed002Report } from './sim.seed002.ts';

@@ -1,7 +1,9 @@
 import { drawBetween, mulberry32 } from '../channel/index.ts';
 
 // The faults of seed 000's C29-13, assigned to orders by a seeded generator.
-export const FAULTS = ['normal', 'decline', 'lost', 'linger', 'nopay', 'expire'] as const;
+// Seed 002 adds two after PAID: `refuse` (the fulfilment refused for good: compensated) and
+// `refundfail` (refused, and the compensating refund fails twice first: COMPENSATION_PENDING, then recovered).
+export const FAULTS = ['normal', 'decline', 'lost', 'linger', 'nopay', 'expire', 'refuse', 'refundfail'] as const;
 export type Fault = (typeof FAULTS)[number];
 
 export interface SimShape {
@@ -24,7 +26,7 @@ export const SEED_SHAPE: SimShape = {
   orders: 24,
   stock: 24,
   lateBuyers: 12,
-  mix: { decline: 3, lost: 4, linger: 3, nopay: 3, expire: 6 },
+  mix: { decline: 3, lost: 4, linger: 3, nopay: 3, expire: 6, refuse: 0, refundfail: 0 },
   refundTimeouts: 2,
   concurrency: 8,
 };

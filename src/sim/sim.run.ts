@@ -98,6 +98,8 @@ export class Simulation {
     if (order.fault === 'expire') await this.control('POST', '/_control/faults', { op: 'query', kind: 'ERROR_500', merchant_order: orderId, times: LATE_SUCCESS_QUERIES });
     if (order.fault === 'linger') await this.fault(orderId, 'charge', 'DELAY_REQUEST', order.delayMs);
     if (order.refundTimeout) await this.fault(orderId, 'refund', 'DELAY_RESPONSE', 800);
+    if (order.fault === 'refuse' || order.fault === 'refundfail') await this.fault(orderId, 'fulfil', 'REFUSE');
+    if (order.fault === 'refundfail') await this.control('POST', '/_control/faults', { op: 'refund', kind: 'ERROR_500', merchant_order: orderId, times: 2 });
     if (order.wallet) await this.payFromWallet(buyer, token, orderId, created.data.amount, order);
     else if (order.fault !== 'nopay') await client.payOrder(orderId, { idempotencyKey: `${this.sku}-p${order.index}` });
     // Its hold ends now, as if 60 s had passed: for `expire`, while the payment is UNKNOWN, so the

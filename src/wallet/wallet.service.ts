@@ -1,4 +1,4 @@
-import type { Tx } from '../platform/db.ts';
+import type { Executor, Tx } from '../platform/db.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { AppError, invariant } from '../platform/errors.ts';
 import { FUNDING, REVENUE, tryTransfer, userAccount, type TransferOutcome } from './wallet.repo.ts';
@@ -63,4 +63,10 @@ export async function walletDebitOf(tx: Tx, tenantId: string, orderId: string): 
   const result = await tx.query<{ amount: number; user_id: string }>("SELECT amount, user_id FROM wallet_transfers WHERE tenant_id = $1 AND transfer_id = $2 AND kind = 'DEBIT'", [tenantId, debitIdFor(orderId)]);
   const row = result.rows[0];
   return row && { amount: row.amount, userId: row.user_id };
+}
+
+/** Whether a refund with this key was credited to a wallet (compensation resolves a lost answer with it). */
+export async function walletRefundOf(db: Executor, tenantId: string, key: string): Promise<boolean> {
+  const result = await db.query("SELECT 1 FROM wallet_transfers WHERE tenant_id = $1 AND transfer_id = $2 AND kind = 'REFUND'", [tenantId, key]);
+  return (result.rowCount ?? 0) > 0;
 }

@@ -15,6 +15,9 @@ const EXPECTED: Record<string, string[]> = {
     "REJECTED", // CANCELLED
     "REJECTED", // REFUNDING
     "REJECTED", // REFUNDED
+    "REJECTED", // COMPENSATING
+    "REJECTED", // COMPENSATION_PENDING
+    "REJECTED", // COMPENSATED
   ],
   "pay, hold expired": [
     "REJECTED → CANCELLED release", // CREATED
@@ -25,6 +28,9 @@ const EXPECTED: Record<string, string[]> = {
     "REJECTED", // CANCELLED
     "REJECTED", // REFUNDING
     "REJECTED", // REFUNDED
+    "REJECTED", // COMPENSATING
+    "REJECTED", // COMPENSATION_PENDING
+    "REJECTED", // COMPENSATED
   ],
   "wallet pay": [
     "PAID → PAID confirm", // CREATED
@@ -35,6 +41,9 @@ const EXPECTED: Record<string, string[]> = {
     "REJECTED", // CANCELLED
     "REJECTED", // REFUNDING
     "REJECTED", // REFUNDED
+    "REJECTED", // COMPENSATING
+    "REJECTED", // COMPENSATION_PENDING
+    "REJECTED", // COMPENSATED
   ],
   "wallet pay, hold expired": [
     "REJECTED → CANCELLED release", // CREATED
@@ -45,6 +54,9 @@ const EXPECTED: Record<string, string[]> = {
     "REJECTED", // CANCELLED
     "REJECTED", // REFUNDING
     "REJECTED", // REFUNDED
+    "REJECTED", // COMPENSATING
+    "REJECTED", // COMPENSATION_PENDING
+    "REJECTED", // COMPENSATED
   ],
   "cancel": [
     "CANCELLED → CANCELLED release", // CREATED
@@ -55,6 +67,9 @@ const EXPECTED: Record<string, string[]> = {
     "REJECTED", // CANCELLED
     "REJECTED", // REFUNDING
     "REJECTED", // REFUNDED
+    "REJECTED", // COMPENSATING
+    "REJECTED", // COMPENSATION_PENDING
+    "REJECTED", // COMPENSATED
   ],
   "hold expired (recovery)": [
     "CANCELLED → CANCELLED", // CREATED
@@ -65,6 +80,9 @@ const EXPECTED: Record<string, string[]> = {
     "REJECTED", // CANCELLED
     "REJECTED", // REFUNDING
     "REJECTED", // REFUNDED
+    "REJECTED", // COMPENSATING
+    "REJECTED", // COMPENSATION_PENDING
+    "REJECTED", // COMPENSATED
   ],
   "CHARGED, hold HELD": [
     "PAID → PAID confirm", // CREATED
@@ -75,6 +93,9 @@ const EXPECTED: Record<string, string[]> = {
     "REFUNDING_ANOMALY → REFUNDING call REFUND", // CANCELLED
     "DUPLICATE", // REFUNDING
     "DUPLICATE", // REFUNDED
+    "DUPLICATE", // COMPENSATING
+    "DUPLICATE", // COMPENSATION_PENDING
+    "DUPLICATE", // COMPENSATED
   ],
   "CHARGED, hold released": [
     "PAID_REHELD → PAID rereserve; else REFUNDING → REFUNDING call REFUND", // CREATED
@@ -85,6 +106,9 @@ const EXPECTED: Record<string, string[]> = {
     "REFUNDING_ANOMALY → REFUNDING call REFUND", // CANCELLED
     "DUPLICATE", // REFUNDING
     "DUPLICATE", // REFUNDED
+    "DUPLICATE", // COMPENSATING
+    "DUPLICATE", // COMPENSATION_PENDING
+    "DUPLICATE", // COMPENSATED
   ],
   "CHARGED, other amount": [
     "AMOUNT_MISMATCH flag", // CREATED
@@ -95,6 +119,9 @@ const EXPECTED: Record<string, string[]> = {
     "AMOUNT_MISMATCH flag", // CANCELLED
     "AMOUNT_MISMATCH flag", // REFUNDING
     "AMOUNT_MISMATCH flag", // REFUNDED
+    "AMOUNT_MISMATCH flag", // COMPENSATING
+    "AMOUNT_MISMATCH flag", // COMPENSATION_PENDING
+    "AMOUNT_MISMATCH flag", // COMPENSATED
   ],
   "DECLINED": [
     "IGNORED", // CREATED
@@ -105,6 +132,9 @@ const EXPECTED: Record<string, string[]> = {
     "IGNORED", // CANCELLED
     "IGNORED flag", // REFUNDING
     "IGNORED flag", // REFUNDED
+    "IGNORED flag", // COMPENSATING
+    "IGNORED flag", // COMPENSATION_PENDING
+    "IGNORED flag", // COMPENSATED
   ],
   "CLOSED (our close)": [
     "IGNORED", // CREATED
@@ -115,6 +145,9 @@ const EXPECTED: Record<string, string[]> = {
     "IGNORED", // CANCELLED
     "IGNORED flag", // REFUNDING
     "IGNORED flag", // REFUNDED
+    "IGNORED flag", // COMPENSATING
+    "IGNORED flag", // COMPENSATION_PENDING
+    "IGNORED flag", // COMPENSATED
   ],
   "REFUNDED (notification)": [
     "IGNORED", // CREATED
@@ -125,6 +158,9 @@ const EXPECTED: Record<string, string[]> = {
     "IGNORED", // CANCELLED
     "REFUNDED → REFUNDED", // REFUNDING
     "IGNORED", // REFUNDED
+    "IGNORED", // COMPENSATING
+    "IGNORED", // COMPENSATION_PENDING
+    "IGNORED", // COMPENSATED
   ],
   "REFUNDED (query)": [
     "IGNORED flag", // CREATED
@@ -135,6 +171,9 @@ const EXPECTED: Record<string, string[]> = {
     "IGNORED", // CANCELLED
     "REFUNDED → REFUNDED", // REFUNDING
     "IGNORED", // REFUNDED
+    "IGNORED", // COMPENSATING
+    "IGNORED", // COMPENSATION_PENDING
+    "IGNORED", // COMPENSATED
   ],
   "refund refused": [
     "IGNORED", // CREATED
@@ -145,6 +184,9 @@ const EXPECTED: Record<string, string[]> = {
     "IGNORED", // CANCELLED
     "IGNORED flag", // REFUNDING
     "IGNORED", // REFUNDED
+    "IGNORED", // COMPENSATING
+    "IGNORED", // COMPENSATION_PENDING
+    "IGNORED", // COMPENSATED
   ],
   "NOT_FOUND (query)": [
     "IGNORED", // CREATED
@@ -155,6 +197,9 @@ const EXPECTED: Record<string, string[]> = {
     "IGNORED", // CANCELLED
     "IGNORED", // REFUNDING
     "IGNORED", // REFUNDED
+    "IGNORED", // COMPENSATING
+    "IGNORED", // COMPENSATION_PENDING
+    "IGNORED", // COMPENSATED
   ],
   "NOT_FOUND (close)": [
     "IGNORED", // CREATED
@@ -165,6 +210,9 @@ const EXPECTED: Record<string, string[]> = {
     "IGNORED", // CANCELLED
     "IGNORED", // REFUNDING
     "IGNORED", // REFUNDED
+    "IGNORED", // COMPENSATING
+    "IGNORED", // COMPENSATION_PENDING
+    "IGNORED", // COMPENSATED
   ],
   "charge answer lost": [
     "IGNORED", // CREATED
@@ -175,6 +223,9 @@ const EXPECTED: Record<string, string[]> = {
     "IGNORED", // CANCELLED
     "PENDING", // REFUNDING
     "IGNORED", // REFUNDED
+    "IGNORED", // COMPENSATING
+    "IGNORED", // COMPENSATION_PENDING
+    "IGNORED", // COMPENSATED
   ],
   "query answer lost": [
     "IGNORED", // CREATED
@@ -185,6 +236,61 @@ const EXPECTED: Record<string, string[]> = {
     "IGNORED", // CANCELLED
     "PENDING", // REFUNDING
     "IGNORED", // REFUNDED
+    "IGNORED", // COMPENSATING
+    "IGNORED", // COMPENSATION_PENDING
+    "IGNORED", // COMPENSATED
+  ],
+  "fulfilment refused": [
+    "IGNORED", // CREATED
+    "IGNORED", // PAYING
+    "IGNORED", // UNKNOWN
+    "COMPENSATING → COMPENSATING", // PAID
+    "IGNORED", // FAILED
+    "IGNORED", // CANCELLED
+    "IGNORED", // REFUNDING
+    "IGNORED", // REFUNDED
+    "DUPLICATE", // COMPENSATING
+    "DUPLICATE", // COMPENSATION_PENDING
+    "DUPLICATE", // COMPENSATED
+  ],
+  "compensating refund failed": [
+    "IGNORED", // CREATED
+    "IGNORED", // PAYING
+    "IGNORED", // UNKNOWN
+    "IGNORED", // PAID
+    "IGNORED", // FAILED
+    "IGNORED", // CANCELLED
+    "IGNORED", // REFUNDING
+    "IGNORED", // REFUNDED
+    "COMPENSATION_PENDING → COMPENSATION_PENDING", // COMPENSATING
+    "COMPENSATION_PENDING", // COMPENSATION_PENDING
+    "DUPLICATE", // COMPENSATED
+  ],
+  "compensating refund confirmed": [
+    "IGNORED", // CREATED
+    "IGNORED", // PAYING
+    "IGNORED", // UNKNOWN
+    "IGNORED", // PAID
+    "IGNORED", // FAILED
+    "IGNORED", // CANCELLED
+    "IGNORED", // REFUNDING
+    "IGNORED", // REFUNDED
+    "COMPENSATING", // COMPENSATING
+    "COMPENSATING → COMPENSATING", // COMPENSATION_PENDING
+    "DUPLICATE", // COMPENSATED
+  ],
+  "compensation release": [
+    "REJECTED", // CREATED
+    "REJECTED", // PAYING
+    "REJECTED", // UNKNOWN
+    "REJECTED", // PAID
+    "REJECTED", // FAILED
+    "REJECTED", // CANCELLED
+    "REJECTED", // REFUNDING
+    "REJECTED", // REFUNDED
+    "COMPENSATED → COMPENSATED unconfirm", // COMPENSATING
+    "REJECTED", // COMPENSATION_PENDING
+    "DUPLICATE", // COMPENSATED
   ],
 };
 

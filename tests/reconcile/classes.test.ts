@@ -6,13 +6,14 @@ import { classify, GLOBAL_CLASSES, ORDER_CLASSES } from '../../src/reconcile/rec
 import { startPaymentStack, type PaymentStack } from '../support/payments.ts';
 import { startLedgerPaymentStack } from '../support/plant.ts';
 import { GLOBAL_CASES, ORDER_CASES, type Case } from './cases.ts';
+import { SAGA_CASES } from './cases.saga.ts';
 import { buildConverged, chargeAtChannel, drain, expectClean, holdCallbacks, named, reconciliation, SKU, statusOf } from './scenario.ts';
 
 // A checker that cannot fail proves nothing. Each case starts a fresh stack (real API, real fake
 // channel over HTTP, fresh database), builds a converged world through the real API and sees the
 // reconciliation come back clean (the positive control), then plants one broken state and sees
 // the reconciliation name exactly the expected mismatches.
-const CASES: Case[] = [...ORDER_CASES, ...GLOBAL_CASES];
+const CASES: Case[] = [...ORDER_CASES, ...GLOBAL_CASES, ...SAGA_CASES];
 
 async function runCase(c: Case): Promise<void> {
   const s: PaymentStack = c.ledger ? await startLedgerPaymentStack() : await startPaymentStack();

@@ -62,4 +62,15 @@ describe('flashpay sim: the seeded fault-injection flash sale (C29-13)', () => {
     expect(report.lines[0]).toMatch(/wallet paid [1-9]\d* refused \d+/);
     expect(code).toBe(0);
   }, 120_000);
+
+  it('S002-10 seed 29 with refused fulfilments and failing refunds (--mix refuse=3,refundfail=2) still ends mismatches=0 pending=0', async () => {
+    // Proves seed 002's compensation under the whole seed-000 fault mix: the 5 refused orders are
+    // COMPENSATED (money back, unit back on sale), and everything else reconciles as before.
+    const { code, report, stderr } = await runSim(29, ['--mix', 'refuse=3,refundfail=2']);
+    expect(report.reconciliation.mismatches, stderr).toEqual([]);
+    expect(report.reconciliation.pending).toBe(0);
+    expect(report.final.COMPENSATED).toBe(5);
+    expect(report.reconciliation.totals.drift).toBe(0);
+    expect(code).toBe(0);
+  }, 120_000);
 });

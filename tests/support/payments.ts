@@ -2,6 +2,7 @@ import { startChannel, type LedgerStore, type RunningChannel } from '../../src/c
 import { signPayload } from '../../src/platform/signature.ts';
 import { paymentDeps } from '../../src/payments/payments.routes.ts';
 import { recoverAll } from '../../src/recovery/recovery.full.ts';
+import { sagaDeps } from '../../src/recovery/recovery.saga.ts';
 import { staleFloorMs } from '../../src/recovery/recovery.routes.ts';
 import { createSku, placeOrder, TENANT } from './fixtures.ts';
 import { startStack, TEST_NOTIFY_SECRET, type HttpResult, type Stack, type StackOptions } from './stack.ts';
@@ -60,7 +61,7 @@ export async function startPaymentStack(options: StackOptions & { channelStore?:
     // `flashpay recover` does; tests/security covers the floor itself.
     async recover(staleAfterMs = 0) {
       if (staleAfterMs >= staleFloorMs(stack.deps.config)) return stack.call('POST', '/v1/admin/recovery/run', { token: operator, body: { stale_after_ms: staleAfterMs } });
-      const report = await recoverAll(paymentDeps(stack.deps), { staleAfterMs, relay: stack.deps.relay, reconcile: true });
+      const report = await recoverAll(paymentDeps(stack.deps), { staleAfterMs, relay: stack.deps.relay, reconcile: true, saga: sagaDeps(stack.deps) });
       const text = JSON.stringify(report);
       return { status: 200, headers: new Headers({ 'content-type': 'application/json' }), text, body: JSON.parse(text) };
     },

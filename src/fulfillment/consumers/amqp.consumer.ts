@@ -1,7 +1,8 @@
-import amqp, { type Channel, type ConsumeMessage } from 'amqplib';
+import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import { sleep, type Db } from '../../platform/db.ts';
-import { assertTopology } from '../../outbox/index.ts';
-import type { BrokerTopology } from '../../outbox/index.ts';
+import { assertTopology, type BrokerTopology } from '../../outbox/index.ts';
+import { backoffDelayMs } from '../../platform/backoff.ts';
+import { registerComponent } from '../../platform/health.ts';
 import { parseEvent } from '../fulfillment.event.ts';
 import { consume, type ConsumeFn } from '../fulfillment.service.ts';
 import type { RunningConsumer } from './running.ts';
@@ -38,36 +39,114 @@ async function handle(channel: Channel, message: ConsumeMessage, options: AmqpCo
   }
 }
 
-/**
- * The fulfillment service reading its durable queue with manual acks. Deliveries are chained and
- * handled one at a time so an order's events are applied in queue order.
- */
-export async function startAmqpConsumer(options: AmqpConsumerOptions): Promise<RunningConsumer> {
-  const apply = options.consumeFn ?? consume;
+interface Session {
+  connection: ChannelModel;
+  channel: Channel;
+  consumerTag: string;
+  chain: Promise<void>;
+}
+
+const RECONNECT_BASE_MS = 250; // first retry after a lost connection
+const RECONNECT_MAX_MS = 15_000; // a broker that stays away is tried at least this often
+
+/** One connection, channel and consumer; `onLost` fires once when the broker side goes away. */
+async function openSession(options: AmqpConsumerOptions, apply: ConsumeFn, onLost: (reason: string) => void): Promise<Session> {
   const connection = await amqp.connect(options.url);
+  let lost = false;
+  const lose = (reason: string) => {
+    if (lost) return;
+    lost = true;
+    onLost(reason);
+  };
   connection.on('error', (error: Error) => options.onError?.(error));
+  connection.on('close', () => lose('connection closed'));
   try {
     const channel = await connection.createChannel();
+    channel.on('error', (error: Error) => options.onError?.(error));
+    // A channel closed by the broker (a queue deleted, an ack on a stale tag) ends the session too.
+    channel.on('close', () => {
+      lose('channel closed');
+      void connection.close().catch(() => undefined);
+    });
     await assertTopology(channel, options.topology);
     await channel.prefetch(PREFETCH);
-    let chain: Promise<void> = Promise.resolve();
+    const session: Session = { connection, channel, consumerTag: '', chain: Promise.resolve() };
     const { consumerTag } = await channel.consume(
       options.topology.queue,
       (message) => {
-        if (message === null) return; // the broker cancelled us (queue deleted)
-        chain = chain.then(() => handle(channel, message, options, apply)).catch((error: unknown) => options.onError?.(error));
+        if (message === null) return lose('consumer cancelled by the broker');
+        session.chain = session.chain.then(() => handle(channel, message, options, apply)).catch((error: unknown) => options.onError?.(error));
       },
       { noAck: false },
     );
-    return {
-      async stop() {
-        await channel.cancel(consumerTag).catch(() => undefined);
-        await chain;
-        await connection.close().catch(() => undefined);
-      },
-    };
+    session.consumerTag = consumerTag;
+    return session;
   } catch (error) {
+    lost = true;
     await connection.close().catch(() => undefined);
     throw error;
   }
+}
+
+/**
+ * The fulfillment service reading its durable queue with manual acks. Deliveries are chained and
+ * handled one at a time so an order's events are applied in queue order. A lost connection (a
+ * broker restart, a connection closed by an operator) is reopened with backoff, and the
+ * consumer resumes; meanwhile `flashpay_component_up{component="amqp-consumer"}` is 0 and
+ * /readyz says so. Messages unacked when it was lost are redelivered; the inbox absorbs copies.
+ */
+export async function startAmqpConsumer(options: AmqpConsumerOptions): Promise<RunningConsumer> {
+  const apply = options.consumeFn ?? consume;
+  const health = registerComponent('amqp-consumer');
+  let stopped = false;
+  let current: Session | undefined;
+  let reconnecting: Promise<void> | undefined;
+  let wake: (() => void) | undefined;
+
+  const reconnect = async (): Promise<void> => {
+    for (let attempt = 1; !stopped; attempt++) {
+      try {
+        current = await openSession(options, apply, onLost);
+        if (stopped) await current.connection.close().catch(() => undefined);
+        else health.up();
+        return;
+      } catch (error) {
+        health.down(`reconnecting (attempt ${attempt}): ${(error as Error).message}`);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, backoffDelayMs(attempt, RECONNECT_BASE_MS, RECONNECT_MAX_MS));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+    }
+  };
+  function onLost(reason: string): void {
+    if (stopped) return;
+    health.down(reason);
+    options.onError?.(new Error(`amqp consumer: ${reason}; reconnecting`));
+    current = undefined;
+    reconnecting = reconnect().finally(() => (reconnecting = undefined));
+  }
+
+  try {
+    current = await openSession(options, apply, onLost); // fail fast when the broker is unreachable at startup
+  } catch (error) {
+    health.remove();
+    throw error;
+  }
+  return {
+    async stop() {
+      stopped = true;
+      wake?.();
+      await reconnecting;
+      const session = current;
+      health.remove();
+      if (!session) return;
+      await session.channel.cancel(session.consumerTag).catch(() => undefined);
+      await session.chain;
+      await session.connection.close().catch(() => undefined);
+    },
+  };
 }

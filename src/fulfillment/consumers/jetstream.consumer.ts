@@ -1,5 +1,6 @@
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
-import { connect, nanos } from '@nats-io/transport-node';
+import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { registerComponent, type ComponentHealth } from '../../platform/health.ts';
 import type { Db } from '../../platform/db.ts';
 import { ensureStream } from '../../outbox/index.ts';
 import type { BrokerTopology } from '../../outbox/index.ts';
@@ -21,6 +22,7 @@ export interface JetStreamConsumerOptions {
 const DEFAULT_ACK_WAIT_MS = 30_000;
 const RETRY_DELAY_MS = 1_000; // a failed message (database down) comes back after this, not in a hot loop
 const MAX_IN_FLIGHT = 64; // messages pulled ahead of processing
+const PULL_EXPIRES_MS = 5_000; // the client's default is 30 s: delivery would resume that late after a broker restart
 
 // Messages applied at once, each in its own transaction; one order's events stay in stream order.
 const MAX_CONCURRENT = 16;
@@ -78,6 +80,16 @@ function orderedPool(options: JetStreamConsumerOptions, apply: ConsumeFn) {
   };
 }
 
+/** Mirrors the connection's state into the component's health (metric and /readyz). */
+async function watchConnection(connection: NatsConnection, health: ComponentHealth, onError?: (error: unknown) => void): Promise<void> {
+  for await (const status of connection.status()) {
+    if (status.type === 'disconnect') {
+      health.down('disconnected; reconnecting');
+      onError?.(new Error('jetstream consumer: disconnected; reconnecting'));
+    } else if (status.type === 'reconnect') health.up();
+  }
+}
+
 /**
  * The fulfillment service reading the order stream through a durable pull consumer with explicit
  * acks, applying messages concurrently but each order's in stream order.
@@ -85,7 +97,11 @@ function orderedPool(options: JetStreamConsumerOptions, apply: ConsumeFn) {
 export async function startJetStreamConsumer(options: JetStreamConsumerOptions): Promise<RunningConsumer> {
   const apply = options.consumeFn ?? consume;
   const { stream, subjectPrefix, durable } = options.topology;
-  const connection = await connect({ servers: options.servers, name: 'flashpay-fulfillment' });
+  // Never give up reconnecting (the client's default stops after 10 tries): a broker that comes
+  // back after a long outage must find its consumer again.
+  const connection = await connect({ servers: options.servers, name: 'flashpay-fulfillment', maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  const health = registerComponent('jetstream-consumer');
+  void watchConnection(connection, health, options.onError);
   try {
     const jsm = await jetstreamManager(connection);
     await ensureStream(jsm, { servers: options.servers, topology: options.topology }); // either side may start first
@@ -97,7 +113,8 @@ export async function startJetStreamConsumer(options: JetStreamConsumerOptions):
       ack_wait: nanos(options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
     });
     const consumer = await jetstream(connection).consumers.get(stream, durable);
-    const messages = await consumer.consume({ max_messages: MAX_IN_FLIGHT });
+    // Pull requests expire every PULL_EXPIRES_MS: after a reconnect a fresh pull is never far off.
+    const messages = await consumer.consume({ max_messages: MAX_IN_FLIGHT, expires: PULL_EXPIRES_MS });
     const pool = orderedPool(options, apply);
     const loop = (async () => {
       for await (const message of messages) await pool.submit(message);
@@ -105,12 +122,14 @@ export async function startJetStreamConsumer(options: JetStreamConsumerOptions):
     })();
     return {
       async stop() {
+        health.remove();
         await messages.close();
         await loop;
         if (!connection.isClosed()) await connection.drain();
       },
     };
   } catch (error) {
+    health.remove();
     await connection.close();
     throw error;
   }

@@ -38,7 +38,9 @@ export async function ensureStream(jsm: JetStreamManager, options: NatsSinkOptio
  * (the message is stored). A PubAck marked duplicate also counts: the stream already holds it.
  */
 export async function createNatsSink(options: NatsSinkOptions): Promise<Sink> {
-  const connection: NatsConnection = await connect({ servers: options.servers, name: 'flashpay-relay' });
+  // Reconnect forever (the client's default gives up after 10 tries); publishes fail meanwhile
+  // and the relay backs them off, so nothing is lost while the broker is away.
+  const connection: NatsConnection = await connect({ servers: options.servers, name: 'flashpay-relay', maxReconnectAttempts: -1, reconnectTimeWait: 500 });
   try {
     await ensureStream(await jetstreamManager(connection), options);
   } catch (error) {

@@ -1,0 +1,117 @@
+import { inTx, type Db, type Tx } from '../platform/db.ts';
+import { faultPoint, type FaultPointName } from '../platform/faultpoints.ts';
+import { insertEntry, journalOf, trySettleEntry, type Direction, type JournalEntry, type SagaState } from './saga.repo.ts';
+
+// A small persisted saga runner — what seed 002's flows need, not a workflow engine. A flow is an
+// ordered list of steps, each with its own fixed key for the forward action and for its undo.
+// Forward: each step once (a DONE row is never redone). A step refused for good turns the saga
+// around: the completed steps are undone in strict reverse order of their DONE rows, stopping at
+// the first undo that cannot complete. External actions run in atomic phases (rocket-rides,
+// STYLE 7): a STARTED row is committed before the call, the answer is settled afterwards in the
+// same transaction as the step's local effect; a STARTED or UNKNOWN attempt is resolved by a
+// query before anything else happens (Temporal's "activity outcome unknown" rule).
+
+export type StepResult = { status: 'DONE' | 'REFUSED'; receipt?: string } | { status: 'FAILED' | 'UNKNOWN'; error: string };
+
+export interface Action<C> {
+  key(sagaId: string, ctx: C): string;
+  /** The external call (absent: a local step, applied only by `apply`). */
+  call?(ctx: C, key: string): Promise<StepResult>;
+  /** What the other side says happened under `key` (undefined: nothing yet). */
+  query?(ctx: C, key: string): Promise<StepResult | undefined>;
+  /** The local effect, in the transaction that settles the journal row. */
+  apply?(tx: Tx, ctx: C, result: StepResult): Promise<void>;
+  /** Armed by crash tests: right after the external call, before its answer is journalled. */
+  afterCall?: FaultPointName;
+}
+
+export interface Step<C> {
+  name: string;
+  forward: Action<C>;
+  undo?: Action<C>;
+}
+
+export interface Flow<C> {
+  name: string;
+  steps: readonly Step<C>[];
+  /** Armed by crash tests: between two undos. */
+  betweenUndos?: FaultPointName;
+}
+
+export interface Advance {
+  state: SagaState;
+  /** Why the saga is not finished, when it is not. */
+  pending?: string;
+}
+
+const isDone = (journal: readonly JournalEntry[], step: string, direction: Direction) => journal.some((e) => e.step === step && e.direction === direction && e.status === 'DONE');
+
+function errorOf(result: StepResult): string | null {
+  return 'error' in result ? result.error : null;
+}
+
+async function settle<C>(db: Db, sagaId: string, step: string, direction: Direction, action: Action<C>, ctx: C, result: StepResult, seq: number | undefined, now: Date): Promise<void> {
+  await inTx(db, async (tx) => {
+    const receipt = 'receipt' in result ? (result.receipt ?? null) : null;
+    if (seq === undefined) await insertEntry(tx, sagaId, { step, direction, key: action.key(sagaId, ctx), status: result.status, receipt, error: errorOf(result), at: now });
+    else if (!(await trySettleEntry(tx, seq, result.status, receipt, errorOf(result), null))) return; // settled by another runner
+    if (action.apply) await action.apply(tx, ctx, result);
+  });
+}
+
+/**
+ * One attempt of one action: resolve an unknown earlier attempt by query first; otherwise commit
+ * STARTED, call, settle. A local action is one transaction: its DONE row and its effect.
+ */
+async function attempt<C>(db: Db, now: () => Date, sagaId: string, step: string, direction: Direction, action: Action<C>, ctx: C, journal: readonly JournalEntry[]): Promise<StepResult> {
+  const key = action.key(sagaId, ctx);
+  if (!action.call) {
+    const done: StepResult = { status: 'DONE' };
+    await settle(db, sagaId, step, direction, action, ctx, done, undefined, now());
+    return done;
+  }
+  // Any earlier attempt whose outcome we never learned may have acted: ask before acting again.
+  const unresolved = journal.some((e) => e.step === step && e.direction === direction && (e.status === 'STARTED' || e.status === 'UNKNOWN'));
+  if (unresolved && action.query) {
+    const known = await action.query(ctx, key);
+    if (known && (known.status === 'DONE' || known.status === 'REFUSED')) {
+      // A row of its own: the journal keeps the attempt that was lost and what the query found.
+      await settle(db, sagaId, step, direction, action, ctx, known, undefined, now());
+      return known;
+    }
+  }
+  const seq = await insertEntry(db, sagaId, { step, direction, key, status: 'STARTED', receipt: null, error: null, at: now() });
+  const result = await action.call(ctx, key);
+  if (action.afterCall) await faultPoint(action.afterCall, { sagaId, key });
+  await settle(db, sagaId, step, direction, action, ctx, result, seq, now());
+  return result;
+}
+
+/** Drives one saga as far as it can go now. Safe to repeat: every done action is skipped. */
+export async function advance<C>(db: Db, now: () => Date, flow: Flow<C>, sagaId: string, ctx: C): Promise<Advance> {
+  let journal = await journalOf(db, sagaId);
+  const refused = () => journal.some((e) => e.direction === 'do' && e.status === 'REFUSED');
+  if (!refused()) {
+    for (const step of flow.steps) {
+      if (isDone(journal, step.name, 'do')) continue;
+      const result = await attempt(db, now, sagaId, step.name, 'do', step.forward, ctx, journal);
+      journal = await journalOf(db, sagaId);
+      if (result.status === 'REFUSED') break;
+      if (result.status !== 'DONE') return { state: 'FORWARD', pending: `${step.name}: ${errorOf(result) ?? result.status}` };
+    }
+    if (!refused()) return { state: 'DONE' };
+  }
+  // Reverse order of completion, from the journal (not of declaration): what was done last is undone first.
+  const done = journal.filter((e) => e.direction === 'do' && e.status === 'DONE').reverse();
+  let undone = 0;
+  for (const entry of done) {
+    const step = flow.steps.find((s) => s.name === entry.step);
+    if (!step?.undo || isDone(journal, step.name, 'undo')) continue;
+    if (undone++ > 0 && flow.betweenUndos) await faultPoint(flow.betweenUndos, { sagaId });
+    const result = await attempt(db, now, sagaId, step.name, 'undo', step.undo, ctx, journal);
+    journal = await journalOf(db, sagaId);
+    // Stop at the first undo that cannot complete: what came before it stays in place.
+    if (result.status !== 'DONE') return { state: 'COMPENSATING', pending: `undo ${step.name}: ${'error' in result ? result.error : result.status}` };
+  }
+  return { state: 'COMPENSATED' };
+}
