@@ -2,7 +2,7 @@ import tseslint from 'typescript-eslint';
 import walls from './eslint/module-walls.js';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.flashpay/**', 'bin/**'] },
+  { ignores: ['node_modules/**', '.flashpay/**', 'bin/**', 'build/**'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

@@ -1,9 +1,18 @@
+import os from 'node:os';
+import path from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+// Servers in child processes append what the document does not describe here (src/platform/contract.ts).
+const contractLog = path.join(os.tmpdir(), `flashpay-contract-${process.pid}.log`);
+process.env.FLASHPAY_CONTRACT_LOG = contractLog;
 
 export default defineConfig({
   test: {
     include: ['tests/**/*.test.ts'],
     globalSetup: ['tests/support/global-setup.ts'],
+    setupFiles: ['tests/support/contract.ts'],
+    // Every response of every server the suite starts is validated against its OpenAPI document.
+    env: { FLASHPAY_CONTRACT_CHECK: '1', FLASHPAY_CONTRACT_LOG: contractLog },
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',

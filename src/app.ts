@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from './app.deps.ts';
+import { swaggerOptions } from './api.document.ts';
 import { eventsRoutes } from './events.routes.ts';
 import { inventoryRoutes } from './inventory/index.ts';
 import { ordersRoutes } from './orders/index.ts';
@@ -13,6 +14,7 @@ import { walletRoutes } from './wallet/index.ts';
 import { webRoutes } from './web/index.ts';
 import { buildHttp } from './platform/http.ts';
 import { installMetrics } from './platform/metrics.ts';
+import { contractCheckEnabled, installContractCheck } from './platform/contract.ts';
 import { metricsGuard } from './platform/metrics.guard.ts';
 import { componentsDown } from './platform/health.ts';
 import { stockRoutes } from './stock.routes.ts';
@@ -24,14 +26,9 @@ const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRou
 
 export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promise<FastifyInstance> {
   const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel, rateLimitPerMinute: deps.config.rateLimitPerMinute });
-  await app.register(swagger, {
-    openapi: {
-      info: { title: 'flashpay', version: '0.1.0', description: 'Flash-sale orders and payments. Errors are RFC 9457 problem+json with a stable `code`.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
-      security: [{ bearer: [] }],
-    },
-  });
+  await app.register(swagger, swaggerOptions);
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  if (contractCheckEnabled()) installContractCheck(app, () => app.swagger() as never);
   installMetrics(app, metricsGuard(deps));
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));

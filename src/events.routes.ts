@@ -2,17 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from './app.deps.ts';
 import { principalOf, requirePrincipal, tenantScope } from './platform/auth.ts';
 import { AppError } from './platform/errors.ts';
-import { fulfillmentAdminView, fulfillmentRoutes } from './fulfillment/index.ts';
-import { outboxAdmin } from './outbox/index.ts';
+import { fulfillmentAdminView, fulfillmentRoutes, fulfillmentViewSchema } from './fulfillment/index.ts';
+import { deadSchema, drainSchema, outboxAdmin, redriveSchema, type RedriveBody } from './outbox/index.ts';
 import { findOrder } from './orders/index.ts';
 import { visibleTo } from './orders/index.ts';
-
-const orderParams = { type: 'object', required: ['order_id'], properties: { order_id: { type: 'string', minLength: 1, maxLength: 64 } } } as const;
-const redriveBody = {
-  type: ['object', 'null'],
-  additionalProperties: false,
-  properties: { event_ids: { type: 'array', items: { type: 'string' }, maxItems: 1000 } },
-} as const;
 
 /**
  * The event side of the API: the built-in fulfillment consumer's webhook (what the relay's http
@@ -24,21 +17,21 @@ export function eventsRoutes(app: FastifyInstance, deps: AppDeps): void {
   const admin = requirePrincipal(deps.signer, 'admin');
 
   // Draining delivers every tenant's pending events and counts them: an operator's action.
-  app.post('/v1/admin/outbox/drain', { onRequest: requirePrincipal(deps.signer, 'operator'), schema: { tags: ['admin'] } }, async () => {
+  app.post('/v1/admin/outbox/drain', { onRequest: requirePrincipal(deps.signer, 'operator'), schema: drainSchema }, async () => {
     if (!deps.relay) throw new AppError('UNAVAILABLE', 'no outbox relay is configured in this process');
     const result = await outboxAdmin.drainOutbox(deps.relay);
     return { delivered: result.delivered, failed: result.failed };
   });
 
-  app.get('/v1/admin/outbox/dead', { onRequest: admin, schema: { tags: ['admin'] } }, async (request) => ({
+  app.get('/v1/admin/outbox/dead', { onRequest: admin, schema: deadSchema }, async (request) => ({
     events: await outboxAdmin.listDeadEvents(deps.db, 100, 0, tenantScope(principalOf(request))),
   }));
 
-  app.post<{ Body: { event_ids?: string[] } | null }>('/v1/admin/outbox/dead/redrive', { onRequest: admin, schema: { body: redriveBody, tags: ['admin'] } }, async (request) =>
+  app.post<{ Body: RedriveBody }>('/v1/admin/outbox/dead/redrive', { onRequest: admin, schema: redriveSchema }, async (request) =>
     outboxAdmin.redriveDead(deps.db, request.body?.event_ids, deps.clock, tenantScope(principalOf(request))),
   );
 
-  app.get<{ Params: { order_id: string } }>('/v1/admin/fulfillment/:order_id', { onRequest: admin, schema: { params: orderParams, tags: ['admin'] } }, async (request) => {
+  app.get<{ Params: { order_id: string } }>('/v1/admin/fulfillment/:order_id', { onRequest: admin, schema: fulfillmentViewSchema }, async (request) => {
     // The consumer's view of another tenant's order is as invisible as the order itself.
     const order = await findOrder(deps.db, request.params.order_id);
     const view = order && visibleTo(order, principalOf(request)) ? await fulfillmentAdminView(deps.db, request.params.order_id) : null;

@@ -4,6 +4,7 @@ import { requirePrincipal } from './platform/auth.ts';
 import { listParkedStock } from './inventory/index.ts';
 import { listParkedStockRequests } from './orders/index.ts';
 import { stockPumpFor } from './stock.pipeline.ts';
+import { stockDrainSchema, stockParkedSchema } from './stock.schemas.ts';
 
 /**
  * Operator routes of the queued-order path: run the stock pump now (tests and `--no-workers`),
@@ -11,8 +12,8 @@ import { stockPumpFor } from './stock.pipeline.ts';
  */
 export function stockRoutes(app: FastifyInstance, deps: AppDeps): void {
   const operator = requirePrincipal(deps.signer, 'operator');
-  app.post('/v1/admin/stock/drain', { onRequest: operator, schema: { tags: ['admin'] } }, async () => stockPumpFor(deps).drain());
-  app.get('/v1/admin/stock/parked', { onRequest: operator, schema: { tags: ['admin'] } }, async () => ({
-    parked: [...(await listParkedStockRequests(deps.db)), ...(await listParkedStock(deps.db))],
+  app.post('/v1/admin/stock/drain', { onRequest: operator, schema: stockDrainSchema }, async () => stockPumpFor(deps).drain());
+  app.get('/v1/admin/stock/parked', { onRequest: operator, schema: stockParkedSchema }, async () => ({
+    parked: [...(await listParkedStockRequests(deps.db)), ...(await listParkedStock(deps.db))].map((p) => ({ ...p, at: p.at ? new Date(p.at).toISOString() : null })),
   }));
 }

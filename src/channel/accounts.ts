@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { fail } from '../platform/http.ts';
+import { channelSchemas } from './channel.openapi.ts';
 
 // Customer accounts of the provider double (seed 002's balance): a charge above the balance is
 // declined with INSUFFICIENT_FUNDS, a charge takes from it, a refund gives it back. Kept in memory
@@ -49,22 +50,14 @@ export class Accounts {
   }
 }
 
-const customer = { type: 'string', minLength: 1, maxLength: 300 } as const;
-const accountBody = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['customer', 'balance'],
-  properties: { customer, balance: { type: 'integer', minimum: 0, maximum: 1_000_000_000_000 } },
-} as const;
-
 export function registerAccountControlRoutes(app: FastifyInstance, accounts: Accounts): void {
-  app.post('/_control/accounts', { schema: { body: accountBody } }, async (request) => {
+  app.post('/_control/accounts', { schema: channelSchemas.setAccount }, async (request) => {
     const body = request.body as { customer: string; balance: number };
     accounts.set(body.customer, body.balance);
     return { customer: body.customer, balance: body.balance };
   });
   // The customer is "<tenant>/<user>": the slash arrives URL-encoded in one path segment, or as a wildcard.
-  app.get('/_control/accounts/*', async (request) => {
+  app.get('/_control/accounts/*', { schema: channelSchemas.getAccount }, async (request) => {
     const name = decodeURIComponent((request.params as { '*': string })['*']);
     const balance = accounts.get(name);
     if (balance === undefined) fail('NOT_FOUND', `no account for customer ${name}`);

@@ -4,17 +4,8 @@ import { describeRule } from './faults.ts';
 import { newId, type ChargeRecord } from './ledger.ts';
 import { DEFAULT_SEED } from './notifier.ts';
 import { assertHttpUrl, type ChannelDeps } from './channel.routes.ts';
-import {
-  callbacksBody,
-  faultBody,
-  releaseBody,
-  sendBody,
-  settingsBody,
-  type CallbacksBody,
-  type FaultBody,
-  type SendBody,
-  type SettingsBody,
-} from './channel.schemas.ts';
+import type { CallbacksBody, FaultBody, SendBody, SettingsBody } from './channel.schemas.ts';
+import { channelSchemas as s } from './channel.openapi.ts';
 
 // The scripting API a test drives the channel with. Registered only with `control: true`, so a
 // channel run as a stand-in provider cannot be scripted by whoever can reach it.
@@ -64,7 +55,7 @@ async function sendNotification(deps: ChannelDeps, body: SendBody) {
 }
 
 export function registerControlRoutes(app: FastifyInstance, deps: ChannelDeps): void {
-  app.post('/_control/reset', async () => {
+  app.post('/_control/reset', { schema: s.reset }, async () => {
     deps.faults.clear();
     deps.requests.clear();
     deps.accounts?.clear();
@@ -74,32 +65,32 @@ export function registerControlRoutes(app: FastifyInstance, deps: ChannelDeps): 
     return { ok: true };
   });
 
-  app.post('/_control/faults', { schema: { body: faultBody } }, async (request) => armFault(deps, request.body as FaultBody));
-  app.get('/_control/faults', async () => deps.faults.list().map(describeRule));
+  app.post('/_control/faults', { schema: s.armFault }, async (request) => armFault(deps, request.body as FaultBody));
+  app.get('/_control/faults', { schema: s.listFaults }, async () => deps.faults.list().map(describeRule));
 
-  app.post('/_control/callbacks', { schema: { body: callbacksBody } }, async (request) => {
+  app.post('/_control/callbacks', { schema: s.setCallbacks }, async (request) => {
     const body = request.body as CallbacksBody;
     const delayMs = body.delay_ms ?? [0, 0];
     if (delayMs[0] > delayMs[1]) fail('VALIDATION', 'body.delay_ms must be [min, max] with min <= max');
     deps.notifier.setCallbacks({ mode: body.mode, duplicates: body.duplicates ?? 1, delayMs, seed: body.seed ?? DEFAULT_SEED });
     return describeCallbacks(deps);
   });
-  app.get('/_control/callbacks', async () => describeCallbacks(deps));
-  app.get('/_control/callbacks/held', async () => deps.notifier.heldList());
+  app.get('/_control/callbacks', { schema: s.getCallbacks }, async () => describeCallbacks(deps));
+  app.get('/_control/callbacks/held', { schema: s.listHeld }, async () => deps.notifier.heldList());
 
-  app.post('/_control/callbacks/release', { schema: { body: releaseBody } }, async (request) => {
+  app.post('/_control/callbacks/release', { schema: s.release }, async (request) => {
     const { ids } = request.body as { ids: string[] };
     await deps.notifier.release(ids);
     return { released: ids };
   });
 
-  app.post('/_control/callbacks/send', { schema: { body: sendBody } }, async (request) => sendNotification(deps, request.body as SendBody));
+  app.post('/_control/callbacks/send', { schema: s.send }, async (request) => sendNotification(deps, request.body as SendBody));
 
-  app.get('/_control/requests', async () => deps.requests.snapshot());
-  app.get('/_control/notifications', async () => deps.notifier.list());
+  app.get('/_control/requests', { schema: s.requests }, async () => deps.requests.snapshot());
+  app.get('/_control/notifications', { schema: s.notifications }, async () => deps.notifier.list());
 
-  app.get('/_control/settings', async () => describeSettings(deps));
-  app.post('/_control/settings', { schema: { body: settingsBody } }, async (request) => {
+  app.get('/_control/settings', { schema: s.getSettings }, async () => describeSettings(deps));
+  app.post('/_control/settings', { schema: s.setSettings }, async (request) => {
     const body = request.body as SettingsBody;
     deps.notifier.setRetry({
       ...(body.notify_retry_base_ms !== undefined && { retryBaseMs: body.notify_retry_base_ms }),

@@ -7,7 +7,8 @@ import type { Notifier } from './notifier.ts';
 import type { Accounts } from './accounts.ts';
 import type { FulfilmentStore } from './fulfilments.ts';
 import { channelProblem } from './problems.ts';
-import { chargeBody, closeBody, queryParams, refundBody, statementQuery, type ChargeBody, type RefundBody } from './channel.schemas.ts';
+import type { ChargeBody, RefundBody } from './channel.schemas.ts';
+import { channelSchemas } from './channel.openapi.ts';
 
 /** Everything one running channel owns; shared by the ledger and the control routes. */
 export interface ChannelDeps {
@@ -75,7 +76,7 @@ export async function perform(
 export function registerLedgerRoutes(app: FastifyInstance, deps: ChannelDeps): void {
   const { store } = deps;
 
-  app.post('/charge', { schema: { body: chargeBody } }, async (request, reply) => {
+  app.post('/charge', { schema: channelSchemas.charge }, async (request, reply) => {
     const body = request.body as ChargeBody & { customer?: string };
     assertHttpUrl(body.notify_url, 'notify_url', deps.notifyHosts);
     const mo = body.merchant_order;
@@ -90,17 +91,17 @@ export function registerLedgerRoutes(app: FastifyInstance, deps: ChannelDeps): v
     );
   });
 
-  app.get('/charges/:merchant_order', { schema: { params: queryParams } }, async (request, reply) => {
+  app.get('/charges/:merchant_order', { schema: channelSchemas.query }, async (request, reply) => {
     const mo = (request.params as { merchant_order: string }).merchant_order;
     return perform(deps, request, reply, 'query', mo, () => store.withOrder(mo, async (view) => decideQuery(view, mo)));
   });
 
-  app.post('/close', { schema: { body: closeBody } }, async (request, reply) => {
+  app.post('/close', { schema: channelSchemas.close }, async (request, reply) => {
     const mo = (request.body as { merchant_order: string }).merchant_order;
     return perform(deps, request, reply, 'close', mo, () => store.withOrder(mo, async (view) => decideClose(view, mo)));
   });
 
-  app.post('/refund', { schema: { body: refundBody } }, async (request, reply) => {
+  app.post('/refund', { schema: channelSchemas.refund }, async (request, reply) => {
     const body = request.body as RefundBody;
     const mo = body.merchant_order;
     return perform(deps, request, reply, 'refund', mo, async () => {
@@ -117,7 +118,7 @@ export function registerLedgerRoutes(app: FastifyInstance, deps: ChannelDeps): v
     });
   });
 
-  app.get('/statement', { schema: { querystring: statementQuery } }, async (request) => {
+  app.get('/statement', { schema: channelSchemas.statement }, async (request) => {
     const { merchant_order: mo } = request.query as { merchant_order?: string };
     return statementBody(await store.statement(mo));
   });

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { perform, type ChannelDeps } from './channel.routes.ts';
 import { randomBytes } from 'node:crypto';
 import type { Outcome } from './ledger.ts';
+import { channelSchemas } from './channel.openapi.ts';
 
 // The fake fulfilment provider (seed 002's ticket issuance): one fulfilment per key, idempotent —
 // a repeat of the key gets the first answer, a refusal included (REFUSE is a refusal for good).
@@ -57,19 +58,17 @@ function answer(record: FulfilmentRecord): Outcome {
   return { httpStatus: 200, body: { result: 'FULFILLED', ref: record.ref, key: record.key, order_id: record.orderId } };
 }
 
-const key = { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' } as const;
-const fulfilBody = { type: 'object', required: ['key', 'order_id'], properties: { key, order_id: { type: 'string', minLength: 1, maxLength: 255 } } } as const;
 
 export function registerFulfilmentRoutes(app: FastifyInstance, deps: ChannelDeps, book: FulfilmentStore): void {
-  app.post('/fulfilments', { schema: { body: fulfilBody } }, async (request, reply) => {
+  app.post('/fulfilments', { schema: channelSchemas.fulfil }, async (request, reply) => {
     const body = request.body as { key: string; order_id: string };
     return perform(deps, request, reply, 'fulfil', body.order_id, async (hits) => answer(await book.decide(body.key, body.order_id, hits.REFUSE !== undefined)));
   });
   // The query that resolves a lost answer: what happened under this key, if anything.
-  app.get('/fulfilments/*', async (request) => {
+  app.get('/fulfilments/*', { schema: channelSchemas.getFulfilment }, async (request) => {
     const k = decodeURIComponent((request.params as { '*': string })['*']);
     const found = await book.find(k);
     return found ? { key: k, status: found.status, ref: found.ref, order_id: found.orderId } : { key: k, status: 'NOT_FOUND' };
   });
-  app.get('/fulfilments', async () => ({ fulfilments: (await book.list()).map((f) => ({ key: f.key, order_id: f.orderId, status: f.status, ref: f.ref, at: f.at })) }));
+  app.get('/fulfilments', { schema: channelSchemas.listFulfilments }, async () => ({ fulfilments: (await book.list()).map((f) => ({ key: f.key, order_id: f.orderId, status: f.status, ref: f.ref, at: f.at })) }));
 }

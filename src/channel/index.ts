@@ -1,8 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../platform/errors.ts';
 import { buildHttp } from '../platform/http.ts';
+import { contractCheckEnabled, installContractCheck } from '../platform/contract.ts';
+import { channelSwaggerOptions } from './channel.openapi.ts';
 import { registerControlRoutes } from './channel.control.ts';
 import { registerLedgerRoutes, type ChannelDeps } from './channel.routes.ts';
 import { FaultBook, RequestCounter } from './faults.ts';
@@ -81,6 +85,9 @@ export async function startChannel(options: ChannelOptions & { host?: string; po
   };
   // Closed last in `flashpay start` (after the API drained); its held faults are cut, as before.
   const app = buildHttp({ bodyLimitBytes: BODY_LIMIT_BYTES, logLevel: 'silent', closeConnections: 'all' });
+  await app.register(swagger, channelSwaggerOptions);
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  if (contractCheckEnabled()) installContractCheck(app, () => app.swagger() as never);
   registerLedgerRoutes(app, deps);
   registerFulfilmentRoutes(app, deps, deps.fulfilments ?? new FulfilmentBook());
   if (options.control) {

@@ -1,18 +1,7 @@
-import { EVENT_TYPES, isEventType, type OutboxEvent } from '../outbox/index.ts';
+import { isEventType, type OutboxEvent } from '../outbox/index.ts';
 
-// The wire shape of an order event, checked at every consumer edge (HTTP schema, broker parse).
-export const EVENT_BODY_SCHEMA = {
-  type: 'object',
-  required: ['event_id', 'order_id', 'event_type', 'order_version', 'payload'],
-  properties: {
-    event_id: { type: 'string', minLength: 1, maxLength: 64 },
-    order_id: { type: 'string', minLength: 1, maxLength: 64 },
-    event_type: { type: 'string', enum: [...EVENT_TYPES] },
-    order_version: { type: 'integer', minimum: 1 },
-    payload: { type: 'object' },
-  },
-} as const;
-
+// The wire shape of an order event is OrderEventBody (fulfillment.schemas.ts), which the HTTP
+// route validates with; broker messages are parsed here to the same rules.
 function isBoundedString(value: unknown): value is string {
   return typeof value === 'string' && value.length >= 1 && value.length <= 64;
 }

@@ -4,7 +4,7 @@ import type { Db } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import { SIGNATURE_HEADER, verifySignature } from '../platform/signature.ts';
 import type { OutboxEvent } from '../outbox/index.ts';
-import { EVENT_BODY_SCHEMA } from './fulfillment.event.ts';
+import { fulfillmentEventSchema } from './fulfillment.schemas.ts';
 import { consume, type ConsumeFn } from './fulfillment.service.ts';
 
 export interface FulfillmentRoutesOptions {
@@ -36,7 +36,7 @@ export const fulfillmentRoutes: FastifyPluginAsync<FulfillmentRoutesOptions> = a
     if (!check.ok) throw new AppError('BAD_SIGNATURE', check.reason);
   }
 
-  app.post('/v1/fulfillment/events', { schema: { body: EVENT_BODY_SCHEMA }, preValidation: verify }, async (request) => {
+  app.post('/v1/fulfillment/events', { schema: fulfillmentEventSchema, preValidation: verify }, async (request) => {
     const effect = await apply(options.db, request.body as OutboxEvent, clock);
     return { effect };
   });

@@ -4,3 +4,4 @@ export { fulfillmentRoutes, type FulfillmentRoutesOptions } from './fulfillment.
 export { fulfillmentAdminView, findFulfillmentView, type FulfillmentView } from './fulfillment.admin.ts';
 export { EFFECTS, type Effect } from './fulfillment.repo.ts';
 export { startAmqpConsumer, startBrokerConsumerFromConfig, startJetStreamConsumer, type RunningConsumer } from './consumers/index.ts';
+export { fulfillmentViewSchema, orderEventWebhook } from './fulfillment.schemas.ts';

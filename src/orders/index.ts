@@ -9,6 +9,7 @@ export { COMPENSATION_STATUSES, EVENT_STATUSES, ORDER_STATUSES, UNFINISHED_STATU
 export { listUnfulfilledPaid, trySetFulfilment } from './orders.fulfilment.ts';
 export type { Order, TimelineEntry } from './orders.types.ts';
 export { claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, STUCK_PREFIX, type Candidate } from './orders.recovery.ts';
+export { AT_EXAMPLE, ORDER_ID_EXAMPLE, OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from './orders.schemas.ts';
 export { BROWSE_LIMIT, listOrderIdsOfUser, listOrdersByStatus, statusCounts, tryClearRecoveryBackoff, type OrderRow } from './orders.browse.ts';
 export { createPendingOrder, STOCK_REQUEST_TYPES, stockRequestKey } from './orders.queued.ts';
 export { claimStockRequests, failStockRequest, listParkedStockRequests, markStockRequestsSent, parkStockRequest, receiveStockResult, resendUnansweredRequests, STOCK_RESULT_TYPES, type ResultEffect, type StockResult } from './orders.stock-results.ts';

@@ -9,36 +9,13 @@ import { requestDigest } from '../idempotency/index.ts';
 import { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from '../idempotency/index.ts';
 import { executeKeyed } from '../idempotency/index.ts';
 import { canonicalLines, createOrderOfLines, type RequestedLine } from './orders.create.ts';
-import { lineView, MAX_LINES } from './orders.lines.ts';
+import { lineView } from './orders.lines.ts';
 import { queuedCreateResponse, wantsAsync } from './orders.queued.ts';
 import { cancelOrder, expireHoldNow, getOrderFor, orderView, timelineFor } from './orders.service.ts';
 
-// A flash sale sells a handful of units per buyer; anything near 10^9 is a client bug.
-export const MAX_QUANTITY = 1000;
+import { cancelOrderSchema, createOrderSchema, expireReservationSchema, getOrderSchema, timelineSchema, type ExpireBody, type OrderIdParams } from './orders.schemas.ts';
 
-const orderIdParams = {
-  type: 'object',
-  required: ['id'],
-  properties: { id: { type: 'string', minLength: 1, maxLength: 64 } },
-} as const;
-
-const skuSchema = { type: 'string', minLength: 1, maxLength: 64 } as const;
-const quantitySchema = { type: 'integer', minimum: 1, maximum: MAX_QUANTITY } as const;
-
-// `{sku, quantity?}` (one line) or `{lines: [{sku, quantity?}, …]}` (1..20 lines, distinct SKUs).
-const createBody = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    sku: skuSchema,
-    quantity: quantitySchema,
-    lines: { type: 'array', minItems: 1, maxItems: MAX_LINES, items: { type: 'object', required: ['sku'], additionalProperties: false, properties: { sku: skuSchema, quantity: quantitySchema } } },
-  },
-  oneOf: [
-    { required: ['sku'], not: { required: ['lines'] } },
-    { required: ['lines'], not: { anyOf: [{ required: ['sku'] }, { required: ['quantity'] }] } },
-  ],
-} as const;
+export { MAX_QUANTITY } from './orders.schemas.ts';
 
 interface CreateBody {
   sku?: string;
@@ -58,7 +35,7 @@ function requestedLines(body: CreateBody): { lines: RequestedLine[]; canonical: 
 export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
   const auth = requirePrincipal(deps.signer);
 
-  app.post<{ Body: CreateBody }>('/v1/orders', { onRequest: auth, schema: { body: createBody, tags: ['orders'] } }, async (request, reply) => {
+  app.post<{ Body: CreateBody }>('/v1/orders', { onRequest: auth, schema: createOrderSchema }, async (request, reply) => {
     const principal = principalOf(request);
     const key = idempotencyKeyOf(request, reply);
     const { lines, canonical } = requestedLines(request.body);
@@ -94,16 +71,16 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
     return sendKeyed(reply, result);
   });
 
-  app.get<{ Params: { id: string } }>('/v1/orders/:id', { onRequest: auth, schema: { params: orderIdParams, tags: ['orders'] } }, async (request) => {
+  app.get<{ Params: OrderIdParams }>('/v1/orders/:id', { onRequest: auth, schema: getOrderSchema }, async (request) => {
     const order = await getOrderFor(deps.db, principalOf(request), request.params.id);
     return orderView(deps.db, order);
   });
 
-  app.get<{ Params: { id: string } }>('/v1/orders/:id/timeline', { onRequest: auth, schema: { params: orderIdParams, tags: ['orders'] } }, async (request) =>
+  app.get<{ Params: OrderIdParams }>('/v1/orders/:id/timeline', { onRequest: auth, schema: timelineSchema }, async (request) =>
     timelineFor(deps.db, principalOf(request), request.params.id),
   );
 
-  app.post<{ Params: { id: string } }>('/v1/orders/:id/cancel', { onRequest: auth, schema: { params: orderIdParams, tags: ['orders'] } }, async (request) => {
+  app.post<{ Params: OrderIdParams }>('/v1/orders/:id/cancel', { onRequest: auth, schema: cancelOrderSchema }, async (request) => {
     const principal = principalOf(request);
     const outcome = await inTx(deps.db, (tx) => cancelOrder(tx, principal, request.params.id, deps.clock.now()));
     if (outcome.kind === 'REJECTED') throw new AppError('REJECTED', `order is ${outcome.status}, it cannot be cancelled`, { order_id: request.params.id, order_status: outcome.status });
@@ -111,9 +88,9 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
   });
 
   // An operator (or the simulation) ends an order's hold now; the next sweep releases it.
-  app.post<{ Body: { order_id: string } }>(
+  app.post<{ Body: ExpireBody }>(
     '/v1/admin/reservations/expire',
-    { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { body: { type: 'object', required: ['order_id'], additionalProperties: false, properties: { order_id: { type: 'string', minLength: 1, maxLength: 64 } } }, tags: ['admin'] } },
+    { onRequest: requirePrincipal(deps.signer, 'admin'), schema: expireReservationSchema },
     async (request) => ({ expired: await expireHoldNow(deps.db, principalOf(request), request.body.order_id, deps.clock.now()) }),
   );
 }

@@ -9,4 +9,5 @@ export { createHttpSink } from './sinks/http.sink.ts';
 export { createNatsSink, ensureStream } from './sinks/nats.sink.ts';
 export { assertTopology } from './sinks/amqp.sink.ts';
 export { DEFAULT_TOPOLOGY, type BrokerTopology } from './sinks/topology.ts';
+export { deadSchema, drainSchema, redriveSchema, type RedriveBody } from './outbox.schemas.ts';
 export { outboxLag, type OutboxLag } from './outbox.lag.ts';

@@ -4,3 +4,4 @@ export { channelClient, type ChannelClient, type StatementLine } from './channel
 export { convergeRefunding, convergeUnknown, type Convergence } from './converge.ts';
 export type { PaymentDeps } from './payments.deps.ts';
 export { paymentDeps, paymentsRoutes } from './payments.routes.ts';
+export { notificationWebhook } from './payments.schemas.ts';

@@ -28,14 +28,13 @@ export function paymentDeps(deps: AppDeps): PaymentDeps {
   };
 }
 
-const orderIdParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 64 } } } as const;
-// `method` defaults to the provider; `wallet` pays from the buyer's stored balance (seed 004).
-const payBody = { type: ['object', 'null'], additionalProperties: false, properties: { method: { type: 'string', enum: ['channel', 'wallet'] } } } as const;
+import type { OrderIdParams } from '../orders/index.ts';
+import { adminOrderSchema, notificationSchema, payOrderSchema, skuOutcomesSchema, type PayBody } from './payments.schemas.ts';
 
 export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
   const payments = paymentDeps(deps);
 
-  app.post<{ Params: { id: string }; Body: { method?: 'channel' | 'wallet' } | null }>('/v1/orders/:id/pay', { onRequest: requirePrincipal(deps.signer), schema: { params: orderIdParams, body: payBody, tags: ['orders'] } }, async (request, reply) => {
+  app.post<{ Params: OrderIdParams; Body: PayBody }>('/v1/orders/:id/pay', { onRequest: requirePrincipal(deps.signer), schema: payOrderSchema }, async (request, reply) => {
     const principal = principalOf(request);
     const key = idempotencyKeyOf(request, reply);
     const orderId = request.params.id;
@@ -55,18 +54,18 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
     return sendKeyed(reply, result);
   });
 
-  app.post('/v1/payment-notifications', { schema: { tags: ['provider'] } }, async (request) => {
+  app.post('/v1/payment-notifications', { schema: notificationSchema }, async (request) => {
     checkSignature(deps.notifySecret, request.headers[SIGNATURE_HEADER], request.rawBody ?? '', deps.config.notifyToleranceSeconds, Math.floor(Date.now() / 1000));
     return handleNotification(payments, parseNotification(request.body));
   });
 
-  app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku/outcomes', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { tags: ['admin'] } }, async (request) => {
+  app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku/outcomes', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: skuOutcomesSchema }, async (request) => {
     const { tenantId } = principalOf(request);
     const [statuses, orderIds] = await Promise.all([statusCountsForSku(deps.db, tenantId, request.params.sku), orderIdsForSku(deps.db, tenantId, request.params.sku)]);
     return { statuses, notification_effects: await notificationEffects(deps.db, orderIds) };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/admin/orders/:id', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { params: orderIdParams, tags: ['admin'] } }, async (request) => {
+  app.get<{ Params: OrderIdParams }>('/v1/admin/orders/:id', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: adminOrderSchema }, async (request) => {
     const order = await getOrderFor(deps.db, principalOf(request), request.params.id);
     const [view, timeline, notifications, notes] = await Promise.all([
       orderView(deps.db, order),

@@ -2,4 +2,5 @@
 export { reconcile, summaryLine, type ReconciliationReport } from './reconcile.service.ts';
 export { reconcileRoutes } from './reconcile.routes.ts';
 export { checkEventIntegrity, type EventIntegrity } from './reconcile.events.ts';
+export { ReconciliationReport as ReconciliationReportSchema, reconciliationExample } from './reconcile.schemas.ts';
 export { whenChanged } from './reconcile.schedule.ts';

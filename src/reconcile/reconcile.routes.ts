@@ -3,11 +3,12 @@ import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts';
 import { channelClient } from '../payments/index.ts';
 import { reconcile } from './reconcile.service.ts';
+import { reconciliationSchema } from './reconcile.schemas.ts';
 
 export function reconcileRoutes(app: FastifyInstance, deps: AppDeps): void {
   const channel = channelClient(deps.channelUrl, deps.config.payTimeoutMs);
   // A tenant's admin reconciles its own tenant; an operator, every tenant (as `flashpay reconcile`).
-  app.get('/v1/admin/reconciliation', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { tags: ['admin'] } }, async (request) =>
+  app.get('/v1/admin/reconciliation', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: reconciliationSchema }, async (request) =>
     reconcile(deps.db, channel, tenantScope(principalOf(request))),
   );
 }

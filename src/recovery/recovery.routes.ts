@@ -5,6 +5,7 @@ import type { Config } from '../platform/config.ts';
 import { AppError } from '../platform/errors.ts';
 import { paymentDeps } from '../payments/index.ts';
 import { recoverAll } from './recovery.full.ts';
+import { recoverySchema, type RecoveryBody } from './recovery.schemas.ts';
 import { sagaDeps } from './recovery.saga.ts';
 
 // A PAYING order younger than the pay timeout may still be in its provider call: closing it then
@@ -15,12 +16,6 @@ const STALE_MARGIN_MS = 1_000;
 /** The least `stale_after_ms` an operator may ask for. */
 export const staleFloorMs = (config: Pick<Config, 'payTimeoutMs'>) => config.payTimeoutMs + STALE_MARGIN_MS;
 
-const body = {
-  type: ['object', 'null'],
-  additionalProperties: false,
-  properties: { stale_after_ms: { type: 'integer', minimum: 0, maximum: 7 * 24 * 3600 * 1000 } },
-} as const;
-
 /**
  * `POST /v1/admin/recovery/run`: one recovery pass over the token's tenant (every tenant for an
  * operator). Only an operator's pass drains the outbox and advances sagas: both act on every tenant.
@@ -28,7 +23,7 @@ const body = {
 export function recoveryRoutes(app: FastifyInstance, deps: AppDeps): void {
   const payments = paymentDeps(deps);
   const saga = sagaDeps(deps);
-  app.post<{ Body: { stale_after_ms?: number } | null }>('/v1/admin/recovery/run', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { body, tags: ['admin'] } }, async (request) => {
+  app.post<{ Body: RecoveryBody }>('/v1/admin/recovery/run', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: recoverySchema }, async (request) => {
     const floor = staleFloorMs(deps.config);
     const staleAfterMs = request.body?.stale_after_ms ?? Math.max(deps.config.staleAfterMs, floor);
     if (staleAfterMs < floor) {

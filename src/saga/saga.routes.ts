@@ -3,6 +3,7 @@ import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal } from '../platform/auth.ts';
 import { findOrder, listNeedingAttention } from '../orders/index.ts';
 import { journalOf, listSagasNeedingAttention } from './saga.repo.ts';
+import { attentionSchema } from './saga.schemas.ts';
 
 /** The journal as `GET /v1/admin/orders/{id}` shows it: every step attempt, oldest first. */
 export async function journalView(db: AppDeps['db'], orderId: string) {
@@ -11,7 +12,7 @@ export async function journalView(db: AppDeps['db'], orderId: string) {
 
 export function sagaRoutes(app: FastifyInstance, deps: AppDeps): void {
   // Orders that need a person: notes the decider or recovery left, and sagas past their deadline.
-  app.get('/v1/admin/attention', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: { tags: ['admin'] } }, async (request) => {
+  app.get('/v1/admin/attention', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: attentionSchema }, async (request) => {
     const { tenantId } = principalOf(request);
     const items: Array<{ order_id: string; status: string; reason: string; since: string }> = [];
     for (const n of await listNeedingAttention(deps.db)) {

@@ -1,6 +1,7 @@
 // The simulation talks to a stack only over HTTP, as a buyer, an operator and a test harness
 // would. A stack being killed and restarted under it is expected: connection errors are retried
 // until a deadline; answers are returned as they came.
+import { createFlashpayClient, type FlashpayClient } from '../client/index.ts';
 import { backoffDelayMs } from '../platform/backoff.ts';
 export interface Reply {
   status: number;
@@ -42,4 +43,23 @@ export async function http(url: string, options: { method?: string; token?: stri
       await new Promise((resolve) => setTimeout(resolve, backoffDelayMs(attempt + 1, 50, 1000, () => 1)));
     }
   }
+}
+
+/** fetch for the typed client that rides out a stack restart: the same request, until the deadline. */
+async function reconnectingFetch(input: RequestInfo | URL): Promise<Response> {
+  const request = input as Request;
+  const deadline = Date.now() + RETRY_WINDOW_MS;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fetch(request.clone(), { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    } catch (error) {
+      if (!isConnectionFailure(error) || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, backoffDelayMs(attempt + 1, 50, 1000, () => 1)));
+    }
+  }
+}
+
+/** A buyer: the typed client (flashpay/client) with the buyer's token; keyed calls reuse their key on every retry. */
+export function buyerClient(target: SimTarget, token: string): FlashpayClient {
+  return createFlashpayClient({ baseUrl: target.api, token, fetch: reconnectingFetch as typeof fetch });
 }

@@ -6,18 +6,14 @@ import { executeKeyed, idempotencyKeyOf, jsonResponse, requestDigest, sendKeyed 
 import { findBalance, listTransfers } from './wallet.repo.ts';
 import { creditIdFor, creditWallet } from './wallet.service.ts';
 
-// A credit is a top-up or a gift card, not a treasury: 10^10 minor units keeps every sum exact.
-const MAX_CREDIT = 10_000_000_000;
-
-const userParams = { type: 'object', required: ['user'], properties: { user: { type: 'string', minLength: 1, maxLength: 128 } } } as const;
-const creditBody = { type: 'object', required: ['amount'], additionalProperties: false, properties: { amount: { type: 'integer', minimum: 1, maximum: MAX_CREDIT } } } as const;
+import { adminWalletSchema, creditWalletSchema, ownWalletSchema, type CreditBody, type UserParams } from './wallet.schemas.ts';
 
 export function walletRoutes(app: FastifyInstance, deps: AppDeps): void {
   const admin = requirePrincipal(deps.signer, 'admin');
 
-  app.post<{ Params: { user: string }; Body: { amount: number } }>(
+  app.post<{ Params: UserParams; Body: CreditBody }>(
     '/v1/admin/wallets/:user/credits',
-    { onRequest: admin, schema: { params: userParams, body: creditBody, tags: ['admin'] } },
+    { onRequest: admin, schema: creditWalletSchema },
     async (request, reply) => {
       const principal = principalOf(request);
       const key = idempotencyKeyOf(request, reply);
@@ -36,12 +32,12 @@ export function walletRoutes(app: FastifyInstance, deps: AppDeps): void {
     },
   );
 
-  app.get('/v1/wallet', { onRequest: requirePrincipal(deps.signer), schema: { tags: ['wallet'] } }, async (request) => {
+  app.get('/v1/wallet', { onRequest: requirePrincipal(deps.signer), schema: ownWalletSchema }, async (request) => {
     const { tenantId, userId } = principalOf(request);
     return { balance: await findBalance(deps.db, tenantId, userId) };
   });
 
-  app.get<{ Params: { user: string } }>('/v1/admin/wallets/:user', { onRequest: admin, schema: { params: userParams, tags: ['admin'] } }, async (request) => {
+  app.get<{ Params: UserParams }>('/v1/admin/wallets/:user', { onRequest: admin, schema: adminWalletSchema }, async (request) => {
     const { tenantId } = principalOf(request);
     const user = request.params.user;
     const [balance, transfers] = await Promise.all([findBalance(deps.db, tenantId, user), listTransfers(deps.db, tenantId, user)]);

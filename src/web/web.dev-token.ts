@@ -2,27 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { AppError } from '../platform/errors.ts';
 import { rateLimiter } from '../platform/ratelimit.ts';
+import { devTokenSchema } from './web.schemas.ts';
 
 // A demo buyer's token lives one hour; the storefront asks again after that.
 const DEMO_TOKEN_TTL_S = 3600;
 // Per client address (the limiter gives an address ten times this): a sign-in button, not a mint.
 const DEMO_TOKENS_PER_MINUTE = 6;
 
-const body = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['user'],
-  properties: {
-    user: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' },
-    tenant: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' },
-  },
-} as const;
 
-const answer = {
-  type: 'object',
-  required: ['token', 'tenant', 'user', 'scope', 'expires_in'],
-  properties: { token: { type: 'string' }, tenant: { type: 'string' }, user: { type: 'string' }, scope: { type: 'string', enum: ['buyer'] }, expires_in: { type: 'integer' } },
-} as const;
 
 /**
  * `POST /v1/dev/token {user, tenant?}`: a buyer token for the storefront's "sign in as a demo
@@ -33,7 +20,7 @@ export function devTokenRoute(app: FastifyInstance, deps: AppDeps): void {
   const limit = rateLimiter({ perMinute: DEMO_TOKENS_PER_MINUTE });
   app.post<{ Body: { user: string; tenant?: string } }>(
     '/v1/dev/token',
-    { preValidation: limit, schema: { body, tags: ['development'], response: { 200: answer } } },
+    { preValidation: limit, schema: devTokenSchema },
     async (request) => {
       if (deps.config.production) throw new AppError('FORBIDDEN', 'demo tokens are for development only; this server runs in production');
       const tenant = request.body.tenant ?? 'acme';

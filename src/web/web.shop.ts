@@ -3,29 +3,10 @@ import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal } from '../platform/auth.ts';
 import { listCatalogue } from '../inventory/index.ts';
 import { findOrder, getTimeline, listOrderIdsOfUser, orderView } from '../orders/index.ts';
+import { catalogueSchema, myOrdersSchema } from './web.schemas.ts';
 
-const catalogueAnswer = {
-  type: 'object',
-  required: ['skus'],
-  properties: {
-    skus: {
-      type: 'array',
-      items: { type: 'object', required: ['sku', 'name', 'price', 'available'], properties: { sku: { type: 'string' }, name: { type: 'string' }, price: { type: 'integer' }, available: { type: 'integer' } } },
-    },
-  },
-} as const;
 
 // Each order as `GET /v1/orders/{id}` shows it (every field kept), plus its timeline.
-const ordersAnswer = {
-  type: 'object',
-  required: ['orders'],
-  properties: {
-    orders: {
-      type: 'array',
-      items: { type: 'object', additionalProperties: true, required: ['order_id', 'status', 'amount', 'timeline'], properties: { order_id: { type: 'string' }, status: { type: 'string' }, amount: { type: 'integer' }, timeline: { type: 'array', items: { type: 'object', additionalProperties: true } } } },
-    },
-  },
-} as const;
 
 /**
  * The storefront's reads. `GET /v1/orders` is the buyer's own newest orders with their timelines:
@@ -34,11 +15,11 @@ const ordersAnswer = {
  */
 export function shopRoutes(app: FastifyInstance, deps: AppDeps): void {
   const buyer = requirePrincipal(deps.signer);
-  app.get('/v1/skus', { onRequest: buyer, schema: { tags: ['orders'], response: { 200: catalogueAnswer } } }, async (request) => ({
+  app.get('/v1/skus', { onRequest: buyer, schema: catalogueSchema }, async (request) => ({
     skus: await listCatalogue(deps.db, principalOf(request).tenantId),
   }));
 
-  app.get('/v1/orders', { onRequest: buyer, schema: { tags: ['orders'], response: { 200: ordersAnswer } } }, async (request) => {
+  app.get('/v1/orders', { onRequest: buyer, schema: myOrdersSchema }, async (request) => {
     const { tenantId, userId } = principalOf(request);
     const orders = [];
     for (const id of await listOrderIdsOfUser(deps.db, tenantId, userId)) {

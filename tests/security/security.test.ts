@@ -1,3 +1,4 @@
+import { waitFor } from '../support/poll.ts';
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signPayload } from '../../src/platform/signature.ts';
@@ -89,6 +90,9 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
     const passes = await Promise.all([evilAdmin, acmeAdmin, operator].map((token) => t.call('POST', '/v1/admin/recovery/run', { token, body: { stale_after_ms: FLOOR_MS } })));
     expect(passes.map((p) => p.status)).toEqual([200, 200, 200]);
     expect((await paying).body.status).toBe('PAID');
+    // The provider's notification of this pay arrives on its own: let it land before the next
+    // case compares snapshots.
+    await waitFor(async () => ((await t.call('GET', `/v1/admin/orders/${id}`, { token: acmeAdmin })).body.notifications?.length ?? 0) > 0, 'the notification of bob’s pay', 15_000);
   });
 
   it('a fulfilment event signed with the provider\'s secret is refused: that secret cannot ship orders', async () => {

@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -20,6 +20,7 @@ let serverUrl = '';
 const templateDb = `flashpay_template_${process.pid}`;
 
 export async function setup(project: TestProject): Promise<void> {
+  await childViolations();
   if (process.env.DATABASE_URL) {
     serverUrl = process.env.DATABASE_URL;
   } else {
@@ -37,7 +38,18 @@ export async function setup(project: TestProject): Promise<void> {
   project.provide('templateDb', templateDb);
 }
 
+/** Servers in child processes cannot fail a test; what they logged fails the run here. */
+async function childViolations(): Promise<string> {
+  const file = process.env.FLASHPAY_CONTRACT_LOG;
+  if (!file) return '';
+  const text = await readFile(file, 'utf8').catch(() => '');
+  await rm(file, { force: true });
+  return text;
+}
+
 export async function teardown(): Promise<void> {
+  const violations = await childViolations();
+  if (violations) throw new Error(`responses in child processes not described by the OpenAPI document:\n${violations}`);
   if (!serverUrl) return;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();

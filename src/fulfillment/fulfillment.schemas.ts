@@ -1,0 +1,92 @@
+import { Type } from 'typebox';
+import { ADMIN_AUTH, jsonAnswer, openapiResponses, problemAnswers, SIGNATURE_DESCRIPTION, stringEnum } from '../platform/openapi.ts';
+import { PARAM_ERRORS } from '../platform/openapi.ts';
+import { EVENT_TYPES } from '../outbox/index.ts';
+import { EFFECTS } from './fulfillment.repo.ts';
+
+const AT_EXAMPLE = '2026-11-30T18:00:00.000Z';
+
+/** The wire shape of an order event, as the relay's http sink delivers it. */
+export const OrderEventBody = Type.Object(
+  {
+    event_id: Type.String({ minLength: 1, maxLength: 64, description: 'the dedup key: the same event may arrive more than once' }),
+    order_id: Type.String({ minLength: 1, maxLength: 64 }),
+    event_type: stringEnum(EVENT_TYPES),
+    order_version: Type.Integer({ minimum: 1, description: 'the order’s version after the transition; older versions are STALE' }),
+    payload: Type.Object({}, { additionalProperties: true, description: 'the transition: order fields at that version' }),
+  },
+  { examples: [{ event_id: '42', order_id: 'ord_7c1e2b9f4a', event_type: 'ORDER_PAID', order_version: 3, payload: { status: 'PAID', amount: 1990 } }] },
+);
+
+const EventAnswer = Type.Object({ effect: stringEnum(EFFECTS, { description: 'all three acknowledge the event: the sender stops retrying' }) }, { additionalProperties: false });
+
+const eventResponses = {
+  200: jsonAnswer('Durably handled', EventAnswer, { example: { effect: 'APPLIED' } }),
+  ...problemAnswers(['BAD_SIGNATURE', 'VALIDATION', 'PAYLOAD_TOO_LARGE']),
+};
+
+const eventDescription = `Terminal order events (PAID, FAILED, CANCELLED, REFUNDED), delivered at least once by the outbox relay's http sink; applied exactly once (inbox dedup by \`event_id\`, monotonic \`order_version\`). Signed: ${SIGNATURE_DESCRIPTION} A 500 means nothing was recorded; the relay retries with backoff.`;
+
+export const fulfillmentEventSchema = {
+  operationId: 'receiveOrderEvent',
+  summary: 'Order event (relay → built-in fulfillment consumer)',
+  description: eventDescription,
+  tags: ['events'],
+  security: [{ flashpaySignature: [] }],
+  body: OrderEventBody,
+  response: eventResponses,
+};
+
+/** The same delivery as an OpenAPI 3.1 webhook: what a consumer of the http sink receives. */
+export const orderEventWebhook = {
+  post: {
+    operationId: 'orderEventWebhook',
+    summary: 'Order event',
+    description: `What the relay's http sink POSTs to its configured URL. ${eventDescription}`,
+    tags: ['events'],
+    security: [{ flashpaySignature: [] }],
+    requestBody: { required: true, content: { 'application/json': { schema: OrderEventBody } } },
+    responses: openapiResponses(eventResponses),
+  },
+};
+
+const Arrival = Type.Object(
+  { event_id: Type.String(), event_type: Type.String(), version: Type.Integer(), effect: stringEnum(EFFECTS), at: Type.String({ format: 'date-time' }) },
+  { additionalProperties: false },
+);
+
+export const FulfillmentView = Type.Object(
+  {
+    order_id: Type.String(),
+    ship_count: Type.Integer({ description: '1 for a paid order, whatever was redelivered' }),
+    last_version: Type.Integer(),
+    last_event_type: Type.String(),
+    arrivals: Type.Array(Arrival),
+    failed_arrivals: Type.Integer({ description: 'arrivals whose transaction failed (the sender retried them)' }),
+  },
+  { additionalProperties: false },
+);
+
+export const fulfillmentViewSchema = {
+  operationId: 'adminGetFulfillment',
+  summary: 'The fulfillment consumer’s view of an order',
+  description: '404 `NOT_FOUND` when no event of the order has arrived.',
+  tags: ['admin'],
+  params: Type.Object({ order_id: Type.String({ minLength: 1, maxLength: 64, examples: ['ord_7c1e2b9f4a'] }) }),
+  response: {
+    200: jsonAnswer('Every arrival with its effect', FulfillmentView, {
+      example: {
+        order_id: 'ord_7c1e2b9f4a',
+        ship_count: 1,
+        last_version: 3,
+        last_event_type: 'ORDER_PAID',
+        arrivals: [
+          { event_id: '42', event_type: 'ORDER_PAID', version: 3, effect: 'APPLIED', at: AT_EXAMPLE },
+          { event_id: '42', event_type: 'ORDER_PAID', version: 3, effect: 'DUPLICATE', at: AT_EXAMPLE },
+        ],
+        failed_arrivals: 0,
+      },
+    }),
+    ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH, 'NOT_FOUND']),
+  },
+};

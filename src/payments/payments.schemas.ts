@@ -1,0 +1,181 @@
+import { ORDER_STATUSES } from '../orders/index.ts';
+import { Type, type Static } from 'typebox';
+import { ADMIN_AUTH, BUYER_AUTH, HEADERS, IDEMPOTENCY_KEY_HEADER, jsonAnswer, openapiResponses, nullable, problemAnswers, SIGNATURE_DESCRIPTION, stringEnum } from '../platform/openapi.ts';
+import { PARAM_ERRORS } from '../platform/openapi.ts';
+import { AT_EXAMPLE, EFFECTS, ORDER_ID_EXAMPLE, OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from '../orders/index.ts';
+
+export const NOTIFICATION_KINDS = ['CHARGED', 'DECLINED', 'REFUNDED'] as const;
+
+export const PayAnswer = Type.Object(
+  { order_id: Type.String(), status: stringEnum(ORDER_STATUSES, { description: '`UNKNOWN`: the provider did not answer in time; the order converges on its own. `RELEASING` (202): a queued order whose wallet was too low, its units going back' }) },
+  { additionalProperties: false },
+);
+
+const keyed = { 'Idempotent-Replayed': HEADERS.replayed };
+
+/** `method` defaults to the provider; `wallet` pays from the buyer's stored balance. The body is optional. */
+export const PayBody = nullable(
+  Type.Object({ method: Type.Optional(stringEnum(['channel', 'wallet'], { description: '`channel` (default): the payment provider; `wallet`: the stored balance' })) }, { additionalProperties: false }),
+  { examples: [{ method: 'wallet' }] },
+);
+export type PayBody = Static<typeof PayBody>;
+
+export const payOrderSchema = {
+  operationId: 'payOrder',
+  summary: 'Pay an order through the payment provider',
+  description:
+    'Commits PAYING, charges the provider (bounded by `FLASHPAY_PAY_TIMEOUT_MS`, no transaction open), then commits the result. A timeout answers `UNKNOWN`, never `FAILED`: the order converges by query, close or notification. Requires an `Idempotency-Key`; a retry with the same key never charges twice. An order that is not payable: 409 `REJECTED` with `order_status`, and the provider is not called. No body.',
+  tags: ['orders'],
+  params: OrderIdParams,
+  body: PayBody,
+  'x-body-optional': true,
+  docHeaders: IDEMPOTENCY_KEY_HEADER,
+  response: {
+    200: jsonAnswer('The payment’s outcome as known now', PayAnswer, { headers: keyed, example: { order_id: ORDER_ID_EXAMPLE, status: 'PAID' } }),
+    202: jsonAnswer('A queued order paid from a wallet whose balance is too low: RELEASING, its units go back through the stock service, then CANCELLED', PayAnswer, { headers: keyed, example: { order_id: ORDER_ID_EXAMPLE, status: 'RELEASING' } }),
+    ...problemAnswers([...PARAM_ERRORS, 'PAYLOAD_TOO_LARGE', ...BUYER_AUTH, 'IDEMPOTENCY_KEY_MISSING', 'IDEMPOTENCY_KEY_INVALID', 'ORDER_NOT_FOUND', 'REJECTED', 'INSUFFICIENT_FUNDS', 'REQUEST_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED'], keyed),
+  },
+};
+
+/** What the provider POSTs: validated by the handler after the signature, never before. */
+export const NotificationBody = Type.Object(
+  {
+    notify_id: Type.String({ minLength: 1, maxLength: 128, description: 'unique per notification; a repeat is a DUPLICATE' }),
+    merchant_order: Type.String({ minLength: 1, maxLength: 128, description: 'the order id' }),
+    kind: stringEnum(NOTIFICATION_KINDS),
+    amount: Type.Integer({ minimum: 0, description: 'minor units' }),
+    txn: Type.Optional(nullable(Type.String({ minLength: 1, maxLength: 128 }))),
+  },
+  { examples: [{ notify_id: 'ntf_41', merchant_order: ORDER_ID_EXAMPLE, kind: 'CHARGED', amount: 1990, txn: 'txn_9' }] },
+);
+
+export const NotificationAnswer = Type.Object(
+  {
+    effect: stringEnum(EFFECTS, { description: 'what the notification did to the order' }),
+    recorded_effect: Type.Optional(stringEnum(EFFECTS, { description: 'on a copy of a notification recorded before (`effect: DUPLICATE`): what the first copy did' })),
+  },
+  { additionalProperties: false },
+);
+
+const notificationResponses = {
+  200: jsonAnswer('Processed and recorded (a duplicate too): the provider stops retrying', NotificationAnswer, { example: { effect: 'PAID' } }),
+  ...problemAnswers(['BAD_SIGNATURE', 'VALIDATION', 'PAYLOAD_TOO_LARGE']),
+};
+
+export const notificationSchema = {
+  operationId: 'receivePaymentNotification',
+  summary: 'Payment notification (provider → service)',
+  description: `Sent by the payment provider after a charge, decline or refund; retried until a 200. Signed: ${SIGNATURE_DESCRIPTION} A 500 means nothing was recorded, and the provider retries.`,
+  tags: ['provider'],
+  security: [{ flashpaySignature: [] }],
+  docBody: NotificationBody,
+  response: notificationResponses,
+};
+
+/** The same exchange as an OpenAPI 3.1 webhook, for integrators who play the provider. */
+export const notificationWebhook = {
+  post: {
+    operationId: 'paymentNotificationWebhook',
+    summary: 'Payment notification',
+    description: `What the provider double (and any provider adapter) POSTs to \`notify_url\`. ${SIGNATURE_DESCRIPTION}`,
+    tags: ['provider'],
+    security: [{ flashpaySignature: [] }],
+    requestBody: { required: true, content: { 'application/json': { schema: NotificationBody } } },
+    responses: openapiResponses(notificationResponses),
+  },
+};
+
+export const SkuOutcomes = Type.Object(
+  {
+    statuses: Type.Record(Type.String(), Type.Integer(), { description: 'order count by status' }),
+    notification_effects: Type.Record(Type.String(), Type.Integer(), { description: 'notification count by effect' }),
+  },
+  { additionalProperties: false },
+);
+
+export const skuOutcomesSchema = {
+  operationId: 'getSkuOutcomes',
+  summary: 'Order statuses and notification effects of one SKU',
+  description: 'For operators and the simulation.',
+  tags: ['admin'],
+  params: Type.Object({ sku: Type.String({ minLength: 1, maxLength: 64, examples: ['tee-black-m'] }) }),
+  response: {
+    200: jsonAnswer('Counts', SkuOutcomes, { example: { statuses: { PAID: 7, CANCELLED: 2 }, notification_effects: { PAID: 7 } } }),
+    ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH]),
+  },
+};
+
+const NotificationRow = Type.Object(
+  {
+    notify_id: Type.String(),
+    kind: stringEnum(NOTIFICATION_KINDS),
+    amount: Type.Integer(),
+    txn: nullable(Type.String()),
+    effect: stringEnum(EFFECTS),
+    needs_attention: Type.Boolean(),
+    received_at: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
+
+export const AdminOrderView = Type.Object(
+  {
+    ...OrderView.properties,
+    user_id: Type.String(),
+    attention: nullable(Type.String({ description: 'a note for a person when the order cannot converge on its own' })),
+    recovery_attempts: Type.Integer(),
+    timeline: Type.Array(TimelineEntrySchema),
+    notifications: Type.Array(NotificationRow),
+    journal: Type.Array(
+      Type.Object(
+        {
+          step: Type.String(),
+          direction: stringEnum(['do', 'undo'] as const),
+          status: stringEnum(['STARTED', 'DONE', 'REFUSED', 'FAILED', 'UNKNOWN'] as const),
+          key: Type.String({ description: 'the idempotency key the step sent its provider' }),
+          receipt: Type.Optional(Type.String()),
+          error: Type.Optional(Type.String()),
+          at: Type.String({ format: 'date-time' }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: "the after-PAID saga's journal (seed 002): every step attempt, oldest first" },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const adminOrderSchema = {
+  operationId: 'adminGetOrder',
+  summary: 'An order with its timeline, notifications and saga journal',
+  description: 'Any order of the admin’s tenant.',
+  tags: ['admin'],
+  params: OrderIdParams,
+  response: {
+    200: jsonAnswer('The order', AdminOrderView, {
+      example: {
+        order_id: ORDER_ID_EXAMPLE,
+        status: 'PAID',
+        version: 3,
+        sku: 'tee-black-m',
+        quantity: 1,
+        amount: 1990,
+        reservation: { key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED', expires_at: AT_EXAMPLE },
+        lines: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', unit_price: 1990, quantity: 1, amount: 1990 }],
+        reservations: [{ sku: 'tee-black-m', key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED' }],
+        fulfilment: { status: 'FULFILLED', ref: 'ful_3b9e' },
+        created_at: AT_EXAMPLE,
+        updated_at: AT_EXAMPLE,
+        user_id: 'alice',
+        attention: null,
+        recovery_attempts: 0,
+        timeline: [{ from: null, to: 'CREATED', version: 1, reason: 'create', at: AT_EXAMPLE }],
+        notifications: [{ notify_id: 'ntf_41', kind: 'CHARGED', amount: 1990, txn: 'txn_9', effect: 'PAID', needs_attention: false, received_at: AT_EXAMPLE }],
+        journal: [{ step: 'fulfil', direction: 'do', status: 'DONE', key: `${ORDER_ID_EXAMPLE}/fulfil`, receipt: 'ful_3b9e', at: AT_EXAMPLE }],
+      },
+    }),
+    ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH, 'ORDER_NOT_FOUND']),
+  },
+};
+
+export { OrderStatusSchema };
