@@ -76,6 +76,9 @@ async function embedded(log: (line: string) => void): Promise<BenchDatabase> {
   }
 }
 
-export function openBenchDatabase(log: (line: string) => void, serverUrl = process.env.DATABASE_URL): Promise<BenchDatabase> {
+export function openBenchDatabase(
+  log: (line: string) => void,
+  serverUrl = process.env.DATABASE_URL,
+): Promise<BenchDatabase> {
   return serverUrl ? onServer(serverUrl) : embedded(log);
 }

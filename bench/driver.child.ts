@@ -25,15 +25,18 @@ function send(agent: http.Agent, origin: URL, request: DriverRequest): Promise<{
   return new Promise((resolve, reject) => {
     const headers: Record<string, string | number> = { ...request.headers };
     if (request.body !== undefined) headers['content-length'] = Buffer.byteLength(request.body);
-    const outgoing = http.request({ agent, hostname: origin.hostname, port: origin.port, method: request.method, path: request.path, headers }, (response) => {
-      let body = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => {
-        if (body.length < MAX_KEPT_BODY_CHARS) body += chunk;
-      });
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
-      response.on('error', reject);
-    });
+    const outgoing = http.request(
+      { agent, hostname: origin.hostname, port: origin.port, method: request.method, path: request.path, headers },
+      (response) => {
+        let body = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => {
+          if (body.length < MAX_KEPT_BODY_CHARS) body += chunk;
+        });
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+        response.on('error', reject);
+      },
+    );
     outgoing.on('error', reject);
     outgoing.end(request.body);
   });
@@ -72,7 +75,16 @@ async function run(spec: DriverSpec): Promise<DriverRun> {
   await Promise.all(Array.from({ length: Math.min(spec.concurrency, spec.requests.length) }, () => buyer()));
   const elapsedMs = performance.now() - startedAt;
   const count = spec.requests.length;
-  return { count, elapsedMs, perSecond: perSecond(count, elapsedMs), ...summarize(latencies), statuses, codes, latenciesMs: latencies, ...(firstError ? { firstError } : {}) };
+  return {
+    count,
+    elapsedMs,
+    perSecond: perSecond(count, elapsedMs),
+    ...summarize(latencies),
+    statuses,
+    codes,
+    latenciesMs: latencies,
+    ...(firstError ? { firstError } : {}),
+  };
 }
 
 function reply(message: DriverReply): void {

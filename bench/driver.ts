@@ -46,7 +46,8 @@ export interface DriverRun extends DriverResult {
 }
 
 export type DriverMessage = { kind: 'run'; id: number; spec: DriverSpec } | { kind: 'exit' };
-export type DriverReply = { kind: 'result'; id: number; result: DriverRun } | { kind: 'failed'; id: number; error: string };
+export type DriverReply =
+  { kind: 'result'; id: number; result: DriverRun } | { kind: 'failed'; id: number; error: string };
 
 export interface Driver {
   run(spec: DriverSpec): Promise<DriverRun>;
@@ -69,7 +70,15 @@ export function mergeRuns(runs: readonly DriverRun[]): DriverResult {
   }
   const firstError = runs.find((run) => run.firstError)?.firstError;
   const latency = summarize(runs.flatMap((run) => run.latenciesMs));
-  return { count, elapsedMs: round(elapsedMs, 1), perSecond: perSecond(count, elapsedMs), ...latency, statuses, codes, ...(firstError ? { firstError } : {}) };
+  return {
+    count,
+    elapsedMs: round(elapsedMs, 1),
+    perSecond: perSecond(count, elapsedMs),
+    ...latency,
+    statuses,
+    codes,
+    ...(firstError ? { firstError } : {}),
+  };
 }
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'driver.child.ts');
@@ -86,7 +95,11 @@ function exited(child: ChildProcess): Promise<void> {
 
 /** Forks the driver process; runs are sequential (one at a time). */
 export async function startDriver(): Promise<Driver> {
-  const child = fork(CHILD, [], { execArgv: ['--import', tsxLoader()], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(CHILD, [], {
+    execArgv: ['--import', tsxLoader()],
+    serialization: 'advanced',
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', reject);

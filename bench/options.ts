@@ -35,21 +35,25 @@ const FULL_OUTBOX: OutboxCounts = { events: 10_000, relayCounts: [1, 2, 4], batc
 // Quick mode divides counts by this; concurrency and relay counts stay as they are.
 const QUICK_DIVISOR = 10;
 
-const USAGE = 'usage: flashpay bench [--quick] [--json] [--only orders|outbox] [--requests N] [--events N] [--concurrency N]';
+const USAGE =
+  'usage: flashpay bench [--quick] [--json] [--only orders|outbox] [--requests N] [--events N] [--concurrency N]';
 
 export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv = process.env): BenchOptions {
   const args = parseArgs(argv, ['quick', 'json']);
   for (const name of args.flags.keys()) {
-    if (!['quick', 'json', 'only', 'requests', 'events', 'concurrency'].includes(name)) throw new UsageError(`unknown option --${name}\n${USAGE}`);
+    if (!['quick', 'json', 'only', 'requests', 'events', 'concurrency'].includes(name))
+      throw new UsageError(`unknown option --${name}\n${USAGE}`);
   }
   const quick = args.flags.has('quick') || env.FLASHPAY_BENCH_QUICK === '1';
   const only = stringFlag(args, 'only');
-  if (only !== undefined && only !== 'orders' && only !== 'outbox') throw new UsageError(`--only must be orders or outbox\n${USAGE}`);
+  if (only !== undefined && only !== 'orders' && only !== 'outbox')
+    throw new UsageError(`--only must be orders or outbox\n${USAGE}`);
   const scale = (n: number) => (quick ? Math.max(1, Math.round(n / QUICK_DIVISOR)) : n);
   const requests = intFlag(args, 'requests', scale(FULL_ORDERS.requests));
   const events = intFlag(args, 'events', scale(FULL_OUTBOX.events));
   const concurrency = intFlag(args, 'concurrency', FULL_ORDERS.concurrency);
-  if (requests < 1 || events < 1 || concurrency < 1) throw new UsageError('--requests, --events and --concurrency must be at least 1');
+  if (requests < 1 || events < 1 || concurrency < 1)
+    throw new UsageError('--requests, --events and --concurrency must be at least 1');
   return {
     quick,
     json: args.flags.has('json'),

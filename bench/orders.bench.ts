@@ -1,6 +1,14 @@
 import { mergeRuns, type Driver, type DriverRequest, type DriverResult, type DriverRun } from './driver.ts';
 import type { OrdersCounts } from './options.ts';
-import { checkBaselineStock, checkSkus, countBrokenSkus, seedBaselineStock, seedSkus, type StockCheck, type StockRow } from './orders.stock.ts';
+import {
+  checkBaselineStock,
+  checkSkus,
+  countBrokenSkus,
+  seedBaselineStock,
+  seedSkus,
+  type StockCheck,
+  type StockRow,
+} from './orders.stock.ts';
 import { BASELINE_PATH, startBaselineServer, type BaselineServer, type FlashpayServer } from './servers.ts';
 import { ratio } from './stats.ts';
 
@@ -31,9 +39,22 @@ function planFor(scenario: OrdersScenario | 'warmup', requests: number): Plan {
     case 'warmup':
     case 'hot':
       // Twice the requests: every buyer gets a unit, the row is still the one everybody queues on.
-      return { description: 'hot SKU, ample stock', prefix: `${scenario}/`, stock: [{ sku: `${scenario}/sku`, stock: 2 * requests }], skuFor: () => `${scenario}/sku`, expectStatus: 201 };
+      return {
+        description: 'hot SKU, ample stock',
+        prefix: `${scenario}/`,
+        stock: [{ sku: `${scenario}/sku`, stock: 2 * requests }],
+        skuFor: () => `${scenario}/sku`,
+        expectStatus: 201,
+      };
     case 'sold-out':
-      return { description: 'sold out (stock 0)', prefix: 'sold-out/', stock: [{ sku: 'sold-out/sku', stock: 0 }], skuFor: () => 'sold-out/sku', expectStatus: 409, expectCode: 'SOLD_OUT' };
+      return {
+        description: 'sold out (stock 0)',
+        prefix: 'sold-out/',
+        stock: [{ sku: 'sold-out/sku', stock: 0 }],
+        skuFor: () => 'sold-out/sku',
+        expectStatus: 409,
+        expectCode: 'SOLD_OUT',
+      };
     case 'uncontended':
       return {
         description: `uncontended (${requests} SKUs, one order each)`,
@@ -80,11 +101,21 @@ export interface OrdersContext {
   log: (line: string) => void;
 }
 
-function requestsFor(path: string, plan: Plan, count: number, tokens: readonly string[], keyPrefix: string): DriverRequest[] {
+function requestsFor(
+  path: string,
+  plan: Plan,
+  count: number,
+  tokens: readonly string[],
+  keyPrefix: string,
+): DriverRequest[] {
   return Array.from({ length: count }, (_, i) => ({
     method: 'POST',
     path,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${tokens[i % tokens.length] ?? ''}`, 'idempotency-key': `${keyPrefix}-${i}` },
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${tokens[i % tokens.length] ?? ''}`,
+      'idempotency-key': `${keyPrefix}-${i}`,
+    },
     body: JSON.stringify({ sku: plan.skuFor(i), quantity: 1 }),
   }));
 }
@@ -104,8 +135,19 @@ function roundsFor(requests: number, concurrency: number): number {
 }
 
 /** Both targets' requests, round by round, in ABBA order; returns each target's merged figures. */
-async function alternate(ctx: OrdersContext, targets: Targets, plan: Plan, requests: number, counts: OrdersCounts, tokens: readonly string[], keyPrefix: string) {
-  const all = { baseline: requestsFor(BASELINE_PATH, plan, requests, tokens, keyPrefix), flashpay: requestsFor('/v1/orders', plan, requests, tokens, keyPrefix) };
+async function alternate(
+  ctx: OrdersContext,
+  targets: Targets,
+  plan: Plan,
+  requests: number,
+  counts: OrdersCounts,
+  tokens: readonly string[],
+  keyPrefix: string,
+) {
+  const all = {
+    baseline: requestsFor(BASELINE_PATH, plan, requests, tokens, keyPrefix),
+    flashpay: requestsFor('/v1/orders', plan, requests, tokens, keyPrefix),
+  };
   const runs: { baseline: DriverRun[]; flashpay: DriverRun[] } = { baseline: [], flashpay: [] };
   const rounds = roundsFor(requests, counts.concurrency);
   for (let round = 0; round < rounds; round++) {
@@ -113,20 +155,40 @@ async function alternate(ctx: OrdersContext, targets: Targets, plan: Plan, reque
     const to = Math.floor(((round + 1) * requests) / rounds);
     const order = round % 2 === 0 ? (['baseline', 'flashpay'] as const) : (['flashpay', 'baseline'] as const);
     for (const target of order) {
-      runs[target].push(await ctx.driver.run({ origin: targets[target].url, concurrency: counts.concurrency, requests: all[target].slice(from, to) }));
+      runs[target].push(
+        await ctx.driver.run({
+          origin: targets[target].url,
+          concurrency: counts.concurrency,
+          requests: all[target].slice(from, to),
+        }),
+      );
     }
   }
   return { baseline: mergeRuns(runs.baseline), flashpay: mergeRuns(runs.flashpay), rounds };
 }
 
-async function runScenario(ctx: OrdersContext, targets: Targets, scenario: OrdersScenario | 'warmup', counts: OrdersCounts, tokens: readonly string[]) {
+async function runScenario(
+  ctx: OrdersContext,
+  targets: Targets,
+  scenario: OrdersScenario | 'warmup',
+  counts: OrdersCounts,
+  tokens: readonly string[],
+) {
   const requests = scenario === 'warmup' ? counts.warmup : counts.requests;
   const plan = planFor(scenario, requests);
   await seedSkus(ctx.flashpay.deps.db, plan.stock);
   await seedBaselineStock(targets.baseline.db, plan.stock);
   const measured = await alternate(ctx, targets, plan, requests, counts, tokens, scenario);
-  const baseline = { ...measured.baseline, answersOk: answersOk(measured.baseline, plan), stock: await checkBaselineStock(targets.baseline.db, plan.prefix) };
-  const flashpay = { ...measured.flashpay, answersOk: answersOk(measured.flashpay, plan), stock: await checkSkus(ctx.flashpay.deps.db, plan.prefix) };
+  const baseline = {
+    ...measured.baseline,
+    answersOk: answersOk(measured.baseline, plan),
+    stock: await checkBaselineStock(targets.baseline.db, plan.prefix),
+  };
+  const flashpay = {
+    ...measured.flashpay,
+    answersOk: answersOk(measured.flashpay, plan),
+    stock: await checkSkus(ctx.flashpay.deps.db, plan.prefix),
+  };
   return { plan, requests, rounds: measured.rounds, flashpay, baseline };
 }
 
@@ -135,13 +197,21 @@ export async function runOrdersBench(ctx: OrdersContext, counts: OrdersCounts): 
   const baseline = await startBaselineServer(ctx.databaseUrl, ctx.poolSize);
   try {
     const targets = { flashpay: ctx.flashpay, baseline };
-    const tokens = await Promise.all(Array.from({ length: counts.users }, (_, i) => ctx.flashpay.buyerToken(`buyer-${i}`)));
+    const tokens = await Promise.all(
+      Array.from({ length: counts.users }, (_, i) => ctx.flashpay.buyerToken(`buyer-${i}`)),
+    );
     ctx.log(`orders: warm-up, ${counts.warmup} requests per server`);
     await runScenario(ctx, targets, 'warmup', counts, tokens);
     const runs: OrdersRun[] = [];
     for (const scenario of ORDER_SCENARIOS) {
       ctx.log(`orders: ${scenario}, ${counts.requests} requests, ${counts.concurrency} concurrent buyers`);
-      const { plan, requests, rounds, flashpay, baseline: base } = await runScenario(ctx, targets, scenario, counts, tokens);
+      const {
+        plan,
+        requests,
+        rounds,
+        flashpay,
+        baseline: base,
+      } = await runScenario(ctx, targets, scenario, counts, tokens);
       const ok = flashpay.answersOk && flashpay.stock.ok && base.answersOk && base.stock.ok;
       runs.push({
         scenario,

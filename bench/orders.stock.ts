@@ -24,10 +24,10 @@ export async function seedSkus(db: Db, rows: readonly StockRow[]): Promise<void>
 }
 
 export async function seedBaselineStock(db: Db, rows: readonly StockRow[]): Promise<void> {
-  await db.query(`INSERT INTO bench_stock (id, stock, available) SELECT s.id, s.stock, s.stock FROM unnest($1::text[], $2::int[]) AS s(id, stock)`, [
-    rows.map((r) => r.sku),
-    rows.map((r) => r.stock),
-  ]);
+  await db.query(
+    `INSERT INTO bench_stock (id, stock, available) SELECT s.id, s.stock, s.stock FROM unnest($1::text[], $2::int[]) AS s(id, stock)`,
+    [rows.map((r) => r.sku), rows.map((r) => r.stock)],
+  );
 }
 
 /** What the database says after a run. ok = nothing oversold and every counter adds up. */
@@ -53,7 +53,13 @@ interface CheckRow {
 
 function toCheck(row: CheckRow | undefined): StockCheck {
   if (!row) throw new Error('stock check returned no row');
-  const check = { skus: row.skus, stock: row.stock, orders: row.orders, oversoldSkus: row.oversold_skus, counterMismatches: row.counter_mismatches };
+  const check = {
+    skus: row.skus,
+    stock: row.stock,
+    orders: row.orders,
+    oversoldSkus: row.oversold_skus,
+    counterMismatches: row.counter_mismatches,
+  };
   return { ...check, ok: check.oversoldSkus === 0 && check.counterMismatches === 0 && check.orders <= check.stock };
 }
 
@@ -72,7 +78,9 @@ export async function checkSkus(db: Db, prefix: string): Promise<StockCheck> {
 
 /** total = available + held + confirmed over every SKU in the database, not only one run's. */
 export async function countBrokenSkus(db: Db): Promise<number> {
-  const result = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM skus WHERE total <> available + held + confirmed');
+  const result = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM skus WHERE total <> available + held + confirmed',
+  );
   return result.rows[0]?.n ?? 0;
 }
 

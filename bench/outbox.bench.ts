@@ -7,7 +7,15 @@ import { startJetStreamConsumer } from '../src/fulfillment/index.ts';
 import type { Sink } from '../src/outbox/index.ts';
 import { createHttpSink, createNatsSink, DEFAULT_TOPOLOGY, type BrokerTopology } from '../src/outbox/index.ts';
 import type { OutboxCounts } from './options.ts';
-import { baselineFigures, deliverAll, errorLog, runBaseline, warmUp, type Errors, type OutboxFigures } from './outbox.relays.ts';
+import {
+  baselineFigures,
+  deliverAll,
+  errorLog,
+  runBaseline,
+  warmUp,
+  type Errors,
+  type OutboxFigures,
+} from './outbox.relays.ts';
 import { checkDelivery, countApplied, resetOutbox, seedPaidOrders, type DeliveryCheck } from './outbox.seed.ts';
 import { perSecond, ratio } from './stats.ts';
 
@@ -65,7 +73,9 @@ function withErrors(figures: Omit<OutboxFigures, 'errors'>, errors: Errors): Out
 async function runHttp(ctx: OutboxContext, relays: number, counts: OutboxCounts): Promise<Measured> {
   await resetOutbox(ctx.db);
   const errors = errorLog();
-  const sinks = Array.from({ length: relays }, () => createHttpSink({ url: ctx.webhookUrl, secret: ctx.secret, timeoutMs: HTTP_TIMEOUT_MS }));
+  const sinks = Array.from({ length: relays }, () =>
+    createHttpSink({ url: ctx.webhookUrl, secret: ctx.secret, timeoutMs: HTTP_TIMEOUT_MS }),
+  );
   const { figures } = await deliverAll(ctx.db, sinks, counts.batchSize, counts.events, errors);
   await Promise.all(sinks.map((sink) => sink.close()));
   return { figures: withErrors(figures, errors), check: await checkDelivery(ctx.db, counts.events, true) };
@@ -92,25 +102,40 @@ async function deleteStream(servers: string, stream: string): Promise<void> {
 /** A stream, subjects and durable of its own per run: event ids repeat across runs and JetStream dedupes by id. */
 function benchTopology(relays: number): BrokerTopology {
   const tag = `${process.pid}_${relays}_${randomBytes(3).toString('hex')}`;
-  return { ...DEFAULT_TOPOLOGY, stream: `FLASHPAY_BENCH_${tag}`, subjectPrefix: `flashpay.bench.${tag}`, durable: `flashpay-bench-${tag}` };
+  return {
+    ...DEFAULT_TOPOLOGY,
+    stream: `FLASHPAY_BENCH_${tag}`,
+    subjectPrefix: `flashpay.bench.${tag}`,
+    durable: `flashpay-bench-${tag}`,
+  };
 }
 
 async function runNats(ctx: OutboxContext, servers: string, relays: number, counts: OutboxCounts): Promise<Measured> {
   await resetOutbox(ctx.db);
   const errors = errorLog();
   const topology = benchTopology(relays);
-  const consumer = await startJetStreamConsumer({ servers, db: ctx.db, topology, onError: (error) => errors.record(error) });
+  const consumer = await startJetStreamConsumer({
+    servers,
+    db: ctx.db,
+    topology,
+    onError: (error) => errors.record(error),
+  });
   const sinks: Sink[] = [];
   try {
     for (let i = 0; i < relays; i++) sinks.push(await createNatsSink({ servers, topology }));
     const { startedAt, figures } = await deliverAll(ctx.db, sinks, counts.batchSize, counts.events, errors);
     const applied = await waitApplied(ctx.db, counts.events);
     const appliedPerSecond = applied ? perSecond(counts.events, performance.now() - startedAt) : 0;
-    return { figures: withErrors({ ...figures, appliedPerSecond }, errors), check: await checkDelivery(ctx.db, counts.events, true) };
+    return {
+      figures: withErrors({ ...figures, appliedPerSecond }, errors),
+      check: await checkDelivery(ctx.db, counts.events, true),
+    };
   } finally {
     await Promise.all(sinks.map((sink) => sink.close()));
     await consumer.stop();
-    await deleteStream(servers, topology.stream).catch((error: unknown) => ctx.log(`outbox: could not delete stream ${topology.stream}: ${(error as Error).message}`));
+    await deleteStream(servers, topology.stream).catch((error: unknown) =>
+      ctx.log(`outbox: could not delete stream ${topology.stream}: ${(error as Error).message}`),
+    );
   }
 }
 
@@ -121,7 +146,10 @@ function toRun(sink: OutboxRun['sink'], relays: number, measured: Measured, base
     relays,
     flashpay: figures,
     baseline,
-    ratio: { throughput: ratio(figures.perSecond, baseline.perSecond), p99: ratio(figures.batchP99Ms, baseline.batchP99Ms) },
+    ratio: {
+      throughput: ratio(figures.perSecond, baseline.perSecond),
+      p99: ratio(figures.batchP99Ms, baseline.batchP99Ms),
+    },
     check,
     ok: check.ok && baseline.errors === 0,
   };
@@ -139,7 +167,9 @@ export async function runOutboxBench(ctx: OutboxContext, counts: OutboxCounts): 
   await warmUpSink.close();
   const runs: OutboxRun[] = [];
   for (const relays of counts.relayCounts) {
-    ctx.log(`outbox: ${relays} relay(s), ${counts.events} events: baseline, http sink, baseline${ctx.natsUrl ? ', JetStream sink, baseline' : ''}`);
+    ctx.log(
+      `outbox: ${relays} relay(s), ${counts.events} events: baseline, http sink, baseline${ctx.natsUrl ? ', JetStream sink, baseline' : ''}`,
+    );
     const before = await runBaseline(ctx.db, relays, counts);
     const http = await runHttp(ctx, relays, counts);
     const between = await runBaseline(ctx.db, relays, counts);

@@ -66,7 +66,9 @@ async function drainTimed(relay: Relay, passSamplesMs: number[], maxPasses = MAX
 }
 
 async function pendingCount(db: Db): Promise<number> {
-  const result = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL AND dead_at IS NULL');
+  const result = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL AND dead_at IS NULL',
+  );
   return result.rows[0]?.n ?? 0;
 }
 
@@ -75,19 +77,43 @@ export async function deliverAll(db: Db, sinks: Sink[], batchSize: number, event
   const passMs: number[] = [];
   const deliverMs: number[] = [];
   const relays = sinks.map((sink, i) =>
-    createRelay({ db, sink: timedSink(sink, deliverMs), owner: `bench-relay-${i + 1}`, ...RELAY_DEFAULTS, batchSize, onError: (error) => errors.record(error) }),
+    createRelay({
+      db,
+      sink: timedSink(sink, deliverMs),
+      owner: `bench-relay-${i + 1}`,
+      ...RELAY_DEFAULTS,
+      batchSize,
+      onError: (error) => errors.record(error),
+    }),
   );
   const startedAt = performance.now();
   await Promise.all(relays.map((relay) => drainTimed(relay, passMs)));
-  for (let round = 0; round < MAX_FINISH_ROUNDS && (await pendingCount(db)) > 0; round++) await relays[0]?.drain({ force: true });
+  for (let round = 0; round < MAX_FINISH_ROUNDS && (await pendingCount(db)) > 0; round++)
+    await relays[0]?.drain({ force: true });
   const elapsedMs = performance.now() - startedAt;
   const pass = summarize(passMs);
   const deliver = summarize(deliverMs);
-  return { startedAt, figures: { events, elapsedMs, perSecond: perSecond(events, elapsedMs), batchP50Ms: pass.p50Ms, batchP99Ms: pass.p99Ms, deliverP50Ms: deliver.p50Ms, deliverP99Ms: deliver.p99Ms } };
+  return {
+    startedAt,
+    figures: {
+      events,
+      elapsedMs,
+      perSecond: perSecond(events, elapsedMs),
+      batchP50Ms: pass.p50Ms,
+      batchP99Ms: pass.p99Ms,
+      deliverP50Ms: deliver.p50Ms,
+      deliverP99Ms: deliver.p99Ms,
+    },
+  };
 }
 
 /** The baseline worker: claim a batch with SKIP LOCKED and mark it published, no delivery at all. */
-async function baselineWorker(db: Db, batchSize: number, samplesMs: number[], maxPasses = MAX_PASSES_PER_RELAY): Promise<void> {
+async function baselineWorker(
+  db: Db,
+  batchSize: number,
+  samplesMs: number[],
+  maxPasses = MAX_PASSES_PER_RELAY,
+): Promise<void> {
   for (let pass = 0; pass < maxPasses; pass++) {
     const startedAt = performance.now();
     const moved = await inTx(db, async (tx) => {
@@ -96,7 +122,9 @@ async function baselineWorker(db: Db, batchSize: number, samplesMs: number[], ma
         [batchSize],
       );
       if (claimed.rows.length === 0) return 0;
-      await tx.query('UPDATE outbox SET published_at = now() WHERE event_id = ANY($1::bigint[])', [claimed.rows.map((row) => row.event_id)]);
+      await tx.query('UPDATE outbox SET published_at = now() WHERE event_id = ANY($1::bigint[])', [
+        claimed.rows.map((row) => row.event_id),
+      ]);
       return claimed.rows.length;
     });
     if (moved === 0) return;
@@ -129,8 +157,16 @@ export function baselineFigures(measures: readonly BaselineMeasure[]): OutboxFig
   const elapsedMs = measures.reduce((sum, m) => sum + m.elapsedMs, 0);
   const batch = summarize(measures.flatMap((m) => m.batchesMs));
   const unpublished = measures.reduce((sum, m) => sum + m.unpublished, 0);
-  const figures = { events, elapsedMs, perSecond: perSecond(events, elapsedMs), batchP50Ms: batch.p50Ms, batchP99Ms: batch.p99Ms };
-  return unpublished === 0 ? { ...figures, errors: 0 } : { ...figures, errors: 1, firstError: `baseline left ${unpublished} events unpublished` };
+  const figures = {
+    events,
+    elapsedMs,
+    perSecond: perSecond(events, elapsedMs),
+    batchP50Ms: batch.p50Ms,
+    batchP99Ms: batch.p99Ms,
+  };
+  return unpublished === 0
+    ? { ...figures, errors: 0 }
+    : { ...figures, errors: 1, firstError: `baseline left ${unpublished} events unpublished` };
 }
 
 /**
@@ -141,6 +177,13 @@ export async function warmUp(db: Db, sink: Sink, batchSize: number, passes: numb
   await resetOutbox(db);
   await baselineWorker(db, batchSize, [], passes);
   await resetOutbox(db);
-  const relay = createRelay({ db, sink, owner: 'bench-warm-up', ...RELAY_DEFAULTS, batchSize, onError: () => undefined });
+  const relay = createRelay({
+    db,
+    sink,
+    owner: 'bench-warm-up',
+    ...RELAY_DEFAULTS,
+    batchSize,
+    onError: () => undefined,
+  });
   await drainTimed(relay, [], passes);
 }

@@ -79,7 +79,9 @@ export async function checkDelivery(db: Db, events: number, withConsumer: boolea
     `SELECT count(*)::int AS n FROM outbox WHERE starts_with(order_id, $1) AND published_at IS NOT NULL GROUP BY claimed_by ORDER BY n DESC`,
     [ORDER_PREFIX],
   );
-  const effects = await db.query<{ effect: string; n: number }>('SELECT effect, count(*)::int AS n FROM ful_received GROUP BY effect ORDER BY effect');
+  const effects = await db.query<{ effect: string; n: number }>(
+    'SELECT effect, count(*)::int AS n FROM ful_received GROUP BY effect ORDER BY effect',
+  );
   const ships = await db.query<{ shipped: number; not_one: number }>(
     'SELECT count(*)::int AS shipped, count(*) FILTER (WHERE ship_count <> 1)::int AS not_one FROM fulfillment',
   );
@@ -87,7 +89,8 @@ export async function checkDelivery(db: Db, events: number, withConsumer: boolea
   const arrivals = Object.fromEntries(effects.rows.map((row) => [row.effect, row.n]));
   const shipped = ships.rows[0] ?? { shipped: 0, not_one: 0 };
   const published = o.published === events && o.pending === 0 && o.dead === 0;
-  const appliedOnce = !withConsumer || (arrivals.APPLIED === events && shipped.shipped === events && shipped.not_one === 0);
+  const appliedOnce =
+    !withConsumer || (arrivals.APPLIED === events && shipped.shipped === events && shipped.not_one === 0);
   return {
     events,
     ...o,

@@ -31,11 +31,16 @@ export interface MachineInfo {
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map((row) => (row[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   return [line(header), ...rows.map(line)].join('\n');
 }
 
-const fixed = (value: number | null | undefined, digits = 1) => (value === null || value === undefined ? '—' : value.toFixed(digits));
+const fixed = (value: number | null | undefined, digits = 1) =>
+  value === null || value === undefined ? '—' : value.toFixed(digits);
 
 function answers(result: DriverResult): string {
   const statuses = Object.entries(result.statuses).map(([status, n]) => `${status}×${n}`);
@@ -52,7 +57,16 @@ function orderRows(run: OrdersRun): string[][] {
   const row = (label: string, target: 'flashpay' | 'baseline') => {
     const figures = run[target];
     const ratios = target === 'flashpay' ? [fixed(run.ratio.throughput, 2), fixed(run.ratio.p99, 2)] : ['', ''];
-    return [label, target, fixed(figures.perSecond), fixed(figures.p50Ms, 2), fixed(figures.p99Ms, 2), answers(figures), ...ratios, stockText(figures.stock, figures.answersOk)];
+    return [
+      label,
+      target,
+      fixed(figures.perSecond),
+      fixed(figures.p50Ms, 2),
+      fixed(figures.p99Ms, 2),
+      answers(figures),
+      ...ratios,
+      stockText(figures.stock, figures.answersOk),
+    ];
   };
   return [row(run.description, 'flashpay'), row('', 'baseline')];
 }
@@ -66,7 +80,10 @@ export function formatOrders(orders: OrdersReport & { counts: OrdersCounts }): s
 }
 
 function deliveryText(check: DeliveryCheck): string {
-  const arrivals = Object.entries(check.arrivals).map(([effect, n]) => `${effect} ${n}`).join(', ') || 'none';
+  const arrivals =
+    Object.entries(check.arrivals)
+      .map(([effect, n]) => `${effect} ${n}`)
+      .join(', ') || 'none';
   return (
     `${check.ok ? 'ok' : 'FAIL'}: published ${check.published}/${check.events}, pending ${check.pending}, dead ${check.dead}, retried ${check.retried}; ` +
     `consumer ${arrivals}; ship_count=1 for ${check.shippedOrders - check.shipCountNotOne}/${check.events}; per relay ${check.perRelay.join('/')}`
@@ -95,7 +112,20 @@ function outboxRow(run: OutboxRun): string[] {
 
 export function formatOutbox(outbox: OutboxReport): string {
   const title = `Outbox delivery: ${outbox.events} ORDER_PAID events, batch ${outbox.batchSize}, relays (createRelay) vs the bare claim-and-mark loop`;
-  const header = ['sink', 'relays', 'events/s', 'applied/s', 'batch p50', 'batch p99', 'deliver p99', 'baseline ev/s', 'baseline p99', 'ratio ev/s', 'ratio p99', 'check'];
+  const header = [
+    'sink',
+    'relays',
+    'events/s',
+    'applied/s',
+    'batch p50',
+    'batch p99',
+    'deliver p99',
+    'baseline ev/s',
+    'baseline p99',
+    'ratio ev/s',
+    'ratio p99',
+    'check',
+  ];
   return [title, table(header, outbox.runs.map(outboxRow)), ...outbox.skipped].join('\n');
 }
 
@@ -110,6 +140,9 @@ export function formatReport(report: BenchReport): string {
   ];
   if (report.orders) lines.push('', formatOrders(report.orders));
   if (report.outbox) lines.push('', formatOutbox(report.outbox));
-  lines.push('', 'Ratios are flashpay / baseline from this same run: req/s or events/s above 1 means faster, p99 above 1 means slower.');
+  lines.push(
+    '',
+    'Ratios are flashpay / baseline from this same run: req/s or events/s above 1 means faster, p99 above 1 means slower.',
+  );
   return `${lines.join('\n')}\n`;
 }

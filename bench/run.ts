@@ -14,7 +14,9 @@ import { round } from './stats.ts';
 export const DRIVER_DESCRIPTION = 'separate node process, node:http + keep-alive http.Agent (one socket per buyer)';
 
 async function machineInfo(db: Db, where: string, poolSize: number): Promise<Omit<MachineInfo, 'loadAverage'>> {
-  const settings = await db.query<{ version: string; sync: string }>(`SELECT current_setting('server_version') AS version, current_setting('synchronous_commit') AS sync`);
+  const settings = await db.query<{ version: string; sync: string }>(
+    `SELECT current_setting('server_version') AS version, current_setting('synchronous_commit') AS sync`,
+  );
   return {
     cpus: os.cpus().length,
     cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
@@ -34,7 +36,11 @@ async function machineInfo(db: Db, where: string, poolSize: number): Promise<Omi
 export async function runBench(options: BenchOptions, log: (line: string) => void): Promise<BenchReport> {
   const startedAt = performance.now();
   const loadAtStart = os.loadavg()[0] ?? 0;
-  log(process.env.DATABASE_URL ? 'creating and migrating a fresh database on DATABASE_URL' : 'starting an embedded PostgreSQL and migrating');
+  log(
+    process.env.DATABASE_URL
+      ? 'creating and migrating a fresh database on DATABASE_URL'
+      : 'starting an embedded PostgreSQL and migrating',
+  );
   const database = await openBenchDatabase(log);
   try {
     const config = { ...loadConfig(), logLevel: 'silent' };
@@ -46,12 +52,29 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
     try {
       const info = await machineInfo(server.deps.db, database.where, config.poolSize);
       const ordersContext = { databaseUrl: database.url, poolSize: config.poolSize, flashpay: server, driver, log };
-      const orders = options.only === 'outbox' ? undefined : { ...(await runOrdersBench(ordersContext, options.orders)), counts: options.orders };
-      const outboxContext = { db: server.deps.db, webhookUrl: `${server.url}/v1/fulfillment/events`, secret: server.deps.notifySecret, natsUrl: options.natsUrl, log };
+      const orders =
+        options.only === 'outbox'
+          ? undefined
+          : { ...(await runOrdersBench(ordersContext, options.orders)), counts: options.orders };
+      const outboxContext = {
+        db: server.deps.db,
+        webhookUrl: `${server.url}/v1/fulfillment/events`,
+        secret: server.deps.notifySecret,
+        natsUrl: options.natsUrl,
+        log,
+      };
       const outbox = options.only === 'orders' ? undefined : await runOutboxBench(outboxContext, options.outbox);
       const ok = (orders?.ok ?? true) && (outbox?.ok ?? true);
       const machine = { ...info, loadAverage: { start: round(loadAtStart, 2), end: round(os.loadavg()[0] ?? 0, 2) } };
-      return { date: new Date().toISOString(), quick: options.quick, runtimeMs: Math.round(performance.now() - startedAt), machine, orders, outbox, ok };
+      return {
+        date: new Date().toISOString(),
+        quick: options.quick,
+        runtimeMs: Math.round(performance.now() - startedAt),
+        machine,
+        orders,
+        outbox,
+        ok,
+      };
     } finally {
       await driver.close();
       await server.close();

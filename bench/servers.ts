@@ -85,13 +85,19 @@ export async function startBaselineServer(databaseUrl: string, poolSize: number)
     const client = await db.connect();
     try {
       await client.query('BEGIN');
-      const taken = await client.query('UPDATE bench_stock SET available = available - 1 WHERE id = $1 AND available >= 1', [request.body.sku]);
+      const taken = await client.query(
+        'UPDATE bench_stock SET available = available - 1 WHERE id = $1 AND available >= 1',
+        [request.body.sku],
+      );
       if (taken.rowCount !== 1) {
         await client.query('ROLLBACK');
         return reply.code(409).send({ code: 'SOLD_OUT' });
       }
       const key = String(request.headers['idempotency-key'] ?? '');
-      const order = await client.query<{ id: string }>('INSERT INTO bench_orders (stock_id, idempotency_key) VALUES ($1, $2) RETURNING id::text', [request.body.sku, key]);
+      const order = await client.query<{ id: string }>(
+        'INSERT INTO bench_orders (stock_id, idempotency_key) VALUES ($1, $2) RETURNING id::text',
+        [request.body.sku, key],
+      );
       await client.query('COMMIT');
       return reply.code(201).send({ order_id: order.rows[0]?.id });
     } catch (error) {

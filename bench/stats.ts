@@ -13,7 +13,11 @@ export interface LatencySummary {
 
 export function summarize(samplesMs: readonly number[]): LatencySummary {
   const sorted = [...samplesMs].sort((a, b) => a - b);
-  return { p50Ms: round(percentile(sorted, 50), 2), p99Ms: round(percentile(sorted, 99), 2), maxMs: round(sorted[sorted.length - 1] ?? 0, 2) };
+  return {
+    p50Ms: round(percentile(sorted, 50), 2),
+    p99Ms: round(percentile(sorted, 99), 2),
+    maxMs: round(sorted[sorted.length - 1] ?? 0, 2),
+  };
 }
 
 export function round(value: number, digits: number): number {

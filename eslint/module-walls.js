@@ -18,7 +18,8 @@ export const moduleWalls = {
     docs: { description: 'enter another domain module only through its index.ts' },
     schema: [{ type: 'object', properties: { root: { type: 'string' } }, additionalProperties: false }],
     messages: {
-      pastIndex: "'{{source}}' reaches past src/{{domain}}/index.ts; import what {{domain}} exports from its index.ts instead",
+      pastIndex:
+        "'{{source}}' reaches past src/{{domain}}/index.ts; import what {{domain}} exports from its index.ts instead",
     },
   },
   create(context) {
@@ -34,7 +35,12 @@ export const moduleWalls = {
       if (path.relative(path.join(root, 'src', domain), target) === 'index.ts') return;
       context.report({ node: node.source, messageId: 'pastIndex', data: { source, domain } });
     }
-    return { ImportDeclaration: check, ExportNamedDeclaration: check, ExportAllDeclaration: check, ImportExpression: check };
+    return {
+      ImportDeclaration: check,
+      ExportNamedDeclaration: check,
+      ExportAllDeclaration: check,
+      ImportExpression: check,
+    };
   },
 };
 

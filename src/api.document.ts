@@ -44,23 +44,42 @@ export const swaggerOptions: SwaggerOptions = {
       { name: 'admin', description: 'Operators (scope `admin`): SKUs, orders, recovery, outbox, reconciliation' },
       { name: 'provider', description: 'What the payment provider calls' },
       { name: 'events', description: 'What the outbox relay delivers' },
-      { name: 'development', description: 'Development only: the storefront\'s demo sign-in (403 in production)' },
+      { name: 'development', description: "Development only: the storefront's demo sign-in (403 in production)" },
     ],
     components: {
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'HS256, claims `sub`, `tid`, `scope`' },
-        flashpaySignature: { type: 'apiKey', in: 'header', name: 'Flashpay-Signature', description: SIGNATURE_DESCRIPTION },
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description: 'HS256, claims `sub`, `tid`, `scope`',
+        },
+        flashpaySignature: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'Flashpay-Signature',
+          description: SIGNATURE_DESCRIPTION,
+        },
       },
     },
     security: [{ bearer: [] }],
     // TypeBox schemas are plain JSON Schema 2020-12, which OpenAPI 3.1 webhooks take as they are.
-    webhooks: { paymentNotification: notificationWebhook, orderEvent: orderEventWebhook } as unknown as Record<string, never>,
+    webhooks: { paymentNotification: notificationWebhook, orderEvent: orderEventWebhook } as unknown as Record<
+      string,
+      never
+    >,
   },
   // Doc-only parts of a route (headers and bodies the handler checks itself) join the document here.
   transform({ schema, url }) {
     if (!schema || (!schema.docHeaders && !schema.docBody)) return { schema, url };
     const { docHeaders, docBody, ...rest } = schema;
-    return { schema: { ...rest, ...(docHeaders ? { headers: docHeaders } : {}), ...(docBody ? { body: docBody } : {}) }, url };
+    return {
+      schema: { ...rest, ...(docHeaders ? { headers: docHeaders } : {}), ...(docBody ? { body: docBody } : {}) },
+      url,
+    };
   },
-  transformObject: (document) => ('openapiObject' in document ? (markOptionalBodies(document.openapiObject as Doc) as typeof document.openapiObject) : document.swaggerObject),
+  transformObject: (document) =>
+    'openapiObject' in document
+      ? (markOptionalBodies(document.openapiObject as Doc) as typeof document.openapiObject)
+      : document.swaggerObject,
 };

@@ -25,5 +25,10 @@ export interface AppDeps {
 
 export function keyedDeps(deps: AppDeps): KeyedDeps {
   // The lease outlives any honest owner: the pay call is bounded by its timeout.
-  return { db: deps.db, clock: deps.clock, waitMs: deps.config.idempotencyWaitMs, leaseMs: Math.max(30_000, deps.config.payTimeoutMs * 10) };
+  return {
+    db: deps.db,
+    clock: deps.clock,
+    waitMs: deps.config.idempotencyWaitMs,
+    leaseMs: Math.max(30_000, deps.config.payTimeoutMs * 10),
+  };
 }

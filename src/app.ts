@@ -22,10 +22,25 @@ import { stockRoutes } from './stock.routes.ts';
 export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 
 /** Later modules (payments, outbox, fulfillment, recovery) plug in their routes here. */
-const ROUTE_MODULES: RouteModule[] = [inventoryRoutes, ordersRoutes, paymentsRoutes, recoveryRoutes, reconcileRoutes, eventsRoutes, walletRoutes, sagaRoutes, webRoutes, stockRoutes];
+const ROUTE_MODULES: RouteModule[] = [
+  inventoryRoutes,
+  ordersRoutes,
+  paymentsRoutes,
+  recoveryRoutes,
+  reconcileRoutes,
+  eventsRoutes,
+  walletRoutes,
+  sagaRoutes,
+  webRoutes,
+  stockRoutes,
+];
 
 export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promise<FastifyInstance> {
-  const app = buildHttp({ bodyLimitBytes: deps.config.bodyLimitBytes, logLevel: deps.config.logLevel, rateLimitPerMinute: deps.config.rateLimitPerMinute });
+  const app = buildHttp({
+    bodyLimitBytes: deps.config.bodyLimitBytes,
+    logLevel: deps.config.logLevel,
+    rateLimitPerMinute: deps.config.rateLimitPerMinute,
+  });
   await app.register(swagger, swaggerOptions);
   await app.register(swaggerUi, { routePrefix: '/docs' });
   if (contractCheckEnabled()) installContractCheck(app, () => app.swagger() as never);
@@ -35,7 +50,11 @@ export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promis
   // Red while the database cannot be reached or a broker consumer is down (it reconnects by itself).
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     const notReady = (detail: string, extra: Record<string, unknown> = {}) =>
-      reply.code(503).header('Retry-After', '1').type('application/problem+json').send({ ...extra, type: 'about:blank', title: 'Not ready', status: 503, code: 'UNAVAILABLE', detail });
+      reply
+        .code(503)
+        .header('Retry-After', '1')
+        .type('application/problem+json')
+        .send({ ...extra, type: 'about:blank', title: 'Not ready', status: 503, code: 'UNAVAILABLE', detail });
     try {
       await deps.db.query('SELECT 1');
     } catch {

@@ -2,7 +2,14 @@ import type { Clock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
 import type { Db } from './platform/db.ts';
 import { startBrokerConsumerFromConfig, type RunningConsumer } from './fulfillment/index.ts';
-import { createRelay, createSinkFromConfig, RELAY_DEFAULTS, type Relay, type Sink, type SinkWiring } from './outbox/index.ts';
+import {
+  createRelay,
+  createSinkFromConfig,
+  RELAY_DEFAULTS,
+  type Relay,
+  type Sink,
+  type SinkWiring,
+} from './outbox/index.ts';
 
 export interface EventPipeline {
   /** For `POST /v1/admin/outbox/drain` (outboxAdmin.drainOutbox(relay)). */

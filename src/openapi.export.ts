@@ -15,7 +15,16 @@ const EXPORT_SECRET = 'openapi-export-not-a-secret-000000000';
 export async function serviceDocument(): Promise<Record<string, unknown>> {
   const db = createPool('postgres://127.0.0.1:1/none', 1);
   const config = { ...loadConfig({}), logLevel: 'silent' };
-  const app = await buildApp({ db, clock: systemClock, config, signer: tokenSigner(EXPORT_SECRET), notifySecret: EXPORT_SECRET, eventsSecret: EXPORT_SECRET, channelUrl: 'http://127.0.0.1:1', notifyUrl: '' });
+  const app = await buildApp({
+    db,
+    clock: systemClock,
+    config,
+    signer: tokenSigner(EXPORT_SECRET),
+    notifySecret: EXPORT_SECRET,
+    eventsSecret: EXPORT_SECRET,
+    channelUrl: 'http://127.0.0.1:1',
+    notifyUrl: '',
+  });
   try {
     return app.swagger() as unknown as Record<string, unknown>;
   } finally {

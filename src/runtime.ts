@@ -59,7 +59,9 @@ export async function openDatabase(config: Config, log: (line: string) => void):
       await ensureDatabase(withDatabase(config.databaseUrl, 'postgres'), channelName);
       return { url: config.databaseUrl, channelUrl, embedded: undefined };
     } catch (error) {
-      log(`cannot create database ${channelName} (${(error as Error).message}); the channel ledger shares the service database (channel_* tables)`);
+      log(
+        `cannot create database ${channelName} (${(error as Error).message}); the channel ledger shares the service database (channel_* tables)`,
+      );
       return { url: config.databaseUrl, channelUrl: config.databaseUrl, embedded: undefined };
     }
   }
@@ -70,7 +72,8 @@ export async function openDatabase(config: Config, log: (line: string) => void):
   // PostgreSQL's own chatter stays out of our output; what needs a human does not.
   const important = (line: string) => {
     // Connections cut by our own shutdown are expected, not news.
-    if (/FATAL|PANIC|not reachable/.test(line) && !/terminating connection due to administrator command/.test(line)) log(line.trim());
+    if (/FATAL|PANIC|not reachable/.test(line) && !/terminating connection due to administrator command/.test(line))
+      log(line.trim());
   };
   const embedded = await startEmbedded({
     dataDir: path.join(config.dataDir, 'pg'),

@@ -44,11 +44,15 @@ function urlOf(app: FastifyInstance): string {
 export async function launchStack(options: StackOptions): Promise<RunningStack> {
   const { config, log } = options;
   // Production refuses what only development may use, before anything is started.
-  if (config.production && !config.channelUrl) throw new Error('production needs FLASHPAY_CHANNEL_URL: the built-in provider double is for development and tests only');
+  if (config.production && !config.channelUrl)
+    throw new Error(
+      'production needs FLASHPAY_CHANNEL_URL: the built-in provider double is for development and tests only',
+    );
   const database = await openDatabase(config, log);
   await migrate(database.url);
   const secrets = await loadSecrets(config);
-  if (secrets.generated.length > 0) log(`using development secrets kept under ${config.dataDir} (set ${secrets.generated.join(', ')} in production)`);
+  if (secrets.generated.length > 0)
+    log(`using development secrets kept under ${config.dataDir} (set ${secrets.generated.join(', ')} in production)`);
 
   const pool = createPool(database.url, config.poolSize, config.dbConnectTimeoutMs);
   // The provider double needs few connections; never more than the service's own pool.
@@ -67,7 +71,16 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
     });
   }
   const signer = tokenSigner(secrets.jwt, tokenOptions(config));
-  const deps: AppDeps = { db: pool, clock: systemClock, config, signer, notifySecret: secrets.notify, eventsSecret: secrets.events, channelUrl: config.channelUrl ?? channel?.url ?? '', notifyUrl: '' };
+  const deps: AppDeps = {
+    db: pool,
+    clock: systemClock,
+    config,
+    signer,
+    notifySecret: secrets.notify,
+    eventsSecret: secrets.events,
+    channelUrl: config.channelUrl ?? channel?.url ?? '',
+    notifyUrl: '',
+  };
   const app = await buildApp(deps);
   await app.listen({ host: config.host, port: options.port });
   const api = urlOf(app);
@@ -81,7 +94,8 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
   });
   deps.relay = events.relay;
   const loops = options.workers ? startWorkers(deps, log) : [];
-  if (options.advertise) await writeRuntime(config, { pid: process.pid, databaseUrl: database.url, api, channel: deps.channelUrl });
+  if (options.advertise)
+    await writeRuntime(config, { pid: process.pid, databaseUrl: database.url, api, channel: deps.channelUrl });
 
   return {
     api,
@@ -92,7 +106,8 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
     // their pass; only then the provider double (in-flight pays are calling it) and the pool.
     async stop() {
       const loopsStopped = Promise.all(loops.map((loop) => loop.stop()));
-      if (!(await closeGracefully(app, config.shutdownGraceMs))) log(`requests still in flight after ${config.shutdownGraceMs} ms were cut`);
+      if (!(await closeGracefully(app, config.shutdownGraceMs)))
+        log(`requests still in flight after ${config.shutdownGraceMs} ms were cut`);
       await loopsStopped;
       await events.stop();
       await channel?.close();

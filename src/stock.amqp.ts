@@ -23,7 +23,11 @@ export interface AmqpStockOptions {
   onError?: (error: unknown) => void;
 }
 
-export const stockQueues = (prefix: string) => ({ requests: `${prefix}.requests`, results: `${prefix}.results`, dlq: `${prefix}.dlq` });
+export const stockQueues = (prefix: string) => ({
+  requests: `${prefix}.requests`,
+  results: `${prefix}.results`,
+  dlq: `${prefix}.dlq`,
+});
 
 async function assertQueues(channel: Channel, prefix: string): Promise<void> {
   const q = stockQueues(prefix);
@@ -35,8 +39,11 @@ async function assertQueues(channel: Channel, prefix: string): Promise<void> {
 
 function publish(channel: ConfirmChannel, queue: string, id: string, type: string, body: unknown): Promise<void> {
   return new Promise((resolve, reject) => {
-    channel.sendToQueue(queue, Buffer.from(JSON.stringify(body)), { persistent: true, messageId: id, type, contentType: 'application/json' }, (error: unknown) =>
-      error ? reject(new Error(`broker did not confirm ${id}: ${String(error)}`)) : resolve(),
+    channel.sendToQueue(
+      queue,
+      Buffer.from(JSON.stringify(body)),
+      { persistent: true, messageId: id, type, contentType: 'application/json' },
+      (error: unknown) => (error ? reject(new Error(`broker did not confirm ${id}: ${String(error)}`)) : resolve()),
     );
   });
 }
@@ -44,7 +51,12 @@ function publish(channel: ConfirmChannel, queue: string, id: string, type: strin
 type Handler = (message: ConsumeMessage) => Promise<'ack' | 'park'>;
 
 /** Manual acks, one delivery at a time per consumer; a failure is requeued after a pause, a park goes to the DLQ. */
-async function consumeQueue(channel: Channel, queue: string, handle: Handler, onError: (error: unknown) => void): Promise<void> {
+async function consumeQueue(
+  channel: Channel,
+  queue: string,
+  handle: Handler,
+  onError: (error: unknown) => void,
+): Promise<void> {
   let chain: Promise<void> = Promise.resolve();
   await channel.consume(
     queue,
@@ -114,24 +126,38 @@ export function amqpStockTransport(options: AmqpStockOptions): StockTransport {
         const channel = await connection.createChannel();
         await channel.prefetch(PREFETCH);
         if (options.consume.requests) {
-          await consumeQueue(channel, q.requests, async (message) => {
-            const body = parse(message);
-            if (!body || typeof body.request_key !== 'string') return 'park';
-            // An unknown request type is parked in the stock inbox (visible to the operator) and acked there.
-            await receiveStockRequests(options.stockDb, [body as unknown as StockRequest], new Date());
-            return 'ack';
-          }, onError);
+          await consumeQueue(
+            channel,
+            q.requests,
+            async (message) => {
+              const body = parse(message);
+              if (!body || typeof body.request_key !== 'string') return 'park';
+              // An unknown request type is parked in the stock inbox (visible to the operator) and acked there.
+              await receiveStockRequests(options.stockDb, [body as unknown as StockRequest], new Date());
+              return 'ack';
+            },
+            onError,
+          );
         }
         if (options.consume.results) {
-          await consumeQueue(channel, q.results, async (message) => {
-            const body = parse(message);
-            if (!body || !(STOCK_RESULT_TYPES as readonly string[]).includes(String(body.event_type))) {
-              onError(new Error(`stock result ${String(message.properties.messageId)} of unknown type "${String(body?.event_type)}"; parked in ${q.dlq}`));
-              return 'park';
-            }
-            await receiveStockResult(options.shopDb, body as unknown as StockResult, new Date());
-            return 'ack';
-          }, onError);
+          await consumeQueue(
+            channel,
+            q.results,
+            async (message) => {
+              const body = parse(message);
+              if (!body || !(STOCK_RESULT_TYPES as readonly string[]).includes(String(body.event_type))) {
+                onError(
+                  new Error(
+                    `stock result ${String(message.properties.messageId)} of unknown type "${String(body?.event_type)}"; parked in ${q.dlq}`,
+                  ),
+                );
+                return 'park';
+              }
+              await receiveStockResult(options.shopDb, body as unknown as StockResult, new Date());
+              return 'ack';
+            },
+            onError,
+          );
         }
       })().catch((error: unknown) => {
         consumers = undefined;

@@ -1,4 +1,11 @@
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type ConsumerMessages,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { Db } from './platform/db.ts';
 import { receiveStockRequests, type StockRequest } from './inventory/index.ts';
@@ -29,12 +36,22 @@ export interface JetStreamStockOptions {
 
 export const stockStream = (prefix: string) => {
   const stream = prefix.replace(/[^A-Za-z0-9]/g, '_').toUpperCase();
-  return { stream, requests: `${prefix}.requests`, results: `${prefix}.results`, durableRequests: `${stream}_requests`, durableResults: `${stream}_results` };
+  return {
+    stream,
+    requests: `${prefix}.requests`,
+    results: `${prefix}.results`,
+    durableRequests: `${stream}_requests`,
+    durableResults: `${stream}_results`,
+  };
 };
 
 type Verdict = 'ack' | 'park';
 
-async function handle(message: JsMsg, apply: (body: Record<string, unknown>) => Promise<Verdict>, onError: (error: unknown) => void): Promise<void> {
+async function handle(
+  message: JsMsg,
+  apply: (body: Record<string, unknown>) => Promise<Verdict>,
+  onError: (error: unknown) => void,
+): Promise<void> {
   let body: Record<string, unknown> | undefined;
   try {
     body = JSON.parse(message.string()) as Record<string, unknown>;
@@ -64,7 +81,10 @@ export function jetStreamStockTransport(options: JetStreamStockOptions): StockTr
   const open = () => {
     connection ??= (async () => {
       const nc = await connect({ servers: options.servers, name: 'flashpay-stock' });
-      await ensureStream(await jetstreamManager(nc), { servers: options.servers, topology: { stream: names.stream, subjectPrefix: options.prefix } });
+      await ensureStream(await jetstreamManager(nc), {
+        servers: options.servers,
+        topology: { stream: names.stream, subjectPrefix: options.prefix },
+      });
       return nc;
     })().catch((error: unknown) => {
       connection = undefined;
@@ -78,11 +98,23 @@ export function jetStreamStockTransport(options: JetStreamStockOptions): StockTr
     await js.publish(subject, JSON.stringify(body), { msgID: id, timeout: PUBLISH_TIMEOUT_MS });
   };
 
-  async function subscribe(durable: string, subject: string, apply: (body: Record<string, unknown>) => Promise<Verdict>): Promise<void> {
+  async function subscribe(
+    durable: string,
+    subject: string,
+    apply: (body: Record<string, unknown>) => Promise<Verdict>,
+  ): Promise<void> {
     const nc = await open();
     const jsm = await jetstreamManager(nc);
-    await jsm.consumers.add(names.stream, { durable_name: durable, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, filter_subject: subject, ack_wait: nanos(ACK_WAIT_MS) });
-    const messages = await (await jetstream(nc).consumers.get(names.stream, durable)).consume({ max_messages: MAX_IN_FLIGHT });
+    await jsm.consumers.add(names.stream, {
+      durable_name: durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: subject,
+      ack_wait: nanos(ACK_WAIT_MS),
+    });
+    const messages = await (
+      await jetstream(nc).consumers.get(names.stream, durable)
+    ).consume({ max_messages: MAX_IN_FLIGHT });
     const loop = (async () => {
       for await (const message of messages) await handle(message, apply, onError);
     })();

@@ -1,7 +1,21 @@
 import type { Clock } from './platform/clock.ts';
 import type { Db } from './platform/db.ts';
-import { applyStockBatch, claimStockResults, failStockResult, markStockResultsSent, parkStockResult, STOCK_REQUEST_KINDS } from './inventory/index.ts';
-import { claimStockRequests, failStockRequest, markStockRequestsSent, parkStockRequest, resendUnansweredRequests, STOCK_RESULT_TYPES } from './orders/index.ts';
+import {
+  applyStockBatch,
+  claimStockResults,
+  failStockResult,
+  markStockResultsSent,
+  parkStockResult,
+  STOCK_REQUEST_KINDS,
+} from './inventory/index.ts';
+import {
+  claimStockRequests,
+  failStockRequest,
+  markStockRequestsSent,
+  parkStockRequest,
+  resendUnansweredRequests,
+  STOCK_RESULT_TYPES,
+} from './orders/index.ts';
 import { databaseTransport, type StockTransport } from './stock.transport.ts';
 import { amqpStockTransport } from './stock.amqp.ts';
 import { jetStreamStockTransport } from './stock.jetstream.ts';
@@ -60,18 +74,32 @@ export function createStockPump(options: StockPumpOptions): StockPump {
     const rows = await claimStockRequests(options.shopDb, claim());
     const known = rows.filter((r) => (STOCK_REQUEST_KINDS as readonly string[]).includes(r.event_type));
     for (const r of rows.filter((x) => !known.includes(x))) {
-      await parkStockRequest(options.shopDb, r.key, owner, `unknown stock request type "${r.event_type}"`, options.clock.now());
+      await parkStockRequest(
+        options.shopDb,
+        r.key,
+        owner,
+        `unknown stock request type "${r.event_type}"`,
+        options.clock.now(),
+      );
       onError(new Error(`stock request ${r.key} has unknown type "${r.event_type}"; parked`));
     }
     if (known.length === 0) return rows.length;
     try {
-      await transport.sendRequests(known.map((r) => ({ request_key: r.key, order_id: r.order_id, event_type: r.event_type, payload: r.payload })), options.clock.now());
+      await transport.sendRequests(
+        known.map((r) => ({ request_key: r.key, order_id: r.order_id, event_type: r.event_type, payload: r.payload })),
+        options.clock.now(),
+      );
     } catch (error) {
       for (const r of known) await failStockRequest(options.shopDb, r.key, owner, (error as Error).message);
       throw error;
     }
     // After the far side has it, before the mark: a crash here re-sends, and its inbox absorbs the copy.
-    await markStockRequestsSent(options.shopDb, known.map((r) => r.key), owner, options.clock.now());
+    await markStockRequestsSent(
+      options.shopDb,
+      known.map((r) => r.key),
+      owner,
+      options.clock.now(),
+    );
     return rows.length;
   }
 
@@ -80,12 +108,21 @@ export function createStockPump(options: StockPumpOptions): StockPump {
     const sent: string[] = [];
     for (const r of rows) {
       if (!(STOCK_RESULT_TYPES as readonly string[]).includes(r.event_type)) {
-        await parkStockResult(options.stockDb, r.key, owner, `unknown stock result type "${r.event_type}"`, options.clock.now());
+        await parkStockResult(
+          options.stockDb,
+          r.key,
+          owner,
+          `unknown stock result type "${r.event_type}"`,
+          options.clock.now(),
+        );
         onError(new Error(`stock result ${r.key} has unknown type "${r.event_type}"; parked`));
         continue;
       }
       try {
-        await transport.sendResult({ event_id: `stock-${r.key}`, order_id: r.order_id, event_type: r.event_type, payload: r.payload }, options.clock.now());
+        await transport.sendResult(
+          { event_id: `stock-${r.key}`, order_id: r.order_id, event_type: r.event_type, payload: r.payload },
+          options.clock.now(),
+        );
         sent.push(r.key);
       } catch (error) {
         await failStockResult(options.stockDb, r.key, owner, (error as Error).message);
@@ -98,7 +135,9 @@ export function createStockPump(options: StockPumpOptions): StockPump {
 
   async function runOnce(): Promise<PumpPass> {
     const roles = options.roles ?? { shop: true, stock: true };
-    const resent = roles.shop ? await resendUnansweredRequests(options.shopDb, options.clock.now(), options.resendAfterMs) : 0;
+    const resent = roles.shop
+      ? await resendUnansweredRequests(options.shopDb, options.clock.now(), options.resendAfterMs)
+      : 0;
     const requests = roles.shop ? await relayRequests() : 0;
     const applied = roles.stock ? await applyStockBatch(options.stockDb, options.clock.now()) : 0;
     await transport.start?.();
@@ -126,25 +165,59 @@ export function createStockPump(options: StockPumpOptions): StockPump {
   };
 }
 
-type PumpDeps = { db: Db; clock: Clock; config: Pick<Config, 'claimLeaseMs' | 'stockResendAfterMs' | 'stockService' | 'stockTransport' | 'stockQueuePrefix' | 'amqpUrl' | 'natsUrl'> };
+type PumpDeps = {
+  db: Db;
+  clock: Clock;
+  config: Pick<
+    Config,
+    | 'claimLeaseMs'
+    | 'stockResendAfterMs'
+    | 'stockService'
+    | 'stockTransport'
+    | 'stockQueuePrefix'
+    | 'amqpUrl'
+    | 'natsUrl'
+  >;
+};
 // One pump per process and deps: the loop and the operator's drain share its broker connection.
 const PUMPS = new WeakMap<object, StockPump>();
 
 /** The pump of `flashpay start` (and of the operator's drain): the stock service inside unless FLASHPAY_STOCK_SERVICE=external. */
-export function stockPumpFor(deps: PumpDeps, onError?: (error: unknown) => void, roles = { shop: true, stock: deps.config.stockService === 'inside' }): StockPump {
+export function stockPumpFor(
+  deps: PumpDeps,
+  onError?: (error: unknown) => void,
+  roles = { shop: true, stock: deps.config.stockService === 'inside' },
+): StockPump {
   const known = PUMPS.get(deps);
   if (known) return known;
   const { config } = deps;
-  if (config.stockTransport === 'amqp' && !config.amqpUrl) throw new Error('FLASHPAY_STOCK_TRANSPORT=amqp needs AMQP_URL');
-  if (config.stockTransport === 'jetstream' && !config.natsUrl) throw new Error('FLASHPAY_STOCK_TRANSPORT=jetstream needs NATS_URL');
-  const sides = { prefix: config.stockQueuePrefix, shopDb: deps.db, stockDb: deps.db, consume: { requests: roles.stock, results: roles.shop }, ...(onError ? { onError } : {}) };
+  if (config.stockTransport === 'amqp' && !config.amqpUrl)
+    throw new Error('FLASHPAY_STOCK_TRANSPORT=amqp needs AMQP_URL');
+  if (config.stockTransport === 'jetstream' && !config.natsUrl)
+    throw new Error('FLASHPAY_STOCK_TRANSPORT=jetstream needs NATS_URL');
+  const sides = {
+    prefix: config.stockQueuePrefix,
+    shopDb: deps.db,
+    stockDb: deps.db,
+    consume: { requests: roles.stock, results: roles.shop },
+    ...(onError ? { onError } : {}),
+  };
   const transport =
     config.stockTransport === 'amqp'
       ? amqpStockTransport({ url: config.amqpUrl ?? '', ...sides })
       : config.stockTransport === 'jetstream'
         ? jetStreamStockTransport({ servers: config.natsUrl ?? '', ...sides })
         : undefined;
-  const pump = createStockPump({ shopDb: deps.db, stockDb: deps.db, clock: deps.clock, leaseMs: config.claimLeaseMs, resendAfterMs: config.stockResendAfterMs, roles, ...(transport ? { transport } : {}), ...(onError ? { onError } : {}) });
+  const pump = createStockPump({
+    shopDb: deps.db,
+    stockDb: deps.db,
+    clock: deps.clock,
+    leaseMs: config.claimLeaseMs,
+    resendAfterMs: config.stockResendAfterMs,
+    roles,
+    ...(transport ? { transport } : {}),
+    ...(onError ? { onError } : {}),
+  });
   PUMPS.set(deps, pump);
   return pump;
 }

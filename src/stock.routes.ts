@@ -12,8 +12,13 @@ import { stockDrainSchema, stockParkedSchema } from './stock.schemas.ts';
  */
 export function stockRoutes(app: FastifyInstance, deps: AppDeps): void {
   const operator = requirePrincipal(deps.signer, 'operator');
-  app.post('/v1/admin/stock/drain', { onRequest: operator, schema: stockDrainSchema }, async () => stockPumpFor(deps).drain());
+  app.post('/v1/admin/stock/drain', { onRequest: operator, schema: stockDrainSchema }, async () =>
+    stockPumpFor(deps).drain(),
+  );
   app.get('/v1/admin/stock/parked', { onRequest: operator, schema: stockParkedSchema }, async () => ({
-    parked: [...(await listParkedStockRequests(deps.db)), ...(await listParkedStock(deps.db))].map((p) => ({ ...p, at: p.at ? new Date(p.at).toISOString() : null })),
+    parked: [...(await listParkedStockRequests(deps.db)), ...(await listParkedStock(deps.db))].map((p) => ({
+      ...p,
+      at: p.at ? new Date(p.at).toISOString() : null,
+    })),
   }));
 }

@@ -23,7 +23,12 @@ const LOOP_BACKOFF_MAX_MS = 30_000;
  * jitter (the database is away: do not hammer it, do not log every tick) and the loop resumes
  * its normal pace, saying so, on the first pass that succeeds.
  */
-export function every(name: string, intervalMs: number, runOnce: () => Promise<unknown>, log: (line: string) => void): Loop {
+export function every(
+  name: string,
+  intervalMs: number,
+  runOnce: () => Promise<unknown>,
+  log: (line: string) => void,
+): Loop {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> = Promise.resolve();
@@ -36,10 +41,12 @@ export function every(name: string, intervalMs: number, runOnce: () => Promise<u
       })
       .catch((error: unknown) => {
         failures++;
-        if (failures === 1 || failures % 10 === 0) log(`${name} failed (${failures} in a row, backing off): ${(error as Error).message}`);
+        if (failures === 1 || failures % 10 === 0)
+          log(`${name} failed (${failures} in a row, backing off): ${(error as Error).message}`);
       })
       .finally(() => {
-        const delayMs = failures === 0 ? intervalMs : backoffDelayMs(failures, intervalMs, Math.max(intervalMs, LOOP_BACKOFF_MAX_MS));
+        const delayMs =
+          failures === 0 ? intervalMs : backoffDelayMs(failures, intervalMs, Math.max(intervalMs, LOOP_BACKOFF_MAX_MS));
         if (!stopped) timer = setTimeout(tick, delayMs);
       });
   };
@@ -72,21 +79,39 @@ export const WORKERS: WorkerFactory[] = [
   (deps, log) => [
     every('expiry', deps.config.expiryIntervalMs, () => releaseExpired(deps.db, deps.clock), log),
     // The relay runs its own loop (outbox pipeline); recovery here converges orders only.
-    every('recovery', deps.config.recoveryIntervalMs, () => runRecoveryPass(paymentDeps(deps), { staleAfterMs: deps.config.staleAfterMs }), log),
+    every(
+      'recovery',
+      deps.config.recoveryIntervalMs,
+      () => runRecoveryPass(paymentDeps(deps), { staleAfterMs: deps.config.staleAfterMs }),
+      log,
+    ),
     // Seed 002: fulfil PAID orders, compensate refused ones, retry stalled refunds (with backoff).
     every('saga', deps.config.recoveryIntervalMs, () => runSagaPass(sagaDeps(deps)), log),
     // The system checks itself: a mismatch is logged with its class, for a person to look at.
     // Skipped while nothing was written (whenChanged), so a quiet system is not read every minute;
     // one process at a time reconciles, however many share the database (an advisory lock).
-    every('reconciliation', deps.config.reconcileIntervalMs, whenChanged(deps.db, () => runAsSingleton(deps.db, SINGLETON_LOCKS.reconciliation, async () => {
-      const report = await reconcile(deps.db, channelClient(deps.channelUrl, deps.config.payTimeoutMs));
-      for (const m of report.mismatches.slice(0, 20)) log(`reconciliation mismatch ${m.order_id} ${m.status ?? '-'} ${m.class}: ${m.detail}`);
-      if (report.mismatches.length > 0) log(summaryLine(report));
-    })), log),
+    every(
+      'reconciliation',
+      deps.config.reconcileIntervalMs,
+      whenChanged(deps.db, () =>
+        runAsSingleton(deps.db, SINGLETON_LOCKS.reconciliation, async () => {
+          const report = await reconcile(deps.db, channelClient(deps.channelUrl, deps.config.payTimeoutMs));
+          for (const m of report.mismatches.slice(0, 20))
+            log(`reconciliation mismatch ${m.order_id} ${m.status ?? '-'} ${m.class}: ${m.detail}`);
+          if (report.mismatches.length > 0) log(summaryLine(report));
+        }),
+      ),
+      log,
+    ),
     // Queued orders: requests to the stock service, its batches, its results back (stock.pipeline.ts).
     stockLoop(deps, log),
     // Every 10 s, each pass looping over batches: it keeps up with a sale writing 10k keys/s.
-    every('idempotency-purge', 10_000, () => purgeCompletedKeys(deps.db, new Date(deps.clock.now().getTime() - deps.config.idempotencyRetentionMs)), log),
+    every(
+      'idempotency-purge',
+      10_000,
+      () => purgeCompletedKeys(deps.db, new Date(deps.clock.now().getTime() - deps.config.idempotencyRetentionMs)),
+      log,
+    ),
   ],
 ];
 

@@ -1,7 +1,22 @@
 // @ts-check
 import { api, h, money, problemText, showError } from './api.js';
 
-const STATES = ['PENDING', 'CREATED', 'REJECTED', 'PAYING', 'UNKNOWN', 'PAID', 'FAILED', 'RELEASING', 'CANCELLED', 'REFUNDING', 'REFUNDED', 'COMPENSATING', 'COMPENSATION_PENDING', 'COMPENSATED'];
+const STATES = [
+  'PENDING',
+  'CREATED',
+  'REJECTED',
+  'PAYING',
+  'UNKNOWN',
+  'PAID',
+  'FAILED',
+  'RELEASING',
+  'CANCELLED',
+  'REFUNDING',
+  'REFUNDED',
+  'COMPENSATING',
+  'COMPENSATION_PENDING',
+  'COMPENSATED',
+];
 const TICK_MS = 1000;
 // The chart keeps two minutes of one-second points.
 const CHART_POINTS = 120;
@@ -17,7 +32,8 @@ let previous;
 /** @type {any} */
 let chart;
 
-const call = (/** @type {string} */ method, /** @type {string} */ path, /** @type {unknown} */ body) => api(method, path, { token, body });
+const call = (/** @type {string} */ method, /** @type {string} */ path, /** @type {unknown} */ body) =>
+  api(method, path, { token, body });
 
 async function checked(/** @type {Promise<{ ok: boolean, status: number, body: any }>} */ request) {
   const reply = await request;
@@ -47,18 +63,30 @@ function makeChart() {
         { label: 'FAILED/s', data: [], borderColor: '#8a1010', pointRadius: 0, tension: 0.2 },
       ],
     },
-    options: { animation: false, responsive: true, maintainAspectRatio: false, scales: { y: { beginAtZero: true, title: { display: true, text: 'per second' } } } },
+    options: {
+      animation: false,
+      responsive: true,
+      maintainAspectRatio: false,
+      scales: { y: { beginAtZero: true, title: { display: true, text: 'per second' } } },
+    },
   });
 }
 
 /** Orders/s and pay outcomes/s as differences of the database's counts between two ticks. */
 function plot(/** @type {any} */ summary) {
-  const now = { atMs: Date.now(), total: summary.total, paid: summary.counts.PAID ?? 0, failed: summary.counts.FAILED ?? 0 };
+  const now = {
+    atMs: Date.now(),
+    total: summary.total,
+    paid: summary.counts.PAID ?? 0,
+    failed: summary.counts.FAILED ?? 0,
+  };
   const last = previous;
   previous = now;
   if (!last || !chart) return;
   const seconds = Math.max(0.001, (now.atMs - last.atMs) / 1000);
-  const values = [now.total - last.total, now.paid - last.paid, now.failed - last.failed].map((d) => Math.max(0, d) / seconds);
+  const values = [now.total - last.total, now.paid - last.paid, now.failed - last.failed].map(
+    (d) => Math.max(0, d) / seconds,
+  );
   chart.data.labels.push(new Date(now.atMs).toLocaleTimeString());
   values.forEach((v, i) => chart.data.datasets[i].data.push(Number(v.toFixed(2))));
   if (chart.data.labels.length > CHART_POINTS) {
@@ -75,8 +103,16 @@ async function loadSummary() {
   const summary = await checked(call('GET', '/v1/admin/console/summary'));
   if (!summary) return;
   const rows = STATES.filter((s) => summary.counts[s] !== undefined).map((s) =>
-    h('tr', { 'data-state': s }, h('th', { scope: 'row' }, h('button', { type: 'button', class: 'secondary', onclick: () => filterBy(s) }, s)), h('td', { class: 'num', 'data-count': s }, String(summary.counts[s]))));
-  $('counts').querySelector('tbody')?.replaceChildren(...rows);
+    h(
+      'tr',
+      { 'data-state': s },
+      h('th', { scope: 'row' }, h('button', { type: 'button', class: 'secondary', onclick: () => filterBy(s) }, s)),
+      h('td', { class: 'num', 'data-count': s }, String(summary.counts[s])),
+    ),
+  );
+  $('counts')
+    .querySelector('tbody')
+    ?.replaceChildren(...rows);
   $('total').textContent = String(summary.total);
   $('outbox-pending').textContent = String(summary.outbox.pending);
   $('outbox-lag').textContent = (summary.outbox.oldest_pending_ms / 1000).toFixed(1);
@@ -88,24 +124,57 @@ async function loadAttention() {
   const body = await checked(call('GET', '/v1/admin/attention'));
   if (!body) return;
   const rows = body.orders.map((/** @type {any} */ o) =>
-    h('tr', { 'data-order-id': o.order_id },
-      h('td', {}, h('button', { type: 'button', class: 'secondary', onclick: () => void showOrder(o.order_id) }, o.order_id)),
-      h('td', {}, o.status), h('td', {}, o.reason), h('td', { class: 'hide-narrow' }, new Date(o.since).toLocaleString()),
-      h('td', {}, h('button', { type: 'button', 'aria-label': `Retry ${o.order_id} now`, onclick: (/** @type {Event} */ e) => void retry(o.order_id, /** @type {HTMLButtonElement} */ (e.currentTarget)) }, 'Retry now'))));
-  $('attention').querySelector('tbody')?.replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: '5', class: 'muted' }, 'Nothing needs a person.'))]));
+    h(
+      'tr',
+      { 'data-order-id': o.order_id },
+      h(
+        'td',
+        {},
+        h('button', { type: 'button', class: 'secondary', onclick: () => void showOrder(o.order_id) }, o.order_id),
+      ),
+      h('td', {}, o.status),
+      h('td', {}, o.reason),
+      h('td', { class: 'hide-narrow' }, new Date(o.since).toLocaleString()),
+      h(
+        'td',
+        {},
+        h(
+          'button',
+          {
+            type: 'button',
+            'aria-label': `Retry ${o.order_id} now`,
+            onclick: (/** @type {Event} */ e) =>
+              void retry(o.order_id, /** @type {HTMLButtonElement} */ (e.currentTarget)),
+          },
+          'Retry now',
+        ),
+      ),
+    ),
+  );
+  $('attention')
+    .querySelector('tbody')
+    ?.replaceChildren(
+      ...(rows.length ? rows : [h('tr', {}, h('td', { colspan: '5', class: 'muted' }, 'Nothing needs a person.'))]),
+    );
 }
 
 async function retry(/** @type {string} */ orderId, /** @type {HTMLButtonElement} */ button) {
   button.disabled = true;
   const result = await checked(call('POST', `/v1/admin/orders/${encodeURIComponent(orderId)}/retry`));
-  if (result) $('attention-result').textContent = `${orderId}: ${result.status}${result.attention ? ` — still: ${result.attention}` : ' — converged'}`;
+  if (result)
+    $('attention-result').textContent =
+      `${orderId}: ${result.status}${result.attention ? ` — still: ${result.attention}` : ' — converged'}`;
   await Promise.all([loadAttention(), loadSummary(), showOrder(orderId)]);
 }
 
 async function loadDead() {
   const body = await checked(call('GET', '/v1/admin/outbox/dead'));
   if (!body) return;
-  $('dead-events').replaceChildren(...body.events.slice(0, 20).map((/** @type {any} */ e) => h('li', {}, `${e.event_id} ${e.event_type} ${e.order_id}: ${e.last_error ?? ''}`)));
+  $('dead-events').replaceChildren(
+    ...body.events
+      .slice(0, 20)
+      .map((/** @type {any} */ e) => h('li', {}, `${e.event_id} ${e.event_type} ${e.order_id}: ${e.last_error ?? ''}`)),
+  );
 }
 
 async function redrive() {
@@ -126,18 +195,39 @@ async function loadReconciliation() {
   /** @type {Record<string, number>} */
   const byClass = {};
   for (const m of report.mismatches) byClass[m.class] = (byClass[m.class] ?? 0) + 1;
-  const rows = Object.entries(byClass).map(([c, n]) => h('tr', { 'data-class': c }, h('td', {}, c), h('td', { class: 'num' }, String(n))));
-  $('mismatches').querySelector('tbody')?.replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: '2', class: 'muted' }, 'No mismatch.'))]));
+  const rows = Object.entries(byClass).map(([c, n]) =>
+    h('tr', { 'data-class': c }, h('td', {}, c), h('td', { class: 'num' }, String(n))),
+  );
+  $('mismatches')
+    .querySelector('tbody')
+    ?.replaceChildren(
+      ...(rows.length ? rows : [h('tr', {}, h('td', { colspan: '2', class: 'muted' }, 'No mismatch.'))]),
+    );
 }
 
 async function loadOrders() {
   const state = /** @type {HTMLSelectElement} */ ($('state-filter')).value;
   const body = await checked(call('GET', `/v1/admin/orders${state ? `?status=${encodeURIComponent(state)}` : ''}`));
   if (!body) return;
-  $('orders').querySelector('tbody')?.replaceChildren(...body.orders.map((/** @type {any} */ o) =>
-    h('tr', {},
-      h('td', {}, h('button', { type: 'button', class: 'secondary', onclick: () => void showOrder(o.order_id) }, o.order_id)),
-      h('td', {}, o.user_id), h('td', {}, o.status), h('td', { class: 'num' }, money(o.amount)), h('td', { class: 'hide-narrow' }, new Date(o.updated_at).toLocaleString()))));
+  $('orders')
+    .querySelector('tbody')
+    ?.replaceChildren(
+      ...body.orders.map((/** @type {any} */ o) =>
+        h(
+          'tr',
+          {},
+          h(
+            'td',
+            {},
+            h('button', { type: 'button', class: 'secondary', onclick: () => void showOrder(o.order_id) }, o.order_id),
+          ),
+          h('td', {}, o.user_id),
+          h('td', {}, o.status),
+          h('td', { class: 'num' }, money(o.amount)),
+          h('td', { class: 'hide-narrow' }, new Date(o.updated_at).toLocaleString()),
+        ),
+      ),
+    );
 }
 
 function filterBy(/** @type {string} */ state) {
@@ -149,15 +239,27 @@ async function showOrder(/** @type {string} */ orderId) {
   const o = await checked(call('GET', `/v1/admin/orders/${encodeURIComponent(orderId)}`));
   if (!o) return;
   const list = (/** @type {string} */ title, /** @type {any[]} */ items, /** @type {(x: any) => string} */ line) =>
-    h('div', {}, h('h3', {}, title), items.length ? h('ol', {}, ...items.map((x) => h('li', {}, line(x)))) : h('p', { class: 'muted' }, 'none'));
+    h(
+      'div',
+      {},
+      h('h3', {}, title),
+      items.length ? h('ol', {}, ...items.map((x) => h('li', {}, line(x)))) : h('p', { class: 'muted' }, 'none'),
+    );
   $('detail').hidden = false;
   $('detail-title').textContent = `Order ${o.order_id}`;
   $('detail-body').replaceChildren(
-    h('p', {}, 'State ', h('span', { class: 'status', 'data-status': o.status, id: 'detail-status' }, o.status), ` · buyer ${o.user_id} · ${money(o.amount)} · fulfilment ${o.fulfilment?.status ?? '—'}`),
+    h(
+      'p',
+      {},
+      'State ',
+      h('span', { class: 'status', 'data-status': o.status, id: 'detail-status' }, o.status),
+      ` · buyer ${o.user_id} · ${money(o.amount)} · fulfilment ${o.fulfilment?.status ?? '—'}`,
+    ),
     o.attention ? h('p', { class: 'verdict-bad' }, `Needs a person: ${o.attention}`) : null,
     list('Timeline', o.timeline, (t) => `${t.from ?? '—'} → ${t.to}: ${t.reason} (${new Date(t.at).toLocaleString()})`),
     list('Notifications', o.notifications, (n) => `${n.kind} ${n.notify_id}: ${n.effect}`),
-    list('Journal', o.journal ?? [], (j) => `${j.step} ${j.direction} ${j.status} (${j.key})`));
+    list('Journal', o.journal ?? [], (j) => `${j.step} ${j.direction} ${j.status} (${j.key})`),
+  );
 }
 
 async function tick() {

@@ -57,11 +57,26 @@ async function loadCatalogue() {
     return;
   }
   const rows = reply.body.skus.map((/** @type {any} */ s) =>
-    h('tr', {},
+    h(
+      'tr',
+      {},
       h('th', { scope: 'row' }, s.name, h('span', { class: 'muted hide-narrow' }, ` (${s.sku})`)),
       h('td', { class: 'num' }, money(s.price)),
       h('td', { class: 'num', 'data-available': s.sku }, String(s.available)),
-      h('td', { class: 'num' }, h('input', { type: 'number', min: '0', max: '1000', value: '0', name: s.sku, 'aria-label': `Quantity of ${s.name}` }))));
+      h(
+        'td',
+        { class: 'num' },
+        h('input', {
+          type: 'number',
+          min: '0',
+          max: '1000',
+          value: '0',
+          name: s.sku,
+          'aria-label': `Quantity of ${s.name}`,
+        }),
+      ),
+    ),
+  );
   $('skus').replaceChildren(...rows);
 }
 
@@ -74,34 +89,54 @@ async function placeOrder(/** @type {SubmitEvent} */ event) {
   event.preventDefault();
   const button = /** @type {HTMLButtonElement} */ ($('order-button'));
   const lines = [...document.querySelectorAll('#skus input[type=number]')]
-    .map((input) => ({ sku: /** @type {HTMLInputElement} */ (input).name, quantity: Number(/** @type {HTMLInputElement} */ (input).value) }))
+    .map((input) => ({
+      sku: /** @type {HTMLInputElement} */ (input).name,
+      quantity: Number(/** @type {HTMLInputElement} */ (input).value),
+    }))
     .filter((l) => l.quantity > 0);
   if (lines.length === 0) return showError(errorRegion, 'Choose a quantity on at least one line.');
   const queued = /** @type {HTMLInputElement} */ ($('queued')).checked;
   const intent = `order:${queued}:${JSON.stringify(lines)}`;
   button.disabled = true;
   try {
-    const reply = await api('POST', '/v1/orders', { token, body: { lines }, key: keyFor(intent), headers: queued ? { prefer: 'respond-async' } : {} });
+    const reply = await api('POST', '/v1/orders', {
+      token,
+      body: { lines },
+      key: keyFor(intent),
+      headers: queued ? { prefer: 'respond-async' } : {},
+    });
     // A final answer (made or refused for a business reason) ends the intent; a 5xx may be retried with the same key.
     if (reply.status < 500) forgetKey(intent);
     if (!reply.ok) return showError(errorRegion, problemText(reply.body, reply.status));
     showError(errorRegion, '');
-    for (const input of document.querySelectorAll('#skus input[type=number]')) /** @type {HTMLInputElement} */ (input).value = '0';
+    for (const input of document.querySelectorAll('#skus input[type=number]'))
+      /** @type {HTMLInputElement} */ (input).value = '0';
     await refresh();
   } finally {
     button.disabled = false;
   }
 }
 
-async function orderAction(/** @type {string} */ orderId, /** @type {'pay' | 'wallet' | 'cancel'} */ action, /** @type {HTMLButtonElement} */ button) {
+async function orderAction(
+  /** @type {string} */ orderId,
+  /** @type {'pay' | 'wallet' | 'cancel'} */ action,
+  /** @type {HTMLButtonElement} */ button,
+) {
   // Every button of the card is off while one request is in flight: a double click sends once,
   // and if it did send twice, the kept key makes the second a replay.
-  const buttons = /** @type {HTMLButtonElement[]} */ ([...(button.closest('.actions')?.querySelectorAll('button') ?? [])]);
+  const buttons = /** @type {HTMLButtonElement[]} */ ([
+    ...(button.closest('.actions')?.querySelectorAll('button') ?? []),
+  ]);
   for (const b of buttons) b.disabled = true;
   try {
-    const reply = action === 'cancel'
-      ? await api('POST', `/v1/orders/${encodeURIComponent(orderId)}/cancel`, { token })
-      : await api('POST', `/v1/orders/${encodeURIComponent(orderId)}/pay`, { token, key: keyFor(`pay:${orderId}:${action}`), body: { method: action === 'wallet' ? 'wallet' : 'channel' } });
+    const reply =
+      action === 'cancel'
+        ? await api('POST', `/v1/orders/${encodeURIComponent(orderId)}/cancel`, { token })
+        : await api('POST', `/v1/orders/${encodeURIComponent(orderId)}/pay`, {
+            token,
+            key: keyFor(`pay:${orderId}:${action}`),
+            body: { method: action === 'wallet' ? 'wallet' : 'channel' },
+          });
     if (!reply.ok) showError(errorRegion, problemText(reply.body, reply.status));
     else showError(errorRegion, '');
   } finally {
@@ -112,18 +147,76 @@ async function orderAction(/** @type {string} */ orderId, /** @type {'pay' | 'wa
 function orderCard(/** @type {any} */ order) {
   const waiting = WAITING.has(order.status);
   const payable = order.status === 'CREATED';
-  const card = h('article', { class: 'order', 'data-order-id': order.order_id, 'data-status': order.status, 'aria-label': `Order ${order.order_id}` },
-    h('p', {},
-      h('strong', {}, order.order_id), ' ',
+  const card = h(
+    'article',
+    {
+      class: 'order',
+      'data-order-id': order.order_id,
+      'data-status': order.status,
+      'aria-label': `Order ${order.order_id}`,
+    },
+    h(
+      'p',
+      {},
+      h('strong', {}, order.order_id),
+      ' ',
       h('span', { class: 'status', 'data-status': order.status, 'data-waiting': waiting }, order.status),
-      waiting ? h('span', { class: 'muted' }, ' waiting for the result…') : null),
-    h('p', {}, (order.lines ?? []).map((/** @type {any} */ l) => `${l.quantity} × ${l.name}`).join(', '), ` — ${money(order.amount)}`),
-    payable ? h('div', { class: 'actions' },
-      h('button', { type: 'button', onclick: (/** @type {Event} */ e) => orderAction(order.order_id, 'pay', /** @type {HTMLButtonElement} */ (e.currentTarget)) }, 'Pay'),
-      h('button', { type: 'button', class: 'secondary', onclick: (/** @type {Event} */ e) => orderAction(order.order_id, 'wallet', /** @type {HTMLButtonElement} */ (e.currentTarget)) }, 'Pay with wallet'),
-      h('button', { type: 'button', class: 'secondary', onclick: (/** @type {Event} */ e) => orderAction(order.order_id, 'cancel', /** @type {HTMLButtonElement} */ (e.currentTarget)) }, 'Cancel')) : null,
-    h('details', {}, h('summary', {}, 'Timeline'),
-      h('ol', {}, ...(order.timeline ?? []).map((/** @type {any} */ t) => h('li', {}, `${t.from ?? '—'} → ${t.to}: ${t.reason} (${new Date(t.at).toLocaleTimeString()})`)))));
+      waiting ? h('span', { class: 'muted' }, ' waiting for the result…') : null,
+    ),
+    h(
+      'p',
+      {},
+      (order.lines ?? []).map((/** @type {any} */ l) => `${l.quantity} × ${l.name}`).join(', '),
+      ` — ${money(order.amount)}`,
+    ),
+    payable
+      ? h(
+          'div',
+          { class: 'actions' },
+          h(
+            'button',
+            {
+              type: 'button',
+              onclick: (/** @type {Event} */ e) =>
+                orderAction(order.order_id, 'pay', /** @type {HTMLButtonElement} */ (e.currentTarget)),
+            },
+            'Pay',
+          ),
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'secondary',
+              onclick: (/** @type {Event} */ e) =>
+                orderAction(order.order_id, 'wallet', /** @type {HTMLButtonElement} */ (e.currentTarget)),
+            },
+            'Pay with wallet',
+          ),
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'secondary',
+              onclick: (/** @type {Event} */ e) =>
+                orderAction(order.order_id, 'cancel', /** @type {HTMLButtonElement} */ (e.currentTarget)),
+            },
+            'Cancel',
+          ),
+        )
+      : null,
+    h(
+      'details',
+      {},
+      h('summary', {}, 'Timeline'),
+      h(
+        'ol',
+        {},
+        ...(order.timeline ?? []).map((/** @type {any} */ t) =>
+          h('li', {}, `${t.from ?? '—'} → ${t.to}: ${t.reason} (${new Date(t.at).toLocaleTimeString()})`),
+        ),
+      ),
+    ),
+  );
   return card;
 }
 
@@ -138,9 +231,16 @@ async function refresh() {
   } else {
     const orders = reply.body.orders;
     // Keep open timelines open across a refresh of the list.
-    const open = new Set([...document.querySelectorAll('.order details[open]')].map((d) => d.closest('.order')?.getAttribute('data-order-id')));
-    $('orders').replaceChildren(...(orders.length ? orders.map(orderCard) : [h('p', { class: 'muted' }, 'No orders yet.')]));
-    for (const id of open) document.querySelector(`.order[data-order-id="${CSS.escape(id ?? '')}"] details`)?.setAttribute('open', '');
+    const open = new Set(
+      [...document.querySelectorAll('.order details[open]')].map((d) =>
+        d.closest('.order')?.getAttribute('data-order-id'),
+      ),
+    );
+    $('orders').replaceChildren(
+      ...(orders.length ? orders.map(orderCard) : [h('p', { class: 'muted' }, 'No orders yet.')]),
+    );
+    for (const id of open)
+      document.querySelector(`.order[data-order-id="${CSS.escape(id ?? '')}"] details`)?.setAttribute('open', '');
     await Promise.all([loadWallet(), loadCatalogue()]);
     if (!orders.some((/** @type {any} */ o) => WAITING.has(o.status))) return;
   }
@@ -150,7 +250,9 @@ async function refresh() {
 async function show() {
   $('signin').hidden = Boolean(token);
   $('shop').hidden = !token;
-  $('who').textContent = token ? `signed in as ${localStorage.getItem('flashpay.buyer.name') ?? 'a buyer'}` : 'not signed in';
+  $('who').textContent = token
+    ? `signed in as ${localStorage.getItem('flashpay.buyer.name') ?? 'a buyer'}`
+    : 'not signed in';
   if (token) await refresh();
 }
 

@@ -15,7 +15,13 @@ function armFault(deps: ChannelDeps, body: FaultBody) {
   if (delays && body.ms === undefined) fail('VALIDATION', `body.ms is required for ${body.kind}`);
   if (body.kind === 'DECLINE' && body.op !== 'charge') fail('VALIDATION', 'DECLINE applies to op charge only');
   if (body.kind === 'REFUSE' && body.op !== 'fulfil') fail('VALIDATION', 'REFUSE applies to op fulfil only');
-  const rule = deps.faults.arm({ op: body.op, kind: body.kind, merchantOrder: body.merchant_order, ms: body.ms ?? 0, remaining: body.times ?? 1 });
+  const rule = deps.faults.arm({
+    op: body.op,
+    kind: body.kind,
+    merchantOrder: body.merchant_order,
+    ms: body.ms ?? 0,
+    remaining: body.times ?? 1,
+  });
   return describeRule(rule);
 }
 
@@ -43,7 +49,8 @@ async function sendNotification(deps: ChannelDeps, body: SendBody) {
   if (body.notify_url !== undefined) assertHttpUrl(body.notify_url, 'notify_url', deps.notifyHosts);
   const charge = await findCharge(deps, body.merchant_order);
   const notifyUrl = body.notify_url ?? charge?.notifyUrl ?? undefined;
-  if (notifyUrl === undefined) fail('VALIDATION', `body.notify_url is required: ${body.merchant_order} has no charge to take it from`);
+  if (notifyUrl === undefined)
+    fail('VALIDATION', `body.notify_url is required: ${body.merchant_order} has no charge to take it from`);
   return deps.notifier.sendNow({
     kind: body.kind,
     merchantOrder: body.merchant_order,
@@ -72,7 +79,12 @@ export function registerControlRoutes(app: FastifyInstance, deps: ChannelDeps): 
     const body = request.body as CallbacksBody;
     const delayMs = body.delay_ms ?? [0, 0];
     if (delayMs[0] > delayMs[1]) fail('VALIDATION', 'body.delay_ms must be [min, max] with min <= max');
-    deps.notifier.setCallbacks({ mode: body.mode, duplicates: body.duplicates ?? 1, delayMs, seed: body.seed ?? DEFAULT_SEED });
+    deps.notifier.setCallbacks({
+      mode: body.mode,
+      duplicates: body.duplicates ?? 1,
+      delayMs,
+      seed: body.seed ?? DEFAULT_SEED,
+    });
     return describeCallbacks(deps);
   });
   app.get('/_control/callbacks', { schema: s.getCallbacks }, async () => describeCallbacks(deps));
@@ -84,7 +96,9 @@ export function registerControlRoutes(app: FastifyInstance, deps: ChannelDeps): 
     return { released: ids };
   });
 
-  app.post('/_control/callbacks/send', { schema: s.send }, async (request) => sendNotification(deps, request.body as SendBody));
+  app.post('/_control/callbacks/send', { schema: s.send }, async (request) =>
+    sendNotification(deps, request.body as SendBody),
+  );
 
   app.get('/_control/requests', { schema: s.requests }, async () => deps.requests.snapshot());
   app.get('/_control/notifications', { schema: s.notifications }, async () => deps.notifier.list());

@@ -1,6 +1,10 @@
 // Request schemas of the seed-002 fixtures of the provider double (fulfilments, customer accounts).
 const key = { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' } as const;
-export const fulfilBody = { type: 'object', required: ['key', 'order_id'], properties: { key, order_id: { type: 'string', minLength: 1, maxLength: 255 } } } as const;
+export const fulfilBody = {
+  type: 'object',
+  required: ['key', 'order_id'],
+  properties: { key, order_id: { type: 'string', minLength: 1, maxLength: 255 } },
+} as const;
 
 const customer = { type: 'string', minLength: 1, maxLength: 300 } as const;
 export const accountBody = {

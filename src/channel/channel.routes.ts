@@ -2,7 +2,16 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, problem } from '../platform/errors.ts';
 import { sendProblem } from '../platform/http.ts';
 import type { FaultBook, FaultHits, FaultOp, RequestCounter } from './faults.ts';
-import { decideCharge, decideClose, decideQuery, decideRefund, RefundKeyConflict, statementBody, type LedgerStore, type Outcome } from './ledger.ts';
+import {
+  decideCharge,
+  decideClose,
+  decideQuery,
+  decideRefund,
+  RefundKeyConflict,
+  statementBody,
+  type LedgerStore,
+  type Outcome,
+} from './ledger.ts';
 import type { Notifier } from './notifier.ts';
 import type { Accounts } from './accounts.ts';
 import type { FulfilmentStore } from './fulfilments.ts';
@@ -32,10 +41,14 @@ export function assertHttpUrl(value: string, field: string, allowedHosts?: reado
   } catch {
     // refused below
   }
-  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new AppError('VALIDATION', `body.${field} must be an absolute http(s) URL`);
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:'))
+    throw new AppError('VALIDATION', `body.${field} must be an absolute http(s) URL`);
   const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
   if (allowedHosts && !allowedHosts.includes(host)) {
-    throw new AppError('VALIDATION', `body.${field} host ${host} is not one this provider double notifies (FLASHPAY_CHANNEL_NOTIFY_HOSTS: ${allowedHosts.join(', ')})`);
+    throw new AppError(
+      'VALIDATION',
+      `body.${field} host ${host} is not one this provider double notifies (FLASHPAY_CHANNEL_NOTIFY_HOSTS: ${allowedHosts.join(', ')})`,
+    );
   }
 }
 
@@ -83,7 +96,12 @@ export function registerLedgerRoutes(app: FastifyInstance, deps: ChannelDeps): v
     return perform(deps, request, reply, 'charge', mo, (hits) =>
       store.withOrder(mo, async (view) => {
         const broke = !view.current && deps.accounts?.insufficient(body.customer, body.amount) === true;
-        const decided = decideCharge(view, { merchantOrder: mo, amount: body.amount, notifyUrl: body.notify_url, decline: hits.DECLINE !== undefined || broke });
+        const decided = decideCharge(view, {
+          merchantOrder: mo,
+          amount: body.amount,
+          notifyUrl: body.notify_url,
+          decline: hits.DECLINE !== undefined || broke,
+        });
         if (broke) decided.outcome.body.reason = 'INSUFFICIENT_FUNDS';
         if (decided.write?.record.status === 'CHARGED') deps.accounts?.charged(body.customer, mo, body.amount);
         return decided;
@@ -107,13 +125,22 @@ export function registerLedgerRoutes(app: FastifyInstance, deps: ChannelDeps): v
     return perform(deps, request, reply, 'refund', mo, async () => {
       try {
         return await store.withOrder(mo, async (view) => {
-          const decided = await decideRefund(view, { merchantOrder: mo, refundKey: body.refund_key, amount: body.amount });
+          const decided = await decideRefund(view, {
+            merchantOrder: mo,
+            refundKey: body.refund_key,
+            amount: body.amount,
+          });
           if (decided.write?.record.status === 'REFUNDED') deps.accounts?.refunded(mo);
           return decided;
         });
       } catch (error) {
         if (!(error instanceof RefundKeyConflict)) throw error;
-        return { httpStatus: 422, body: channelProblem('REFUND_KEY_REUSED', 'refund_key was already used for another merchant order', { merchant_order: mo }) };
+        return {
+          httpStatus: 422,
+          body: channelProblem('REFUND_KEY_REUSED', 'refund_key was already used for another merchant order', {
+            merchant_order: mo,
+          }),
+        };
       }
     });
   });

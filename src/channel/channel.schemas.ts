@@ -14,7 +14,12 @@ export const MAX_DUPLICATES = 10;
 export const MAX_CALLBACK_DELAY_MS = 60_000;
 export const MAX_NOTIFY_ATTEMPTS = 100;
 
-const merchantOrder = { type: 'string', minLength: 1, maxLength: MAX_MERCHANT_ORDER_LENGTH, pattern: '^[\\x21-\\x7e]+$' } as const;
+const merchantOrder = {
+  type: 'string',
+  minLength: 1,
+  maxLength: MAX_MERCHANT_ORDER_LENGTH,
+  pattern: '^[\\x21-\\x7e]+$',
+} as const;
 const amount = { type: 'integer', minimum: 1, maximum: MAX_AMOUNT_MINOR } as const;
 const opaqueKey = { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' } as const;
 const url = { type: 'string', minLength: 1, maxLength: 2048, pattern: '^https?://' } as const;
@@ -25,10 +30,19 @@ const notifyKind = { enum: ['CHARGED', 'DECLINED', 'REFUNDED'] } as const;
 export const chargeBody = {
   type: 'object',
   required: ['merchant_order', 'amount', 'notify_url'],
-  properties: { merchant_order: merchantOrder, amount, notify_url: url, customer: { type: 'string', minLength: 1, maxLength: 300 } },
+  properties: {
+    merchant_order: merchantOrder,
+    amount,
+    notify_url: url,
+    customer: { type: 'string', minLength: 1, maxLength: 300 },
+  },
 } as const;
 
-export const closeBody = { type: 'object', required: ['merchant_order'], properties: { merchant_order: merchantOrder } } as const;
+export const closeBody = {
+  type: 'object',
+  required: ['merchant_order'],
+  properties: { merchant_order: merchantOrder },
+} as const;
 
 export const refundBody = {
   type: 'object',
@@ -36,9 +50,17 @@ export const refundBody = {
   properties: { merchant_order: merchantOrder, refund_key: opaqueKey, amount },
 } as const;
 
-export const queryParams = { type: 'object', required: ['merchant_order'], properties: { merchant_order: merchantOrder } } as const;
+export const queryParams = {
+  type: 'object',
+  required: ['merchant_order'],
+  properties: { merchant_order: merchantOrder },
+} as const;
 
-export const statementQuery = { type: 'object', additionalProperties: false, properties: { merchant_order: merchantOrder } } as const;
+export const statementQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { merchant_order: merchantOrder },
+} as const;
 
 export const faultBody = {
   type: 'object',
@@ -60,7 +82,12 @@ export const callbacksBody = {
   properties: {
     mode: { enum: ['AUTO', 'HOLD'] },
     duplicates: { type: 'integer', minimum: 1, maximum: MAX_DUPLICATES },
-    delay_ms: { type: 'array', minItems: 2, maxItems: 2, items: { type: 'integer', minimum: 0, maximum: MAX_CALLBACK_DELAY_MS } },
+    delay_ms: {
+      type: 'array',
+      minItems: 2,
+      maxItems: 2,
+      items: { type: 'integer', minimum: 0, maximum: MAX_CALLBACK_DELAY_MS },
+    },
     seed: { type: 'integer', minimum: 0, maximum: 4_294_967_295 },
   },
 } as const;
@@ -76,7 +103,14 @@ export const sendBody = {
   type: 'object',
   additionalProperties: false,
   required: ['merchant_order', 'kind', 'amount'],
-  properties: { merchant_order: merchantOrder, kind: notifyKind, amount, txn: opaqueKey, notify_url: url, notify_id: opaqueKey },
+  properties: {
+    merchant_order: merchantOrder,
+    kind: notifyKind,
+    amount,
+    txn: opaqueKey,
+    notify_url: url,
+    notify_id: opaqueKey,
+  },
 } as const;
 
 export const settingsBody = {

@@ -3,7 +3,14 @@
 
 export const FAULT_OPS = ['charge', 'refund', 'query', 'close', 'fulfil'] as const;
 export type FaultOp = (typeof FAULT_OPS)[number];
-export const FAULT_KINDS = ['DELAY_RESPONSE', 'DELAY_REQUEST', 'DECLINE', 'ERROR_500', 'RESET_CONNECTION', 'REFUSE'] as const;
+export const FAULT_KINDS = [
+  'DELAY_RESPONSE',
+  'DELAY_REQUEST',
+  'DECLINE',
+  'ERROR_500',
+  'RESET_CONNECTION',
+  'REFUSE',
+] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface FaultRule {
@@ -50,7 +57,14 @@ export class FaultBook {
 }
 
 export function describeRule(rule: FaultRule): Record<string, unknown> {
-  return { id: rule.id, op: rule.op, kind: rule.kind, merchant_order: rule.merchantOrder ?? null, ms: rule.ms, remaining: rule.remaining };
+  return {
+    id: rule.id,
+    op: rule.op,
+    kind: rule.kind,
+    merchant_order: rule.merchantOrder ?? null,
+    ms: rule.ms,
+    remaining: rule.remaining,
+  };
 }
 
 /** Requests received per operation and merchant order, counted on arrival (faulted ones too). */

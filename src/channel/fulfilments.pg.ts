@@ -24,7 +24,13 @@ interface Row {
   at: Date;
 }
 
-const toRecord = (r: Row): FulfilmentRecord => ({ key: r.key, orderId: r.order_id, status: r.status, ref: r.ref, at: r.at.toISOString() });
+const toRecord = (r: Row): FulfilmentRecord => ({
+  key: r.key,
+  orderId: r.order_id,
+  status: r.status,
+  ref: r.ref,
+  at: r.at.toISOString(),
+});
 
 export async function createPgFulfilments(pool: Db): Promise<FulfilmentStore> {
   await inTx(pool, async (tx) => {
@@ -39,7 +45,10 @@ export async function createPgFulfilments(pool: Db): Promise<FulfilmentStore> {
     find,
     async decide(key, orderId, refuse) {
       const draft = newFulfilment(key, orderId, refuse);
-      await pool.query('INSERT INTO channel_fulfilments (key, order_id, status, ref) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING', [key, orderId, draft.status, draft.ref]);
+      await pool.query(
+        'INSERT INTO channel_fulfilments (key, order_id, status, ref) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING',
+        [key, orderId, draft.status, draft.ref],
+      );
       const found = await find(key);
       if (!found) throw new Error(`fulfilment ${key} vanished after its insert`);
       return found;

@@ -57,19 +57,32 @@ function requireControlToken(token: string) {
     if (!request.url.startsWith('/_control')) return;
     const match = /^Bearer +(\S+)$/i.exec(request.headers.authorization ?? '');
     // Compared as digests: equal length, constant time, whatever was sent.
-    const given = createHash('sha256').update(match?.[1] ?? '').digest();
-    if (!match || !timingSafeEqual(expected, given)) throw new AppError('UNAUTHENTICATED', 'the control API needs Authorization: Bearer <FLASHPAY_CONTROL_TOKEN>', {}, { 'WWW-Authenticate': 'Bearer' });
+    const given = createHash('sha256')
+      .update(match?.[1] ?? '')
+      .digest();
+    if (!match || !timingSafeEqual(expected, given))
+      throw new AppError(
+        'UNAUTHENTICATED',
+        'the control API needs Authorization: Bearer <FLASHPAY_CONTROL_TOKEN>',
+        {},
+        { 'WWW-Authenticate': 'Bearer' },
+      );
   };
 }
 
 /** Starts the fake payment channel on host:port (port 0 picks a free one). */
-export async function startChannel(options: ChannelOptions & { host?: string; port?: number }): Promise<RunningChannel> {
+export async function startChannel(
+  options: ChannelOptions & { host?: string; port?: number },
+): Promise<RunningChannel> {
   const host = options.host ?? '127.0.0.1';
   const log = options.log ?? (() => undefined);
   const shutdown = unboundedController();
   const notifier = new Notifier(
     options.notifySecret,
-    { retryBaseMs: options.notifyRetryBaseMs ?? DEFAULT_RETRY_BASE_MS, maxAttempts: options.notifyMaxAttempts ?? DEFAULT_MAX_ATTEMPTS },
+    {
+      retryBaseMs: options.notifyRetryBaseMs ?? DEFAULT_RETRY_BASE_MS,
+      maxAttempts: options.notifyMaxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    },
     log,
   );
   const store = options.store ?? createMemoryLedger();

@@ -1,5 +1,11 @@
 import { KeyedMutex } from './keyed-mutex.ts';
-import { RefundKeyConflict, type ChargeRecord, type LedgerStore, type LineDraft, type StatementLine } from './ledger.ts';
+import {
+  RefundKeyConflict,
+  type ChargeRecord,
+  type LedgerStore,
+  type LineDraft,
+  type StatementLine,
+} from './ledger.ts';
 
 /**
  * The ledger in process memory: the default for a standalone `flashpay channel`. A decision's

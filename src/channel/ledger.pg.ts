@@ -1,7 +1,13 @@
 import { inTx, pgCode, type Db, type Executor, type Tx } from '../platform/db.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
 import { createPgFulfilments } from './fulfilments.pg.ts';
-import { RefundKeyConflict, type ChargeRecord, type LedgerStore, type LineDraft, type StatementLine } from './ledger.ts';
+import {
+  RefundKeyConflict,
+  type ChargeRecord,
+  type LedgerStore,
+  type LineDraft,
+  type StatementLine,
+} from './ledger.ts';
 
 // The channel's own tables. They live in the channel's own database (never the service's), and
 // the store creates them itself, so the channel needs no migration step of the service.
@@ -76,7 +82,10 @@ async function findCharge(db: Executor, merchantOrder: string): Promise<ChargeRe
 }
 
 async function findRefundKeyOwner(db: Executor, refundKey: string): Promise<string | undefined> {
-  const result = await db.query<{ merchant_order: string }>('SELECT merchant_order FROM channel_charges WHERE refund_key = $1', [refundKey]);
+  const result = await db.query<{ merchant_order: string }>(
+    'SELECT merchant_order FROM channel_charges WHERE refund_key = $1',
+    [refundKey],
+  );
   return result.rows[0]?.merchant_order;
 }
 
@@ -86,7 +95,15 @@ async function saveCharge(tx: Tx, record: ChargeRecord): Promise<void> {
      VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (merchant_order) DO UPDATE SET status = EXCLUDED.status, refund_key = EXCLUDED.refund_key,
        refund_id = EXCLUDED.refund_id, updated_at = now()`,
-    [record.merchantOrder, record.status, record.amount, record.txn, record.notifyUrl, record.refundKey, record.refundId],
+    [
+      record.merchantOrder,
+      record.status,
+      record.amount,
+      record.txn,
+      record.notifyUrl,
+      record.refundKey,
+      record.refundId,
+    ],
   );
 }
 
@@ -119,12 +136,24 @@ export async function createPgLedger(pool: Db): Promise<LedgerStore> {
       return mutex.run(merchantOrder, () => inTx(pool, run, { lockTimeoutMs: ORDER_LOCK_TIMEOUT_MS }));
     },
     async statement(merchantOrder) {
-      const result = await pool.query<{ type: LineDraft['type']; merchant_order: string; amount: number; ref: string; at: Date }>(
+      const result = await pool.query<{
+        type: LineDraft['type'];
+        merchant_order: string;
+        amount: number;
+        ref: string;
+        at: Date;
+      }>(
         `SELECT type, merchant_order, amount, ref, at FROM channel_lines
          WHERE $1::text IS NULL OR merchant_order = $1 ORDER BY seq`,
         [merchantOrder ?? null],
       );
-      return result.rows.map((row): StatementLine => ({ type: row.type, merchantOrder: row.merchant_order, amount: row.amount, ref: row.ref, at: row.at.toISOString() }));
+      return result.rows.map((row): StatementLine => ({
+        type: row.type,
+        merchantOrder: row.merchant_order,
+        amount: row.amount,
+        ref: row.ref,
+        at: row.at.toISOString(),
+      }));
     },
     async reset() {
       await pool.query('TRUNCATE channel_lines, channel_charges RESTART IDENTITY');
@@ -137,14 +166,18 @@ type Decide = Parameters<LedgerStore['withOrder']>[1];
 
 async function transact(tx: Tx, merchantOrder: string, decide: Decide) {
   await lockMerchantOrder(tx, merchantOrder);
-  const decision = await decide({ current: await findCharge(tx, merchantOrder), refundKeyOwner: (key) => findRefundKeyOwner(tx, key) });
+  const decision = await decide({
+    current: await findCharge(tx, merchantOrder),
+    refundKeyOwner: (key) => findRefundKeyOwner(tx, key),
+  });
   if (decision.write) {
     try {
       await saveCharge(tx, decision.write.record);
     } catch (error) {
       // Another order took this refund key between our check and our write (it holds another lock).
       const constraint = (error as { constraint?: string }).constraint;
-      if (pgCode(error) === '23505' && constraint === 'channel_charges_refund_key_unique') throw new RefundKeyConflict(String(decision.write.record.refundKey));
+      if (pgCode(error) === '23505' && constraint === 'channel_charges_refund_key_unique')
+        throw new RefundKeyConflict(String(decision.write.record.refundKey));
       throw error;
     }
     if (decision.write.line) await insertLine(tx, decision.write.line);

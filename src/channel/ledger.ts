@@ -71,14 +71,22 @@ export function newId(prefix: 'txn' | 're' | 'ntf'): string {
 export function describeCharge(merchantOrder: string, record: ChargeRecord | undefined): Record<string, unknown> {
   if (!record) return { merchant_order: merchantOrder, status: 'NOT_FOUND' };
   if (record.status === 'CLOSED') return { merchant_order: merchantOrder, status: 'CLOSED' };
-  const body: Record<string, unknown> = { merchant_order: merchantOrder, status: record.status, amount: record.amount, txn: record.txn };
+  const body: Record<string, unknown> = {
+    merchant_order: merchantOrder,
+    status: record.status,
+    amount: record.amount,
+    txn: record.txn,
+  };
   if (record.refundId) body.refund_id = record.refundId;
   return body;
 }
 
 function chargeAnswer(record: ChargeRecord): Outcome {
   const result = record.status === 'DECLINED' ? 'DECLINED' : 'CHARGED';
-  return { httpStatus: 200, body: { result, txn: record.txn, merchant_order: record.merchantOrder, amount: record.amount } };
+  return {
+    httpStatus: 200,
+    body: { result, txn: record.txn, merchant_order: record.merchantOrder, amount: record.amount },
+  };
 }
 
 export interface ChargeRequest {
@@ -93,7 +101,15 @@ export function decideCharge(view: OrderView, request: ChargeRequest): Decision 
   const { current } = view;
   const mo = request.merchantOrder;
   if (current?.status === 'CLOSED') {
-    return { outcome: { httpStatus: 409, body: channelProblem('CLOSED', `${mo} is closed; it can no longer be charged`, { result: 'CLOSED', merchant_order: mo }) } };
+    return {
+      outcome: {
+        httpStatus: 409,
+        body: channelProblem('CLOSED', `${mo} is closed; it can no longer be charged`, {
+          result: 'CLOSED',
+          merchant_order: mo,
+        }),
+      },
+    };
   }
   if (current) {
     if (current.amount !== request.amount) {
@@ -104,9 +120,18 @@ export function decideCharge(view: OrderView, request: ChargeRequest): Decision 
   }
   const status = request.decline ? 'DECLINED' : 'CHARGED';
   const txn = newId('txn');
-  const record: ChargeRecord = { merchantOrder: mo, status, amount: request.amount, txn, notifyUrl: request.notifyUrl, refundKey: null, refundId: null };
+  const record: ChargeRecord = {
+    merchantOrder: mo,
+    status,
+    amount: request.amount,
+    txn,
+    notifyUrl: request.notifyUrl,
+    refundKey: null,
+    refundId: null,
+  };
   // A decline moves no money, so it leaves no statement line.
-  const line: LineDraft | undefined = status === 'CHARGED' ? { type: 'CHARGE', merchantOrder: mo, amount: request.amount, ref: txn } : undefined;
+  const line: LineDraft | undefined =
+    status === 'CHARGED' ? { type: 'CHARGE', merchantOrder: mo, amount: request.amount, ref: txn } : undefined;
   const outcome = chargeAnswer(record);
   outcome.notify = { kind: status, merchantOrder: mo, amount: request.amount, txn, notifyUrl: request.notifyUrl };
   return { outcome, write: { record, line } };
@@ -115,7 +140,15 @@ export function decideCharge(view: OrderView, request: ChargeRequest): Decision 
 /** Registers CLOSED when nothing was charged; otherwise reports what is there and changes nothing. */
 export function decideClose(view: OrderView, merchantOrder: string): Decision {
   if (view.current) return { outcome: { httpStatus: 200, body: describeCharge(merchantOrder, view.current) } };
-  const record: ChargeRecord = { merchantOrder, status: 'CLOSED', amount: null, txn: null, notifyUrl: null, refundKey: null, refundId: null };
+  const record: ChargeRecord = {
+    merchantOrder,
+    status: 'CLOSED',
+    amount: null,
+    txn: null,
+    notifyUrl: null,
+    refundKey: null,
+    refundId: null,
+  };
   return { outcome: { httpStatus: 200, body: describeCharge(merchantOrder, record) }, write: { record } };
 }
 
@@ -130,7 +163,16 @@ export interface RefundRequest {
 }
 
 function refundAnswer(record: ChargeRecord): Outcome {
-  return { httpStatus: 200, body: { result: 'REFUNDED', refund_id: record.refundId, merchant_order: record.merchantOrder, amount: record.amount, txn: record.txn } };
+  return {
+    httpStatus: 200,
+    body: {
+      result: 'REFUNDED',
+      refund_id: record.refundId,
+      merchant_order: record.merchantOrder,
+      amount: record.amount,
+      txn: record.txn,
+    },
+  };
 }
 
 function refuse(httpStatus: number, code: ChannelCode, detail: string, extra: Record<string, unknown> = {}): Decision {
@@ -143,18 +185,28 @@ export async function decideRefund(view: OrderView, request: RefundRequest): Pro
   const mo = request.merchantOrder;
   if (!current || (current.status !== 'CHARGED' && current.status !== 'REFUNDED')) {
     const status = current?.status ?? 'NOT_FOUND';
-    return refuse(409, 'NOT_CHARGED', `${mo} has nothing to refund (status ${status})`, { merchant_order: mo, charge_status: status });
+    return refuse(409, 'NOT_CHARGED', `${mo} has nothing to refund (status ${status})`, {
+      merchant_order: mo,
+      charge_status: status,
+    });
   }
   if (request.amount !== current.amount) {
-    return refuse(422, 'AMOUNT_MISMATCH', `only full refunds are supported: amount must be ${current.amount}`, { merchant_order: mo });
+    return refuse(422, 'AMOUNT_MISMATCH', `only full refunds are supported: amount must be ${current.amount}`, {
+      merchant_order: mo,
+    });
   }
   if (current.status === 'REFUNDED') {
     if (current.refundKey === request.refundKey) return { outcome: refundAnswer(current) };
-    return refuse(409, 'ALREADY_REFUNDED', `${mo} was already refunded under another refund_key`, { merchant_order: mo, refund_id: current.refundId });
+    return refuse(409, 'ALREADY_REFUNDED', `${mo} was already refunded under another refund_key`, {
+      merchant_order: mo,
+      refund_id: current.refundId,
+    });
   }
   const owner = await view.refundKeyOwner(request.refundKey);
   if (owner !== undefined) {
-    return refuse(422, 'REFUND_KEY_REUSED', `refund_key was already used for another merchant order`, { merchant_order: mo });
+    return refuse(422, 'REFUND_KEY_REUSED', `refund_key was already used for another merchant order`, {
+      merchant_order: mo,
+    });
   }
   const { amount, txn, notifyUrl } = current;
   invariant(amount !== null && txn !== null && notifyUrl !== null, `charged ${mo} lacks amount, txn or notify_url`);

@@ -61,7 +61,8 @@ export function unboundedController(): AbortController {
 }
 
 function overall(deliveries: Delivery[]): DeliveryStatus {
-  for (const status of ['PENDING', 'HELD', 'DELIVERED'] as const) if (deliveries.some((d) => d.status === status)) return status;
+  for (const status of ['PENDING', 'HELD', 'DELIVERED'] as const)
+    if (deliveries.some((d) => d.status === status)) return status;
   return 'GIVEN_UP';
 }
 
@@ -141,7 +142,14 @@ export class Notifier {
   }
 
   heldList(): Record<string, unknown>[] {
-    return this.held.map(({ id, notification: n }) => ({ id, notify_id: n.notifyId, merchant_order: n.merchantOrder, kind: n.kind, amount: n.amount, txn: n.txn }));
+    return this.held.map(({ id, notification: n }) => ({
+      id,
+      notify_id: n.notifyId,
+      merchant_order: n.merchantOrder,
+      kind: n.kind,
+      amount: n.amount,
+      txn: n.txn,
+    }));
   }
 
   list(): Record<string, unknown>[] {
@@ -187,8 +195,18 @@ export class Notifier {
 
   private track(event: NotificationEvent, copies: number): Notification {
     const notifyId = event.notifyId ?? newId('ntf');
-    const body = JSON.stringify({ notify_id: notifyId, merchant_order: event.merchantOrder, kind: event.kind, amount: event.amount, txn: event.txn });
-    const deliveries = Array.from({ length: copies }, (): Delivery => ({ status: 'PENDING', attempts: 0, lastError: null }));
+    const body = JSON.stringify({
+      notify_id: notifyId,
+      merchant_order: event.merchantOrder,
+      kind: event.kind,
+      amount: event.amount,
+      txn: event.txn,
+    });
+    const deliveries = Array.from({ length: copies }, (): Delivery => ({
+      status: 'PENDING',
+      attempts: 0,
+      lastError: null,
+    }));
     const n: Notification = { ...event, notifyId, body, deliveries };
     // A resend under an existing id is a separate record; keyed so both stay visible.
     this.notifications.set(this.notifications.has(notifyId) ? `${notifyId}#${newId('ntf')}` : notifyId, n);
@@ -232,7 +250,9 @@ export class Notifier {
       if (await this.attempt(n, delivery, signal)) return;
     }
     delivery.status = 'GIVEN_UP';
-    this.log(`notification ${n.notifyId} (${n.kind} ${n.merchantOrder}) given up after ${delivery.attempts} attempts: ${delivery.lastError}`);
+    this.log(
+      `notification ${n.notifyId} (${n.kind} ${n.merchantOrder}) given up after ${delivery.attempts} attempts: ${delivery.lastError}`,
+    );
   }
 
   private async attempt(n: Notification, delivery: Delivery, signal: AbortSignal): Promise<boolean> {

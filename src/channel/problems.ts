@@ -19,7 +19,11 @@ const STATUS: Record<ChannelCode, number> = {
   REFUND_KEY_REUSED: 422,
 };
 
-export function channelProblem(code: ChannelCode, detail: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function channelProblem(
+  code: ChannelCode,
+  detail: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   // Extra members never shadow the RFC 9457 ones (as in platform/errors.ts problem()).
   return {
     ...extra,

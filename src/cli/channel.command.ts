@@ -58,16 +58,21 @@ function untilSignal(): Promise<NodeJS.Signals> {
 export async function channelCommand(argv: string[]): Promise<void> {
   const args = parseArgs(argv, ['control']);
   const unknown = [...args.flags.keys()].filter((name) => !KNOWN_FLAGS.has(name));
-  if (unknown.length > 0 || args.positional.length > 0) throw new UsageError(`unexpected ${[...unknown.map((n) => `--${n}`), ...args.positional].join(' ')}\n${USAGE}`);
+  if (unknown.length > 0 || args.positional.length > 0)
+    throw new UsageError(`unexpected ${[...unknown.map((n) => `--${n}`), ...args.positional].join(' ')}\n${USAGE}`);
   const config = loadConfig();
   const port = intFlag(args, 'port', config.channelPort);
   const host = stringFlag(args, 'host') ?? config.channelHost;
-  if (config.production && args.flags.has('control') && !config.controlToken) throw new UsageError('--control in production needs FLASHPAY_CONTROL_TOKEN');
+  if (config.production && args.flags.has('control') && !config.controlToken)
+    throw new UsageError('--control in production needs FLASHPAY_CONTROL_TOKEN');
   const databaseUrl = stringFlag(args, 'database-url') ?? (process.env.FLASHPAY_CHANNEL_DATABASE_URL || undefined);
   const { secret, generated } = await loadSecret(config.notifySecret, config.dataDir, 'notify');
   if (generated && config.production) throw new UsageError('FLASHPAY_NOTIFY_SECRET must be set in production');
   assertSecretStrength('FLASHPAY_NOTIFY_SECRET', secret);
-  if (generated) console.error(`FLASHPAY_NOTIFY_SECRET is not set: signing notifications with the development secret in ${config.dataDir}/notify.secret`);
+  if (generated)
+    console.error(
+      `FLASHPAY_NOTIFY_SECRET is not set: signing notifications with the development secret in ${config.dataDir}/notify.secret`,
+    );
 
   const ledger = databaseUrl ? await openLedger(databaseUrl) : undefined;
   const channel = await startChannel({
@@ -82,7 +87,10 @@ export async function channelCommand(argv: string[]): Promise<void> {
   });
   const storage = ledger ? `PostgreSQL ${new URL(databaseUrl ?? '').pathname.slice(1)}` : 'memory';
   if (port === 0) console.log(JSON.stringify({ channel: channel.url }));
-  else console.log(`flashpay channel listening on ${channel.url} (ledger in ${storage}${args.flags.has('control') ? ', control API on' : ''})`);
+  else
+    console.log(
+      `flashpay channel listening on ${channel.url} (ledger in ${storage}${args.flags.has('control') ? ', control API on' : ''})`,
+    );
 
   await untilSignal();
   await channel.close();

@@ -27,16 +27,31 @@ const log = (line: string) => process.stderr.write(`flashpay inventory: ${line}\
 export async function inventoryCommand(argv: string[]): Promise<void> {
   const args = parseArgs(argv, []);
   const unknown = [...args.flags.keys()].filter((name) => !KNOWN_FLAGS.has(name));
-  if (unknown.length > 0 || args.positional.length > 0) throw new UsageError(`unexpected ${[...unknown.map((n) => `--${n}`), ...args.positional].join(' ')}\n${USAGE}`);
+  if (unknown.length > 0 || args.positional.length > 0)
+    throw new UsageError(`unexpected ${[...unknown.map((n) => `--${n}`), ...args.positional].join(' ')}\n${USAGE}`);
   const config = loadConfig();
   const url = stringFlag(args, 'database-url') ?? config.databaseUrl;
   // The stock service shares the reservations the shops' order decider locks: it needs their database.
-  if (!url) throw new UsageError(`flashpay inventory needs --database-url or DATABASE_URL (the shops' database)\n${USAGE}`);
+  if (!url)
+    throw new UsageError(`flashpay inventory needs --database-url or DATABASE_URL (the shops' database)\n${USAGE}`);
   await migrate(url);
   const db = createPool(url, INVENTORY_POOL_SIZE);
   const secrets = await loadSecrets(config);
-  const deps: AppDeps = { db, clock: systemClock, config, signer: tokenSigner(secrets.jwt, tokenOptions(config)), notifySecret: secrets.notify, eventsSecret: secrets.events, channelUrl: '', notifyUrl: '' };
-  const app = buildHttp({ bodyLimitBytes: config.bodyLimitBytes, logLevel: config.logLevel, rateLimitPerMinute: config.rateLimitPerMinute });
+  const deps: AppDeps = {
+    db,
+    clock: systemClock,
+    config,
+    signer: tokenSigner(secrets.jwt, tokenOptions(config)),
+    notifySecret: secrets.notify,
+    eventsSecret: secrets.events,
+    channelUrl: '',
+    notifyUrl: '',
+  };
+  const app = buildHttp({
+    bodyLimitBytes: config.bodyLimitBytes,
+    logLevel: config.logLevel,
+    rateLimitPerMinute: config.rateLimitPerMinute,
+  });
   app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
   inventoryRoutes(app, deps);
   stockRoutes(app, deps);

@@ -34,7 +34,9 @@ async function main(): Promise<void> {
     process.stderr.write(USAGE);
     process.exit(name && name !== '--help' && name !== 'help' ? 2 : 0);
   }
-  await (await load())(rest);
+  await (
+    await load()
+  )(rest);
 }
 
 main().catch((error: unknown) => {
@@ -44,8 +46,12 @@ main().catch((error: unknown) => {
   }
   // Conditions a person can fix get one line; anything else is a bug and gets its stack.
   const e = error as NodeJS.ErrnoException & { address?: string; port?: number };
-  if (e.code === 'EADDRINUSE') process.stderr.write(`flashpay: ${e.address ?? ''}:${e.port ?? ''} is in use; choose another with --port / --channel-port (or FLASHPAY_PORT)\n`);
-  else if (e.code === 'ECONNREFUSED') process.stderr.write(`flashpay: cannot connect (${e.message}); is the database or the stack running?\n`);
+  if (e.code === 'EADDRINUSE')
+    process.stderr.write(
+      `flashpay: ${e.address ?? ''}:${e.port ?? ''} is in use; choose another with --port / --channel-port (or FLASHPAY_PORT)\n`,
+    );
+  else if (e.code === 'ECONNREFUSED')
+    process.stderr.write(`flashpay: cannot connect (${e.message}); is the database or the stack running?\n`);
   else process.stderr.write(`flashpay: ${e.stack ?? String(error)}\n`);
   process.exit(1);
 });

@@ -29,7 +29,10 @@ export async function connectOps(): Promise<Ops> {
   const config = loadConfig();
   const running = await readRuntime(config);
   const channelUrl = config.channelUrl ?? running?.channel;
-  if (!channelUrl) throw new UsageError('no payment channel: run `flashpay start` in this directory, or set FLASHPAY_CHANNEL_URL (and DATABASE_URL)');
+  if (!channelUrl)
+    throw new UsageError(
+      'no payment channel: run `flashpay start` in this directory, or set FLASHPAY_CHANNEL_URL (and DATABASE_URL)',
+    );
   const database = await openDatabase(config, (line) => process.stderr.write(`${line}\n`));
   const db = createPool(database.url, 10);
   const notify = await loadSecret(config.notifySecret, config.dataDir, 'notify');
@@ -37,7 +40,12 @@ export async function connectOps(): Promise<Ops> {
   return {
     config,
     db,
-    payments: { db, clock: systemClock, channel: channelClient(channelUrl, config.payTimeoutMs), notifyUrl: config.publicUrl || running ? notifyUrlFor(config, running?.api ?? '') : '' },
+    payments: {
+      db,
+      clock: systemClock,
+      channel: channelClient(channelUrl, config.payTimeoutMs),
+      notifyUrl: config.publicUrl || running ? notifyUrlFor(config, running?.api ?? '') : '',
+    },
     apiUrl: running?.api,
     channelUrl,
     notifySecret: notify.secret,

@@ -10,7 +10,8 @@ export async function reconcileCommand(argv: string[]): Promise<void> {
     const report = await reconcile(ops.db, ops.payments.channel);
     if (args.flags.has('json')) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else {
-      for (const m of report.mismatches) process.stdout.write(`mismatch ${m.order_id} ${m.status ?? '-'} ${m.class} ${m.detail}\n`);
+      for (const m of report.mismatches)
+        process.stdout.write(`mismatch ${m.order_id} ${m.status ?? '-'} ${m.class} ${m.detail}\n`);
       for (const p of report.pending_orders.slice(0, 20)) process.stdout.write(`pending ${p.order_id} ${p.status}\n`);
       process.stdout.write(`${summaryLine(report)}\n`);
     }

@@ -4,7 +4,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadSecret, tokenSigner, type TokenSigner } from '../platform/auth.ts';
 import { loadConfig, tokenOptions } from '../platform/config.ts';
-import { parseMix, planSim, runSeed002, SEED_SHAPE, Simulation, type Progress, type SimShape, type SimTarget } from '../sim/index.ts';
+import {
+  parseMix,
+  planSim,
+  runSeed002,
+  SEED_SHAPE,
+  Simulation,
+  type Progress,
+  type SimShape,
+  type SimTarget,
+} from '../sim/index.ts';
 import { launchStack } from '../stack.ts';
 import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
 
@@ -19,7 +28,9 @@ With --api it drives a running \`flashpay start --control\` (tokens signed with 
 function progressBar(p: Progress): void {
   const width = 30;
   const filled = p.total === 0 ? width : Math.round((p.done / p.total) * width);
-  process.stderr.write(`\r${p.phase.padEnd(11)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${p.done}/${p.total}   ${p.phase === 'done' ? '\n' : ''}`);
+  process.stderr.write(
+    `\r${p.phase.padEnd(11)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${p.done}/${p.total}   ${p.phase === 'done' ? '\n' : ''}`,
+  );
 }
 
 // Orders of at most 20 lines (the contract's limit).
@@ -28,7 +39,8 @@ const MAX_SIM_LINES = 20;
 function shareFlag(text: string | undefined): number {
   if (text === undefined) return 0;
   const share = Number(text);
-  if (!Number.isFinite(share) || share < 0 || share > 1) throw new UsageError(`--wallet-share takes a number from 0 to 1; got "${text}"`);
+  if (!Number.isFinite(share) || share < 0 || share > 1)
+    throw new UsageError(`--wallet-share takes a number from 0 to 1; got "${text}"`);
   return share;
 }
 
@@ -66,7 +78,8 @@ export async function simCommand(argv: string[]): Promise<void> {
   if (seedText === undefined || !/^\d+$/.test(seedText)) throw new UsageError(USAGE);
   const seed = Number(seedText);
   const shape = shapeFrom(args);
-  if ((shape.lines ?? 1) < 1 || (shape.lines ?? 1) > MAX_SIM_LINES) throw new UsageError(`--lines takes 1..${MAX_SIM_LINES}`);
+  if ((shape.lines ?? 1) < 1 || (shape.lines ?? 1) > MAX_SIM_LINES)
+    throw new UsageError(`--lines takes 1..${MAX_SIM_LINES}`);
   const plan = planSim(seed, shape);
   const tenant = stringFlag(args, 'tenant') ?? 'sim';
   const sku = `sim-${seed}-${randomBytes(3).toString('hex')}`;
@@ -79,13 +92,33 @@ export async function simCommand(argv: string[]): Promise<void> {
     const channel = stringFlag(args, 'channel');
     if (!channel) throw new UsageError('--api needs --channel (the channel must run with --control)');
     const config = loadConfig();
-    target = await targetOf(api, channel, tokenSigner((await loadSecret(config.jwtSecret, config.dataDir, 'jwt')).secret, tokenOptions(config)), tenant);
+    target = await targetOf(
+      api,
+      channel,
+      tokenSigner((await loadSecret(config.jwtSecret, config.dataDir, 'jwt')).secret, tokenOptions(config)),
+      tenant,
+    );
   } else {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-sim-'));
     await chmod(dir, 0o755);
-    const config = { ...loadConfig({ ...process.env, FLASHPAY_DATA_DIR: dir }), recoveryIntervalMs: 500, staleAfterMs: 2_000, relayIntervalMs: 100, logLevel: 'silent', channelUrl: undefined };
+    const config = {
+      ...loadConfig({ ...process.env, FLASHPAY_DATA_DIR: dir }),
+      recoveryIntervalMs: 500,
+      staleAfterMs: 2_000,
+      relayIntervalMs: 100,
+      logLevel: 'silent',
+      channelUrl: undefined,
+    };
     // Seed 002 drives every step itself (recovery runs on its command): no background loop races it.
-    const stack = await launchStack({ config, port: 0, channelPort: 0, control: true, workers: scenario === undefined, advertise: false, log: (line) => process.stderr.write(`sim: ${line}\n`) });
+    const stack = await launchStack({
+      config,
+      port: 0,
+      channelPort: 0,
+      control: true,
+      workers: scenario === undefined,
+      advertise: false,
+      log: (line) => process.stderr.write(`sim: ${line}\n`),
+    });
     target = await targetOf(stack.api, stack.channel, stack.signer, tenant);
     cleanup = async () => {
       await stack.stop();
@@ -95,13 +128,19 @@ export async function simCommand(argv: string[]): Promise<void> {
   try {
     if (scenario) {
       const report = await runSeed002(target, tenant, sku);
-      process.stdout.write(args.flags.has('json') ? `${JSON.stringify(report, null, 2)}\n` : `${report.lines.join('\n')}\n`);
+      process.stdout.write(
+        args.flags.has('json') ? `${JSON.stringify(report, null, 2)}\n` : `${report.lines.join('\n')}\n`,
+      );
       process.exitCode = report.ok ? 0 : 1;
       return;
     }
     const report = await new Simulation(target, plan, shape, sku, quiet ? undefined : progressBar).run();
-    process.stdout.write(args.flags.has('json') ? `${JSON.stringify({ ...report, plan }, null, 2)}\n` : `${report.lines.join('\n')}\n`);
-    if (!args.flags.has('json')) for (const m of report.reconciliation.mismatches) process.stdout.write(`mismatch ${m.order_id} ${m.status ?? '-'} ${m.class} ${m.detail}\n`);
+    process.stdout.write(
+      args.flags.has('json') ? `${JSON.stringify({ ...report, plan }, null, 2)}\n` : `${report.lines.join('\n')}\n`,
+    );
+    if (!args.flags.has('json'))
+      for (const m of report.reconciliation.mismatches)
+        process.stdout.write(`mismatch ${m.order_id} ${m.status ?? '-'} ${m.class} ${m.detail}\n`);
     process.exitCode = report.ok ? 0 : 1;
   } finally {
     await cleanup();

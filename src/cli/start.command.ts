@@ -12,11 +12,26 @@ export async function startCommand(argv: string[]): Promise<void> {
   const config = { ...loaded, production: loaded.production || args.flags.has('production') };
   const port = intFlag(args, 'port', config.port);
   // --port 0 means "pick free ports": the channel follows unless given its own.
-  const channelPort = args.flags.has('channel-port') ? intFlag(args, 'channel-port', config.channelPort) : port === 0 ? 0 : config.channelPort;
-  const stack = await launchStack({ config, port, channelPort, control: args.flags.has('control'), workers: !args.flags.has('no-workers'), advertise: true, log });
+  const channelPort = args.flags.has('channel-port')
+    ? intFlag(args, 'channel-port', config.channelPort)
+    : port === 0
+      ? 0
+      : config.channelPort;
+  const stack = await launchStack({
+    config,
+    port,
+    channelPort,
+    control: args.flags.has('control'),
+    workers: !args.flags.has('no-workers'),
+    advertise: true,
+    log,
+  });
 
   if (port === 0) process.stdout.write(`${JSON.stringify({ api: stack.api, channel: stack.channel })}\n`);
-  else process.stdout.write(`flashpay API      ${stack.api}  (OpenAPI at ${stack.api}/docs)\nflashpay channel  ${stack.channel}\n`);
+  else
+    process.stdout.write(
+      `flashpay API      ${stack.api}  (OpenAPI at ${stack.api}/docs)\nflashpay channel  ${stack.channel}\n`,
+    );
 
   let stopping = false;
   const stop = async () => {

@@ -48,9 +48,16 @@ export interface CallMeta {
   attempts: number;
 }
 
-export type Result<T> = ({ ok: true; data: T; problem?: undefined } | { ok: false; data?: undefined; problem: Problem }) & CallMeta;
+export type Result<T> = (
+  { ok: true; data: T; problem?: undefined } | { ok: false; data?: undefined; problem: Problem }
+) &
+  CallMeta;
 
-type Json<Op, Status extends number> = Op extends { responses: { [S in Status]: { content: { 'application/json': infer B } } } } ? B : never;
+type Json<Op, Status extends number> = Op extends {
+  responses: { [S in Status]: { content: { 'application/json': infer B } } };
+}
+  ? B
+  : never;
 
 export type CreateOrderRequest = NonNullable<operations['createOrder']['requestBody']>['content']['application/json'];
 export type CreatedOrder = Json<operations['createOrder'], 201>;
@@ -81,7 +88,9 @@ function retryAfterMs(response: Response, max: number): number | undefined {
  * a replay), and network errors of keyed or GET requests. Every retry sends the same request, the
  * same Idempotency-Key included.
  */
-export function retryingFetch(options: Pick<FlashpayClientOptions, 'maxAttempts' | 'maxRetryAfterMs' | 'backoffMs' | 'fetch'> = {}) {
+export function retryingFetch(
+  options: Pick<FlashpayClientOptions, 'maxAttempts' | 'maxRetryAfterMs' | 'backoffMs' | 'fetch'> = {},
+) {
   const send = options.fetch ?? fetch;
   const maxAttempts = options.maxAttempts ?? 4;
   const maxWait = options.maxRetryAfterMs ?? 5000;
@@ -100,10 +109,14 @@ export function retryingFetch(options: Pick<FlashpayClientOptions, 'maxAttempts'
       response[ATTEMPTS] = attempt;
       if (attempt >= maxAttempts) return response;
       const wait = retryAfterMs(response, maxWait);
-      const retriable = response.status === 503 || response.status === 429 || (response.status === 409 && isKeyed(input));
+      const retriable =
+        response.status === 503 || response.status === 429 || (response.status === 409 && isKeyed(input));
       if (!retriable || wait === undefined) return response;
       if (response.status === 409) {
-        const body = (await response.clone().json().catch(() => ({}))) as { code?: string };
+        const body = (await response
+          .clone()
+          .json()
+          .catch(() => ({}))) as { code?: string };
         if (body.code !== 'REQUEST_IN_PROGRESS') return response;
       }
       await response.body?.cancel();
@@ -123,7 +136,10 @@ function meta(response: Response, idempotencyKey?: string): CallMeta {
   };
 }
 
-function toResult<T>(outcome: { data?: unknown; error?: unknown; response: Response }, idempotencyKey?: string): Result<T> {
+function toResult<T>(
+  outcome: { data?: unknown; error?: unknown; response: Response },
+  idempotencyKey?: string,
+): Result<T> {
   if (outcome.response.ok) return { ok: true, data: outcome.data as T, ...meta(outcome.response, idempotencyKey) };
   return { ok: false, problem: outcome.error as Problem, ...meta(outcome.response, idempotencyKey) };
 }
@@ -153,7 +169,12 @@ export function createFlashpayClient(options: FlashpayClientOptions): FlashpayCl
     },
     async payOrder(orderId, callOptions = {}) {
       const key = callOptions.idempotencyKey ?? randomUUID();
-      return toResult(await raw.POST('/v1/orders/{id}/pay', { params: { path: { id: orderId }, header: { 'idempotency-key': key } } }), key);
+      return toResult(
+        await raw.POST('/v1/orders/{id}/pay', {
+          params: { path: { id: orderId }, header: { 'idempotency-key': key } },
+        }),
+        key,
+      );
     },
     async getOrder(orderId) {
       return toResult(await raw.GET('/v1/orders/{id}', { params: { path: { id: orderId } } }));
@@ -172,6 +193,17 @@ export function createFlashpayClient(options: FlashpayClientOptions): FlashpayCl
  * `header` (`Flashpay-Signature`) is a valid HMAC of the exact raw body under `secret`, made within
  * `toleranceSeconds` of now.
  */
-export function verifySignature(secret: string, header: string | null | undefined, rawBody: string | Buffer, options: { toleranceSeconds?: number; nowSeconds?: number } = {}): boolean {
-  return verify(secret, header ?? undefined, typeof rawBody === 'string' ? rawBody : rawBody.toString('utf8'), options.toleranceSeconds ?? 300, options.nowSeconds ?? Math.floor(Date.now() / 1000)).ok;
+export function verifySignature(
+  secret: string,
+  header: string | null | undefined,
+  rawBody: string | Buffer,
+  options: { toleranceSeconds?: number; nowSeconds?: number } = {},
+): boolean {
+  return verify(
+    secret,
+    header ?? undefined,
+    typeof rawBody === 'string' ? rawBody : rawBody.toString('utf8'),
+    options.toleranceSeconds ?? 300,
+    options.nowSeconds ?? Math.floor(Date.now() / 1000),
+  ).ok;
 }

@@ -7,4 +7,3 @@ export { findFulfillmentView, type FulfillmentView };
 export function fulfillmentAdminView(db: Executor, orderId: string): Promise<FulfillmentView | null> {
   return findFulfillmentView(db, orderId);
 }
-

@@ -13,8 +13,17 @@ export function parseEvent(text: string): OutboxEvent {
   const { event_id, order_id, event_type, order_version, payload } = value;
   if (!isBoundedString(event_id)) throw new Error('event_id must be a string of 1..64 characters');
   if (!isBoundedString(order_id)) throw new Error('order_id must be a string of 1..64 characters');
-  if (typeof event_type !== 'string' || !isEventType(event_type)) throw new Error(`unknown event_type ${JSON.stringify(event_type)}`);
-  if (!Number.isInteger(order_version) || (order_version as number) < 1) throw new Error('order_version must be a positive integer');
-  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new Error('payload must be an object');
-  return { event_id, order_id, event_type, order_version: order_version as number, payload: payload as Record<string, unknown> };
+  if (typeof event_type !== 'string' || !isEventType(event_type))
+    throw new Error(`unknown event_type ${JSON.stringify(event_type)}`);
+  if (!Number.isInteger(order_version) || (order_version as number) < 1)
+    throw new Error('order_version must be a positive integer');
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload))
+    throw new Error('payload must be an object');
+  return {
+    event_id,
+    order_id,
+    event_type,
+    order_version: order_version as number,
+    payload: payload as Record<string, unknown>,
+  };
 }

@@ -10,7 +10,10 @@ export type ArrivalOutcome = Effect | 'ERROR';
 export async function tryRegisterInbox(tx: Tx, eventId: string, now: Date): Promise<boolean> {
   // A concurrent insert of the same id waits on the primary key until the first commits, then
   // conflicts; so of N simultaneous copies exactly one registers.
-  const result = await tx.query(`INSERT INTO ful_inbox (event_id, received_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [eventId, now]);
+  const result = await tx.query(
+    `INSERT INTO ful_inbox (event_id, received_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+    [eventId, now],
+  );
   return result.rowCount === 1;
 }
 
@@ -41,7 +44,13 @@ export async function tryAdvance(tx: Tx, advance: Advance): Promise<boolean> {
   return result.rowCount === 1;
 }
 
-export async function recordArrival(db: Executor, event: OutboxEvent, outcome: ArrivalOutcome, now: Date, detail?: string): Promise<void> {
+export async function recordArrival(
+  db: Executor,
+  event: OutboxEvent,
+  outcome: ArrivalOutcome,
+  now: Date,
+  detail?: string,
+): Promise<void> {
   await db.query(
     `INSERT INTO ful_received (event_id, order_id, event_type, version, effect, detail, at)
      VALUES ($1, $2, $3, $4, $5, left($6, 2000), $7)`,
@@ -84,6 +93,9 @@ export async function findFulfillmentView(db: Executor, orderId: string): Promis
      FROM ful_received WHERE order_id = $1 AND effect <> 'ERROR' ORDER BY id LIMIT $2`,
     [orderId, MAX_ARRIVALS_LISTED],
   );
-  const failed = await db.query<{ n: number }>(`SELECT count(*) AS n FROM ful_received WHERE order_id = $1 AND effect = 'ERROR'`, [orderId]);
+  const failed = await db.query<{ n: number }>(
+    `SELECT count(*) AS n FROM ful_received WHERE order_id = $1 AND effect = 'ERROR'`,
+    [orderId],
+  );
   return { ...state, arrivals: arrivals.rows, failed_arrivals: failed.rows[0]?.n ?? 0 };
 }

@@ -32,7 +32,13 @@ export const fulfillmentRoutes: FastifyPluginAsync<FulfillmentRoutesOptions> = a
   async function verify(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const header = request.headers[SIGNATURE_HEADER];
     const nowSeconds = Math.floor(clock.now().getTime() / 1000);
-    const check = verifySignature(options.secret, typeof header === 'string' ? header : undefined, request.rawBody ?? '', toleranceSeconds, nowSeconds);
+    const check = verifySignature(
+      options.secret,
+      typeof header === 'string' ? header : undefined,
+      request.rawBody ?? '',
+      toleranceSeconds,
+      nowSeconds,
+    );
     if (!check.ok) throw new AppError('BAD_SIGNATURE', check.reason);
   }
 

@@ -1,5 +1,12 @@
 import { Type } from 'typebox';
-import { ADMIN_AUTH, jsonAnswer, openapiResponses, problemAnswers, SIGNATURE_DESCRIPTION, stringEnum } from '../platform/openapi.ts';
+import {
+  ADMIN_AUTH,
+  jsonAnswer,
+  openapiResponses,
+  problemAnswers,
+  SIGNATURE_DESCRIPTION,
+  stringEnum,
+} from '../platform/openapi.ts';
 import { PARAM_ERRORS } from '../platform/openapi.ts';
 import { EVENT_TYPES } from '../outbox/index.ts';
 import { EFFECTS } from './fulfillment.repo.ts';
@@ -9,16 +16,39 @@ const AT_EXAMPLE = '2026-11-30T18:00:00.000Z';
 /** The wire shape of an order event, as the relay's http sink delivers it. */
 export const OrderEventBody = Type.Object(
   {
-    event_id: Type.String({ minLength: 1, maxLength: 64, description: 'the dedup key: the same event may arrive more than once' }),
+    event_id: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description: 'the dedup key: the same event may arrive more than once',
+    }),
     order_id: Type.String({ minLength: 1, maxLength: 64 }),
     event_type: stringEnum(EVENT_TYPES),
-    order_version: Type.Integer({ minimum: 1, description: 'the order’s version after the transition; older versions are STALE' }),
-    payload: Type.Object({}, { additionalProperties: true, description: 'the transition: order fields at that version' }),
+    order_version: Type.Integer({
+      minimum: 1,
+      description: 'the order’s version after the transition; older versions are STALE',
+    }),
+    payload: Type.Object(
+      {},
+      { additionalProperties: true, description: 'the transition: order fields at that version' },
+    ),
   },
-  { examples: [{ event_id: '42', order_id: 'ord_7c1e2b9f4a', event_type: 'ORDER_PAID', order_version: 3, payload: { status: 'PAID', amount: 1990 } }] },
+  {
+    examples: [
+      {
+        event_id: '42',
+        order_id: 'ord_7c1e2b9f4a',
+        event_type: 'ORDER_PAID',
+        order_version: 3,
+        payload: { status: 'PAID', amount: 1990 },
+      },
+    ],
+  },
 );
 
-const EventAnswer = Type.Object({ effect: stringEnum(EFFECTS, { description: 'all three acknowledge the event: the sender stops retrying' }) }, { additionalProperties: false });
+const EventAnswer = Type.Object(
+  { effect: stringEnum(EFFECTS, { description: 'all three acknowledge the event: the sender stops retrying' }) },
+  { additionalProperties: false },
+);
 
 const eventResponses = {
   200: jsonAnswer('Durably handled', EventAnswer, { example: { effect: 'APPLIED' } }),
@@ -51,7 +81,13 @@ export const orderEventWebhook = {
 };
 
 const Arrival = Type.Object(
-  { event_id: Type.String(), event_type: Type.String(), version: Type.Integer(), effect: stringEnum(EFFECTS), at: Type.String({ format: 'date-time' }) },
+  {
+    event_id: Type.String(),
+    event_type: Type.String(),
+    version: Type.Integer(),
+    effect: stringEnum(EFFECTS),
+    at: Type.String({ format: 'date-time' }),
+  },
   { additionalProperties: false },
 );
 

@@ -10,7 +10,13 @@ export type ConsumeFn = (db: Db, event: OutboxEvent, clock?: Clock) => Promise<E
 async function decideEffect(tx: Tx, event: OutboxEvent, now: Date): Promise<Effect> {
   if (!(await tryRegisterInbox(tx, event.event_id, now))) return 'DUPLICATE';
   const ships = event.event_type === 'ORDER_PAID' ? 1 : 0;
-  const advanced = await tryAdvance(tx, { orderId: event.order_id, version: event.order_version, eventType: event.event_type, ships, now });
+  const advanced = await tryAdvance(tx, {
+    orderId: event.order_id,
+    version: event.order_version,
+    eventType: event.event_type,
+    ships,
+    now,
+  });
   return advanced ? 'APPLIED' : 'STALE';
 }
 

@@ -3,5 +3,10 @@ export { consume, type ConsumeFn } from './fulfillment.service.ts';
 export { fulfillmentRoutes, type FulfillmentRoutesOptions } from './fulfillment.routes.ts';
 export { fulfillmentAdminView, findFulfillmentView, type FulfillmentView } from './fulfillment.admin.ts';
 export { EFFECTS, type Effect } from './fulfillment.repo.ts';
-export { startAmqpConsumer, startBrokerConsumerFromConfig, startJetStreamConsumer, type RunningConsumer } from './consumers/index.ts';
+export {
+  startAmqpConsumer,
+  startBrokerConsumerFromConfig,
+  startJetStreamConsumer,
+  type RunningConsumer,
+} from './consumers/index.ts';
 export { fulfillmentViewSchema, orderEventWebhook } from './fulfillment.schemas.ts';

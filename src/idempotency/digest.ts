@@ -12,7 +12,9 @@ export function canonicalJson(value: unknown): string {
 
 /** Digest of the validated request (body with defaults applied, plus path parameters). Version-tagged. */
 export function requestDigest(operation: string, params: Record<string, unknown>, body: unknown): string {
-  return createHash('sha256').update(`v1\n${operation}\n${canonicalJson(params)}\n${canonicalJson(body)}`).digest('hex');
+  return createHash('sha256')
+    .update(`v1\n${operation}\n${canonicalJson(params)}\n${canonicalJson(body)}`)
+    .digest('hex');
 }
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;

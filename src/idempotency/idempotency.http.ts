@@ -11,8 +11,10 @@ import type { KeyedResult } from './idempotency.service.ts';
  */
 export function idempotencyKeyOf(request: FastifyRequest, reply: FastifyReply): string {
   const raw = request.headers['idempotency-key'];
-  if (raw === undefined || raw === '') throw new AppError('IDEMPOTENCY_KEY_MISSING', 'the Idempotency-Key header is required on this route');
-  if (typeof raw !== 'string' || !isValidKey(raw)) throw new AppError('IDEMPOTENCY_KEY_INVALID', 'Idempotency-Key must be 1..255 visible ASCII characters');
+  if (raw === undefined || raw === '')
+    throw new AppError('IDEMPOTENCY_KEY_MISSING', 'the Idempotency-Key header is required on this route');
+  if (typeof raw !== 'string' || !isValidKey(raw))
+    throw new AppError('IDEMPOTENCY_KEY_INVALID', 'Idempotency-Key must be 1..255 visible ASCII characters');
   reply.header('Idempotent-Replayed', 'false');
   return raw;
 }

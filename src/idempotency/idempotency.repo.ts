@@ -29,7 +29,13 @@ const scopeParams = (s: KeyScope) => [s.tenantId, s.userId, s.operation, s.key];
  * a second INSERT waits on the first's uncommitted row (bounded by lock_timeout) and then either
  * inserts (the first rolled back) or does nothing (it committed). True means we own the key.
  */
-export async function tryInsertKey(tx: Tx, scope: KeyScope, digest: string, now: Date, lockedUntil: Date): Promise<boolean> {
+export async function tryInsertKey(
+  tx: Tx,
+  scope: KeyScope,
+  digest: string,
+  now: Date,
+  lockedUntil: Date,
+): Promise<boolean> {
   // Named statements are prepared once per connection: these run on every keyed request.
   const result = await tx.query({
     name: 'idempotency-insert',
@@ -41,13 +47,27 @@ export async function tryInsertKey(tx: Tx, scope: KeyScope, digest: string, now:
 }
 
 export async function findKey(db: Executor, scope: KeyScope): Promise<KeyRecord | undefined> {
-  const result = await db.query<{ request_digest: string; state: 'PROCESSING' | 'DONE'; response_status: number | null; response_body: string | null; response_location: string | null; locked_until: Date | null }>(
+  const result = await db.query<{
+    request_digest: string;
+    state: 'PROCESSING' | 'DONE';
+    response_status: number | null;
+    response_body: string | null;
+    response_location: string | null;
+    locked_until: Date | null;
+  }>(
     `SELECT request_digest, state, response_status, response_body, response_location, locked_until FROM idempotency_keys WHERE ${SCOPE}`,
     scopeParams(scope),
   );
   const row = result.rows[0];
   if (!row) return undefined;
-  const response = row.response_status === null ? undefined : { status: row.response_status, body: row.response_body ?? '', ...(row.response_location ? { location: row.response_location } : {}) };
+  const response =
+    row.response_status === null
+      ? undefined
+      : {
+          status: row.response_status,
+          body: row.response_body ?? '',
+          ...(row.response_location ? { location: row.response_location } : {}),
+        };
   return { digest: row.request_digest, state: row.state, response, lockedUntil: row.locked_until };
 }
 
@@ -59,7 +79,8 @@ export async function completeKey(tx: Tx, scope: KeyScope, response: StoredRespo
            WHERE ${SCOPE} AND state = 'PROCESSING'`,
     values: [...scopeParams(scope), response.status, response.body, response.location ?? null, now],
   });
-  if (result.rowCount !== 1) throw new Error(`idempotency key ${scope.operation}/${scope.key} was not PROCESSING when completed`);
+  if (result.rowCount !== 1)
+    throw new Error(`idempotency key ${scope.operation}/${scope.key} was not PROCESSING when completed`);
 }
 
 /** Takes over a PROCESSING key whose owner's lease ran out (its process died mid-way). */
@@ -90,7 +111,11 @@ export async function purgeCompletedKeysBatch(db: Executor, olderThan: Date, lim
 }
 
 /** Purges completed keys past the retention, batch after batch, until none is left or the pass budget is spent. */
-export async function purgeCompletedKeys(db: Executor, olderThan: Date, budgetMs = PURGE_PASS_BUDGET_MS): Promise<number> {
+export async function purgeCompletedKeys(
+  db: Executor,
+  olderThan: Date,
+  budgetMs = PURGE_PASS_BUDGET_MS,
+): Promise<number> {
   const deadline = Date.now() + budgetMs;
   let total = 0;
   for (;;) {

@@ -1,7 +1,15 @@
 import { inTx, pgCode, sleep, type Db, type Tx } from '../platform/db.ts';
 import type { Clock } from '../platform/clock.ts';
 import { AppError } from '../platform/errors.ts';
-import { completeKey, findKey, tryInsertKey, tryTakeOverKey, type KeyRecord, type KeyScope, type StoredResponse } from './idempotency.repo.ts';
+import {
+  completeKey,
+  findKey,
+  tryInsertKey,
+  tryTakeOverKey,
+  type KeyRecord,
+  type KeyScope,
+  type StoredResponse,
+} from './idempotency.repo.ts';
 
 export interface KeyedDeps {
   db: Db;
@@ -42,11 +50,17 @@ const POLL_MS = 25;
 const LOCK_NOT_AVAILABLE = '55P03';
 
 function inProgress(): AppError {
-  return new AppError('REQUEST_IN_PROGRESS', 'a request with this Idempotency-Key is still being processed; retry later', {}, { 'Retry-After': '1' });
+  return new AppError(
+    'REQUEST_IN_PROGRESS',
+    'a request with this Idempotency-Key is still being processed; retry later',
+    {},
+    { 'Retry-After': '1' },
+  );
 }
 
 function replay(record: KeyRecord, digest: string): KeyedResult | undefined {
-  if (record.digest !== digest) throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
+  if (record.digest !== digest)
+    throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
   return record.state === 'DONE' && record.response ? { ...record.response, replayed: true } : undefined;
 }
 
@@ -69,7 +83,8 @@ async function claim(deps: KeyedDeps, op: KeyedOperation): Promise<Claim> {
       // statement sees it. Compare digests before anything else: a reused key has no side effect.
       const record = await findKey(tx, op.scope);
       if (!record) throw new Error('idempotency key vanished');
-      if (record.digest !== op.digest) throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
+      if (record.digest !== op.digest)
+        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
       return { owned: false, record } as const;
     },
     { lockTimeoutMs: deps.waitMs },
@@ -129,7 +144,13 @@ async function waitForSameKey(previous: Promise<unknown>, waitMs: number): Promi
   const expired = new Promise<'expired'>((resolve) => {
     timer = setTimeout(() => resolve('expired'), waitMs);
   });
-  const outcome = await Promise.race([previous.then(() => 'done' as const, () => 'done' as const), expired]);
+  const outcome = await Promise.race([
+    previous.then(
+      () => 'done' as const,
+      () => 'done' as const,
+    ),
+    expired,
+  ]);
   clearTimeout(timer);
   if (outcome === 'expired') throw inProgress();
 }

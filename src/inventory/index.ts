@@ -1,8 +1,29 @@
 // The inventory domain's public surface: SKUs, reservations and their counters. Other modules
 // move stock only through these functions; the tables (skus, reservations, user_holdings) are ours.
-export { findReservation, findSku, lockReservations, reserve, skuKey, tryConfirm, tryExpireNow, tryRelease, tryUnconfirm } from './inventory.repo.ts';
+export {
+  findReservation,
+  findSku,
+  lockReservations,
+  reserve,
+  skuKey,
+  tryConfirm,
+  tryExpireNow,
+  tryRelease,
+  tryUnconfirm,
+} from './inventory.repo.ts';
 export { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';
 export { inventoryRoutes } from './inventory.routes.ts';
 export type { Reservation, ReservationStatus, ReserveRequest, ReserveResult, Sku } from './inventory.types.ts';
 export { listCatalogue, type CatalogueEntry } from './inventory.catalogue.ts';
-export { applyStockBatch, claimStockResults, failStockResult, listParkedStock, markStockResultsSent, parkStockResult, receiveStockRequests, STOCK_BATCH, STOCK_REQUEST_KINDS, type StockRequest } from './stock.service.ts';
+export {
+  applyStockBatch,
+  claimStockResults,
+  failStockResult,
+  listParkedStock,
+  markStockResultsSent,
+  parkStockResult,
+  receiveStockRequests,
+  STOCK_BATCH,
+  STOCK_REQUEST_KINDS,
+  type StockRequest,
+} from './stock.service.ts';

@@ -96,12 +96,28 @@ export async function findSku(db: Executor, tenantId: string, sku: string): Prom
 }
 
 export async function findReservation(db: Executor, tenantId: string, key: string): Promise<Reservation | undefined> {
-  const result = await db.query<{ user_id: string; sku: string; quantity: number; status: ReservationStatus; expires_at: Date }>(
-    'SELECT user_id, sku, quantity, status, expires_at FROM reservations WHERE tenant_id = $1 AND request_key = $2',
-    [tenantId, key],
-  );
+  const result = await db.query<{
+    user_id: string;
+    sku: string;
+    quantity: number;
+    status: ReservationStatus;
+    expires_at: Date;
+  }>('SELECT user_id, sku, quantity, status, expires_at FROM reservations WHERE tenant_id = $1 AND request_key = $2', [
+    tenantId,
+    key,
+  ]);
   const row = result.rows[0];
-  return row && { tenantId, key, userId: row.user_id, sku: row.sku, quantity: row.quantity, status: row.status, expiresAt: row.expires_at };
+  return (
+    row && {
+      tenantId,
+      key,
+      userId: row.user_id,
+      sku: row.sku,
+      quantity: row.quantity,
+      status: row.status,
+      expiresAt: row.expires_at,
+    }
+  );
 }
 
 /**
@@ -110,11 +126,26 @@ export async function findReservation(db: Executor, tenantId: string, key: strin
  * under it (the expiry sweep skips locked rows), so a confirm or release it decides must succeed.
  */
 export async function lockReservations(tx: Tx, tenantId: string, keys: readonly string[]): Promise<Reservation[]> {
-  const result = await tx.query<{ request_key: string; user_id: string; sku: string; quantity: number; status: ReservationStatus; expires_at: Date }>(
+  const result = await tx.query<{
+    request_key: string;
+    user_id: string;
+    sku: string;
+    quantity: number;
+    status: ReservationStatus;
+    expires_at: Date;
+  }>(
     'SELECT request_key, user_id, sku, quantity, status, expires_at FROM reservations WHERE tenant_id = $1 AND request_key = ANY($2::text[]) ORDER BY request_key FOR UPDATE',
     [tenantId, keys],
   );
-  return result.rows.map((row) => ({ tenantId, key: row.request_key, userId: row.user_id, sku: row.sku, quantity: row.quantity, status: row.status, expiresAt: row.expires_at }));
+  return result.rows.map((row) => ({
+    tenantId,
+    key: row.request_key,
+    userId: row.user_id,
+    sku: row.sku,
+    quantity: row.quantity,
+    status: row.status,
+    expiresAt: row.expires_at,
+  }));
 }
 
 /**
@@ -142,7 +173,12 @@ async function tryTakeAndHold(tx: Tx, request: ReserveRequest, now: Date): Promi
  * then the holding row's conditional upsert (4), then the HELD reservation. On the limit the stock
  * is given back in the same transaction, so USER_LIMIT moves no counter.
  */
-async function tryTakeWithinLimit(tx: Tx, request: ReserveRequest, limit: number, now: Date): Promise<Date | 'SOLD_OUT' | 'USER_LIMIT'> {
+async function tryTakeWithinLimit(
+  tx: Tx,
+  request: ReserveRequest,
+  limit: number,
+  now: Date,
+): Promise<Date | 'SOLD_OUT' | 'USER_LIMIT'> {
   const taken = await tx.query<{ hold_ttl_ms: number }>({
     name: 'reserve-take-stock',
     text: `UPDATE skus SET available = available - $3, held = held + $3 WHERE tenant_id = $1 AND sku = $2 AND available >= $3 RETURNING hold_ttl_ms`,
@@ -190,12 +226,22 @@ async function subtractHolding(tx: Tx, tenantId: string, sku: string, userId: st
   );
 }
 
-async function reserveOne(tx: Tx, request: ReserveRequest, limit: number | null, now: Date, freshKey: boolean): Promise<ReserveResult> {
+async function reserveOne(
+  tx: Tx,
+  request: ReserveRequest,
+  limit: number | null,
+  now: Date,
+  freshKey: boolean,
+): Promise<ReserveResult> {
   if (!freshKey) {
     const existing = await findReservation(tx, request.tenantId, request.key);
-    if (existing) return { key: request.key, outcome: 'HELD', existingStatus: existing.status, expiresAt: existing.expiresAt };
+    if (existing)
+      return { key: request.key, outcome: 'HELD', existingStatus: existing.status, expiresAt: existing.expiresAt };
   }
-  const outcome = limit === null ? ((await tryTakeAndHold(tx, request, now)) ?? 'SOLD_OUT') : await tryTakeWithinLimit(tx, request, limit, now);
+  const outcome =
+    limit === null
+      ? ((await tryTakeAndHold(tx, request, now)) ?? 'SOLD_OUT')
+      : await tryTakeWithinLimit(tx, request, limit, now);
   if (outcome === 'SOLD_OUT' || outcome === 'USER_LIMIT') return { key: request.key, outcome };
   return { key: request.key, outcome: 'HELD', expiresAt: outcome };
 }
@@ -215,7 +261,12 @@ export interface ReserveOptions {
  * key seen before answers with its reservation instead of taking stock again. Taking a batch lets
  * a later single-writer-per-SKU path reserve for many queued buyers in one transaction.
  */
-export async function reserve(tx: Tx, requests: readonly ReserveRequest[], now: Date, options: ReserveOptions = {}): Promise<ReserveResult[]> {
+export async function reserve(
+  tx: Tx,
+  requests: readonly ReserveRequest[],
+  now: Date,
+  options: ReserveOptions = {},
+): Promise<ReserveResult[]> {
   const limits = new Map<string, number | null>();
   const results: ReserveResult[] = new Array<ReserveResult>(requests.length);
   // SKU rows are locked in (tenant, sku) order (lock order 3); results keep the callers' order.
@@ -227,7 +278,10 @@ export async function reserve(tx: Tx, requests: readonly ReserveRequest[], now: 
       const known = options.limits?.get(key);
       if (known !== undefined) limits.set(key, known);
       else {
-        const row = await tx.query<{ per_user_limit: number | null }>('SELECT per_user_limit FROM skus WHERE tenant_id = $1 AND sku = $2', [request.tenantId, request.sku]);
+        const row = await tx.query<{ per_user_limit: number | null }>(
+          'SELECT per_user_limit FROM skus WHERE tenant_id = $1 AND sku = $2',
+          [request.tenantId, request.sku],
+        );
         limits.set(key, row.rows[0]?.per_user_limit ?? null);
       }
     }
@@ -245,8 +299,17 @@ function compareSkus(a: ReserveRequest, b: ReserveRequest): number {
  * HELD → CONFIRMED or HELD → RELEASED, moving the counters in the same statement. Acts only on a
  * HELD reservation and reports whether it did: callers decide from that, never assume.
  */
-async function tryFinishHeld(tx: Tx, tenantId: string, key: string, to: 'CONFIRMED' | 'RELEASED', now: Date): Promise<boolean> {
-  const counters = to === 'CONFIRMED' ? 'held = s.held - r.quantity, confirmed = s.confirmed + r.quantity' : 'held = s.held - r.quantity, available = s.available + r.quantity, released = s.released + r.quantity';
+async function tryFinishHeld(
+  tx: Tx,
+  tenantId: string,
+  key: string,
+  to: 'CONFIRMED' | 'RELEASED',
+  now: Date,
+): Promise<boolean> {
+  const counters =
+    to === 'CONFIRMED'
+      ? 'held = s.held - r.quantity, confirmed = s.confirmed + r.quantity'
+      : 'held = s.held - r.quantity, available = s.available + r.quantity, released = s.released + r.quantity';
   const result = await tx.query<{ user_id: string; sku: string; quantity: number }>(
     `WITH r AS (
        UPDATE reservations SET status = $3, updated_at = $4
@@ -315,7 +378,10 @@ export async function releaseExpiredBatch(tx: Tx, now: Date, tenantId?: string):
 
 /** Moves a HELD reservation's expiry to now (an operator releasing a hold early); the sweep does the rest. */
 export async function tryExpireNow(db: Executor, tenantId: string, key: string, now: Date): Promise<boolean> {
-  const result = await db.query(`UPDATE reservations SET expires_at = $3 WHERE tenant_id = $1 AND request_key = $2 AND status = 'HELD'`, [tenantId, key, now]);
+  const result = await db.query(
+    `UPDATE reservations SET expires_at = $3 WHERE tenant_id = $1 AND request_key = $2 AND status = 'HELD'`,
+    [tenantId, key, now],
+  );
   return result.rowCount === 1;
 }
 

@@ -3,23 +3,47 @@ import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts';
 import { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView, updateSku } from './inventory.service.ts';
 
-import { createSkuSchema, getSkuSchema, patchSkuSchema, runExpirySchema, type PatchSkuBody, type SkuBody } from './inventory.schemas.ts';
+import {
+  createSkuSchema,
+  getSkuSchema,
+  patchSkuSchema,
+  runExpirySchema,
+  type PatchSkuBody,
+  type SkuBody,
+} from './inventory.schemas.ts';
 
 export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
   const admin = requirePrincipal(deps.signer, 'admin');
 
-  app.post<{ Body: SkuBody }>('/v1/admin/skus', { onRequest: admin, schema: createSkuSchema }, async (request, reply) => {
-    const b = request.body;
-    const sku = await createSku(
-      deps.db,
-      { tenantId: principalOf(request).tenantId, sku: b.sku, name: b.name, price: b.price, stock: b.stock, perUserLimit: b.per_user_limit ?? null, holdTtlMs: b.hold_ttl_ms ?? DEFAULT_HOLD_TTL_MS },
-      deps.clock,
-    );
-    return reply.code(201).header('Location', `/v1/admin/skus/${encodeURIComponent(sku.sku)}`).send(skuView(sku));
-  });
+  app.post<{ Body: SkuBody }>(
+    '/v1/admin/skus',
+    { onRequest: admin, schema: createSkuSchema },
+    async (request, reply) => {
+      const b = request.body;
+      const sku = await createSku(
+        deps.db,
+        {
+          tenantId: principalOf(request).tenantId,
+          sku: b.sku,
+          name: b.name,
+          price: b.price,
+          stock: b.stock,
+          perUserLimit: b.per_user_limit ?? null,
+          holdTtlMs: b.hold_ttl_ms ?? DEFAULT_HOLD_TTL_MS,
+        },
+        deps.clock,
+      );
+      return reply
+        .code(201)
+        .header('Location', `/v1/admin/skus/${encodeURIComponent(sku.sku)}`)
+        .send(skuView(sku));
+    },
+  );
 
-  app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku', { onRequest: admin, schema: getSkuSchema }, async (request) =>
-    skuView(await getSku(deps.db, principalOf(request).tenantId, request.params.sku)),
+  app.get<{ Params: { sku: string } }>(
+    '/v1/admin/skus/:sku',
+    { onRequest: admin, schema: getSkuSchema },
+    async (request) => skuView(await getSku(deps.db, principalOf(request).tenantId, request.params.sku)),
   );
 
   // A price or name change alters no existing order: each order line keeps its snapshot.
@@ -28,7 +52,11 @@ export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
     { onRequest: admin, schema: patchSkuSchema },
     async (request) => {
       const b = request.body;
-      const change = { ...(b.price !== undefined ? { price: b.price } : {}), ...(b.name !== undefined ? { name: b.name } : {}), ...(b.add_stock !== undefined ? { addStock: b.add_stock } : {}) };
+      const change = {
+        ...(b.price !== undefined ? { price: b.price } : {}),
+        ...(b.name !== undefined ? { name: b.name } : {}),
+        ...(b.add_stock !== undefined ? { addStock: b.add_stock } : {}),
+      };
       return skuView(await updateSku(deps.db, principalOf(request).tenantId, request.params.sku, change));
     },
   );

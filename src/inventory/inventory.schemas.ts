@@ -13,16 +13,32 @@ export const SKU_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$';
 
 export const SkuBody = Type.Object(
   {
-    sku: Type.String({ minLength: 1, maxLength: 64, pattern: SKU_PATTERN, description: 'a letter or digit, then letters, digits, `.`, `_`, `:` or `-`; unique per tenant' }),
+    sku: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      pattern: SKU_PATTERN,
+      description: 'a letter or digit, then letters, digits, `.`, `_`, `:` or `-`; unique per tenant',
+    }),
     name: Type.String({ minLength: 1, maxLength: 200 }),
     // Free items are refused: the provider refuses a charge of 0, so a price-0 order could never
     // be paid and would end FAILED (docs/security.md).
     price: Type.Integer({ minimum: 1, maximum: MAX_PRICE, description: 'minor units, at least 1' }),
     stock: Type.Integer({ minimum: 0, maximum: MAX_STOCK }),
-    per_user_limit: Type.Optional(nullable(Type.Integer({ minimum: 1, description: 'units one buyer may hold or own; null: no limit' }))),
-    hold_ttl_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 * 1000, description: 'how long a reservation is held (default 60000)' })),
+    per_user_limit: Type.Optional(
+      nullable(Type.Integer({ minimum: 1, description: 'units one buyer may hold or own; null: no limit' })),
+    ),
+    hold_ttl_ms: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 7 * 24 * 3600 * 1000,
+        description: 'how long a reservation is held (default 60000)',
+      }),
+    ),
   },
-  { additionalProperties: false, examples: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', price: 1990, stock: 100, per_user_limit: 2 }] },
+  {
+    additionalProperties: false,
+    examples: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', price: 1990, stock: 100, per_user_limit: 2 }],
+  },
 );
 export type SkuBody = Static<typeof SkuBody>;
 
@@ -42,7 +58,18 @@ export const SkuView = Type.Object(
   { additionalProperties: false },
 );
 
-const skuExample = { sku: 'tee-black-m', name: 'T-shirt, black, M', price: 1990, per_user_limit: 2, hold_ttl_ms: 60000, total: 100, available: 97, held: 2, confirmed: 1, released: 4 };
+const skuExample = {
+  sku: 'tee-black-m',
+  name: 'T-shirt, black, M',
+  price: 1990,
+  per_user_limit: 2,
+  hold_ttl_ms: 60000,
+  total: 100,
+  available: 97,
+  held: 2,
+  confirmed: 1,
+  released: 4,
+};
 const SkuParams = Type.Object({ sku: Type.String({ minLength: 1, maxLength: 64, examples: ['tee-black-m'] }) });
 
 export const createSkuSchema = {
@@ -52,7 +79,10 @@ export const createSkuSchema = {
   tags: ['admin'],
   body: SkuBody,
   response: {
-    201: jsonAnswer('The SKU', SkuView, { headers: { Location: { ...HEADERS.location, example: '/v1/admin/skus/tee-black-m' } }, example: { ...skuExample, available: 100, held: 0, confirmed: 0, released: 0 } }),
+    201: jsonAnswer('The SKU', SkuView, {
+      headers: { Location: { ...HEADERS.location, example: '/v1/admin/skus/tee-black-m' } },
+      example: { ...skuExample, available: 100, held: 0, confirmed: 0, released: 0 },
+    }),
     ...problemAnswers([...BODY_ERRORS, ...ADMIN_AUTH, 'SKU_EXISTS']),
   },
 };
@@ -63,7 +93,10 @@ export const getSkuSchema = {
   description: '`total = available + held + confirmed` at every commit.',
   tags: ['admin'],
   params: SkuParams,
-  response: { 200: jsonAnswer('The SKU', SkuView, { example: skuExample }), ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH, 'SKU_NOT_FOUND']) },
+  response: {
+    200: jsonAnswer('The SKU', SkuView, { example: skuExample }),
+    ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH, 'SKU_NOT_FOUND']),
+  },
 };
 
 export const PatchSkuBody = Type.Object(
@@ -83,7 +116,10 @@ export const patchSkuSchema = {
   tags: ['admin'],
   params: SkuParams,
   body: PatchSkuBody,
-  response: { 200: jsonAnswer('The SKU', SkuView, { example: { ...skuExample, price: 2490 } }), ...problemAnswers([...PARAM_ERRORS, 'PAYLOAD_TOO_LARGE', ...ADMIN_AUTH, 'SKU_NOT_FOUND']) },
+  response: {
+    200: jsonAnswer('The SKU', SkuView, { example: { ...skuExample, price: 2490 } }),
+    ...problemAnswers([...PARAM_ERRORS, 'PAYLOAD_TOO_LARGE', ...ADMIN_AUTH, 'SKU_NOT_FOUND']),
+  },
 };
 
 export const runExpirySchema = {
@@ -92,7 +128,11 @@ export const runExpirySchema = {
   description: 'Releases every HELD reservation past its expiry, and nothing else.',
   tags: ['admin'],
   response: {
-    200: jsonAnswer('How many were released', Type.Object({ released: Type.Integer() }, { additionalProperties: false }), { example: { released: 3 } }),
+    200: jsonAnswer(
+      'How many were released',
+      Type.Object({ released: Type.Integer() }, { additionalProperties: false }),
+      { example: { released: 3 } },
+    ),
     ...problemAnswers(['VALIDATION', 'PAYLOAD_TOO_LARGE', ...ADMIN_AUTH]),
   },
 };

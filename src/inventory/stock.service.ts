@@ -1,5 +1,13 @@
 import { inTx, type Db, type Tx } from '../platform/db.ts';
-import { claimLeased, markLeasedPublished, parkLeased, releaseLeasedAfterFailure, type LeaseClaim, type LeasedRow, type LeaseTable } from '../platform/lease-queue.ts';
+import {
+  claimLeased,
+  markLeasedPublished,
+  parkLeased,
+  releaseLeasedAfterFailure,
+  type LeaseClaim,
+  type LeasedRow,
+  type LeaseTable,
+} from '../platform/lease-queue.ts';
 import { reserve, tryRelease } from './inventory.repo.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 
@@ -41,7 +49,11 @@ interface RequestPayload {
  * seen before is a duplicate: nothing is applied again, and when it was already applied its first
  * result is published once more, so a re-sent request is always answered. Unknown types are parked.
  */
-export async function receiveStockRequests(db: Db, requests: readonly StockRequest[], now: Date): Promise<{ fresh: number; duplicates: number }> {
+export async function receiveStockRequests(
+  db: Db,
+  requests: readonly StockRequest[],
+  now: Date,
+): Promise<{ fresh: number; duplicates: number }> {
   let fresh = 0;
   let duplicates = 0;
   await inTx(db, async (tx) => {
@@ -50,41 +62,85 @@ export async function receiveStockRequests(db: Db, requests: readonly StockReque
       const inserted = await tx.query(
         `INSERT INTO stock_inbox (request_key, event_type, order_id, payload, received_at, parked_at, error) VALUES ($1, $2, $3, $4, $5, $6, $7)
          ON CONFLICT (request_key) DO UPDATE SET deliveries = stock_inbox.deliveries + 1 RETURNING (xmax = 0) AS fresh, applied_at, result_type, result`,
-        [r.request_key, r.event_type, r.order_id, r.payload, now, known ? null : now, known ? null : `unknown stock request type "${r.event_type}"`],
+        [
+          r.request_key,
+          r.event_type,
+          r.order_id,
+          r.payload,
+          now,
+          known ? null : now,
+          known ? null : `unknown stock request type "${r.event_type}"`,
+        ],
       );
-      const row = inserted.rows[0] as { fresh: boolean; applied_at: Date | null; result_type: string | null; result: Record<string, unknown> | null };
+      const row = inserted.rows[0] as {
+        fresh: boolean;
+        applied_at: Date | null;
+        result_type: string | null;
+        result: Record<string, unknown> | null;
+      };
       if (row.fresh) fresh++;
       else {
         duplicates++;
-        if (row.applied_at && row.result_type && row.result) await publishResult(tx, r.request_key, r.order_id, row.result_type, row.result, now);
+        if (row.applied_at && row.result_type && row.result)
+          await publishResult(tx, r.request_key, r.order_id, row.result_type, row.result, now);
       }
     }
   });
   return { fresh, duplicates };
 }
 
-async function publishResult(tx: Tx, requestKey: string, orderId: string, type: string, payload: Record<string, unknown>, now: Date): Promise<void> {
-  await tx.query('INSERT INTO stock_outbox (request_key, order_id, event_type, payload, created_at) VALUES ($1, $2, $3, $4, $5)', [requestKey, orderId, type, payload, now]);
+async function publishResult(
+  tx: Tx,
+  requestKey: string,
+  orderId: string,
+  type: string,
+  payload: Record<string, unknown>,
+  now: Date,
+): Promise<void> {
+  await tx.query(
+    'INSERT INTO stock_outbox (request_key, order_id, event_type, payload, created_at) VALUES ($1, $2, $3, $4, $5)',
+    [requestKey, orderId, type, payload, now],
+  );
 }
 
 /** Every line held under its key, or none (a savepoint undoes the lines held before a refusal). */
-async function deduct(tx: Tx, p: RequestPayload, now: Date): Promise<{ type: string; payload: Record<string, unknown> }> {
+async function deduct(
+  tx: Tx,
+  p: RequestPayload,
+  now: Date,
+): Promise<{ type: string; payload: Record<string, unknown> }> {
   await tx.query('SAVEPOINT stock_deduct');
   const holds: Array<{ key: string; sku: string; quantity: number; expires_at: string | null }> = [];
   for (const line of [...p.lines].sort((a, b) => a.line_no - b.line_no)) {
-    const [result] = await reserve(tx, [{ tenantId: p.tenant_id, key: line.key, userId: p.user_id, sku: line.sku, quantity: line.quantity }], now);
+    const [result] = await reserve(
+      tx,
+      [{ tenantId: p.tenant_id, key: line.key, userId: p.user_id, sku: line.sku, quantity: line.quantity }],
+      now,
+    );
     if (result?.outcome !== 'HELD') {
       await tx.query('ROLLBACK TO SAVEPOINT stock_deduct');
-      return { type: 'STOCK_REJECTED', payload: { reason: result?.outcome === 'USER_LIMIT' ? 'USER_LIMIT' : 'SOLD_OUT', sku: line.sku } };
+      return {
+        type: 'STOCK_REJECTED',
+        payload: { reason: result?.outcome === 'USER_LIMIT' ? 'USER_LIMIT' : 'SOLD_OUT', sku: line.sku },
+      };
     }
-    holds.push({ key: line.key, sku: line.sku, quantity: line.quantity, expires_at: result.expiresAt?.toISOString() ?? null });
+    holds.push({
+      key: line.key,
+      sku: line.sku,
+      quantity: line.quantity,
+      expires_at: result.expiresAt?.toISOString() ?? null,
+    });
   }
   await tx.query('RELEASE SAVEPOINT stock_deduct');
   return { type: 'STOCK_RESERVED', payload: { holds } };
 }
 
 /** Every HELD unit of the order back on sale; a unit already released (expiry) is simply not counted. */
-async function release(tx: Tx, p: RequestPayload, now: Date): Promise<{ type: string; payload: Record<string, unknown> }> {
+async function release(
+  tx: Tx,
+  p: RequestPayload,
+  now: Date,
+): Promise<{ type: string; payload: Record<string, unknown> }> {
   let released = 0;
   for (const line of p.lines) if (await tryRelease(tx, p.tenant_id, line.key, now)) released++;
   return { type: 'STOCK_RELEASED', payload: { released } };
@@ -105,9 +161,17 @@ export async function applyStockBatch(db: Db, now: Date, limit = STOCK_BATCH): P
       [limit],
     );
     for (const r of todo.rows) {
-      const result = r.event_type === 'STOCK_DEDUCTION_REQUESTED' ? await deduct(tx, r.payload, now) : await release(tx, r.payload, now);
+      const result =
+        r.event_type === 'STOCK_DEDUCTION_REQUESTED'
+          ? await deduct(tx, r.payload, now)
+          : await release(tx, r.payload, now);
       const payload = { request_key: r.request_key, ...result.payload };
-      await tx.query('UPDATE stock_inbox SET applied_at = $2, result_type = $3, result = $4 WHERE request_key = $1', [r.request_key, now, result.type, payload]);
+      await tx.query('UPDATE stock_inbox SET applied_at = $2, result_type = $3, result = $4 WHERE request_key = $1', [
+        r.request_key,
+        now,
+        result.type,
+        payload,
+      ]);
       await publishResult(tx, r.request_key, r.order_id, result.type, payload, now);
     }
     // The whole batch written, nothing committed: the kill -9 window of MP-04.
@@ -117,13 +181,25 @@ export async function applyStockBatch(db: Db, now: Date, limit = STOCK_BATCH): P
 }
 
 export const claimStockResults = (db: Db, claim: LeaseClaim): Promise<LeasedRow[]> => claimLeased(db, RESULTS, claim);
-export const markStockResultsSent = (db: Db, keys: readonly string[], owner: string, now: Date) => markLeasedPublished(db, RESULTS, keys, owner, now);
-export const failStockResult = (db: Db, key: string, owner: string, error: string) => releaseLeasedAfterFailure(db, RESULTS, key, owner, error);
-export const parkStockResult = (db: Db, key: string, owner: string, error: string, now: Date) => parkLeased(db, RESULTS, key, owner, error, now);
+export const markStockResultsSent = (db: Db, keys: readonly string[], owner: string, now: Date) =>
+  markLeasedPublished(db, RESULTS, keys, owner, now);
+export const failStockResult = (db: Db, key: string, owner: string, error: string) =>
+  releaseLeasedAfterFailure(db, RESULTS, key, owner, error);
+export const parkStockResult = (db: Db, key: string, owner: string, error: string, now: Date) =>
+  parkLeased(db, RESULTS, key, owner, error, now);
 
 /** What an operator looks at: requests and results nobody could handle, with the reason. */
-export async function listParkedStock(db: Db): Promise<Array<{ side: string; key: string; order_id: string; event_type: string; error: string | null; at: Date }>> {
-  const result = await db.query<{ side: string; key: string; order_id: string; event_type: string; error: string | null; at: Date }>(
+export async function listParkedStock(
+  db: Db,
+): Promise<Array<{ side: string; key: string; order_id: string; event_type: string; error: string | null; at: Date }>> {
+  const result = await db.query<{
+    side: string;
+    key: string;
+    order_id: string;
+    event_type: string;
+    error: string | null;
+    at: Date;
+  }>(
     `SELECT 'stock_inbox' AS side, request_key AS key, order_id, event_type, error, parked_at AS at FROM stock_inbox WHERE parked_at IS NOT NULL
      UNION ALL SELECT 'stock_outbox', event_id::text, order_id, event_type, last_error, dead_at FROM stock_outbox WHERE dead_at IS NOT NULL
      ORDER BY at LIMIT 500`,

@@ -17,7 +17,11 @@ export interface Case {
   queued?: boolean;
 }
 
-const answered = (via: Extract<OrderEvent, { type: 'PROVIDER_ANSWERED' }>['via'], status: Extract<OrderEvent, { type: 'PROVIDER_ANSWERED' }>['status'], amount?: number): OrderEvent => ({
+const answered = (
+  via: Extract<OrderEvent, { type: 'PROVIDER_ANSWERED' }>['via'],
+  status: Extract<OrderEvent, { type: 'PROVIDER_ANSWERED' }>['status'],
+  amount?: number,
+): OrderEvent => ({
   type: 'PROVIDER_ANSWERED',
   via,
   status,
@@ -45,8 +49,16 @@ export const CASES: readonly Case[] = [
   { name: 'charge answer lost', event: answered('charge', 'LOST'), hold: 'HELD' },
   { name: 'query answer lost', event: answered('query', 'LOST'), hold: 'HELD' },
   { name: 'fulfilment refused', event: { type: 'FULFILMENT_REFUSED', cause: 'fulfil' }, hold: 'CONFIRMED' },
-  { name: 'compensating refund failed', event: { type: 'COMPENSATION_REFUND', ok: false, cause: 'refund' }, hold: 'CONFIRMED' },
-  { name: 'compensating refund confirmed', event: { type: 'COMPENSATION_REFUND', ok: true, cause: 'refund' }, hold: 'CONFIRMED' },
+  {
+    name: 'compensating refund failed',
+    event: { type: 'COMPENSATION_REFUND', ok: false, cause: 'refund' },
+    hold: 'CONFIRMED',
+  },
+  {
+    name: 'compensating refund confirmed',
+    event: { type: 'COMPENSATION_REFUND', ok: true, cause: 'refund' },
+    hold: 'CONFIRMED',
+  },
   { name: 'compensation release', event: { type: 'COMPENSATION_RELEASE' }, hold: 'CONFIRMED' },
   { name: 'stock reserved', event: { type: 'STOCK_RESERVED' }, hold: 'HELD', queued: true },
   { name: 'stock rejected', event: { type: 'STOCK_REJECTED', reason: 'SOLD_OUT' }, hold: 'MISSING', queued: true },
@@ -55,8 +67,19 @@ export const CASES: readonly Case[] = [
 ];
 
 export function decideCase(status: OrderStatus, c: Case): Decision {
-  const hold: Hold = { key: 'ord_x/r1', sku: 'sku', quantity: 1, status: c.hold, expiresAt: c.expired ? EARLIER : LATER };
-  return decide({ orderId: 'ord_x', status, amount: AMOUNT, reserveAttempt: 1, ...(c.queued ? { queued: true } : {}) }, [hold], c.event, NOW);
+  const hold: Hold = {
+    key: 'ord_x/r1',
+    sku: 'sku',
+    quantity: 1,
+    status: c.hold,
+    expiresAt: c.expired ? EARLIER : LATER,
+  };
+  return decide(
+    { orderId: 'ord_x', status, amount: AMOUNT, reserveAttempt: 1, ...(c.queued ? { queued: true } : {}) },
+    [hold],
+    c.event,
+    NOW,
+  );
 }
 
 /** One cell: `outcome`, `→ STATUS` when it transitions, stock moves, provider calls; `else …` for a refused re-reserve. */
@@ -73,6 +96,7 @@ export function describeDecision(d: Decision): string {
 
 export function decisionTableMarkdown(): string {
   const lines = [`| event | ${ORDER_STATUSES.join(' | ')} |`, `|---|${ORDER_STATUSES.map(() => '---').join('|')}|`];
-  for (const c of CASES) lines.push(`| ${c.name} | ${ORDER_STATUSES.map((s) => describeDecision(decideCase(s, c))).join(' | ')} |`);
+  for (const c of CASES)
+    lines.push(`| ${c.name} | ${ORDER_STATUSES.map((s) => describeDecision(decideCase(s, c))).join(' | ')} |`);
   return lines.join('\n');
 }

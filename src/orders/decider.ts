@@ -53,7 +53,20 @@ export type OrderEvent =
   /** A wallet pay of a queued order found too low a balance: the units go back through the stock service. */
   | { type: 'WALLET_FUNDS_SHORT' };
 
-export const EVENT_KINDS = ['PAY_REQUESTED', 'WALLET_PAY_REQUESTED', 'CANCEL_REQUESTED', 'HOLD_EXPIRED', 'PROVIDER_ANSWERED', 'FULFILMENT_REFUSED', 'COMPENSATION_REFUND', 'COMPENSATION_RELEASE', 'STOCK_RESERVED', 'STOCK_REJECTED', 'STOCK_RELEASED', 'WALLET_FUNDS_SHORT'] as const;
+export const EVENT_KINDS = [
+  'PAY_REQUESTED',
+  'WALLET_PAY_REQUESTED',
+  'CANCEL_REQUESTED',
+  'HOLD_EXPIRED',
+  'PROVIDER_ANSWERED',
+  'FULFILMENT_REFUSED',
+  'COMPENSATION_REFUND',
+  'COMPENSATION_RELEASE',
+  'STOCK_RESERVED',
+  'STOCK_REJECTED',
+  'STOCK_RELEASED',
+  'WALLET_FUNDS_SHORT',
+] as const;
 
 // What a provider message did to an order. Stored with every notification and returned to callers.
 export const EFFECTS = [
@@ -71,7 +84,18 @@ export const EFFECTS = [
 export type Effect = (typeof EFFECTS)[number];
 
 /** What the decision does for the caller that is not a provider-message effect. */
-export type Outcome = Effect | 'PAYING' | 'CANCELLED' | 'UNKNOWN' | 'REJECTED' | 'PENDING' | 'COMPENSATING' | 'COMPENSATION_PENDING' | 'COMPENSATED' | 'CREATED' | 'RELEASING';
+export type Outcome =
+  | Effect
+  | 'PAYING'
+  | 'CANCELLED'
+  | 'UNKNOWN'
+  | 'REJECTED'
+  | 'PENDING'
+  | 'COMPENSATING'
+  | 'COMPENSATION_PENDING'
+  | 'COMPENSATED'
+  | 'CREATED'
+  | 'RELEASING';
 
 export type StockMove =
   | { op: 'confirm'; key: string }
@@ -103,7 +127,14 @@ export interface Decision {
 }
 
 const UNPAID: ReadonlySet<OrderStatus> = new Set(['CREATED', 'PAYING', 'UNKNOWN']);
-const SETTLED_PAID: ReadonlySet<OrderStatus> = new Set(['PAID', 'REFUNDING', 'REFUNDED', 'COMPENSATING', 'COMPENSATION_PENDING', 'COMPENSATED']);
+const SETTLED_PAID: ReadonlySet<OrderStatus> = new Set([
+  'PAID',
+  'REFUNDING',
+  'REFUNDED',
+  'COMPENSATING',
+  'COMPENSATION_PENDING',
+  'COMPENSATED',
+]);
 
 export function decision(outcome: Outcome, extra: Partial<Decision> = {}): Decision {
   const to = extra.to;
@@ -112,7 +143,8 @@ export function decision(outcome: Outcome, extra: Partial<Decision> = {}): Decis
 
 export const nothing = (outcome: Outcome, extra: Omit<Partial<Decision>, 'to'> = {}) => decision(outcome, extra);
 
-export const releaseHeld = (holds: readonly Hold[]): StockMove[] => holds.filter((h) => h.status === 'HELD').map((h) => ({ op: 'release', key: h.key }));
+export const releaseHeld = (holds: readonly Hold[]): StockMove[] =>
+  holds.filter((h) => h.status === 'HELD').map((h) => ({ op: 'release', key: h.key }));
 
 /** The hold can no longer be paid for: released, confirmed elsewhere, missing, or past its expiry. */
 export function holdIsGone(holds: readonly Hold[], now: Date): boolean {
@@ -132,14 +164,25 @@ function startRefund(outcome: Outcome, reason: string): Decision {
 function charged(order: OrderFacts, holds: readonly Hold[], cause: string): Decision {
   if (SETTLED_PAID.has(order.status)) return nothing('DUPLICATE');
   // PENDING, REJECTED and RELEASING were never sent to the provider: a charge for one is not ours to settle.
-  if (order.status === 'PENDING' || order.status === 'REJECTED' || order.status === 'RELEASING') return nothing('IGNORED', { attention: `${cause} charged a ${order.status} order` });
-  if (order.status === 'FAILED' || order.status === 'CANCELLED') return startRefund('REFUNDING_ANOMALY', `${cause} after ${order.status}`);
+  if (order.status === 'PENDING' || order.status === 'REJECTED' || order.status === 'RELEASING')
+    return nothing('IGNORED', { attention: `${cause} charged a ${order.status} order` });
+  if (order.status === 'FAILED' || order.status === 'CANCELLED')
+    return startRefund('REFUNDING_ANOMALY', `${cause} after ${order.status}`);
   if (holds.every((h) => h.status === 'HELD')) {
     return decision('PAID', { to: 'PAID', reason: cause, stock: holds.map((h) => ({ op: 'confirm', key: h.key })) });
   }
   const attempt = order.reserveAttempt + 1;
   const stock: StockMove[] = holds.map((h) =>
-    h.status === 'HELD' ? { op: 'confirm', key: h.key } : { op: 'rereserve', key: lineReservationKeyFor(order.orderId, h.line ?? 1, attempt), attempt, sku: h.sku, quantity: h.quantity, line: h.line ?? 1 },
+    h.status === 'HELD'
+      ? { op: 'confirm', key: h.key }
+      : {
+          op: 'rereserve',
+          key: lineReservationKeyFor(order.orderId, h.line ?? 1, attempt),
+          attempt,
+          sku: h.sku,
+          quantity: h.quantity,
+          line: h.line ?? 1,
+        },
   );
   const newKeys = stock.filter((m) => m.op === 'rereserve').map((m) => m.key);
   return decision('PAID_REHELD', {
@@ -151,10 +194,14 @@ function charged(order: OrderFacts, holds: readonly Hold[], cause: string): Deci
 }
 
 function notCharged(order: OrderFacts, holds: readonly Hold[], cause: string): Decision {
-  if (order.status === 'PAYING' || order.status === 'UNKNOWN') return decision('FAILED', { to: 'FAILED', reason: cause, stock: releaseHeld(holds) });
+  if (order.status === 'PAYING' || order.status === 'UNKNOWN')
+    return decision('FAILED', { to: 'FAILED', reason: cause, stock: releaseHeld(holds) });
   if (order.status === 'FAILED') return nothing('DUPLICATE');
   // A decline for an order that was paid or refunded contradicts the ledger we acted on.
-  return nothing('IGNORED', SETTLED_PAID.has(order.status) ? { attention: `${cause} for a ${order.status} order` } : {});
+  return nothing(
+    'IGNORED',
+    SETTLED_PAID.has(order.status) ? { attention: `${cause} for a ${order.status} order` } : {},
+  );
 }
 
 function refunded(order: OrderFacts, via: ProviderVia, cause: string): Decision {
@@ -162,16 +209,26 @@ function refunded(order: OrderFacts, via: ProviderVia, cause: string): Decision 
   // We never refund a PAID order, and an unpaid one was never charged by us: a person must look.
   if (order.status === 'PAID') return nothing('IGNORED', { attention: 'REFUNDED notification for a PAID order' });
   if (UNPAID.has(order.status) && via !== 'callback') {
-    return nothing('IGNORED', { attention: 'provider reports REFUNDED for an order we still consider unpaid', pending: 'provider says REFUNDED; needs a human' });
+    return nothing('IGNORED', {
+      attention: 'provider reports REFUNDED for an order we still consider unpaid',
+      pending: 'provider says REFUNDED; needs a human',
+    });
   }
   return nothing('IGNORED');
 }
 
-function providerAnswered(order: OrderFacts, holds: readonly Hold[], e: Extract<OrderEvent, { type: 'PROVIDER_ANSWERED' }>): Decision {
+function providerAnswered(
+  order: OrderFacts,
+  holds: readonly Hold[],
+  e: Extract<OrderEvent, { type: 'PROVIDER_ANSWERED' }>,
+): Decision {
   const paidOrRefunded = e.status === 'CHARGED' || e.status === 'REFUNDED';
   if (paidOrRefunded && e.amount !== undefined && e.amount !== order.amount) {
     const verb = e.status === 'CHARGED' ? 'charged' : 'refunded';
-    return nothing('AMOUNT_MISMATCH', { attention: `${verb} ${e.amount} for an order of ${order.amount}`, pending: `amount mismatch (${verb} ${e.amount})` });
+    return nothing('AMOUNT_MISMATCH', {
+      attention: `${verb} ${e.amount} for an order of ${order.amount}`,
+      pending: `amount mismatch (${verb} ${e.amount})`,
+    });
   }
   switch (e.status) {
     case 'CHARGED':
@@ -182,16 +239,25 @@ function providerAnswered(order: OrderFacts, holds: readonly Hold[], e: Extract<
     case 'REFUNDED':
       return refunded(order, e.via, e.cause);
     case 'REFUND_REFUSED':
-      return nothing('IGNORED', order.status === 'REFUNDING' ? { attention: `refund refused by the provider: ${e.cause}`, pending: 'refund refused' } : {});
+      return nothing(
+        'IGNORED',
+        order.status === 'REFUNDING'
+          ? { attention: `refund refused by the provider: ${e.cause}`, pending: 'refund refused' }
+          : {},
+      );
     case 'NOT_FOUND':
       // NOT_FOUND is not "not charged": the charge may still be on its way. Close it; the close decides.
       if (!UNPAID.has(order.status) || order.status === 'CREATED') return nothing('IGNORED');
-      return e.via === 'query' ? nothing('PENDING', { calls: ['CLOSE'], pending: 'NOT_FOUND' }) : nothing('PENDING', { pending: 'NOT_FOUND after close' });
+      return e.via === 'query'
+        ? nothing('PENDING', { calls: ['CLOSE'], pending: 'NOT_FOUND' })
+        : nothing('PENDING', { pending: 'NOT_FOUND after close' });
     case 'LOST':
       // The money may have moved: UNKNOWN keeps the unit HELD; recovery converges it by query.
-      if (order.status === 'PAYING' && e.via === 'charge') return decision('UNKNOWN', { to: 'UNKNOWN', reason: `charge ${e.cause}` });
+      if (order.status === 'PAYING' && e.via === 'charge')
+        return decision('UNKNOWN', { to: 'UNKNOWN', reason: `charge ${e.cause}` });
       if (order.status === 'REFUNDING') return nothing('PENDING', { pending: `refund ${e.cause}` });
-      if (order.status === 'PAYING' || order.status === 'UNKNOWN') return nothing('PENDING', { pending: `${e.via} ${e.cause}` });
+      if (order.status === 'PAYING' || order.status === 'UNKNOWN')
+        return nothing('PENDING', { pending: `${e.via} ${e.cause}` });
       return nothing('IGNORED');
   }
 }
@@ -202,7 +268,8 @@ function providerAnswered(order: OrderFacts, holds: readonly Hold[], e: Extract<
  */
 function walletPay(order: OrderFacts, holds: readonly Hold[], now: Date): Decision {
   if (order.status !== 'CREATED') return nothing('REJECTED', { reason: `order is ${order.status}, it cannot be paid` });
-  if (holdIsGone(holds, now)) return decision('REJECTED', { to: 'CANCELLED', reason: 'pay after the hold expired', stock: releaseHeld(holds) });
+  if (holdIsGone(holds, now))
+    return decision('REJECTED', { to: 'CANCELLED', reason: 'pay after the hold expired', stock: releaseHeld(holds) });
   return decision('PAID', { to: 'PAID', reason: 'wallet', stock: holds.map((h) => ({ op: 'confirm', key: h.key })) });
 }
 
@@ -211,19 +278,31 @@ function walletPay(order: OrderFacts, holds: readonly Hold[], now: Date): Decisi
  * the refund first (while it cannot be done: COMPENSATION_PENDING, the unit stays confirmed);
  * only then the unit back on sale → COMPENSATED. Repeats change nothing.
  */
-function compensation(order: OrderFacts, holds: readonly Hold[], event: Extract<OrderEvent, { type: 'FULFILMENT_REFUSED' | 'COMPENSATION_REFUND' | 'COMPENSATION_RELEASE' }>): Decision {
+function compensation(
+  order: OrderFacts,
+  holds: readonly Hold[],
+  event: Extract<OrderEvent, { type: 'FULFILMENT_REFUSED' | 'COMPENSATION_REFUND' | 'COMPENSATION_RELEASE' }>,
+): Decision {
   const s = order.status;
   switch (event.type) {
     case 'FULFILMENT_REFUSED':
-      if (s === 'PAID') return decision('COMPENSATING', { to: 'COMPENSATING', reason: `fulfilment refused: ${event.cause}` });
-      return nothing(s === 'COMPENSATING' || s === 'COMPENSATION_PENDING' || s === 'COMPENSATED' ? 'DUPLICATE' : 'IGNORED');
+      if (s === 'PAID')
+        return decision('COMPENSATING', { to: 'COMPENSATING', reason: `fulfilment refused: ${event.cause}` });
+      return nothing(
+        s === 'COMPENSATING' || s === 'COMPENSATION_PENDING' || s === 'COMPENSATED' ? 'DUPLICATE' : 'IGNORED',
+      );
     case 'COMPENSATION_REFUND':
-      if (s !== 'COMPENSATING' && s !== 'COMPENSATION_PENDING') return nothing(s === 'COMPENSATED' ? 'DUPLICATE' : 'IGNORED');
+      if (s !== 'COMPENSATING' && s !== 'COMPENSATION_PENDING')
+        return nothing(s === 'COMPENSATED' ? 'DUPLICATE' : 'IGNORED');
       if (!event.ok) {
         const pending = `refund not done: ${event.cause}`;
-        return s === 'COMPENSATING' ? decision('COMPENSATION_PENDING', { to: 'COMPENSATION_PENDING', reason: pending, pending }) : nothing('COMPENSATION_PENDING', { pending });
+        return s === 'COMPENSATING'
+          ? decision('COMPENSATION_PENDING', { to: 'COMPENSATION_PENDING', reason: pending, pending })
+          : nothing('COMPENSATION_PENDING', { pending });
       }
-      return s === 'COMPENSATION_PENDING' ? decision('COMPENSATING', { to: 'COMPENSATING', reason: `refund confirmed: ${event.cause}` }) : nothing('COMPENSATING');
+      return s === 'COMPENSATION_PENDING'
+        ? decision('COMPENSATING', { to: 'COMPENSATING', reason: `refund confirmed: ${event.cause}` })
+        : nothing('COMPENSATING');
     case 'COMPENSATION_RELEASE':
       // Only once the refund is confirmed (COMPENSATING again); never from COMPENSATION_PENDING.
       if (s === 'COMPENSATED') return nothing('DUPLICATE');
@@ -245,9 +324,11 @@ export function decide(order: OrderFacts, holds: readonly Hold[], event: OrderEv
   let d: Decision;
   switch (event.type) {
     case 'PAY_REQUESTED':
-      if (order.status !== 'CREATED') d = nothing('REJECTED', { reason: `order is ${order.status}, it cannot be paid` });
+      if (order.status !== 'CREATED')
+        d = nothing('REJECTED', { reason: `order is ${order.status}, it cannot be paid` });
       // Never charge for a unit that is no longer held: the order is cancelled instead.
-      else if (holdIsGone(holds, now)) d = decision('REJECTED', { to: 'CANCELLED', reason: 'pay after the hold expired', stock: releaseHeld(holds) });
+      else if (holdIsGone(holds, now))
+        d = decision('REJECTED', { to: 'CANCELLED', reason: 'pay after the hold expired', stock: releaseHeld(holds) });
       else d = decision('PAYING', { to: 'PAYING', reason: 'pay', calls: ['CHARGE'] });
       break;
     case 'WALLET_PAY_REQUESTED':
@@ -255,9 +336,16 @@ export function decide(order: OrderFacts, holds: readonly Hold[], event: OrderEv
       break;
     case 'CANCEL_REQUESTED':
     case 'HOLD_EXPIRED':
-      if (order.status !== 'CREATED') d = nothing('REJECTED', { reason: `order is ${order.status}, it cannot be cancelled` });
-      else if (event.type === 'HOLD_EXPIRED' && !holdIsGone(holds, now)) d = nothing('REJECTED', { reason: 'the hold is still live' });
-      else d = decision('CANCELLED', { to: 'CANCELLED', reason: event.type === 'HOLD_EXPIRED' ? 'reservation expired' : 'cancel', stock: releaseHeld(holds) });
+      if (order.status !== 'CREATED')
+        d = nothing('REJECTED', { reason: `order is ${order.status}, it cannot be cancelled` });
+      else if (event.type === 'HOLD_EXPIRED' && !holdIsGone(holds, now))
+        d = nothing('REJECTED', { reason: 'the hold is still live' });
+      else
+        d = decision('CANCELLED', {
+          to: 'CANCELLED',
+          reason: event.type === 'HOLD_EXPIRED' ? 'reservation expired' : 'cancel',
+          stock: releaseHeld(holds),
+        });
       break;
     case 'PROVIDER_ANSWERED':
       d = providerAnswered(order, holds, event);
@@ -270,6 +358,8 @@ export function decide(order: OrderFacts, holds: readonly Hold[], event: OrderEv
     default:
       d = decideQueued(order, holds, event);
   }
-  for (const x of [d, d.orElse]) if (x?.to && !isAllowed(order.status, x.to)) throw new Error(`decide: ${order.status} -> ${x.to} is not in the state machine`);
+  for (const x of [d, d.orElse])
+    if (x?.to && !isAllowed(order.status, x.to))
+      throw new Error(`decide: ${order.status} -> ${x.to} is not in the state machine`);
   return d;
 }

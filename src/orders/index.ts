@@ -1,15 +1,73 @@
 // The orders domain's public surface. What an event does to an order is decided by `decide` and
 // applied by `applyOrderEvent`, nowhere else; other modules read orders through these functions.
-export { decide, EFFECTS, holdIsGone, type Decision, type Effect, type Hold, type OrderEvent, type Outcome, type ProviderCall, type ProviderStatus, type ProviderVia } from './decider.ts';
+export {
+  decide,
+  EFFECTS,
+  holdIsGone,
+  type Decision,
+  type Effect,
+  type Hold,
+  type OrderEvent,
+  type Outcome,
+  type ProviderCall,
+  type ProviderStatus,
+  type ProviderVia,
+} from './decider.ts';
 export { applyOrderEvent, visibleTo, type AppliedEvent } from './orders.apply.ts';
-export { findOrder, findOrderNotes, getTimeline, lockOrder, orderIdsForSku, statusCountsForSku } from './orders.repo.ts';
+export {
+  findOrder,
+  findOrderNotes,
+  getTimeline,
+  lockOrder,
+  orderIdsForSku,
+  statusCountsForSku,
+} from './orders.repo.ts';
 export { cancelOrder, createOrder, getOrderFor, orderView, timelineFor, type CreateOutcome } from './orders.service.ts';
 export { MAX_QUANTITY, ordersRoutes } from './orders.routes.ts';
-export { COMPENSATION_STATUSES, EVENT_STATUSES, ORDER_STATUSES, UNFINISHED_STATUSES, type OrderStatus } from './orders.states.ts';
+export {
+  COMPENSATION_STATUSES,
+  EVENT_STATUSES,
+  ORDER_STATUSES,
+  UNFINISHED_STATUSES,
+  type OrderStatus,
+} from './orders.states.ts';
 export { listUnfulfilledPaid, trySetFulfilment } from './orders.fulfilment.ts';
 export type { Order, TimelineEntry } from './orders.types.ts';
-export { claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, STUCK_PREFIX, type Candidate } from './orders.recovery.ts';
-export { AT_EXAMPLE, ORDER_ID_EXAMPLE, OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from './orders.schemas.ts';
-export { BROWSE_LIMIT, listOrderIdsOfUser, listOrdersByStatus, statusCounts, tryClearRecoveryBackoff, type OrderRow } from './orders.browse.ts';
+export {
+  claimAbandonedCreated,
+  claimUnfinished,
+  countUnfinished,
+  finishAttempt,
+  listNeedingAttention,
+  STUCK_PREFIX,
+  type Candidate,
+} from './orders.recovery.ts';
+export {
+  AT_EXAMPLE,
+  ORDER_ID_EXAMPLE,
+  OrderIdParams,
+  OrderStatusSchema,
+  OrderView,
+  TimelineEntrySchema,
+} from './orders.schemas.ts';
+export {
+  BROWSE_LIMIT,
+  listOrderIdsOfUser,
+  listOrdersByStatus,
+  statusCounts,
+  tryClearRecoveryBackoff,
+  type OrderRow,
+} from './orders.browse.ts';
 export { createPendingOrder, STOCK_REQUEST_TYPES, stockRequestKey } from './orders.queued.ts';
-export { claimStockRequests, failStockRequest, listParkedStockRequests, markStockRequestsSent, parkStockRequest, receiveStockResult, resendUnansweredRequests, STOCK_RESULT_TYPES, type ResultEffect, type StockResult } from './orders.stock-results.ts';
+export {
+  claimStockRequests,
+  failStockRequest,
+  listParkedStockRequests,
+  markStockRequestsSent,
+  parkStockRequest,
+  receiveStockResult,
+  resendUnansweredRequests,
+  STOCK_RESULT_TYPES,
+  type ResultEffect,
+  type StockResult,
+} from './orders.stock-results.ts';

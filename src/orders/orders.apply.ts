@@ -3,7 +3,15 @@ import { faultPoint } from '../platform/faultpoints.ts';
 import { AppError, invariant } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
 import { lockReservations, reserve, tryConfirm, tryRelease, tryUnconfirm } from '../inventory/index.ts';
-import { decide, type Decision, type Hold, type OrderEvent, type Outcome, type ProviderCall, type StockMove } from './decider.ts';
+import {
+  decide,
+  type Decision,
+  type Hold,
+  type OrderEvent,
+  type Outcome,
+  type ProviderCall,
+  type StockMove,
+} from './decider.ts';
 import { lockOrder, noteAttention, transition } from './orders.repo.ts';
 import { findLines, setLineReservation } from './orders.lines.ts';
 import type { Order } from './orders.types.ts';
@@ -34,11 +42,22 @@ export function visibleTo(order: Order | undefined, principal: Principal): order
 /** Every line's reservation, locked in key order; a line whose row is missing is MISSING. */
 async function lockHolds(tx: Tx, order: Order): Promise<Hold[]> {
   const lines = await findLines(tx, order);
-  const found = await lockReservations(tx, order.tenantId, lines.map((l) => l.reservationKey));
+  const found = await lockReservations(
+    tx,
+    order.tenantId,
+    lines.map((l) => l.reservationKey),
+  );
   return lines.map((l) => {
     const row = found.find((r) => r.key === l.reservationKey);
     return row
-      ? { key: row.key, sku: row.sku, quantity: row.quantity, status: row.status, expiresAt: row.expiresAt, line: l.lineNo }
+      ? {
+          key: row.key,
+          sku: row.sku,
+          quantity: row.quantity,
+          status: row.status,
+          expiresAt: row.expiresAt,
+          line: l.lineNo,
+        }
       : { key: l.reservationKey, sku: l.sku, quantity: l.quantity, status: 'MISSING', expiresAt: null, line: l.lineNo };
   });
 }
@@ -46,15 +65,25 @@ async function lockHolds(tx: Tx, order: Order): Promise<Hold[]> {
 /** A move the decision made from locked rows; a refusal (SOLD_OUT, USER_LIMIT) only for a re-reserve. */
 async function move(tx: Tx, order: Order, m: StockMove, now: Date): Promise<string | undefined> {
   if (m.op === 'unconfirm') {
-    invariant(await tryUnconfirm(tx, order.tenantId, m.key, now), `unconfirm of ${m.key} for ${order.orderId} matched no CONFIRMED reservation although it was locked CONFIRMED`);
+    invariant(
+      await tryUnconfirm(tx, order.tenantId, m.key, now),
+      `unconfirm of ${m.key} for ${order.orderId} matched no CONFIRMED reservation although it was locked CONFIRMED`,
+    );
     return undefined;
   }
   if (m.op === 'confirm' || m.op === 'release') {
-    const done = m.op === 'confirm' ? await tryConfirm(tx, order.tenantId, m.key, now) : await tryRelease(tx, order.tenantId, m.key, now);
+    const done =
+      m.op === 'confirm'
+        ? await tryConfirm(tx, order.tenantId, m.key, now)
+        : await tryRelease(tx, order.tenantId, m.key, now);
     invariant(done, `${m.op} of ${m.key} for ${order.orderId} matched no HELD reservation although it was locked HELD`);
     return undefined;
   }
-  const [result] = await reserve(tx, [{ tenantId: order.tenantId, key: m.key, userId: order.userId, sku: m.sku, quantity: m.quantity }], now);
+  const [result] = await reserve(
+    tx,
+    [{ tenantId: order.tenantId, key: m.key, userId: order.userId, sku: m.sku, quantity: m.quantity }],
+    now,
+  );
   if (result?.outcome !== 'HELD') return result?.outcome ?? 'SOLD_OUT';
   invariant(await tryConfirm(tx, order.tenantId, m.key, now), `re-reserved ${m.key} could not be confirmed`);
   await setLineReservation(tx, order.orderId, m.line, m.key, m.attempt);
@@ -76,9 +105,16 @@ async function moves(tx: Tx, order: Order, stock: readonly StockMove[], now: Dat
  * person — all in the caller's transaction. Every guarded write is asserted: under these locks a
  * write that matches no row is a bug, and the transaction fails loudly instead of half-applying.
  */
-export async function applyOrderEvent(tx: Tx, orderId: string, event: OrderEvent, now: Date, options: ApplyOptions = {}): Promise<AppliedEvent> {
+export async function applyOrderEvent(
+  tx: Tx,
+  orderId: string,
+  event: OrderEvent,
+  now: Date,
+  options: ApplyOptions = {},
+): Promise<AppliedEvent> {
   const order = await lockOrder(tx, orderId);
-  if (options.visibleTo && !visibleTo(order, options.visibleTo)) throw new AppError('ORDER_NOT_FOUND', `no order ${orderId}`);
+  if (options.visibleTo && !visibleTo(order, options.visibleTo))
+    throw new AppError('ORDER_NOT_FOUND', `no order ${orderId}`);
   if (!order) return { outcome: 'UNKNOWN_ORDER', calls: [] };
   const holds = await lockHolds(tx, order);
   let d = decide(order, holds, event, now);
@@ -105,5 +141,12 @@ export async function applyOrderEvent(tx: Tx, orderId: string, event: OrderEvent
   for (const e of d.emits) if (e === 'STOCK_RELEASE_REQUESTED') await queueStockRequest(tx, after, e, now);
   if (d.attention) await noteAttention(tx, orderId, d.attention);
   if (d.outcome === 'PAID') await faultPoint('charged.before-commit'); // C29-11: confirm, PAID and outbox row written, not committed
-  return { outcome: d.outcome, order: after, calls: d.calls, decision: d, ...(d.pending ? { pending: d.pending } : {}), ...(d.attention ? { attention: d.attention } : {}) };
+  return {
+    outcome: d.outcome,
+    order: after,
+    calls: d.calls,
+    decision: d,
+    ...(d.pending ? { pending: d.pending } : {}),
+    ...(d.attention ? { attention: d.attention } : {}),
+  };
 }

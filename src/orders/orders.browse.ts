@@ -4,7 +4,12 @@ import type { Executor } from '../platform/db.ts';
 export const BROWSE_LIMIT = 50;
 
 /** A buyer's own newest orders; `orders_tenant_user` serves the filter. */
-export async function listOrderIdsOfUser(db: Executor, tenantId: string, userId: string, limit = BROWSE_LIMIT): Promise<string[]> {
+export async function listOrderIdsOfUser(
+  db: Executor,
+  tenantId: string,
+  userId: string,
+  limit = BROWSE_LIMIT,
+): Promise<string[]> {
   const result = await db.query<{ order_id: string }>(
     'SELECT order_id FROM orders WHERE tenant_id = $1 AND user_id = $2 ORDER BY created_at DESC, order_id DESC LIMIT $3',
     [tenantId, userId, Math.min(limit, BROWSE_LIMIT)],
@@ -31,8 +36,20 @@ export interface OrderRow {
 }
 
 /** The newest orders of a tenant in one status (or any), for the console's table. */
-export async function listOrdersByStatus(db: Executor, tenantId: string | undefined, status: string | undefined, limit = BROWSE_LIMIT): Promise<OrderRow[]> {
-  const result = await db.query<{ order_id: string; user_id: string; status: string; amount: string; attention: string | null; updated_at: Date }>(
+export async function listOrdersByStatus(
+  db: Executor,
+  tenantId: string | undefined,
+  status: string | undefined,
+  limit = BROWSE_LIMIT,
+): Promise<OrderRow[]> {
+  const result = await db.query<{
+    order_id: string;
+    user_id: string;
+    status: string;
+    amount: string;
+    attention: string | null;
+    updated_at: Date;
+  }>(
     `SELECT order_id, user_id, status, amount, attention, updated_at FROM orders
      WHERE ($1::text IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR status = $2)
      ORDER BY updated_at DESC, order_id DESC LIMIT $3`,

@@ -19,7 +19,9 @@ export type CreateOutcome =
 
 /** Lines in canonical order: by SKU. The digest, the line numbers and every lock follow it. */
 export function canonicalLines(lines: readonly RequestedLine[]): RequestedLine[] {
-  return [...lines].sort((a, b) => (a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0)).map((l) => ({ sku: l.sku, quantity: l.quantity }));
+  return [...lines]
+    .sort((a, b) => (a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0))
+    .map((l) => ({ sku: l.sku, quantity: l.quantity }));
 }
 
 export async function readSkus(tx: Tx, tenantId: string, lines: readonly RequestedLine[]): Promise<Sku[]> {
@@ -38,7 +40,12 @@ export async function readSkus(tx: Tx, tenantId: string, lines: readonly Request
  * order and never deadlock. A refusal rolls back to a savepoint: no order row, no reservation, no
  * counter moved. Each line snapshots the SKU's name and price now; the amount is their sum.
  */
-export async function createOrderOfLines(tx: Tx, principal: Principal, requested: readonly RequestedLine[], now: Date): Promise<CreateOutcome> {
+export async function createOrderOfLines(
+  tx: Tx,
+  principal: Principal,
+  requested: readonly RequestedLine[],
+  now: Date,
+): Promise<CreateOutcome> {
   const sorted = canonicalLines(requested);
   const skus = await readSkus(tx, principal.tenantId, sorted);
   // Sold out is answered from a plain read, without queueing on the SKU's row lock.
@@ -47,26 +54,69 @@ export async function createOrderOfLines(tx: Tx, principal: Principal, requested
   const orderId = newOrderId();
   const lines: OrderLine[] = sorted.map((line, i) => {
     const sku = skus[i] as Sku;
-    return { lineNo: i + 1, sku: line.sku, name: sku.name, unitPrice: sku.price, quantity: line.quantity, amount: sku.price * line.quantity, reservationKey: lineReservationKeyFor(orderId, i + 1, 1) };
+    return {
+      lineNo: i + 1,
+      sku: line.sku,
+      name: sku.name,
+      unitPrice: sku.price,
+      quantity: line.quantity,
+      amount: sku.price * line.quantity,
+      reservationKey: lineReservationKeyFor(orderId, i + 1, 1),
+    };
   });
   const several = lines.length > 1;
   if (several) await tx.query('SAVEPOINT order_reserve');
   const reservations: Reservation[] = [];
   for (const [i, line] of lines.entries()) {
-    const [result] = await reserve(tx, [{ tenantId: principal.tenantId, key: line.reservationKey, userId: principal.userId, sku: line.sku, quantity: line.quantity }], now, {
-      limits: new Map([[skuKey(principal.tenantId, line.sku), skus[i]?.perUserLimit ?? null]]),
-      freshKeys: true,
-    });
+    const [result] = await reserve(
+      tx,
+      [
+        {
+          tenantId: principal.tenantId,
+          key: line.reservationKey,
+          userId: principal.userId,
+          sku: line.sku,
+          quantity: line.quantity,
+        },
+      ],
+      now,
+      {
+        limits: new Map([[skuKey(principal.tenantId, line.sku), skus[i]?.perUserLimit ?? null]]),
+        freshKeys: true,
+      },
+    );
     if (result?.outcome !== 'HELD') {
       if (several) await tx.query('ROLLBACK TO SAVEPOINT order_reserve');
       return { kind: result?.outcome === 'USER_LIMIT' ? 'USER_LIMIT' : 'SOLD_OUT', sku: line.sku };
     }
-    reservations.push({ tenantId: principal.tenantId, key: line.reservationKey, userId: principal.userId, sku: line.sku, quantity: line.quantity, status: 'HELD', expiresAt: result.expiresAt ?? now });
+    reservations.push({
+      tenantId: principal.tenantId,
+      key: line.reservationKey,
+      userId: principal.userId,
+      sku: line.sku,
+      quantity: line.quantity,
+      status: 'HELD',
+      expiresAt: result.expiresAt ?? now,
+    });
   }
   if (several) await tx.query('RELEASE SAVEPOINT order_reserve');
   const first = lines[0] as OrderLine;
-  const order = { orderId, tenantId: principal.tenantId, userId: principal.userId, sku: first.sku, quantity: first.quantity, amount: lines.reduce((sum, l) => sum + l.amount, 0), reservationKey: first.reservationKey };
+  const order = {
+    orderId,
+    tenantId: principal.tenantId,
+    userId: principal.userId,
+    sku: first.sku,
+    quantity: first.quantity,
+    amount: lines.reduce((sum, l) => sum + l.amount, 0),
+    reservationKey: first.reservationKey,
+  };
   await insertOrder(tx, order, now);
   await insertLines(tx, order, lines);
-  return { kind: 'CREATED', order: { ...order, status: 'CREATED', version: 1, reserveAttempt: 1, createdAt: now, updatedAt: now }, reservation: reservations[0] as Reservation, lines, reservations };
+  return {
+    kind: 'CREATED',
+    order: { ...order, status: 'CREATED', version: 1, reserveAttempt: 1, createdAt: now, updatedAt: now },
+    reservation: reservations[0] as Reservation,
+    lines,
+    reservations,
+  };
 }

@@ -4,7 +4,12 @@ import type { Executor, Tx } from '../platform/db.ts';
 // functions: the order's status is never touched here (a fulfilled order stays PAID).
 
 /** PENDING → FULFILLED or REFUSED, once; says whether it did. */
-export async function trySetFulfilment(tx: Tx, orderId: string, status: 'FULFILLED' | 'REFUSED', ref: string | null): Promise<boolean> {
+export async function trySetFulfilment(
+  tx: Tx,
+  orderId: string,
+  status: 'FULFILLED' | 'REFUSED',
+  ref: string | null,
+): Promise<boolean> {
   const result = await tx.query(
     `UPDATE orders SET fulfilment_status = $2, fulfilment_ref = $3 WHERE order_id = $1 AND fulfilment_status = 'PENDING'`,
     [orderId, status, ref],

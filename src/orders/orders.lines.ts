@@ -16,33 +16,90 @@ export interface OrderLine {
   reservationKey: string;
 }
 
-export async function insertLines(tx: Tx, order: { orderId: string; tenantId: string }, lines: readonly OrderLine[]): Promise<void> {
+export async function insertLines(
+  tx: Tx,
+  order: { orderId: string; tenantId: string },
+  lines: readonly OrderLine[],
+): Promise<void> {
   await tx.query(
     `INSERT INTO order_lines (order_id, line_no, tenant_id, sku, name, unit_price, quantity, amount, reservation_key)
      SELECT $1, l.line_no, $2, l.sku, l.name, l.unit_price, l.quantity, l.unit_price * l.quantity, CASE WHEN l.line_no = 1 THEN NULL ELSE l.reservation_key END
      FROM unnest($3::int[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::text[]) AS l(line_no, sku, name, unit_price, quantity, reservation_key)`,
-    [order.orderId, order.tenantId, lines.map((l) => l.lineNo), lines.map((l) => l.sku), lines.map((l) => l.name), lines.map((l) => l.unitPrice), lines.map((l) => l.quantity), lines.map((l) => l.reservationKey)],
+    [
+      order.orderId,
+      order.tenantId,
+      lines.map((l) => l.lineNo),
+      lines.map((l) => l.sku),
+      lines.map((l) => l.name),
+      lines.map((l) => l.unitPrice),
+      lines.map((l) => l.quantity),
+      lines.map((l) => l.reservationKey),
+    ],
   );
 }
 
 /** The order's lines in line (= SKU) order; an order without line rows is read as its one line. */
 export async function findLines(db: Executor, order: Order): Promise<OrderLine[]> {
-  const result = await db.query<{ line_no: number; sku: string; name: string; unit_price: number; quantity: number; amount: number; reservation_key: string | null }>(
+  const result = await db.query<{
+    line_no: number;
+    sku: string;
+    name: string;
+    unit_price: number;
+    quantity: number;
+    amount: number;
+    reservation_key: string | null;
+  }>(
     'SELECT line_no, sku, name, unit_price, quantity, amount, reservation_key FROM order_lines WHERE order_id = $1 ORDER BY line_no',
     [order.orderId],
   );
   if (result.rows.length === 0) {
-    return [{ lineNo: 1, sku: order.sku, name: order.sku, unitPrice: Math.floor(order.amount / order.quantity), quantity: order.quantity, amount: order.amount, reservationKey: order.reservationKey }];
+    return [
+      {
+        lineNo: 1,
+        sku: order.sku,
+        name: order.sku,
+        unitPrice: Math.floor(order.amount / order.quantity),
+        quantity: order.quantity,
+        amount: order.amount,
+        reservationKey: order.reservationKey,
+      },
+    ];
   }
-  return result.rows.map((r) => ({ lineNo: r.line_no, sku: r.sku, name: r.name, unitPrice: r.unit_price, quantity: r.quantity, amount: r.amount, reservationKey: r.reservation_key ?? order.reservationKey }));
+  return result.rows.map((r) => ({
+    lineNo: r.line_no,
+    sku: r.sku,
+    name: r.name,
+    unitPrice: r.unit_price,
+    quantity: r.quantity,
+    amount: r.amount,
+    reservationKey: r.reservation_key ?? order.reservationKey,
+  }));
 }
 
 /** A re-reserved line points at its new reservation; line 1's lives on the order row. */
-export async function setLineReservation(tx: Tx, orderId: string, lineNo: number, key: string, attempt: number): Promise<void> {
-  if (lineNo === 1) await tx.query('UPDATE orders SET reservation_key = $2, reserve_attempt = $3 WHERE order_id = $1', [orderId, key, attempt]);
+export async function setLineReservation(
+  tx: Tx,
+  orderId: string,
+  lineNo: number,
+  key: string,
+  attempt: number,
+): Promise<void> {
+  if (lineNo === 1)
+    await tx.query('UPDATE orders SET reservation_key = $2, reserve_attempt = $3 WHERE order_id = $1', [
+      orderId,
+      key,
+      attempt,
+    ]);
   else {
-    await tx.query('UPDATE order_lines SET reservation_key = $3 WHERE order_id = $1 AND line_no = $2', [orderId, lineNo, key]);
-    await tx.query('UPDATE orders SET reserve_attempt = greatest(reserve_attempt, $2) WHERE order_id = $1', [orderId, attempt]);
+    await tx.query('UPDATE order_lines SET reservation_key = $3 WHERE order_id = $1 AND line_no = $2', [
+      orderId,
+      lineNo,
+      key,
+    ]);
+    await tx.query('UPDATE orders SET reserve_attempt = greatest(reserve_attempt, $2) WHERE order_id = $1', [
+      orderId,
+      attempt,
+    ]);
   }
 }
 

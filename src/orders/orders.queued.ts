@@ -15,7 +15,8 @@ export const STOCK_REQUEST_TYPES = ['STOCK_DEDUCTION_REQUESTED', 'STOCK_RELEASE_
 export type StockRequestType = (typeof STOCK_REQUEST_TYPES)[number];
 
 /** One request key per order and purpose: a re-send is the same request, deduplicated by the stock service. */
-export const stockRequestKey = (orderId: string, type: StockRequestType) => `${orderId}/${type === 'STOCK_DEDUCTION_REQUESTED' ? 'deduct' : 'release'}`;
+export const stockRequestKey = (orderId: string, type: StockRequestType) =>
+  `${orderId}/${type === 'STOCK_DEDUCTION_REQUESTED' ? 'deduct' : 'release'}`;
 
 export interface PendingOutcome {
   order: Order;
@@ -26,13 +27,26 @@ export interface PendingOutcome {
  * The PENDING order, its lines (names and prices snapshot now) and its deduction request, in the
  * caller's transaction. Nothing is reserved: the line keys are the ones the stock service holds under.
  */
-export async function createPendingOrder(tx: Tx, principal: Principal, requested: readonly RequestedLine[], now: Date): Promise<PendingOutcome> {
+export async function createPendingOrder(
+  tx: Tx,
+  principal: Principal,
+  requested: readonly RequestedLine[],
+  now: Date,
+): Promise<PendingOutcome> {
   const sorted = canonicalLines(requested);
   const skus = await readSkus(tx, principal.tenantId, sorted);
   const orderId = newOrderId();
   const lines: OrderLine[] = sorted.map((line, i) => {
     const sku = skus[i] as Sku;
-    return { lineNo: i + 1, sku: line.sku, name: sku.name, unitPrice: sku.price, quantity: line.quantity, amount: sku.price * line.quantity, reservationKey: lineReservationKeyFor(orderId, i + 1, 1) };
+    return {
+      lineNo: i + 1,
+      sku: line.sku,
+      name: sku.name,
+      unitPrice: sku.price,
+      quantity: line.quantity,
+      amount: sku.price * line.quantity,
+      reservationKey: lineReservationKeyFor(orderId, i + 1, 1),
+    };
   });
   const first = lines[0] as OrderLine;
   const amount = lines.reduce((sum, l) => sum + l.amount, 0);
@@ -43,14 +57,34 @@ export async function createPendingOrder(tx: Tx, principal: Principal, requested
      INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at) SELECT order_id, NULL, 'PENDING', 1, 'create (queued)', $8 FROM o`,
     [orderId, principal.tenantId, principal.userId, first.sku, first.quantity, amount, first.reservationKey, now],
   );
-  const order: Order = { orderId, tenantId: principal.tenantId, userId: principal.userId, sku: first.sku, quantity: first.quantity, amount, status: 'PENDING', version: 1, reservationKey: first.reservationKey, reserveAttempt: 1, queued: true, createdAt: now, updatedAt: now };
+  const order: Order = {
+    orderId,
+    tenantId: principal.tenantId,
+    userId: principal.userId,
+    sku: first.sku,
+    quantity: first.quantity,
+    amount,
+    status: 'PENDING',
+    version: 1,
+    reservationKey: first.reservationKey,
+    reserveAttempt: 1,
+    queued: true,
+    createdAt: now,
+    updatedAt: now,
+  };
   await insertLines(tx, order, lines);
   await queueStockRequest(tx, order, 'STOCK_DEDUCTION_REQUESTED', now, lines);
   return { order, lines };
 }
 
 /** Writes a stock request to the shop's stock outbox in the caller's transaction; once per key. */
-export async function queueStockRequest(tx: Tx, order: Order, type: StockRequestType, now: Date, known?: readonly OrderLine[]): Promise<void> {
+export async function queueStockRequest(
+  tx: Tx,
+  order: Order,
+  type: StockRequestType,
+  now: Date,
+  known?: readonly OrderLine[],
+): Promise<void> {
   const lines = known ?? (await findLines(tx, order));
   const payload = {
     order_id: order.orderId,
@@ -73,8 +107,20 @@ export function wantsAsync(prefer: string | string[] | undefined, mode: 'sync' |
 }
 
 /** The 202 a queued create answers (stored with the key, replayed byte for byte). */
-export async function queuedCreateResponse(tx: Tx, principal: Principal, requested: readonly RequestedLine[], now: Date): Promise<StoredResponse> {
+export async function queuedCreateResponse(
+  tx: Tx,
+  principal: Principal,
+  requested: readonly RequestedLine[],
+  now: Date,
+): Promise<StoredResponse> {
   const { order, lines } = await createPendingOrder(tx, principal, requested, now);
-  const view = { order_id: order.orderId, status: order.status, sku: order.sku, quantity: order.quantity, amount: order.amount, lines: lines.map(lineView) };
+  const view = {
+    order_id: order.orderId,
+    status: order.status,
+    sku: order.sku,
+    quantity: order.quantity,
+    amount: order.amount,
+    lines: lines.map(lineView),
+  };
   return jsonResponse(202, view, `/v1/orders/${order.orderId}`);
 }

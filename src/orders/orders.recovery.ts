@@ -22,7 +22,13 @@ export const RECOVERY_BATCH = 200;
  * each other or on a payment flow that holds the row right now.
  */
 // PENDING and RELEASING wait for the stock service, not the provider: the stock pump re-sends their request (orders.stock-results.ts).
-export async function claimUnfinished(tx: Tx, now: Date, staleBefore: Date, claimUntil: Date, tenantId?: string): Promise<Candidate[]> {
+export async function claimUnfinished(
+  tx: Tx,
+  now: Date,
+  staleBefore: Date,
+  claimUntil: Date,
+  tenantId?: string,
+): Promise<Candidate[]> {
   const result = await tx.query<{ order_id: string; status: OrderStatus; recovery_attempts: number }>(
     `UPDATE orders o SET recovery_claimed_until = $3
      FROM (SELECT order_id FROM orders
@@ -56,7 +62,13 @@ export async function claimAbandonedCreated(tx: Tx, now: Date, tenantId?: string
 export const STUCK_PREFIX = 'cannot converge';
 
 /** Records the outcome of an attempt: done clears the bookkeeping; pending backs off. */
-export async function finishAttempt(db: Executor, orderId: string, pending: boolean, nextAt: Date | null, attention: string | null): Promise<void> {
+export async function finishAttempt(
+  db: Executor,
+  orderId: string,
+  pending: boolean,
+  nextAt: Date | null,
+  attention: string | null,
+): Promise<void> {
   await db.query(
     `UPDATE orders SET recovery_claimed_until = NULL,
        recovery_attempts = CASE WHEN $2 THEN recovery_attempts + 1 ELSE 0 END,
@@ -70,11 +82,17 @@ export async function finishAttempt(db: Executor, orderId: string, pending: bool
 }
 
 export async function countUnfinished(db: Executor, tenantId?: string): Promise<number> {
-  const result = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM orders WHERE status IN (${UNFINISHED_SQL}) AND ($1::text IS NULL OR tenant_id = $1)`, [tenantId ?? null]);
+  const result = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM orders WHERE status IN (${UNFINISHED_SQL}) AND ($1::text IS NULL OR tenant_id = $1)`,
+    [tenantId ?? null],
+  );
   return result.rows[0]?.n ?? 0;
 }
 
-export async function listNeedingAttention(db: Executor, tenantId?: string): Promise<Array<{ order_id: string; status: OrderStatus; attention: string }>> {
+export async function listNeedingAttention(
+  db: Executor,
+  tenantId?: string,
+): Promise<Array<{ order_id: string; status: OrderStatus; attention: string }>> {
   const result = await db.query<{ order_id: string; status: OrderStatus; attention: string }>(
     `SELECT order_id, status, attention FROM orders WHERE attention IS NOT NULL AND ($1::text IS NULL OR tenant_id = $1) ORDER BY updated_at LIMIT 100`,
     [tenantId ?? null],

@@ -61,7 +61,16 @@ export async function insertOrder(tx: Tx, order: NewOrder, now: Date): Promise<v
        INSERT INTO orders (order_id, tenant_id, user_id, sku, quantity, amount, status, version, reservation_key, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, 'CREATED', 1, $7, $8, $8) RETURNING order_id)
      INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at) SELECT order_id, NULL, 'CREATED', 1, 'create', $8 FROM o`,
-    values: [order.orderId, order.tenantId, order.userId, order.sku, order.quantity, order.amount, order.reservationKey, now],
+    values: [
+      order.orderId,
+      order.tenantId,
+      order.userId,
+      order.sku,
+      order.quantity,
+      order.amount,
+      order.reservationKey,
+      now,
+    ],
   });
 }
 
@@ -77,7 +86,11 @@ export async function lockOrder(tx: Tx, orderId: string): Promise<Order | undefi
 }
 
 export async function setReservation(tx: Tx, orderId: string, key: string, attempt: number): Promise<void> {
-  await tx.query('UPDATE orders SET reservation_key = $2, reserve_attempt = $3 WHERE order_id = $1', [orderId, key, attempt]);
+  await tx.query('UPDATE orders SET reservation_key = $2, reserve_attempt = $3 WHERE order_id = $1', [
+    orderId,
+    key,
+    attempt,
+  ]);
 }
 
 export interface TransitionResult {
@@ -90,7 +103,14 @@ export interface TransitionResult {
  * a transition-log row, and for PAID/FAILED/CANCELLED/REFUNDED an outbox event — all in the
  * caller's transaction. Zero rows updated means the precondition failed: refused, not overwritten.
  */
-export async function transition(tx: Tx, orderId: string, from: OrderStatus, to: OrderStatus, reason: string, now: Date): Promise<TransitionResult> {
+export async function transition(
+  tx: Tx,
+  orderId: string,
+  from: OrderStatus,
+  to: OrderStatus,
+  reason: string,
+  now: Date,
+): Promise<TransitionResult> {
   invariant(isAllowed(from, to), `transition ${from} -> ${to} is not in the state machine`);
   const result = await tx.query<OrderRow>(
     `UPDATE orders SET status = $3, version = version + 1, updated_at = $4
@@ -104,7 +124,16 @@ export async function transition(tx: Tx, orderId: string, from: OrderStatus, to:
     [orderId, from, to, row.version, reason, now],
   );
   if (EVENT_STATUSES.has(to)) {
-    const payload = { order_id: row.order_id, tenant_id: row.tenant_id, user_id: row.user_id, sku: row.sku, quantity: row.quantity, amount: row.amount, status: to, version: row.version };
+    const payload = {
+      order_id: row.order_id,
+      tenant_id: row.tenant_id,
+      user_id: row.user_id,
+      sku: row.sku,
+      quantity: row.quantity,
+      amount: row.amount,
+      status: to,
+      version: row.version,
+    };
     await tx.query(
       `INSERT INTO outbox (order_id, event_type, order_version, payload, created_at, next_attempt_at) VALUES ($1, $2, $3, $4, $5, $5)`,
       [orderId, `ORDER_${to}`, row.version, payload, now],
@@ -114,11 +143,22 @@ export async function transition(tx: Tx, orderId: string, from: OrderStatus, to:
 }
 
 export async function getTimeline(db: Executor, orderId: string): Promise<TimelineEntry[]> {
-  const result = await db.query<{ from_status: OrderStatus | null; to_status: OrderStatus; version: number; reason: string; at: Date }>(
-    'SELECT from_status, to_status, version, reason, at FROM order_transitions WHERE order_id = $1 ORDER BY version',
-    [orderId],
-  );
-  return result.rows.map((r) => ({ from: r.from_status, to: r.to_status, version: r.version, reason: r.reason, at: r.at.toISOString() }));
+  const result = await db.query<{
+    from_status: OrderStatus | null;
+    to_status: OrderStatus;
+    version: number;
+    reason: string;
+    at: Date;
+  }>('SELECT from_status, to_status, version, reason, at FROM order_transitions WHERE order_id = $1 ORDER BY version', [
+    orderId,
+  ]);
+  return result.rows.map((r) => ({
+    from: r.from_status,
+    to: r.to_status,
+    version: r.version,
+    reason: r.reason,
+    at: r.at.toISOString(),
+  }));
 }
 
 /** A note on the order that a person must look at; never changes its status. */
@@ -127,8 +167,14 @@ export async function noteAttention(tx: Tx, orderId: string, note: string): Prom
 }
 
 /** What an operator sees besides the status: the note for a person and recovery's count of misses. */
-export async function findOrderNotes(db: Executor, orderId: string): Promise<{ attention: string | null; recoveryAttempts: number }> {
-  const result = await db.query<{ attention: string | null; recovery_attempts: number }>('SELECT attention, recovery_attempts FROM orders WHERE order_id = $1', [orderId]);
+export async function findOrderNotes(
+  db: Executor,
+  orderId: string,
+): Promise<{ attention: string | null; recoveryAttempts: number }> {
+  const result = await db.query<{ attention: string | null; recovery_attempts: number }>(
+    'SELECT attention, recovery_attempts FROM orders WHERE order_id = $1',
+    [orderId],
+  );
   return { attention: result.rows[0]?.attention ?? null, recoveryAttempts: result.rows[0]?.recovery_attempts ?? 0 };
 }
 
@@ -142,6 +188,9 @@ export async function statusCountsForSku(db: Executor, tenantId: string, sku: st
 }
 
 export async function orderIdsForSku(db: Executor, tenantId: string, sku: string): Promise<string[]> {
-  const result = await db.query<{ order_id: string }>('SELECT order_id FROM orders WHERE tenant_id = $1 AND sku = $2', [tenantId, sku]);
+  const result = await db.query<{ order_id: string }>('SELECT order_id FROM orders WHERE tenant_id = $1 AND sku = $2', [
+    tenantId,
+    sku,
+  ]);
   return result.rows.map((r) => r.order_id);
 }

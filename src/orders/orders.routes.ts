@@ -13,7 +13,15 @@ import { lineView } from './orders.lines.ts';
 import { queuedCreateResponse, wantsAsync } from './orders.queued.ts';
 import { cancelOrder, expireHoldNow, getOrderFor, orderView, timelineFor } from './orders.service.ts';
 
-import { cancelOrderSchema, createOrderSchema, expireReservationSchema, getOrderSchema, timelineSchema, type ExpireBody, type OrderIdParams } from './orders.schemas.ts';
+import {
+  cancelOrderSchema,
+  createOrderSchema,
+  expireReservationSchema,
+  getOrderSchema,
+  timelineSchema,
+  type ExpireBody,
+  type OrderIdParams,
+} from './orders.schemas.ts';
 
 export { MAX_QUANTITY } from './orders.schemas.ts';
 
@@ -25,8 +33,13 @@ interface CreateBody {
 
 /** The validated request as lines, and the body its digest is taken over (lines canonical: by SKU). */
 function requestedLines(body: CreateBody): { lines: RequestedLine[]; canonical: unknown } {
-  const lines = canonicalLines(body.lines ? body.lines.map((l) => ({ sku: l.sku, quantity: l.quantity ?? 1 })) : [{ sku: body.sku ?? '', quantity: body.quantity ?? 1 }]);
-  if (new Set(lines.map((l) => l.sku)).size !== lines.length) throw new AppError('VALIDATION', 'body/lines must name distinct SKUs');
+  const lines = canonicalLines(
+    body.lines
+      ? body.lines.map((l) => ({ sku: l.sku, quantity: l.quantity ?? 1 }))
+      : [{ sku: body.sku ?? '', quantity: body.quantity ?? 1 }],
+  );
+  if (new Set(lines.map((l) => l.sku)).size !== lines.length)
+    throw new AppError('VALIDATION', 'body/lines must name distinct SKUs');
   // One line digests as the one-line form, so `{sku}` and `{lines: [{sku}]}` are the same request.
   const canonical = lines.length === 1 ? lines[0] : { lines };
   return { lines, canonical };
@@ -35,62 +48,90 @@ function requestedLines(body: CreateBody): { lines: RequestedLine[]; canonical: 
 export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
   const auth = requirePrincipal(deps.signer);
 
-  app.post<{ Body: CreateBody }>('/v1/orders', { onRequest: auth, schema: createOrderSchema }, async (request, reply) => {
-    const principal = principalOf(request);
-    const key = idempotencyKeyOf(request, reply);
-    const { lines, canonical } = requestedLines(request.body);
-    const queued = wantsAsync(request.headers.prefer, deps.config.orderMode);
-    const result = await executeKeyed(keyedDeps(deps), {
-      scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },
-      digest: requestDigest('create_order', queued ? { respond: 'async' } : {}, canonical),
-      async start(tx) {
-        if (queued) return { final: await queuedCreateResponse(tx, principal, lines, deps.clock.now()) };
-        const outcome = await createOrderOfLines(tx, principal, lines, deps.clock.now());
-        if (outcome.kind !== 'CREATED') {
-          const detail = outcome.kind === 'SOLD_OUT' ? `no stock left for ${outcome.sku}` : `per-user limit reached for ${outcome.sku}`;
-          // Committed durably: a refusal the client saw must survive a crash, or the retry with the
-          // same key could get 201 once a unit came back (docs/security.md).
-          return { final: problemResponse(outcome.kind, detail, { sku: outcome.sku }) };
-        }
-        const { order, reservation } = outcome;
-        const view = {
-          order_id: order.orderId,
-          status: order.status,
-          sku: order.sku,
-          quantity: order.quantity,
-          amount: order.amount,
-          reservation: { key: reservation.key, status: reservation.status, expires_at: reservation.expiresAt.toISOString() },
-          lines: outcome.lines.map(lineView),
-          reservations: outcome.reservations.map((r) => ({ sku: r.sku, key: r.key, status: r.status, expires_at: r.expiresAt.toISOString() })),
-        };
-        return { final: jsonResponse(201, view, `/v1/orders/${order.orderId}`) };
-      },
-    });
-    if (!result.replayed) businessMetrics.orders.inc({ status: String(result.status) });
-    if (result.status === 202) reply.header('Preference-Applied', 'respond-async');
-    return sendKeyed(reply, result);
-  });
+  app.post<{ Body: CreateBody }>(
+    '/v1/orders',
+    { onRequest: auth, schema: createOrderSchema },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const key = idempotencyKeyOf(request, reply);
+      const { lines, canonical } = requestedLines(request.body);
+      const queued = wantsAsync(request.headers.prefer, deps.config.orderMode);
+      const result = await executeKeyed(keyedDeps(deps), {
+        scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },
+        digest: requestDigest('create_order', queued ? { respond: 'async' } : {}, canonical),
+        async start(tx) {
+          if (queued) return { final: await queuedCreateResponse(tx, principal, lines, deps.clock.now()) };
+          const outcome = await createOrderOfLines(tx, principal, lines, deps.clock.now());
+          if (outcome.kind !== 'CREATED') {
+            const detail =
+              outcome.kind === 'SOLD_OUT'
+                ? `no stock left for ${outcome.sku}`
+                : `per-user limit reached for ${outcome.sku}`;
+            // Committed durably: a refusal the client saw must survive a crash, or the retry with the
+            // same key could get 201 once a unit came back (docs/security.md).
+            return { final: problemResponse(outcome.kind, detail, { sku: outcome.sku }) };
+          }
+          const { order, reservation } = outcome;
+          const view = {
+            order_id: order.orderId,
+            status: order.status,
+            sku: order.sku,
+            quantity: order.quantity,
+            amount: order.amount,
+            reservation: {
+              key: reservation.key,
+              status: reservation.status,
+              expires_at: reservation.expiresAt.toISOString(),
+            },
+            lines: outcome.lines.map(lineView),
+            reservations: outcome.reservations.map((r) => ({
+              sku: r.sku,
+              key: r.key,
+              status: r.status,
+              expires_at: r.expiresAt.toISOString(),
+            })),
+          };
+          return { final: jsonResponse(201, view, `/v1/orders/${order.orderId}`) };
+        },
+      });
+      if (!result.replayed) businessMetrics.orders.inc({ status: String(result.status) });
+      if (result.status === 202) reply.header('Preference-Applied', 'respond-async');
+      return sendKeyed(reply, result);
+    },
+  );
 
   app.get<{ Params: OrderIdParams }>('/v1/orders/:id', { onRequest: auth, schema: getOrderSchema }, async (request) => {
     const order = await getOrderFor(deps.db, principalOf(request), request.params.id);
     return orderView(deps.db, order);
   });
 
-  app.get<{ Params: OrderIdParams }>('/v1/orders/:id/timeline', { onRequest: auth, schema: timelineSchema }, async (request) =>
-    timelineFor(deps.db, principalOf(request), request.params.id),
+  app.get<{ Params: OrderIdParams }>(
+    '/v1/orders/:id/timeline',
+    { onRequest: auth, schema: timelineSchema },
+    async (request) => timelineFor(deps.db, principalOf(request), request.params.id),
   );
 
-  app.post<{ Params: OrderIdParams }>('/v1/orders/:id/cancel', { onRequest: auth, schema: cancelOrderSchema }, async (request) => {
-    const principal = principalOf(request);
-    const outcome = await inTx(deps.db, (tx) => cancelOrder(tx, principal, request.params.id, deps.clock.now()));
-    if (outcome.kind === 'REJECTED') throw new AppError('REJECTED', `order is ${outcome.status}, it cannot be cancelled`, { order_id: request.params.id, order_status: outcome.status });
-    return { order_id: outcome.order.orderId, status: outcome.order.status };
-  });
+  app.post<{ Params: OrderIdParams }>(
+    '/v1/orders/:id/cancel',
+    { onRequest: auth, schema: cancelOrderSchema },
+    async (request) => {
+      const principal = principalOf(request);
+      const outcome = await inTx(deps.db, (tx) => cancelOrder(tx, principal, request.params.id, deps.clock.now()));
+      if (outcome.kind === 'REJECTED')
+        throw new AppError('REJECTED', `order is ${outcome.status}, it cannot be cancelled`, {
+          order_id: request.params.id,
+          order_status: outcome.status,
+        });
+      return { order_id: outcome.order.orderId, status: outcome.order.status };
+    },
+  );
 
   // An operator (or the simulation) ends an order's hold now; the next sweep releases it.
   app.post<{ Body: ExpireBody }>(
     '/v1/admin/reservations/expire',
     { onRequest: requirePrincipal(deps.signer, 'admin'), schema: expireReservationSchema },
-    async (request) => ({ expired: await expireHoldNow(deps.db, principalOf(request), request.body.order_id, deps.clock.now()) }),
+    async (request) => ({
+      expired: await expireHoldNow(deps.db, principalOf(request), request.body.order_id, deps.clock.now()),
+    }),
   );
 }

@@ -1,5 +1,16 @@
 import { Type, type Static } from 'typebox';
-import { ADMIN_AUTH, BODY_ERRORS, BUYER_AUTH, HEADERS, IDEMPOTENCY_KEY_HEADER, jsonAnswer, nullable, problemAnswers, problemExample, stringEnum } from '../platform/openapi.ts';
+import {
+  ADMIN_AUTH,
+  BODY_ERRORS,
+  BUYER_AUTH,
+  HEADERS,
+  IDEMPOTENCY_KEY_HEADER,
+  jsonAnswer,
+  nullable,
+  problemAnswers,
+  problemExample,
+  stringEnum,
+} from '../platform/openapi.ts';
 import { PARAM_ERRORS, type Covers } from '../platform/openapi.ts';
 import type { orderView } from './orders.service.ts';
 import { MAX_LINES } from './orders.lines.ts';
@@ -13,7 +24,9 @@ const AT_EXAMPLE = '2026-11-30T18:00:00.000Z';
 
 export const OrderStatusSchema = stringEnum(ORDER_STATUSES, { description: 'see docs/state-machine.md' });
 
-export const OrderIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'the order id', examples: [ORDER_ID_EXAMPLE] }) });
+export const OrderIdParams = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 64, description: 'the order id', examples: [ORDER_ID_EXAMPLE] }),
+});
 export type OrderIdParams = Static<typeof OrderIdParams>;
 
 const Sku = Type.String({ minLength: 1, maxLength: 64, description: 'the SKU to buy' });
@@ -37,7 +50,16 @@ export const CreateOrderBody = Type.Object(
     // Either form, never both (the empty property schemas only name what `required` refers to).
     oneOf: [
       { required: ['sku'], properties: { sku: {} }, not: { required: ['lines'], properties: { lines: {} } } },
-      { required: ['lines'], properties: { lines: {} }, not: { anyOf: [{ required: ['sku'], properties: { sku: {} } }, { required: ['quantity'], properties: { quantity: {} } }] } },
+      {
+        required: ['lines'],
+        properties: { lines: {} },
+        not: {
+          anyOf: [
+            { required: ['sku'], properties: { sku: {} } },
+            { required: ['quantity'], properties: { quantity: {} } },
+          ],
+        },
+      },
     ],
     examples: [{ sku: 'tee-black-m', quantity: 1 }],
   },
@@ -45,7 +67,13 @@ export const CreateOrderBody = Type.Object(
 export type CreateOrderBody = Static<typeof CreateOrderBody>;
 
 const LineView = Type.Object(
-  { sku: Type.String(), name: Type.String(), unit_price: Type.Integer(), quantity: Type.Integer(), amount: Type.Integer() },
+  {
+    sku: Type.String(),
+    name: Type.String(),
+    unit_price: Type.Integer(),
+    quantity: Type.Integer(),
+    amount: Type.Integer(),
+  },
   { additionalProperties: false, description: 'name and unit price as they were when the order was created' },
 );
 
@@ -56,16 +84,37 @@ export const CreatedOrder = Type.Object(
     sku: Type.String(),
     quantity: Type.Integer(),
     amount: Type.Integer({ description: 'price × quantity in minor units, fixed at creation' }),
-    reservation: Type.Object({ key: Type.String(), status: Type.String({ description: '`HELD`' }), expires_at: Type.String({ format: 'date-time' }) }),
+    reservation: Type.Object({
+      key: Type.String(),
+      status: Type.String({ description: '`HELD`' }),
+      expires_at: Type.String({ format: 'date-time' }),
+    }),
     lines: Type.Array(LineView),
-    reservations: Type.Array(Type.Object({ sku: Type.String(), key: Type.String(), status: Type.String(), expires_at: Type.String({ format: 'date-time' }) }, { additionalProperties: false })),
+    reservations: Type.Array(
+      Type.Object(
+        {
+          sku: Type.String(),
+          key: Type.String(),
+          status: Type.String(),
+          expires_at: Type.String({ format: 'date-time' }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
 
 /** 202: recorded, not yet reserved (seed 004): the stock service answers later; poll the order. */
 export const QueuedOrder = Type.Object(
-  { order_id: Type.String(), status: OrderStatusSchema, sku: Type.String(), quantity: Type.Integer(), amount: Type.Integer(), lines: Type.Array(LineView) },
+  {
+    order_id: Type.String(),
+    status: OrderStatusSchema,
+    sku: Type.String(),
+    quantity: Type.Integer(),
+    amount: Type.Integer(),
+    lines: Type.Array(LineView),
+  },
   { additionalProperties: false },
 );
 const queuedExample = {
@@ -91,10 +140,17 @@ export const OrderView = Type.Object(
       expires_at: nullable(Type.String({ format: 'date-time' })),
     }),
     lines: Type.Array(LineView),
-    reservations: Type.Array(Type.Object({ sku: Type.String(), key: Type.String(), status: nullable(Type.String()) }, { additionalProperties: false })),
+    reservations: Type.Array(
+      Type.Object(
+        { sku: Type.String(), key: Type.String(), status: nullable(Type.String()) },
+        { additionalProperties: false },
+      ),
+    ),
     fulfilment: Type.Object(
       {
-        status: stringEnum(['PENDING', 'FULFILLED', 'REFUSED'] as const, { description: 'fulfilment is its own dimension (seed 002, docs/saga.md): a FULFILLED order stays PAID' }),
+        status: stringEnum(['PENDING', 'FULFILLED', 'REFUSED'] as const, {
+          description: 'fulfilment is its own dimension (seed 002, docs/saga.md): a FULFILLED order stays PAID',
+        }),
         ref: Type.Optional(Type.String({ description: "the fulfilment provider's reference, once fulfilled" })),
       },
       { additionalProperties: false },
@@ -110,7 +166,13 @@ const sameShape: Covers<Static<typeof OrderView>, Awaited<ReturnType<typeof orde
 void sameShape;
 
 export const TimelineEntrySchema = Type.Object(
-  { from: nullable(OrderStatusSchema), to: OrderStatusSchema, version: Type.Integer(), reason: Type.String(), at: Type.String({ format: 'date-time' }) },
+  {
+    from: nullable(OrderStatusSchema),
+    to: OrderStatusSchema,
+    version: Type.Integer(),
+    reason: Type.String(),
+    at: Type.String({ format: 'date-time' }),
+  },
   { additionalProperties: false },
 );
 
@@ -149,12 +211,32 @@ export const createOrderSchema = {
   body: CreateOrderBody,
   docHeaders: IDEMPOTENCY_KEY_HEADER,
   response: {
-    201: jsonAnswer('The order, its units held until `reservation.expires_at`', CreatedOrder, { headers: { ...keyed, Location: HEADERS.location }, example: createdExample }),
-    202: jsonAnswer('With `Prefer: respond-async` (or FLASHPAY_ORDER_MODE=async): recorded, not yet reserved — PENDING until the stock service answers (CREATED or REJECTED); poll `Location`', QueuedOrder, {
-      headers: { ...keyed, Location: HEADERS.location, 'Preference-Applied': HEADERS.preferenceApplied },
-      example: queuedExample,
+    201: jsonAnswer('The order, its units held until `reservation.expires_at`', CreatedOrder, {
+      headers: { ...keyed, Location: HEADERS.location },
+      example: createdExample,
     }),
-    ...problemAnswers([...BODY_ERRORS, ...BUYER_AUTH, 'IDEMPOTENCY_KEY_MISSING', 'IDEMPOTENCY_KEY_INVALID', 'SKU_NOT_FOUND', 'SOLD_OUT', 'USER_LIMIT', 'REQUEST_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED'], keyed),
+    202: jsonAnswer(
+      'With `Prefer: respond-async` (or FLASHPAY_ORDER_MODE=async): recorded, not yet reserved — PENDING until the stock service answers (CREATED or REJECTED); poll `Location`',
+      QueuedOrder,
+      {
+        headers: { ...keyed, Location: HEADERS.location, 'Preference-Applied': HEADERS.preferenceApplied },
+        example: queuedExample,
+      },
+    ),
+    ...problemAnswers(
+      [
+        ...BODY_ERRORS,
+        ...BUYER_AUTH,
+        'IDEMPOTENCY_KEY_MISSING',
+        'IDEMPOTENCY_KEY_INVALID',
+        'SKU_NOT_FOUND',
+        'SOLD_OUT',
+        'USER_LIMIT',
+        'REQUEST_IN_PROGRESS',
+        'IDEMPOTENCY_KEY_REUSED',
+      ],
+      keyed,
+    ),
   },
 };
 
@@ -164,7 +246,10 @@ export const getOrderSchema = {
   description: 'A buyer sees their own orders only: any other id is 404 `ORDER_NOT_FOUND`, never 403.',
   tags: ['orders'],
   params: OrderIdParams,
-  response: { 200: jsonAnswer('The order', OrderView, { example: viewExample }), ...problemAnswers([...PARAM_ERRORS, ...BUYER_AUTH, 'ORDER_NOT_FOUND']) },
+  response: {
+    200: jsonAnswer('The order', OrderView, { example: viewExample }),
+    ...problemAnswers([...PARAM_ERRORS, ...BUYER_AUTH, 'ORDER_NOT_FOUND']),
+  },
 };
 
 export const timelineSchema = {
@@ -184,12 +269,16 @@ export const timelineSchema = {
   },
 };
 
-export const CancelledOrder = Type.Object({ order_id: Type.String(), status: OrderStatusSchema }, { additionalProperties: false });
+export const CancelledOrder = Type.Object(
+  { order_id: Type.String(), status: OrderStatusSchema },
+  { additionalProperties: false },
+);
 
 export const cancelOrderSchema = {
   operationId: 'cancelOrder',
   summary: 'Cancel an unpaid order',
-  description: 'Releases the held units. Only a `CREATED` order can be cancelled; otherwise 409 `REJECTED` with `order_status`.',
+  description:
+    'Releases the held units. Only a `CREATED` order can be cancelled; otherwise 409 `REJECTED` with `order_status`.',
   tags: ['orders'],
   params: OrderIdParams,
   response: {
@@ -198,20 +287,31 @@ export const cancelOrderSchema = {
   },
 };
 
-export const ExpireBody = Type.Object({ order_id: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false, examples: [{ order_id: ORDER_ID_EXAMPLE }] });
+export const ExpireBody = Type.Object(
+  { order_id: Type.String({ minLength: 1, maxLength: 64 }) },
+  { additionalProperties: false, examples: [{ order_id: ORDER_ID_EXAMPLE }] },
+);
 export type ExpireBody = Static<typeof ExpireBody>;
 
 export const expireReservationSchema = {
   operationId: 'expireReservation',
   summary: 'End an order’s hold now',
-  description: 'The hold’s expiry is moved to now; the next expiry sweep releases it. `expired: false` when it was no longer HELD.',
+  description:
+    'The hold’s expiry is moved to now; the next expiry sweep releases it. `expired: false` when it was no longer HELD.',
   tags: ['admin'],
   body: ExpireBody,
   response: {
-    200: jsonAnswer('Whether the hold was ended', Type.Object({ expired: Type.Boolean() }, { additionalProperties: false }), { example: { expired: true } }),
+    200: jsonAnswer(
+      'Whether the hold was ended',
+      Type.Object({ expired: Type.Boolean() }, { additionalProperties: false }),
+      { example: { expired: true } },
+    ),
     ...problemAnswers([...BODY_ERRORS, ...ADMIN_AUTH, 'ORDER_NOT_FOUND']),
   },
 };
 
-export const rejectedExample = problemExample('REJECTED', 'order is PAID, it cannot be cancelled', { order_id: ORDER_ID_EXAMPLE, order_status: 'PAID' });
+export const rejectedExample = problemExample('REJECTED', 'order is PAID, it cannot be cancelled', {
+  order_id: ORDER_ID_EXAMPLE,
+  order_status: 'PAID',
+});
 export { ORDER_ID_EXAMPLE, AT_EXAMPLE };

@@ -12,7 +12,13 @@ import type { Order, TimelineEntry } from './orders.types.ts';
 export type { CreateOutcome } from './orders.create.ts';
 
 /** The one-line form: an order of one line. */
-export function createOrder(tx: Tx, principal: Principal, sku: string, quantity: number, now: Date): Promise<CreateOutcome> {
+export function createOrder(
+  tx: Tx,
+  principal: Principal,
+  sku: string,
+  quantity: number,
+  now: Date,
+): Promise<CreateOutcome> {
   return createOrderOfLines(tx, principal, [{ sku, quantity }], now);
 }
 
@@ -28,21 +34,29 @@ export type CancelOutcome = { kind: 'CANCELLED'; order: Order } | { kind: 'REJEC
 export async function cancelOrder(tx: Tx, principal: Principal, orderId: string, now: Date): Promise<CancelOutcome> {
   const applied = await applyOrderEvent(tx, orderId, { type: 'CANCEL_REQUESTED' }, now, { visibleTo: principal });
   if (!applied.order) throw new AppError('ORDER_NOT_FOUND', `no order ${orderId}`);
-  return applied.outcome === 'CANCELLED' ? { kind: 'CANCELLED', order: applied.order } : { kind: 'REJECTED', status: applied.order.status };
+  return applied.outcome === 'CANCELLED'
+    ? { kind: 'CANCELLED', order: applied.order }
+    : { kind: 'REJECTED', status: applied.order.status };
 }
 
 /** An operator (or the simulation) ends an order's hold now; the next sweep releases it. */
 export async function expireHoldNow(db: Executor, principal: Principal, orderId: string, now: Date): Promise<boolean> {
   const order = await getOrderFor(db, principal, orderId);
   let expired = false;
-  for (const line of await findLines(db, order)) expired = (await tryExpireNow(db, order.tenantId, line.reservationKey, now)) || expired;
+  for (const line of await findLines(db, order))
+    expired = (await tryExpireNow(db, order.tenantId, line.reservationKey, now)) || expired;
   return expired;
 }
 
 export async function orderView(db: Executor, order: Order) {
   const reservation = await findReservation(db, order.tenantId, order.reservationKey);
   const lines = await findLines(db, order);
-  const reservations = await Promise.all(lines.map(async (l) => ({ line: l, r: l.lineNo === 1 ? reservation : await findReservation(db, order.tenantId, l.reservationKey) })));
+  const reservations = await Promise.all(
+    lines.map(async (l) => ({
+      line: l,
+      r: l.lineNo === 1 ? reservation : await findReservation(db, order.tenantId, l.reservationKey),
+    })),
+  );
   return {
     order_id: order.orderId,
     status: order.status,
@@ -50,10 +64,21 @@ export async function orderView(db: Executor, order: Order) {
     sku: order.sku,
     quantity: order.quantity,
     amount: order.amount,
-    reservation: { key: order.reservationKey, status: reservation?.status ?? null, expires_at: reservation?.expiresAt.toISOString() ?? null },
+    reservation: {
+      key: order.reservationKey,
+      status: reservation?.status ?? null,
+      expires_at: reservation?.expiresAt.toISOString() ?? null,
+    },
     lines: lines.map(lineView),
-    reservations: reservations.map(({ line, r }) => ({ sku: line.sku, key: line.reservationKey, status: r?.status ?? null })),
-    fulfilment: { status: order.fulfilmentStatus ?? 'PENDING', ...(order.fulfilmentRef ? { ref: order.fulfilmentRef } : {}) },
+    reservations: reservations.map(({ line, r }) => ({
+      sku: line.sku,
+      key: line.reservationKey,
+      status: r?.status ?? null,
+    })),
+    fulfilment: {
+      status: order.fulfilmentStatus ?? 'PENDING',
+      ...(order.fulfilmentRef ? { ref: order.fulfilmentRef } : {}),
+    },
     created_at: order.createdAt.toISOString(),
     updated_at: order.updatedAt.toISOString(),
   };
@@ -63,4 +88,3 @@ export async function timelineFor(db: Db, principal: Principal, orderId: string)
   await getOrderFor(db, principal, orderId);
   return getTimeline(db, orderId);
 }
-

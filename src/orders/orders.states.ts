@@ -1,6 +1,21 @@
 // The order state machine of seed 000 (figure 29-1). This table is the single source: transition()
 // refuses anything not listed, and docs/state-machine.md is generated from it (tests check they agree).
-export const ORDER_STATUSES = ['CREATED', 'PAYING', 'UNKNOWN', 'PAID', 'FAILED', 'CANCELLED', 'REFUNDING', 'REFUNDED', 'COMPENSATING', 'COMPENSATION_PENDING', 'COMPENSATED', 'PENDING', 'REJECTED', 'RELEASING'] as const;
+export const ORDER_STATUSES = [
+  'CREATED',
+  'PAYING',
+  'UNKNOWN',
+  'PAID',
+  'FAILED',
+  'CANCELLED',
+  'REFUNDING',
+  'REFUNDED',
+  'COMPENSATING',
+  'COMPENSATION_PENDING',
+  'COMPENSATED',
+  'PENDING',
+  'REJECTED',
+  'RELEASING',
+] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
 
 export const TRANSITIONS: ReadonlyArray<readonly [OrderStatus, OrderStatus, string]> = [
@@ -33,7 +48,13 @@ export const TRANSITIONS: ReadonlyArray<readonly [OrderStatus, OrderStatus, stri
 export const EVENT_STATUSES: ReadonlySet<OrderStatus> = new Set(['PAID', 'FAILED', 'CANCELLED', 'REFUNDED']);
 
 /** Statuses recovery must still drive somewhere; reconciliation lists them as pending. */
-export const UNFINISHED_STATUSES: ReadonlySet<OrderStatus> = new Set(['PAYING', 'UNKNOWN', 'REFUNDING', 'PENDING', 'RELEASING']);
+export const UNFINISHED_STATUSES: ReadonlySet<OrderStatus> = new Set([
+  'PAYING',
+  'UNKNOWN',
+  'REFUNDING',
+  'PENDING',
+  'RELEASING',
+]);
 
 /** Statuses of the after-PAID saga (src/saga) still undoing; reconciliation lists them as pending. */
 export const COMPENSATION_STATUSES: ReadonlySet<OrderStatus> = new Set(['COMPENSATING', 'COMPENSATION_PENDING']);
@@ -45,7 +66,11 @@ export function isAllowed(from: OrderStatus, to: OrderStatus): boolean {
 }
 
 export function mermaidDiagram(): string {
-  const lines = ['stateDiagram-v2', '    [*] --> CREATED: create (reservation HELD, same transaction)', '    [*] --> PENDING: create with Prefer: respond-async (stock request, same transaction)'];
+  const lines = [
+    'stateDiagram-v2',
+    '    [*] --> CREATED: create (reservation HELD, same transaction)',
+    '    [*] --> PENDING: create with Prefer: respond-async (stock request, same transaction)',
+  ];
   for (const [from, to, why] of TRANSITIONS) lines.push(`    ${from} --> ${to}: ${why}`);
   return lines.join('\n');
 }

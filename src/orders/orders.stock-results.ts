@@ -1,5 +1,14 @@
 import { inTx, type Db } from '../platform/db.ts';
-import { claimLeased, markLeasedPublished, parkLeased, releaseLeasedAfterFailure, requeueLeased, type LeaseClaim, type LeaseTable, type LeasedRow } from '../platform/lease-queue.ts';
+import {
+  claimLeased,
+  markLeasedPublished,
+  parkLeased,
+  releaseLeasedAfterFailure,
+  requeueLeased,
+  type LeaseClaim,
+  type LeaseTable,
+  type LeasedRow,
+} from '../platform/lease-queue.ts';
 import type { OrderEvent } from './decider.ts';
 import { applyOrderEvent } from './orders.apply.ts';
 
@@ -21,9 +30,12 @@ export interface StockResult {
 export type ResultEffect = 'APPLIED' | 'IGNORED' | 'UNKNOWN_ORDER' | 'DUPLICATE';
 
 export const claimStockRequests = (db: Db, claim: LeaseClaim): Promise<LeasedRow[]> => claimLeased(db, REQUESTS, claim);
-export const markStockRequestsSent = (db: Db, keys: readonly string[], owner: string, now: Date) => markLeasedPublished(db, REQUESTS, keys, owner, now);
-export const failStockRequest = (db: Db, key: string, owner: string, error: string) => releaseLeasedAfterFailure(db, REQUESTS, key, owner, error);
-export const parkStockRequest = (db: Db, key: string, owner: string, error: string, now: Date) => parkLeased(db, REQUESTS, key, owner, error, now);
+export const markStockRequestsSent = (db: Db, keys: readonly string[], owner: string, now: Date) =>
+  markLeasedPublished(db, REQUESTS, keys, owner, now);
+export const failStockRequest = (db: Db, key: string, owner: string, error: string) =>
+  releaseLeasedAfterFailure(db, REQUESTS, key, owner, error);
+export const parkStockRequest = (db: Db, key: string, owner: string, error: string, now: Date) =>
+  parkLeased(db, REQUESTS, key, owner, error, now);
 
 function eventOf(result: StockResult): OrderEvent | undefined {
   switch (result.event_type) {
@@ -54,9 +66,14 @@ export async function receiveStockResult(db: Db, result: StockResult, now: Date)
     );
     if (fresh.rowCount === 0) return 'DUPLICATE';
     const applied = await applyOrderEvent(tx, result.order_id, event, now);
-    const effect: ResultEffect = applied.outcome === 'UNKNOWN_ORDER' ? 'UNKNOWN_ORDER' : applied.decision?.to ? 'APPLIED' : 'IGNORED';
+    const effect: ResultEffect =
+      applied.outcome === 'UNKNOWN_ORDER' ? 'UNKNOWN_ORDER' : applied.decision?.to ? 'APPLIED' : 'IGNORED';
     if (effect !== 'APPLIED') {
-      await tx.query('UPDATE stock_results_in SET effect = $2, detail = $3 WHERE event_id = $1', [result.event_id, effect, applied.decision?.reason ?? null]);
+      await tx.query('UPDATE stock_results_in SET effect = $2, detail = $3 WHERE event_id = $1', [
+        result.event_id,
+        effect,
+        applied.decision?.reason ?? null,
+      ]);
     }
     return effect;
   });
@@ -75,12 +92,25 @@ export async function resendUnansweredRequests(db: Db, now: Date, resendAfterMs:
      ORDER BY r.published_at LIMIT 500`,
     [new Date(now.getTime() - resendAfterMs)],
   );
-  return requeueLeased(db, REQUESTS, stale.rows.map((r) => r.request_key));
+  return requeueLeased(
+    db,
+    REQUESTS,
+    stale.rows.map((r) => r.request_key),
+  );
 }
 
 /** The shop's stock requests nobody could send (an unknown type), with the reason, for an operator. */
-export async function listParkedStockRequests(db: Db): Promise<Array<{ side: string; key: string; order_id: string; event_type: string; error: string | null; at: Date }>> {
-  const result = await db.query<{ side: string; key: string; order_id: string; event_type: string; error: string | null; at: Date }>(
+export async function listParkedStockRequests(
+  db: Db,
+): Promise<Array<{ side: string; key: string; order_id: string; event_type: string; error: string | null; at: Date }>> {
+  const result = await db.query<{
+    side: string;
+    key: string;
+    order_id: string;
+    event_type: string;
+    error: string | null;
+    at: Date;
+  }>(
     `SELECT 'stock_requests_out' AS side, request_key AS key, order_id, event_type, last_error AS error, dead_at AS at
      FROM stock_requests_out WHERE dead_at IS NOT NULL ORDER BY dead_at LIMIT 500`,
   );

@@ -27,11 +27,18 @@ export const outboxAdmin = {
    * Puts dead events (all, or the listed ids) back in line with a fresh attempt budget; `{redriven}`.
    * With `tenantId`, only events about that tenant's orders (another tenant's ids are not counted).
    */
-  async redriveDead(db: Executor, eventIds?: readonly string[], clock: Clock = systemClock, tenantId?: string): Promise<{ redriven: number }> {
+  async redriveDead(
+    db: Executor,
+    eventIds?: readonly string[],
+    clock: Clock = systemClock,
+    tenantId?: string,
+  ): Promise<{ redriven: number }> {
     if (eventIds !== undefined) {
-      if (eventIds.length > MAX_REDRIVE_IDS) throw new AppError('VALIDATION', `at most ${MAX_REDRIVE_IDS} event ids per re-drive`);
+      if (eventIds.length > MAX_REDRIVE_IDS)
+        throw new AppError('VALIDATION', `at most ${MAX_REDRIVE_IDS} event ids per re-drive`);
       const bad = eventIds.find((id) => !EVENT_ID.test(id));
-      if (bad !== undefined) throw new AppError('VALIDATION', `event id ${JSON.stringify(bad)} is not an outbox event id`);
+      if (bad !== undefined)
+        throw new AppError('VALIDATION', `event id ${JSON.stringify(bad)} is not an outbox event id`);
     }
     return { redriven: await redriveDead(db, eventIds, clock.now(), tenantId) };
   },

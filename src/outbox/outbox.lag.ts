@@ -18,5 +18,9 @@ export async function outboxLag(db: Executor, now: Date, tenantId?: string): Pro
     [tenantId ?? null],
   );
   const row = result.rows[0];
-  return { pending: row?.pending ?? 0, oldest_pending_ms: row?.oldest ? Math.max(0, now.getTime() - row.oldest.getTime()) : 0, dead: row?.dead ?? 0 };
+  return {
+    pending: row?.pending ?? 0,
+    oldest_pending_ms: row?.oldest ? Math.max(0, now.getTime() - row.oldest.getTime()) : 0,
+    dead: row?.dead ?? 0,
+  };
 }

@@ -45,10 +45,14 @@ RETURNING outbox.event_id, outbox.order_id, outbox.event_type, outbox.order_vers
 
 export async function claimBatch(db: Db, request: ClaimRequest): Promise<OutboxRow[]> {
   const claimedUntil = new Date(request.now.getTime() + request.leaseMs);
-  const result = await inTx(db, (tx) => tx.query<OutboxRow>(CLAIM_SQL, [request.now, request.limit, request.owner, claimedUntil]), {
-    lockTimeoutMs: 2_000,
-    statementTimeoutMs: 10_000,
-  });
+  const result = await inTx(
+    db,
+    (tx) => tx.query<OutboxRow>(CLAIM_SQL, [request.now, request.limit, request.owner, claimedUntil]),
+    {
+      lockTimeoutMs: 2_000,
+      statementTimeoutMs: 10_000,
+    },
+  );
   return result.rows.sort((a, b) => a.event_id - b.event_id);
 }
 
@@ -57,7 +61,12 @@ export async function claimBatch(db: Db, request: ClaimRequest): Promise<OutboxR
  * one per event). Guarded by claimed_by: an event whose lease another relay took over is not ours
  * to mark, and that relay re-sends it. Returns how many were marked.
  */
-export async function markPublishedBatch(db: Executor, eventIds: readonly number[], owner: string, now: Date): Promise<number> {
+export async function markPublishedBatch(
+  db: Executor,
+  eventIds: readonly number[],
+  owner: string,
+  now: Date,
+): Promise<number> {
   if (eventIds.length === 0) return 0;
   const result = await db.query(
     `UPDATE outbox SET published_at = $3, claimed_until = NULL
@@ -94,7 +103,13 @@ export async function tryRecordFailure(db: Executor, failure: FailureRecord): Pr
 }
 
 /** Parks an event at once (an unknown type will not get better by retrying). */
-export async function tryParkDead(db: Executor, eventId: number, owner: string, reason: string, now: Date): Promise<boolean> {
+export async function tryParkDead(
+  db: Executor,
+  eventId: number,
+  owner: string,
+  reason: string,
+  now: Date,
+): Promise<boolean> {
   const result = await db.query(
     `UPDATE outbox SET attempts = attempts + 1, last_error = left($3, 2000), dead_at = $4,
        claimed_by = NULL, claimed_until = NULL
@@ -118,9 +133,15 @@ export interface DeadEvent {
 export const MAX_DEAD_LISTED = 500;
 
 // Outbox rows carry no tenant: a tenant's view goes through the order each event is about.
-const ofTenant = (param: string) => `(${param}::text IS NULL OR EXISTS (SELECT 1 FROM orders t WHERE t.order_id = outbox.order_id AND t.tenant_id = ${param}))`;
+const ofTenant = (param: string) =>
+  `(${param}::text IS NULL OR EXISTS (SELECT 1 FROM orders t WHERE t.order_id = outbox.order_id AND t.tenant_id = ${param}))`;
 
-export async function listDeadEvents(db: Executor, limit = 100, afterEventId = 0, tenantId?: string): Promise<DeadEvent[]> {
+export async function listDeadEvents(
+  db: Executor,
+  limit = 100,
+  afterEventId = 0,
+  tenantId?: string,
+): Promise<DeadEvent[]> {
   const result = await db.query<DeadEvent>(
     `SELECT event_id::text, order_id, event_type, order_version, attempts, last_error,
             to_char(dead_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS dead_at
@@ -132,7 +153,12 @@ export async function listDeadEvents(db: Executor, limit = 100, afterEventId = 0
 }
 
 /** Puts dead events (all, or the given ids) back in line with a fresh attempt budget. */
-export async function redriveDead(db: Executor, eventIds: readonly string[] | undefined, now: Date, tenantId?: string): Promise<number> {
+export async function redriveDead(
+  db: Executor,
+  eventIds: readonly string[] | undefined,
+  now: Date,
+  tenantId?: string,
+): Promise<number> {
   const result = await db.query(
     `UPDATE outbox SET dead_at = NULL, attempts = 0, next_attempt_at = $1, claimed_by = NULL, claimed_until = NULL
      WHERE dead_at IS NOT NULL AND published_at IS NULL AND ($2::bigint[] IS NULL OR event_id = ANY($2::bigint[]))

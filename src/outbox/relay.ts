@@ -6,7 +6,14 @@ import type { Db } from '../platform/db.ts';
 import { backoffDelayMs } from '../platform/backoff.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 import { isEventType, type OutboxEvent, type Sink } from './outbox.events.ts';
-import { bringDueForward, claimBatch, markPublishedBatch, tryParkDead, tryRecordFailure, type OutboxRow } from './outbox.repo.ts';
+import {
+  bringDueForward,
+  claimBatch,
+  markPublishedBatch,
+  tryParkDead,
+  tryRecordFailure,
+  type OutboxRow,
+} from './outbox.repo.ts';
 
 // Limits, each with its reason.
 const MAX_BATCH_SIZE = 500; // one claim statement locks at most this many rows
@@ -118,14 +125,21 @@ async function deliverOne(ctx: RelayContext, row: OutboxRow): Promise<boolean> {
 }
 
 async function runPass(ctx: RelayContext): Promise<PassResult> {
-  const rows = await claimBatch(ctx.db, { owner: ctx.owner, now: nowOf(ctx), leaseMs: ctx.leaseMs, limit: ctx.batchSize });
+  const rows = await claimBatch(ctx.db, {
+    owner: ctx.owner,
+    now: nowOf(ctx),
+    leaseMs: ctx.leaseMs,
+    limit: ctx.batchSize,
+  });
   // The batch holds at most one event per order (the claim's NOT EXISTS), so delivering it
   // concurrently cannot reorder an order's events.
   const outcomes = await Promise.allSettled(rows.map((row) => deliverOne(ctx, row)));
   // Marked only after the ack (at least once), all of the pass in one statement. An event not
   // marked because our lease was taken over is re-sent by its new owner; the consumer's inbox
   // absorbs the copy.
-  const acknowledged = rows.filter((_, i) => outcomes[i]?.status === 'fulfilled' && (outcomes[i] as PromiseFulfilledResult<boolean>).value).map((row) => row.event_id);
+  const acknowledged = rows
+    .filter((_, i) => outcomes[i]?.status === 'fulfilled' && (outcomes[i] as PromiseFulfilledResult<boolean>).value)
+    .map((row) => row.event_id);
   await markPublishedBatch(ctx.db, acknowledged, ctx.owner, nowOf(ctx));
   const broken = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
   if (broken) throw broken.reason; // a database fault; unmarked events come back after their lease

@@ -8,18 +8,28 @@ import { jsonResponse, type StoredResponse } from '../idempotency/index.ts';
  * the key stays PROCESSING under its lease (a retry with it waits, then takes it over and answers
  * the order's status), and the order, still PAYING, is converged by recovery.
  */
-export async function settleAfterCall<T extends { response: StoredResponse }>(orderId: string, record: () => Promise<T>, log: (line: string) => void = defaultLog): Promise<T | { response: StoredResponse }> {
+export async function settleAfterCall<T extends { response: StoredResponse }>(
+  orderId: string,
+  record: () => Promise<T>,
+  log: (line: string) => void = defaultLog,
+): Promise<T | { response: StoredResponse }> {
   try {
     return await record();
   } catch (error) {
     if (!isDatabaseFault(error)) throw error;
-    log(`pay ${orderId}: the provider was called but its answer could not be recorded (${(error as Error).message}); answered UNKNOWN`);
+    log(
+      `pay ${orderId}: the provider was called but its answer could not be recorded (${(error as Error).message}); answered UNKNOWN`,
+    );
     return { response: jsonResponse(200, { order_id: orderId, status: 'UNKNOWN' }) };
   }
 }
 
 /** Work after the answer is recorded (a refund send) that recovery redoes if it fails here. */
-export async function bestEffort(what: string, work: () => Promise<unknown>, log: (line: string) => void = defaultLog): Promise<void> {
+export async function bestEffort(
+  what: string,
+  work: () => Promise<unknown>,
+  log: (line: string) => void = defaultLog,
+): Promise<void> {
   try {
     await work();
   } catch (error) {

@@ -1,9 +1,14 @@
 // The provider as we see it: every call has a timeout, and a call whose answer we did not get
 // is UNKNOWN — the money may have moved. Never read a timeout as a failure.
-export type ChargeReply = { kind: 'CHARGED' | 'DECLINED' | 'CLOSED'; txn?: string } | { kind: 'UNKNOWN'; reason: string };
+export type ChargeReply =
+  { kind: 'CHARGED' | 'DECLINED' | 'CLOSED'; txn?: string } | { kind: 'UNKNOWN'; reason: string };
 export type ChargeStatus = 'CHARGED' | 'DECLINED' | 'CLOSED' | 'REFUNDED' | 'NOT_FOUND';
-export type StatusReply = { kind: 'STATUS'; status: ChargeStatus; amount?: number; txn?: string } | { kind: 'UNKNOWN'; reason: string };
-export type RefundReply = { kind: 'REFUNDED'; refundId: string } | { kind: 'REFUSED'; status: number; detail: string } | { kind: 'UNKNOWN'; reason: string };
+export type StatusReply =
+  { kind: 'STATUS'; status: ChargeStatus; amount?: number; txn?: string } | { kind: 'UNKNOWN'; reason: string };
+export type RefundReply =
+  | { kind: 'REFUNDED'; refundId: string }
+  | { kind: 'REFUSED'; status: number; detail: string }
+  | { kind: 'UNKNOWN'; reason: string };
 
 export interface StatementLine {
   type: 'CHARGE' | 'REFUND';
@@ -60,15 +65,26 @@ export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient
     if ('unknown' in reply) return { kind: 'UNKNOWN', reason: reply.unknown };
     const status = reply.body.status as ChargeStatus | undefined;
     if (reply.status !== 200 || !status) return { kind: 'UNKNOWN', reason: `unexpected reply ${reply.status}` };
-    return { kind: 'STATUS', status, amount: reply.body.amount as number | undefined, txn: reply.body.txn as string | undefined };
+    return {
+      kind: 'STATUS',
+      status,
+      amount: reply.body.amount as number | undefined,
+      txn: reply.body.txn as string | undefined,
+    };
   };
 
   return {
     async charge(merchantOrder, amount, notifyUrl, customer) {
-      const reply = await send('POST', '/charge', { merchant_order: merchantOrder, amount, notify_url: notifyUrl, ...(customer !== undefined ? { customer } : {}) });
+      const reply = await send('POST', '/charge', {
+        merchant_order: merchantOrder,
+        amount,
+        notify_url: notifyUrl,
+        ...(customer !== undefined ? { customer } : {}),
+      });
       if ('unknown' in reply) return { kind: 'UNKNOWN', reason: reply.unknown };
       const result = reply.body.result;
-      if (result === 'CHARGED' || result === 'DECLINED' || result === 'CLOSED') return { kind: result, txn: reply.body.txn as string | undefined };
+      if (result === 'CHARGED' || result === 'DECLINED' || result === 'CLOSED')
+        return { kind: result, txn: reply.body.txn as string | undefined };
       return { kind: 'UNKNOWN', reason: `unexpected charge reply ${reply.status}` };
     },
     async query(merchantOrder) {
@@ -80,7 +96,8 @@ export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient
     async refund(merchantOrder, refundKey, amount) {
       const reply = await send('POST', '/refund', { merchant_order: merchantOrder, refund_key: refundKey, amount });
       if ('unknown' in reply) return { kind: 'UNKNOWN', reason: reply.unknown };
-      if (reply.status === 200 && reply.body.result === 'REFUNDED') return { kind: 'REFUNDED', refundId: String(reply.body.refund_id) };
+      if (reply.status === 200 && reply.body.result === 'REFUNDED')
+        return { kind: 'REFUNDED', refundId: String(reply.body.refund_id) };
       return { kind: 'REFUSED', status: reply.status, detail: JSON.stringify(reply.body) };
     },
     async statement() {

@@ -11,16 +11,20 @@ const MAX_ID_LENGTH = 128;
 
 function text(value: unknown, field: string, optional = false): string | null {
   if (optional && (value === undefined || value === null)) return null;
-  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_ID_LENGTH) throw new AppError('VALIDATION', `${field} must be a string of 1..${MAX_ID_LENGTH} characters`);
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_ID_LENGTH)
+    throw new AppError('VALIDATION', `${field} must be a string of 1..${MAX_ID_LENGTH} characters`);
   return value;
 }
 
 /** Validation after the signature check: a forged body is refused as forged, not as malformed. */
 export function parseNotification(body: unknown): NotificationRecord {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AppError('VALIDATION', 'body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new AppError('VALIDATION', 'body must be a JSON object');
   const b = body as Record<string, unknown>;
-  if (typeof b.kind !== 'string' || !KINDS.has(b.kind)) throw new AppError('VALIDATION', 'kind must be one of CHARGED, DECLINED, REFUNDED');
-  if (typeof b.amount !== 'number' || !Number.isSafeInteger(b.amount) || b.amount < 0) throw new AppError('VALIDATION', 'amount must be a non-negative integer (minor units)');
+  if (typeof b.kind !== 'string' || !KINDS.has(b.kind))
+    throw new AppError('VALIDATION', 'kind must be one of CHARGED, DECLINED, REFUNDED');
+  if (typeof b.amount !== 'number' || !Number.isSafeInteger(b.amount) || b.amount < 0)
+    throw new AppError('VALIDATION', 'amount must be a non-negative integer (minor units)');
   return {
     notifyId: text(b.notify_id, 'notify_id') ?? '',
     merchantOrder: text(b.merchant_order, 'merchant_order') ?? '',
@@ -30,8 +34,20 @@ export function parseNotification(body: unknown): NotificationRecord {
   };
 }
 
-export function checkSignature(secret: string, header: string | string[] | undefined, rawBody: string, toleranceSeconds: number, nowSeconds: number): void {
-  const check = verifySignature(secret, typeof header === 'string' ? header : undefined, rawBody, toleranceSeconds, nowSeconds);
+export function checkSignature(
+  secret: string,
+  header: string | string[] | undefined,
+  rawBody: string,
+  toleranceSeconds: number,
+  nowSeconds: number,
+): void {
+  const check = verifySignature(
+    secret,
+    typeof header === 'string' ? header : undefined,
+    rawBody,
+    toleranceSeconds,
+    nowSeconds,
+  );
   if (!check.ok) throw new AppError('BAD_SIGNATURE', check.reason);
 }
 

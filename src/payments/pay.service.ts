@@ -23,15 +23,25 @@ async function statusResponse(tx: Tx, orderId: string): Promise<StoredResponse> 
  * commit as the key's completion; a refund it asks for is sent after that commit.
  */
 export async function beginPay(deps: PaymentDeps, tx: Tx, principal: Principal, orderId: string): Promise<KeyedStep> {
-  const applied = await applyOrderEvent(tx, orderId, { type: 'PAY_REQUESTED' }, deps.clock.now(), { visibleTo: principal });
+  const applied = await applyOrderEvent(tx, orderId, { type: 'PAY_REQUESTED' }, deps.clock.now(), {
+    visibleTo: principal,
+  });
   const order = applied.order;
   if (!order || applied.outcome !== 'PAYING') {
-    const detail = order?.status === 'CANCELLED' && applied.decision?.to === 'CANCELLED' ? 'the reservation expired before payment; the order is cancelled' : `order is ${order?.status}, it cannot be paid`;
+    const detail =
+      order?.status === 'CANCELLED' && applied.decision?.to === 'CANCELLED'
+        ? 'the reservation expired before payment; the order is cancelled'
+        : `order is ${order?.status}, it cannot be paid`;
     return { final: problemResponse('REJECTED', detail, { order_id: orderId, order_status: order?.status }) };
   }
   return {
     continueWith: async (complete) => {
-      const reply = await deps.channel.charge(orderId, order.amount, deps.notifyUrl, `${order.tenantId}/${order.userId}`);
+      const reply = await deps.channel.charge(
+        orderId,
+        order.amount,
+        deps.notifyUrl,
+        `${order.tenantId}/${order.userId}`,
+      );
       await faultPoint('pay.after-charge'); // C29-10: PAYING committed, the provider charged, nothing recorded
       let response: StoredResponse | undefined;
       const recorded = await settleAfterCall(orderId, async () => {
@@ -43,7 +53,8 @@ export async function beginPay(deps: PaymentDeps, tx: Tx, principal: Principal, 
         return { response, applied };
       });
       // The refund (if the decision asked for one) is sent after that commit, never inside it.
-      if ('applied' in recorded) await bestEffort(`follow-up of ${orderId}`, () => followUp(deps, orderId, recorded.applied));
+      if ('applied' in recorded)
+        await bestEffort(`follow-up of ${orderId}`, () => followUp(deps, orderId, recorded.applied));
       return recorded.response;
     },
   };

@@ -10,7 +10,13 @@ export interface NotificationRecord {
 }
 
 /** Records a notification once; false when its notify_id was recorded already (a concurrent copy won). */
-export async function insertNotification(tx: Tx, n: NotificationRecord, effect: Effect, needsAttention: boolean, now: Date): Promise<boolean> {
+export async function insertNotification(
+  tx: Tx,
+  n: NotificationRecord,
+  effect: Effect,
+  needsAttention: boolean,
+  now: Date,
+): Promise<boolean> {
   const result = await tx.query(
     `INSERT INTO payment_notifications (notify_id, merchant_order, kind, amount, txn, effect, needs_attention, received_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (notify_id) DO NOTHING`,
@@ -21,12 +27,22 @@ export async function insertNotification(tx: Tx, n: NotificationRecord, effect: 
 
 /** The effect a notify_id had when it was first recorded. */
 export async function recordedEffect(db: Executor, notifyId: string): Promise<Effect | undefined> {
-  const result = await db.query<{ effect: Effect }>('SELECT effect FROM payment_notifications WHERE notify_id = $1', [notifyId]);
+  const result = await db.query<{ effect: Effect }>('SELECT effect FROM payment_notifications WHERE notify_id = $1', [
+    notifyId,
+  ]);
   return result.rows[0]?.effect;
 }
 
 export async function listNotifications(db: Executor, orderId: string) {
-  const result = await db.query<{ notify_id: string; kind: string; amount: number; txn: string | null; effect: Effect; needs_attention: boolean; received_at: Date }>(
+  const result = await db.query<{
+    notify_id: string;
+    kind: string;
+    amount: number;
+    txn: string | null;
+    effect: Effect;
+    needs_attention: boolean;
+    received_at: Date;
+  }>(
     'SELECT notify_id, kind, amount, txn, effect, needs_attention, received_at FROM payment_notifications WHERE merchant_order = $1 ORDER BY id',
     [orderId],
   );

@@ -6,7 +6,14 @@ import { businessMetrics } from '../platform/business-metrics.ts';
 import { requestDigest } from '../idempotency/index.ts';
 import { idempotencyKeyOf, sendKeyed } from '../idempotency/index.ts';
 import { executeKeyed } from '../idempotency/index.ts';
-import { findOrderNotes, getOrderFor, getTimeline, orderIdsForSku, orderView, statusCountsForSku } from '../orders/index.ts';
+import {
+  findOrderNotes,
+  getOrderFor,
+  getTimeline,
+  orderIdsForSku,
+  orderView,
+  statusCountsForSku,
+} from '../orders/index.ts';
 import { journalView } from '../saga/index.ts';
 import { channelClient } from './channel.client.ts';
 import { checkSignature, handleNotification, parseNotification, SIGNATURE_HEADER } from './notifications.ts';
@@ -29,51 +36,89 @@ export function paymentDeps(deps: AppDeps): PaymentDeps {
 }
 
 import type { OrderIdParams } from '../orders/index.ts';
-import { adminOrderSchema, notificationSchema, payOrderSchema, skuOutcomesSchema, type PayBody } from './payments.schemas.ts';
+import {
+  adminOrderSchema,
+  notificationSchema,
+  payOrderSchema,
+  skuOutcomesSchema,
+  type PayBody,
+} from './payments.schemas.ts';
 
 export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
   const payments = paymentDeps(deps);
 
-  app.post<{ Params: OrderIdParams; Body: PayBody }>('/v1/orders/:id/pay', { onRequest: requirePrincipal(deps.signer), schema: payOrderSchema }, async (request, reply) => {
-    const principal = principalOf(request);
-    const key = idempotencyKeyOf(request, reply);
-    const orderId = request.params.id;
-    const wallet = request.body?.method === 'wallet';
-    const result = await executeKeyed(keyedDeps(deps), {
-      scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'pay_order', key },
-      // The provider's digest stays as before `method` existed, so keys stored then still replay.
-      digest: requestDigest('pay_order', { id: orderId }, wallet ? { method: 'wallet' } : {}),
-      start: (tx) => (wallet ? beginWalletPay(payments, tx, principal, orderId) : beginPay(payments, tx, principal, orderId)),
-      abandoned: (tx) => abandonedPay(tx, orderId),
-    });
-    if (wallet) await faultPoint('wallet-pay.after-commit'); // debit, PAID and key committed; the answer not sent
-    if (!result.replayed) {
-      const answer = JSON.parse(result.body) as { status?: unknown; code?: string };
-      businessMetrics.payments.inc({ outcome: result.status === 200 ? String(answer.status) : (answer.code ?? String(result.status)) });
-    }
-    return sendKeyed(reply, result);
-  });
+  app.post<{ Params: OrderIdParams; Body: PayBody }>(
+    '/v1/orders/:id/pay',
+    { onRequest: requirePrincipal(deps.signer), schema: payOrderSchema },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const key = idempotencyKeyOf(request, reply);
+      const orderId = request.params.id;
+      const wallet = request.body?.method === 'wallet';
+      const result = await executeKeyed(keyedDeps(deps), {
+        scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'pay_order', key },
+        // The provider's digest stays as before `method` existed, so keys stored then still replay.
+        digest: requestDigest('pay_order', { id: orderId }, wallet ? { method: 'wallet' } : {}),
+        start: (tx) =>
+          wallet ? beginWalletPay(payments, tx, principal, orderId) : beginPay(payments, tx, principal, orderId),
+        abandoned: (tx) => abandonedPay(tx, orderId),
+      });
+      if (wallet) await faultPoint('wallet-pay.after-commit'); // debit, PAID and key committed; the answer not sent
+      if (!result.replayed) {
+        const answer = JSON.parse(result.body) as { status?: unknown; code?: string };
+        businessMetrics.payments.inc({
+          outcome: result.status === 200 ? String(answer.status) : (answer.code ?? String(result.status)),
+        });
+      }
+      return sendKeyed(reply, result);
+    },
+  );
 
   app.post('/v1/payment-notifications', { schema: notificationSchema }, async (request) => {
-    checkSignature(deps.notifySecret, request.headers[SIGNATURE_HEADER], request.rawBody ?? '', deps.config.notifyToleranceSeconds, Math.floor(Date.now() / 1000));
+    checkSignature(
+      deps.notifySecret,
+      request.headers[SIGNATURE_HEADER],
+      request.rawBody ?? '',
+      deps.config.notifyToleranceSeconds,
+      Math.floor(Date.now() / 1000),
+    );
     return handleNotification(payments, parseNotification(request.body));
   });
 
-  app.get<{ Params: { sku: string } }>('/v1/admin/skus/:sku/outcomes', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: skuOutcomesSchema }, async (request) => {
-    const { tenantId } = principalOf(request);
-    const [statuses, orderIds] = await Promise.all([statusCountsForSku(deps.db, tenantId, request.params.sku), orderIdsForSku(deps.db, tenantId, request.params.sku)]);
-    return { statuses, notification_effects: await notificationEffects(deps.db, orderIds) };
-  });
+  app.get<{ Params: { sku: string } }>(
+    '/v1/admin/skus/:sku/outcomes',
+    { onRequest: requirePrincipal(deps.signer, 'admin'), schema: skuOutcomesSchema },
+    async (request) => {
+      const { tenantId } = principalOf(request);
+      const [statuses, orderIds] = await Promise.all([
+        statusCountsForSku(deps.db, tenantId, request.params.sku),
+        orderIdsForSku(deps.db, tenantId, request.params.sku),
+      ]);
+      return { statuses, notification_effects: await notificationEffects(deps.db, orderIds) };
+    },
+  );
 
-  app.get<{ Params: OrderIdParams }>('/v1/admin/orders/:id', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: adminOrderSchema }, async (request) => {
-    const order = await getOrderFor(deps.db, principalOf(request), request.params.id);
-    const [view, timeline, notifications, notes] = await Promise.all([
-      orderView(deps.db, order),
-      getTimeline(deps.db, order.orderId),
-      listNotifications(deps.db, order.orderId),
-      findOrderNotes(deps.db, order.orderId),
-    ]);
-    const journal = await journalView(deps.db, order.orderId);
-    return { ...view, user_id: order.userId, attention: notes.attention, recovery_attempts: notes.recoveryAttempts, timeline, notifications, journal };
-  });
+  app.get<{ Params: OrderIdParams }>(
+    '/v1/admin/orders/:id',
+    { onRequest: requirePrincipal(deps.signer, 'admin'), schema: adminOrderSchema },
+    async (request) => {
+      const order = await getOrderFor(deps.db, principalOf(request), request.params.id);
+      const [view, timeline, notifications, notes] = await Promise.all([
+        orderView(deps.db, order),
+        getTimeline(deps.db, order.orderId),
+        listNotifications(deps.db, order.orderId),
+        findOrderNotes(deps.db, order.orderId),
+      ]);
+      const journal = await journalView(deps.db, order.orderId);
+      return {
+        ...view,
+        user_id: order.userId,
+        attention: notes.attention,
+        recovery_attempts: notes.recoveryAttempts,
+        timeline,
+        notifications,
+        journal,
+      };
+    },
+  );
 }

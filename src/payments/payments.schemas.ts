@@ -1,13 +1,38 @@
 import { ORDER_STATUSES } from '../orders/index.ts';
 import { Type, type Static } from 'typebox';
-import { ADMIN_AUTH, BUYER_AUTH, HEADERS, IDEMPOTENCY_KEY_HEADER, jsonAnswer, openapiResponses, nullable, problemAnswers, SIGNATURE_DESCRIPTION, stringEnum } from '../platform/openapi.ts';
+import {
+  ADMIN_AUTH,
+  BUYER_AUTH,
+  HEADERS,
+  IDEMPOTENCY_KEY_HEADER,
+  jsonAnswer,
+  openapiResponses,
+  nullable,
+  problemAnswers,
+  SIGNATURE_DESCRIPTION,
+  stringEnum,
+} from '../platform/openapi.ts';
 import { PARAM_ERRORS } from '../platform/openapi.ts';
-import { AT_EXAMPLE, EFFECTS, ORDER_ID_EXAMPLE, OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from '../orders/index.ts';
+import {
+  AT_EXAMPLE,
+  EFFECTS,
+  ORDER_ID_EXAMPLE,
+  OrderIdParams,
+  OrderStatusSchema,
+  OrderView,
+  TimelineEntrySchema,
+} from '../orders/index.ts';
 
 export const NOTIFICATION_KINDS = ['CHARGED', 'DECLINED', 'REFUNDED'] as const;
 
 export const PayAnswer = Type.Object(
-  { order_id: Type.String(), status: stringEnum(ORDER_STATUSES, { description: '`UNKNOWN`: the provider did not answer in time; the order converges on its own. `RELEASING` (202): a queued order whose wallet was too low, its units going back' }) },
+  {
+    order_id: Type.String(),
+    status: stringEnum(ORDER_STATUSES, {
+      description:
+        '`UNKNOWN`: the provider did not answer in time; the order converges on its own. `RELEASING` (202): a queued order whose wallet was too low, its units going back',
+    }),
+  },
   { additionalProperties: false },
 );
 
@@ -15,7 +40,16 @@ const keyed = { 'Idempotent-Replayed': HEADERS.replayed };
 
 /** `method` defaults to the provider; `wallet` pays from the buyer's stored balance. The body is optional. */
 export const PayBody = nullable(
-  Type.Object({ method: Type.Optional(stringEnum(['channel', 'wallet'], { description: '`channel` (default): the payment provider; `wallet`: the stored balance' })) }, { additionalProperties: false }),
+  Type.Object(
+    {
+      method: Type.Optional(
+        stringEnum(['channel', 'wallet'], {
+          description: '`channel` (default): the payment provider; `wallet`: the stored balance',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
   { examples: [{ method: 'wallet' }] },
 );
 export type PayBody = Static<typeof PayBody>;
@@ -31,34 +65,67 @@ export const payOrderSchema = {
   'x-body-optional': true,
   docHeaders: IDEMPOTENCY_KEY_HEADER,
   response: {
-    200: jsonAnswer('The payment’s outcome as known now', PayAnswer, { headers: keyed, example: { order_id: ORDER_ID_EXAMPLE, status: 'PAID' } }),
-    202: jsonAnswer('A queued order paid from a wallet whose balance is too low: RELEASING, its units go back through the stock service, then CANCELLED', PayAnswer, { headers: keyed, example: { order_id: ORDER_ID_EXAMPLE, status: 'RELEASING' } }),
-    ...problemAnswers([...PARAM_ERRORS, 'PAYLOAD_TOO_LARGE', ...BUYER_AUTH, 'IDEMPOTENCY_KEY_MISSING', 'IDEMPOTENCY_KEY_INVALID', 'ORDER_NOT_FOUND', 'REJECTED', 'INSUFFICIENT_FUNDS', 'REQUEST_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED'], keyed),
+    200: jsonAnswer('The payment’s outcome as known now', PayAnswer, {
+      headers: keyed,
+      example: { order_id: ORDER_ID_EXAMPLE, status: 'PAID' },
+    }),
+    202: jsonAnswer(
+      'A queued order paid from a wallet whose balance is too low: RELEASING, its units go back through the stock service, then CANCELLED',
+      PayAnswer,
+      { headers: keyed, example: { order_id: ORDER_ID_EXAMPLE, status: 'RELEASING' } },
+    ),
+    ...problemAnswers(
+      [
+        ...PARAM_ERRORS,
+        'PAYLOAD_TOO_LARGE',
+        ...BUYER_AUTH,
+        'IDEMPOTENCY_KEY_MISSING',
+        'IDEMPOTENCY_KEY_INVALID',
+        'ORDER_NOT_FOUND',
+        'REJECTED',
+        'INSUFFICIENT_FUNDS',
+        'REQUEST_IN_PROGRESS',
+        'IDEMPOTENCY_KEY_REUSED',
+      ],
+      keyed,
+    ),
   },
 };
 
 /** What the provider POSTs: validated by the handler after the signature, never before. */
 export const NotificationBody = Type.Object(
   {
-    notify_id: Type.String({ minLength: 1, maxLength: 128, description: 'unique per notification; a repeat is a DUPLICATE' }),
+    notify_id: Type.String({
+      minLength: 1,
+      maxLength: 128,
+      description: 'unique per notification; a repeat is a DUPLICATE',
+    }),
     merchant_order: Type.String({ minLength: 1, maxLength: 128, description: 'the order id' }),
     kind: stringEnum(NOTIFICATION_KINDS),
     amount: Type.Integer({ minimum: 0, description: 'minor units' }),
     txn: Type.Optional(nullable(Type.String({ minLength: 1, maxLength: 128 }))),
   },
-  { examples: [{ notify_id: 'ntf_41', merchant_order: ORDER_ID_EXAMPLE, kind: 'CHARGED', amount: 1990, txn: 'txn_9' }] },
+  {
+    examples: [{ notify_id: 'ntf_41', merchant_order: ORDER_ID_EXAMPLE, kind: 'CHARGED', amount: 1990, txn: 'txn_9' }],
+  },
 );
 
 export const NotificationAnswer = Type.Object(
   {
     effect: stringEnum(EFFECTS, { description: 'what the notification did to the order' }),
-    recorded_effect: Type.Optional(stringEnum(EFFECTS, { description: 'on a copy of a notification recorded before (`effect: DUPLICATE`): what the first copy did' })),
+    recorded_effect: Type.Optional(
+      stringEnum(EFFECTS, {
+        description: 'on a copy of a notification recorded before (`effect: DUPLICATE`): what the first copy did',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 
 const notificationResponses = {
-  200: jsonAnswer('Processed and recorded (a duplicate too): the provider stops retrying', NotificationAnswer, { example: { effect: 'PAID' } }),
+  200: jsonAnswer('Processed and recorded (a duplicate too): the provider stops retrying', NotificationAnswer, {
+    example: { effect: 'PAID' },
+  }),
   ...problemAnswers(['BAD_SIGNATURE', 'VALIDATION', 'PAYLOAD_TOO_LARGE']),
 };
 
@@ -100,7 +167,9 @@ export const skuOutcomesSchema = {
   tags: ['admin'],
   params: Type.Object({ sku: Type.String({ minLength: 1, maxLength: 64, examples: ['tee-black-m'] }) }),
   response: {
-    200: jsonAnswer('Counts', SkuOutcomes, { example: { statuses: { PAID: 7, CANCELLED: 2 }, notification_effects: { PAID: 7 } } }),
+    200: jsonAnswer('Counts', SkuOutcomes, {
+      example: { statuses: { PAID: 7, CANCELLED: 2 }, notification_effects: { PAID: 7 } },
+    }),
     ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH]),
   },
 };
@@ -170,8 +239,27 @@ export const adminOrderSchema = {
         attention: null,
         recovery_attempts: 0,
         timeline: [{ from: null, to: 'CREATED', version: 1, reason: 'create', at: AT_EXAMPLE }],
-        notifications: [{ notify_id: 'ntf_41', kind: 'CHARGED', amount: 1990, txn: 'txn_9', effect: 'PAID', needs_attention: false, received_at: AT_EXAMPLE }],
-        journal: [{ step: 'fulfil', direction: 'do', status: 'DONE', key: `${ORDER_ID_EXAMPLE}/fulfil`, receipt: 'ful_3b9e', at: AT_EXAMPLE }],
+        notifications: [
+          {
+            notify_id: 'ntf_41',
+            kind: 'CHARGED',
+            amount: 1990,
+            txn: 'txn_9',
+            effect: 'PAID',
+            needs_attention: false,
+            received_at: AT_EXAMPLE,
+          },
+        ],
+        journal: [
+          {
+            step: 'fulfil',
+            direction: 'do',
+            status: 'DONE',
+            key: `${ORDER_ID_EXAMPLE}/fulfil`,
+            receipt: 'ful_3b9e',
+            at: AT_EXAMPLE,
+          },
+        ],
       },
     }),
     ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH, 'ORDER_NOT_FOUND']),

@@ -1,5 +1,11 @@
 import { inTx, type Tx } from '../platform/db.ts';
-import { applyOrderEvent, findOrder, type AppliedEvent, type ProviderStatus, type ProviderVia } from '../orders/index.ts';
+import {
+  applyOrderEvent,
+  findOrder,
+  type AppliedEvent,
+  type ProviderStatus,
+  type ProviderVia,
+} from '../orders/index.ts';
 import { refundKeyFor, type ChargeReply, type RefundReply, type StatusReply } from './channel.client.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { tryRefundToWallet } from './wallet-refund.ts';
@@ -40,9 +46,11 @@ export async function followUp(deps: PaymentDeps, orderId: string, applied: Appl
     if (call === 'CLOSE') answer = statusAnswer('close', await deps.channel.close(orderId));
     else if (call === 'REFUND') {
       const order = await findOrder(deps.db, orderId);
-      const toWallet = order?.status === 'REFUNDING' ? await tryRefundToWallet(deps, orderId, order.tenantId) : undefined;
+      const toWallet =
+        order?.status === 'REFUNDING' ? await tryRefundToWallet(deps, orderId, order.tenantId) : undefined;
       if (toWallet) last = toWallet;
-      else if (order?.status === 'REFUNDING') answer = refundAnswer(await deps.channel.refund(orderId, refundKeyFor(orderId), order.amount));
+      else if (order?.status === 'REFUNDING')
+        answer = refundAnswer(await deps.channel.refund(orderId, refundKeyFor(orderId), order.amount));
     }
     // CHARGE is the pay request's own continuation, never a follow-up. settle() follows up in turn.
     if (answer) last = await settle(deps, orderId, answer);
@@ -51,7 +59,12 @@ export async function followUp(deps: PaymentDeps, orderId: string, applied: Appl
 }
 
 /** One provider answer, applied in its own transaction (with `within` in the same commit). */
-export async function recordAnswer(deps: PaymentDeps, orderId: string, answer: Answer, within?: (tx: Tx, applied: AppliedEvent) => Promise<void>): Promise<AppliedEvent> {
+export async function recordAnswer(
+  deps: PaymentDeps,
+  orderId: string,
+  answer: Answer,
+  within?: (tx: Tx, applied: AppliedEvent) => Promise<void>,
+): Promise<AppliedEvent> {
   return inTx(deps.db, async (tx) => {
     const result = await applyOrderEvent(tx, orderId, answer, deps.clock.now());
     if (within) await within(tx, result);
@@ -60,7 +73,12 @@ export async function recordAnswer(deps: PaymentDeps, orderId: string, answer: A
 }
 
 /** One provider answer, applied in its own transaction, then its follow-up calls. */
-export async function settle(deps: PaymentDeps, orderId: string, answer: Answer, within?: (tx: Tx, applied: AppliedEvent) => Promise<void>): Promise<AppliedEvent> {
+export async function settle(
+  deps: PaymentDeps,
+  orderId: string,
+  answer: Answer,
+  within?: (tx: Tx, applied: AppliedEvent) => Promise<void>,
+): Promise<AppliedEvent> {
   return followUp(deps, orderId, await recordAnswer(deps, orderId, answer, within));
 }
 

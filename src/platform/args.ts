@@ -15,7 +15,8 @@ export function parseArgs(argv: string[], booleans: readonly string[] = []): Arg
     }
     const [name = '', inline] = arg.slice(2).split(/=(.*)/s, 2);
     if (inline !== undefined) flags.set(name, inline);
-    else if (booleans.includes(name) || i + 1 >= argv.length || (argv[i + 1] ?? '').startsWith('--')) flags.set(name, true);
+    else if (booleans.includes(name) || i + 1 >= argv.length || (argv[i + 1] ?? '').startsWith('--'))
+      flags.set(name, true);
     else flags.set(name, argv[++i] ?? '');
   }
   return { flags, positional };
@@ -30,7 +31,8 @@ export function intFlag(args: Args, name: string, fallback: number): number {
   const raw = stringFlag(args, name);
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0) throw new UsageError(`--${name} must be a non-negative integer, got "${raw}"`);
+  if (!Number.isInteger(value) || value < 0)
+    throw new UsageError(`--${name} must be a non-negative integer, got "${raw}"`);
   return value;
 }
 

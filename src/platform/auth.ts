@@ -42,7 +42,8 @@ export interface TokenOptions {
 
 /** Refuses a secret too short to sign with (each secret: tokens, notifications, events, control). */
 export function assertSecretStrength(name: string, secret: string): void {
-  if (Buffer.byteLength(secret, 'utf8') < MIN_SECRET_BYTES) throw new Error(`${name} must be at least ${MIN_SECRET_BYTES} bytes long`);
+  if (Buffer.byteLength(secret, 'utf8') < MIN_SECRET_BYTES)
+    throw new Error(`${name} must be at least ${MIN_SECRET_BYTES} bytes long`);
 }
 
 export interface TokenSigner {
@@ -60,7 +61,8 @@ export function tokenSigner(secret: string, options: TokenOptions = {}): TokenSi
   const verified = new Map<string, { principal: Principal; expiresAtMs: number }>();
   return {
     async sign(principal, ttlSeconds = 3600) {
-      if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_TOKEN_TTL_S) throw new Error(`a token's ttl is 1..${MAX_TOKEN_TTL_S} seconds`);
+      if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_TOKEN_TTL_S)
+        throw new Error(`a token's ttl is 1..${MAX_TOKEN_TTL_S} seconds`);
       const jwt = new SignJWT({ tid: principal.tenantId, scope: principal.scope })
         .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
         .setSubject(principal.userId)
@@ -100,20 +102,28 @@ export async function authenticate(signer: TokenSigner, request: FastifyRequest)
   const header = request.headers.authorization;
   // RFC 9110 §11.1: the auth scheme is case-insensitive (`bearer`, `BEARER`).
   const match = typeof header === 'string' ? /^Bearer +([A-Za-z0-9._~+/=-]+)$/i.exec(header) : null;
-  if (!match?.[1]) throw new AppError('UNAUTHENTICATED', 'a bearer token is required', {}, { 'WWW-Authenticate': 'Bearer' });
+  if (!match?.[1])
+    throw new AppError('UNAUTHENTICATED', 'a bearer token is required', {}, { 'WWW-Authenticate': 'Bearer' });
   try {
     return await signer.verify(match[1]);
   } catch {
-    throw new AppError('UNAUTHENTICATED', 'the bearer token is invalid or expired', {}, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+    throw new AppError(
+      'UNAUTHENTICATED',
+      'the bearer token is invalid or expired',
+      {},
+      { 'WWW-Authenticate': 'Bearer error="invalid_token"' },
+    );
   }
 }
 
 export function requireAdmin(principal: Principal): void {
-  if (principal.scope !== 'admin' && principal.scope !== 'operator') throw new AppError('FORBIDDEN', 'this route needs an admin token');
+  if (principal.scope !== 'admin' && principal.scope !== 'operator')
+    throw new AppError('FORBIDDEN', 'this route needs an admin token');
 }
 
 export function requireOperator(principal: Principal): void {
-  if (principal.scope !== 'operator') throw new AppError('FORBIDDEN', 'this route acts across tenants and needs an operator token');
+  if (principal.scope !== 'operator')
+    throw new AppError('FORBIDDEN', 'this route acts across tenants and needs an operator token');
 }
 
 /**
@@ -130,7 +140,11 @@ export const DEV_SECRET_PREFIX = 'dev-only-';
  * A secret from the environment or, for development only, one generated once and kept under the
  * data directory (so tokens survive restarts). `generated` tells `start` to say so.
  */
-export async function loadSecret(envValue: string | undefined, dataDir: string, name: string): Promise<{ secret: string; generated: boolean }> {
+export async function loadSecret(
+  envValue: string | undefined,
+  dataDir: string,
+  name: string,
+): Promise<{ secret: string; generated: boolean }> {
   if (envValue) return { secret: envValue, generated: false };
   const file = path.join(dataDir, `${name}.secret`);
   if (existsSync(file)) return { secret: (await readFile(file, 'utf8')).trim(), generated: true };

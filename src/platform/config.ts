@@ -73,14 +73,21 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
   return value;
 }
 
-export function tokenOptions(config: Pick<Config, 'jwtIssuer' | 'jwtAudience'>): { issuer?: string; audience?: string } {
-  return { ...(config.jwtIssuer ? { issuer: config.jwtIssuer } : {}), ...(config.jwtAudience ? { audience: config.jwtAudience } : {}) };
+export function tokenOptions(config: Pick<Config, 'jwtIssuer' | 'jwtAudience'>): {
+  issuer?: string;
+  audience?: string;
+} {
+  return {
+    ...(config.jwtIssuer ? { issuer: config.jwtIssuer } : {}),
+    ...(config.jwtAudience ? { audience: config.jwtAudience } : {}),
+  };
 }
 
 function publicUrl(raw: string | undefined): string | undefined {
   if (!raw) return undefined;
   const url = new URL(raw); // throws on a malformed value: refuse to start rather than guess
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('FLASHPAY_PUBLIC_URL must be an http(s) URL');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new Error('FLASHPAY_PUBLIC_URL must be an http(s) URL');
   return url.toString().replace(/\/+$/, '');
 }
 
@@ -103,7 +110,8 @@ function orderMode(raw: string | undefined): 'sync' | 'async' {
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
   const sink = env.FLASHPAY_OUTBOX_SINK ?? 'http';
-  if (sink !== 'http' && sink !== 'nats' && sink !== 'amqp') throw new Error(`FLASHPAY_OUTBOX_SINK must be http, nats or amqp`);
+  if (sink !== 'http' && sink !== 'nats' && sink !== 'amqp')
+    throw new Error(`FLASHPAY_OUTBOX_SINK must be http, nats or amqp`);
   return {
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: path.resolve(cwd, env.FLASHPAY_DATA_DIR ?? '.flashpay'),
@@ -141,7 +149,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     logLevel: env.FLASHPAY_LOG_LEVEL ?? 'info',
     production: env.NODE_ENV === 'production',
     channelHost: env.FLASHPAY_CHANNEL_HOST ?? '127.0.0.1',
-    channelNotifyHosts: (env.FLASHPAY_CHANNEL_NOTIFY_HOSTS ?? '127.0.0.1,localhost,::1').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+    channelNotifyHosts: (env.FLASHPAY_CHANNEL_NOTIFY_HOSTS ?? '127.0.0.1,localhost,::1')
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean),
     controlToken: env.FLASHPAY_CONTROL_TOKEN || undefined,
     // Twenty a second, sustained, per buyer and route: far above a person retrying, far below a script.
     rateLimitPerMinute: int(env, 'FLASHPAY_RATE_LIMIT_PER_MINUTE', 1_200),

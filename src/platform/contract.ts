@@ -31,7 +31,9 @@ export interface ContractViolation {
   problem: string;
 }
 
-const registry: ContractViolation[] = ((globalThis as { __flashpayContract?: ContractViolation[] }).__flashpayContract ??= []);
+const registry: ContractViolation[] = ((
+  globalThis as { __flashpayContract?: ContractViolation[] }
+).__flashpayContract ??= []);
 
 let reportToFile = true;
 
@@ -70,7 +72,9 @@ const TRANSPORT = new Set([
   'cross-origin-resource-policy',
 ]);
 
-type Operation = { responses?: Record<string, { headers?: Record<string, unknown>; content?: Record<string, { schema?: object }> }> };
+type Operation = {
+  responses?: Record<string, { headers?: Record<string, unknown>; content?: Record<string, { schema?: object }> }>;
+};
 
 /**
  * The document's path of a route: `:id` is `{id}`; a trailing wildcard (`/fulfilments/*`, whose
@@ -80,10 +84,15 @@ function documentPath(url: string, paths: Record<string, unknown>): string {
   const path = url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
   if (!path.endsWith('*')) return path;
   const prefix = path.slice(0, -1);
-  return Object.keys(paths).find((p) => p.startsWith(prefix) && /^\{[A-Za-z0-9_]+\}$/.test(p.slice(prefix.length))) ?? path;
+  return (
+    Object.keys(paths).find((p) => p.startsWith(prefix) && /^\{[A-Za-z0-9_]+\}$/.test(p.slice(prefix.length))) ?? path
+  );
 }
 
-export function installContractCheck(app: FastifyInstance, documentOf: () => { paths?: Record<string, Record<string, Operation>> }): void {
+export function installContractCheck(
+  app: FastifyInstance,
+  documentOf: () => { paths?: Record<string, Record<string, Operation>> },
+): void {
   const validators = new Map<string, ValidateFunction>();
 
   function report(violation: ContractViolation): void {
@@ -102,18 +111,26 @@ export function installContractCheck(app: FastifyInstance, documentOf: () => { p
     const status = reply.statusCode;
     const operation = documentOf().paths?.[path]?.[method];
     if (!operation) return report({ route, status, problem: 'the operation is not in the document' });
-    const answer = operation.responses?.[String(status)] ?? operation.responses?.[`${String(status)[0]}XX`] ?? operation.responses?.default;
+    const answer =
+      operation.responses?.[String(status)] ??
+      operation.responses?.[`${String(status)[0]}XX`] ??
+      operation.responses?.default;
     if (!answer) return report({ route, status, problem: `status ${status} is not documented` });
 
     const documented = new Set(Object.keys(answer.headers ?? {}).map((h) => h.toLowerCase()));
     for (const name of Object.keys(reply.getHeaders())) {
       const lower = name.toLowerCase();
-      if (!TRANSPORT.has(lower) && !lower.startsWith('access-control-') && !documented.has(lower)) report({ route, status, problem: `header ${name} is not documented` });
+      if (!TRANSPORT.has(lower) && !lower.startsWith('access-control-') && !documented.has(lower))
+        report({ route, status, problem: `header ${name} is not documented` });
     }
 
-    const mediaType = String(reply.getHeader('content-type') ?? '').split(';')[0]?.trim() ?? '';
+    const mediaType =
+      String(reply.getHeader('content-type') ?? '')
+        .split(';')[0]
+        ?.trim() ?? '';
     if (!answer.content) {
-      if (payload !== undefined && payload !== null && String(payload) !== '') report({ route, status, problem: 'a body was sent where none is documented' });
+      if (payload !== undefined && payload !== null && String(payload) !== '')
+        report({ route, status, problem: 'a body was sent where none is documented' });
       return;
     }
     const media = answer.content[mediaType];
@@ -127,7 +144,12 @@ export function installContractCheck(app: FastifyInstance, documentOf: () => { p
     }
     const key = `${route} ${status} ${mediaType}`;
     const validate = validators.get(key) ?? compile(media.schema);
-    if (!validate(body)) report({ route, status, problem: `body does not match: ${ajv.errorsText(validate.errors)} in ${String(payload).slice(0, 300)}` });
+    if (!validate(body))
+      report({
+        route,
+        status,
+        problem: `body does not match: ${ajv.errorsText(validate.errors)} in ${String(payload).slice(0, 300)}`,
+      });
   }
 
   // The document is built before the first request, and each answer is checked only once it has
@@ -137,7 +159,8 @@ export function installContractCheck(app: FastifyInstance, documentOf: () => { p
       for (const [method, operation] of Object.entries(methods)) {
         for (const [status, answer] of Object.entries(operation.responses ?? {})) {
           for (const [mediaType, media] of Object.entries(answer.content ?? {})) {
-            if (media.schema) validators.set(`${method.toUpperCase()} ${path} ${status} ${mediaType}`, compile(media.schema));
+            if (media.schema)
+              validators.set(`${method.toUpperCase()} ${path} ${status} ${mediaType}`, compile(media.schema));
           }
         }
       }
@@ -152,7 +175,11 @@ export function installContractCheck(app: FastifyInstance, documentOf: () => { p
     try {
       check(request, reply, sent.get(request));
     } catch (error) {
-      report({ route: `${request.method} ${request.url}`, status: reply.statusCode, problem: `checker failed: ${(error as Error).message}` });
+      report({
+        route: `${request.method} ${request.url}`,
+        status: reply.statusCode,
+        problem: `checker failed: ${(error as Error).message}`,
+      });
     }
   });
 }

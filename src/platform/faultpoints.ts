@@ -5,7 +5,16 @@
 // Production wiring never arms one.
 const armed = process.env.FLASHPAY_FAULTPOINT;
 
-export const FAULT_POINTS = ['charged.before-commit', 'pay.after-charge', 'relay.after-deliver-before-mark', 'wallet-pay.after-commit', 'saga.after-fulfil-call', 'saga.after-refund-call', 'saga.between-undos', 'stock.batch.before-commit'] as const;
+export const FAULT_POINTS = [
+  'charged.before-commit',
+  'pay.after-charge',
+  'relay.after-deliver-before-mark',
+  'wallet-pay.after-commit',
+  'saga.after-fulfil-call',
+  'saga.after-refund-call',
+  'saga.between-undos',
+  'stock.batch.before-commit',
+] as const;
 export type FaultPointName = (typeof FAULT_POINTS)[number];
 
 type Hook = (detail: Readonly<Record<string, unknown>>) => Promise<void>;

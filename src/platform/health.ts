@@ -37,5 +37,7 @@ export function registerComponent(name: string): ComponentHealth {
 }
 
 export function componentsDown(): Array<{ component: string; detail: string; since: string }> {
-  return [...components.entries()].filter(([, e]) => !e.up).map(([component, e]) => ({ component, detail: e.detail, since: e.since.toISOString() }));
+  return [...components.entries()]
+    .filter(([, e]) => !e.up)
+    .map(([component, e]) => ({ component, detail: e.detail, since: e.since.toISOString() }));
 }

@@ -31,7 +31,12 @@ function isPoisoning(key: string, value: unknown): boolean {
 }
 
 /** The first path (`body.lines[0].sku`) at which a string holds a control character, if any. */
-function findControl(value: unknown, where: string, depth: number, pattern: RegExp): { where: string; char: string } | undefined {
+function findControl(
+  value: unknown,
+  where: string,
+  depth: number,
+  pattern: RegExp,
+): { where: string; char: string } | undefined {
   if (depth > MAX_DEPTH) return { where, char: '' };
   if (typeof value === 'string') {
     const match = pattern.exec(value);
@@ -70,9 +75,13 @@ export async function refuseControlCharacters(request: FastifyRequest): Promise<
     findControl(headers, 'header', 0, CONTROL_IN_LINE) ??
     findControl(request.body, 'body', 0, CONTROL);
   if (!found) return;
-  if (found.char === '') throw new AppError('VALIDATION', `${found.where} is nested more than ${MAX_DEPTH} levels deep`);
-  if (found.char === 'PROTO') throw new AppError('VALIDATION', `${found.where} is a reserved field name`, { field: found.where });
-  throw new AppError('VALIDATION', `${found.where} contains the control character ${codePoint(found.char)}`, { field: found.where });
+  if (found.char === '')
+    throw new AppError('VALIDATION', `${found.where} is nested more than ${MAX_DEPTH} levels deep`);
+  if (found.char === 'PROTO')
+    throw new AppError('VALIDATION', `${found.where} is a reserved field name`, { field: found.where });
+  throw new AppError('VALIDATION', `${found.where} contains the control character ${codePoint(found.char)}`, {
+    field: found.where,
+  });
 }
 
 /** Fastify's routing errors, answered as ours (`frameworkErrors`). */
@@ -80,8 +89,15 @@ export function frameworkErrors(maxParamLength: number) {
   return (error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void => {
     const body: Problem =
       error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-        ? problem('URI_TOO_LONG', `a path parameter is longer than ${maxParamLength} characters`, { limit: maxParamLength })
-        : problem('VALIDATION', error.code === 'FST_ERR_BAD_URL' ? 'the path is not valid percent-encoded UTF-8' : 'the request cannot be routed');
+        ? problem('URI_TOO_LONG', `a path parameter is longer than ${maxParamLength} characters`, {
+            limit: maxParamLength,
+          })
+        : problem(
+            'VALIDATION',
+            error.code === 'FST_ERR_BAD_URL'
+              ? 'the path is not valid percent-encoded UTF-8'
+              : 'the request cannot be routed',
+          );
     void reply.code(body.status).type('application/problem+json').send(body);
   };
 }
@@ -94,10 +110,17 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const answer =
     error.code === 'HPE_HEADER_OVERFLOW'
-      ? problem('HEADERS_TOO_LARGE', `the request headers are larger than ${http.maxHeaderSize} bytes`, { limit: http.maxHeaderSize })
+      ? problem('HEADERS_TOO_LARGE', `the request headers are larger than ${http.maxHeaderSize} bytes`, {
+          limit: http.maxHeaderSize,
+        })
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? problem('REQUEST_TIMEOUT', 'the request took too long to arrive')
-        : problem('VALIDATION', 'the request is not valid HTTP/1.1 (a control character in a header, or a malformed request line)');
+        : problem(
+            'VALIDATION',
+            'the request is not valid HTTP/1.1 (a control character in a header, or a malformed request line)',
+          );
   const body = JSON.stringify(answer);
-  socket.end(`HTTP/1.1 ${answer.status} ${http.STATUS_CODES[answer.status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${answer.status} ${http.STATUS_CODES[answer.status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

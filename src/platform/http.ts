@@ -36,16 +36,27 @@ function fromFastifyError(error: FastifyError, bodyLimitBytes: number): Problem 
     const where = error.validationContext ?? 'body';
     const field = first?.instancePath ? `${where}${first.instancePath.replace(/\//g, '.')}` : where;
     const params = first?.params as { missingProperty?: string; additionalProperty?: string } | undefined;
-    if (params?.missingProperty) return problem('VALIDATION', `${field}.${params.missingProperty} is required`, { field: `${field}.${params.missingProperty}` });
+    if (params?.missingProperty)
+      return problem('VALIDATION', `${field}.${params.missingProperty} is required`, {
+        field: `${field}.${params.missingProperty}`,
+      });
     // The unknown field is named, so a client sees which one to drop.
-    if (params?.additionalProperty) return problem('VALIDATION', `${field}.${params.additionalProperty} is not a known field`, { field: `${field}.${params.additionalProperty}` });
+    if (params?.additionalProperty)
+      return problem('VALIDATION', `${field}.${params.additionalProperty} is not a known field`, {
+        field: `${field}.${params.additionalProperty}`,
+      });
     return problem('VALIDATION', `${field} ${first?.message ?? 'is invalid'}`, { field });
   }
-  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return problem('PAYLOAD_TOO_LARGE', `the body is larger than the limit of ${bodyLimitBytes} bytes`, { limit: bodyLimitBytes });
-  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return problem('VALIDATION', 'Content-Type must be application/json');
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    return problem('PAYLOAD_TOO_LARGE', `the body is larger than the limit of ${bodyLimitBytes} bytes`, {
+      limit: bodyLimitBytes,
+    });
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+    return problem('VALIDATION', 'Content-Type must be application/json');
   if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return problem('VALIDATION', 'body must be a JSON object');
   // Any other refusal of the request itself (a bad Content-Length, …): the client's to fix.
-  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) return problem('VALIDATION', error.message);
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500)
+    return problem('VALIDATION', error.message);
   return problem('INTERNAL', 'unexpected error');
 }
 
@@ -58,7 +69,8 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
   const app = Fastify({
     bodyLimit: options.bodyLimitBytes,
     // Logs go to stderr: stdout carries what commands print for people and scripts.
-    logger: options.logLevel && options.logLevel !== 'silent' ? { level: options.logLevel, stream: process.stderr } : false,
+    logger:
+      options.logLevel && options.logLevel !== 'silent' ? { level: options.logLevel, stream: process.stderr } : false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     // On close, idle keep-alive sockets go at once; a request in flight finishes and gets its
     // real answer (closeGracefully bounds the wait). `true` cut pays whose charge had gone through.
@@ -101,18 +113,34 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
     // same Idempotency-Key replays it if it did and executes it if it did not.
     if (error instanceof CommitOutcomeUnknownError) {
       request.log.warn({ err: error }, 'commit outcome unknown');
-      return sendProblem(reply, problem('UNAVAILABLE', 'the database connection was lost while committing; the outcome is unknown: retry with the same Idempotency-Key to learn it', { outcome: 'unknown' }), { 'Retry-After': '1' });
+      return sendProblem(
+        reply,
+        problem(
+          'UNAVAILABLE',
+          'the database connection was lost while committing; the outcome is unknown: retry with the same Idempotency-Key to learn it',
+          { outcome: 'unknown' },
+        ),
+        { 'Retry-After': '1' },
+      );
     }
     // The database (and so the idempotency key store) is unreachable: nothing executed, retry later.
-    if (isConnectionError(error)) return sendProblem(reply, problem('UNAVAILABLE', 'the database is unreachable; nothing was executed'), { 'Retry-After': '1' });
+    if (isConnectionError(error))
+      return sendProblem(reply, problem('UNAVAILABLE', 'the database is unreachable; nothing was executed'), {
+        'Retry-After': '1',
+      });
     // A lock or statement timeout rolled the transaction back: overloaded, not broken.
-    if (isBusyError(error)) return sendProblem(reply, problem('UNAVAILABLE', 'the database is busy; nothing was executed'), { 'Retry-After': '1' });
+    if (isBusyError(error))
+      return sendProblem(reply, problem('UNAVAILABLE', 'the database is busy; nothing was executed'), {
+        'Retry-After': '1',
+      });
     const body = fromFastifyError(error as FastifyError, options.bodyLimitBytes);
     if (body.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, body);
   });
 
-  app.setNotFoundHandler((request, reply) => sendProblem(reply, problem('NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`)));
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, problem('NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`)),
+  );
   return app;
 }
 

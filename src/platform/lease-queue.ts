@@ -53,7 +53,13 @@ export async function claimLeased(db: Db, t: LeaseTable, claim: LeaseClaim): Pro
 }
 
 /** Marks delivered rows, only those still ours: a process whose lease was taken over marks nothing. */
-export async function markLeasedPublished(db: Executor, t: LeaseTable, keys: readonly string[], owner: string, now: Date): Promise<number> {
+export async function markLeasedPublished(
+  db: Executor,
+  t: LeaseTable,
+  keys: readonly string[],
+  owner: string,
+  now: Date,
+): Promise<number> {
   if (keys.length === 0) return 0;
   const result = await db.query(
     `UPDATE ${t.table} SET published_at = $3, claimed_until = NULL
@@ -64,18 +70,40 @@ export async function markLeasedPublished(db: Executor, t: LeaseTable, keys: rea
 }
 
 /** A failed delivery: counted, the claim released for the next pass (fenced by owner). */
-export async function releaseLeasedAfterFailure(db: Executor, t: LeaseTable, key: string, owner: string, error: string): Promise<void> {
-  await db.query(`UPDATE ${t.table} SET attempts = attempts + 1, last_error = $3, claimed_until = NULL WHERE ${t.key}::text = $1 AND claimed_by = $2`, [key, owner, error.slice(0, 2000)]);
+export async function releaseLeasedAfterFailure(
+  db: Executor,
+  t: LeaseTable,
+  key: string,
+  owner: string,
+  error: string,
+): Promise<void> {
+  await db.query(
+    `UPDATE ${t.table} SET attempts = attempts + 1, last_error = $3, claimed_until = NULL WHERE ${t.key}::text = $1 AND claimed_by = $2`,
+    [key, owner, error.slice(0, 2000)],
+  );
 }
 
 /** An event nobody can handle (an unknown type): parked with the reason, for an operator; never dropped. */
-export async function parkLeased(db: Executor, t: LeaseTable, key: string, owner: string, error: string, now: Date): Promise<void> {
-  await db.query(`UPDATE ${t.table} SET dead_at = $4, last_error = $3, claimed_until = NULL WHERE ${t.key}::text = $1 AND claimed_by = $2`, [key, owner, error.slice(0, 2000), now]);
+export async function parkLeased(
+  db: Executor,
+  t: LeaseTable,
+  key: string,
+  owner: string,
+  error: string,
+  now: Date,
+): Promise<void> {
+  await db.query(
+    `UPDATE ${t.table} SET dead_at = $4, last_error = $3, claimed_until = NULL WHERE ${t.key}::text = $1 AND claimed_by = $2`,
+    [key, owner, error.slice(0, 2000), now],
+  );
 }
 
 /** Rows handed back for another delivery: recovery re-sends a request whose answer never came. */
 export async function requeueLeased(db: Executor, t: LeaseTable, keys: readonly string[]): Promise<number> {
   if (keys.length === 0) return 0;
-  const result = await db.query(`UPDATE ${t.table} SET published_at = NULL, claimed_until = NULL WHERE ${t.key}::text = ANY($1::text[]) AND dead_at IS NULL`, [keys]);
+  const result = await db.query(
+    `UPDATE ${t.table} SET published_at = NULL, claimed_until = NULL WHERE ${t.key}::text = ANY($1::text[]) AND dead_at IS NULL`,
+    [keys],
+  );
   return result.rowCount ?? 0;
 }

@@ -6,7 +6,12 @@ import { businessRegistry } from './business-metrics.ts';
 export function installMetrics(app: FastifyInstance, guard?: (request: FastifyRequest) => Promise<void>): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const requests = new Counter({ name: 'flashpay_http_requests_total', help: 'HTTP requests', labelNames: ['method', 'route', 'status'], registers: [registry] });
+  const requests = new Counter({
+    name: 'flashpay_http_requests_total',
+    help: 'HTTP requests',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
+  });
   const latency = new Histogram({
     name: 'flashpay_http_request_duration_seconds',
     help: 'HTTP request latency',

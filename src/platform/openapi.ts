@@ -39,7 +39,8 @@ export function problemSchema(codes: readonly ErrorCode[] = ERROR_CODES) {
         ? {
             outcome: Type.Optional(
               stringEnum(['unknown'] as const, {
-                description: '`unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed',
+                description:
+                  '`unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed',
               }),
             ),
           }
@@ -64,11 +65,28 @@ interface HeaderDoc {
 }
 
 export const HEADERS = {
-  replayed: { description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted.', type: 'string', enum: ['true', 'false'] },
+  replayed: {
+    description:
+      '`true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted.',
+    type: 'string',
+    enum: ['true', 'false'],
+  },
   location: { description: 'where the created resource can be read', type: 'string', example: '/v1/orders/ord_01J9Z' },
-  retryAfter: { description: 'seconds to wait before retrying (the same Idempotency-Key is safe to reuse)', type: 'string', example: '1' },
-  wwwAuthenticate: { description: 'the bearer challenge (RFC 6750)', type: 'string', example: 'Bearer error="invalid_token"' },
-  preferenceApplied: { description: 'RFC 7240: `respond-async` when the order was recorded and queued (202) rather than reserved now', type: 'string', enum: ['respond-async'] },
+  retryAfter: {
+    description: 'seconds to wait before retrying (the same Idempotency-Key is safe to reuse)',
+    type: 'string',
+    example: '1',
+  },
+  wwwAuthenticate: {
+    description: 'the bearer challenge (RFC 6750)',
+    type: 'string',
+    example: 'Bearer error="invalid_token"',
+  },
+  preferenceApplied: {
+    description: 'RFC 7240: `respond-async` when the order was recorded and queued (202) rather than reserved now',
+    type: 'string',
+    enum: ['respond-async'],
+  },
 } as const satisfies Record<string, HeaderDoc>;
 
 export type Headers = Record<string, HeaderDoc>;
@@ -81,7 +99,11 @@ interface ResponseOptions {
 /** A JSON answer: the schema Fastify serializes with, and what the document shows. */
 export function jsonAnswer(description: string, schema: TSchema, options: ResponseOptions = {}) {
   const withExample = options.example === undefined ? schema : { ...schema, examples: [options.example] };
-  return { description, ...(options.headers ? { headers: options.headers } : {}), content: { 'application/json': { schema: withExample } } };
+  return {
+    description,
+    ...(options.headers ? { headers: options.headers } : {}),
+    content: { 'application/json': { schema: withExample } },
+  };
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -122,10 +144,14 @@ export function problemAnswers(codes: readonly ErrorCode[], headers: Headers = {
   const out: Record<number, unknown> = {};
   for (const [status, list] of byStatus) {
     const first = list[0] as ErrorCode;
-    const schema = { ...problemSchema(list), examples: [problemExample(first, EXAMPLE_DETAIL[first] ?? STATUS_TEXT[status] ?? first)] };
+    const schema = {
+      ...problemSchema(list),
+      examples: [problemExample(first, EXAMPLE_DETAIL[first] ?? STATUS_TEXT[status] ?? first)],
+    };
     const extra: Headers = {};
     if (status === 401) extra['WWW-Authenticate'] = HEADERS.wwwAuthenticate;
-    if (status === 503 || status === 429 || list.includes('REQUEST_IN_PROGRESS')) extra['Retry-After'] = HEADERS.retryAfter;
+    if (status === 503 || status === 429 || list.includes('REQUEST_IN_PROGRESS'))
+      extra['Retry-After'] = HEADERS.retryAfter;
     const all = { ...headers, ...extra };
     out[status] = {
       description: `${STATUS_TEXT[status] ?? 'Error'}: ${list.map((c) => `\`${c}\``).join(', ')}`,
@@ -144,7 +170,11 @@ export function openapiResponses(responses: Record<number, unknown>): Record<str
   const out: Record<string, unknown> = {};
   for (const [status, answer] of Object.entries(responses)) {
     const { headers, ...rest } = answer as { headers?: Headers };
-    const converted = headers ? Object.fromEntries(Object.entries(headers).map(([name, { description, ...schema }]) => [name, { description, schema }])) : undefined;
+    const converted = headers
+      ? Object.fromEntries(
+          Object.entries(headers).map(([name, { description, ...schema }]) => [name, { description, schema }]),
+        )
+      : undefined;
     out[status] = { ...rest, ...(converted ? { headers: converted } : {}) };
   }
   return out;
@@ -181,4 +211,8 @@ export type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false)
 
 /** Looser guard where the schema is wider than the handler's type (a string for a union): every
  * top-level field the handler returns is declared, and what it returns fits the schema. */
-export type Covers<Schema, Handler> = [Exclude<keyof Handler, keyof Schema>] extends [never] ? ([Handler] extends [Schema] ? true : false) : false;
+export type Covers<Schema, Handler> = [Exclude<keyof Handler, keyof Schema>] extends [never]
+  ? [Handler] extends [Schema]
+    ? true
+    : false
+  : false;

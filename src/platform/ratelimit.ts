@@ -43,7 +43,12 @@ export function rateLimiter(options: RateLimitOptions) {
     bucket.atMs = at;
     if (bucket.tokens < 1) {
       const retryAfterS = Math.max(1, Math.ceil((1 - bucket.tokens) / refillPerMs / 1000));
-      throw new AppError('RATE_LIMITED', `more than ${limit} requests per minute on this route; retry in ${retryAfterS} s`, { limit }, { 'Retry-After': String(retryAfterS) });
+      throw new AppError(
+        'RATE_LIMITED',
+        `more than ${limit} requests per minute on this route; retry in ${retryAfterS} s`,
+        { limit },
+        { 'Retry-After': String(retryAfterS) },
+      );
     }
     bucket.tokens -= 1;
     if (!buckets.has(key) && buckets.size >= MAX_BUCKETS) buckets.clear();

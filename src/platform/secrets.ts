@@ -40,6 +40,7 @@ export async function loadSecrets(config: Config): Promise<Secrets> {
   if (config.controlToken !== undefined) assertSecretStrength('FLASHPAY_CONTROL_TOKEN', config.controlToken);
   if (config.metricsToken !== undefined) assertSecretStrength('FLASHPAY_METRICS_TOKEN', config.metricsToken);
   const distinct = new Set(Object.values(values));
-  if (distinct.size !== SOURCES.length) throw new Error('FLASHPAY_JWT_SECRET, FLASHPAY_NOTIFY_SECRET and FLASHPAY_EVENTS_SECRET must all differ');
+  if (distinct.size !== SOURCES.length)
+    throw new Error('FLASHPAY_JWT_SECRET, FLASHPAY_NOTIFY_SECRET and FLASHPAY_EVENTS_SECRET must all differ');
   return { jwt: values.jwt ?? '', notify: values.notify ?? '', events: values.events ?? '', generated };
 }

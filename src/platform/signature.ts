@@ -22,8 +22,10 @@ export function verifySignature(
   const parts = new Map(header.split(',').map((part) => part.trim().split('=', 2) as [string, string]));
   const t = Number(parts.get('t'));
   const given = parts.get('v1') ?? '';
-  if (!Number.isInteger(t) || !/^[0-9a-f]{64}$/.test(given)) return { ok: false, reason: 'Flashpay-Signature is malformed' };
-  if (Math.abs(nowSeconds - t) > toleranceSeconds) return { ok: false, reason: `signature timestamp is more than ${toleranceSeconds}s away` };
+  if (!Number.isInteger(t) || !/^[0-9a-f]{64}$/.test(given))
+    return { ok: false, reason: 'Flashpay-Signature is malformed' };
+  if (Math.abs(nowSeconds - t) > toleranceSeconds)
+    return { ok: false, reason: `signature timestamp is more than ${toleranceSeconds}s away` };
   const expected = createHmac('sha256', secret).update(`${t}.${rawBody}`).digest();
   if (!timingSafeEqual(expected, Buffer.from(given, 'hex'))) return { ok: false, reason: 'signature does not match' };
   return { ok: true };

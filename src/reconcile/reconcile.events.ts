@@ -3,7 +3,10 @@ import { EVENT_STATUSES } from '../orders/index.ts';
 
 // The terminal statuses besides PAID (counted on its own), from the state machine; constants from
 // code spelled into the SQL.
-const OTHER_TERMINAL_SQL = [...EVENT_STATUSES].filter((s) => s !== 'PAID').map((s) => `'${s}'`).join(', ');
+const OTHER_TERMINAL_SQL = [...EVENT_STATUSES]
+  .filter((s) => s !== 'PAID')
+  .map((s) => `'${s}'`)
+  .join(', ');
 const TERMINAL_SQL = [...EVENT_STATUSES].map((s) => `'${s}'`).join(', ');
 
 export interface EventIntegrity {
@@ -58,7 +61,13 @@ export async function checkEventIntegrity(db: Executor, tenantId?: string): Prom
      ORDER BY f.order_id`,
     [t],
   );
-  const counts = await db.query<{ paid_without_event: number; terminal_without_event: number; pending: number; dead: number; duplicate_shipments: number }>(
+  const counts = await db.query<{
+    paid_without_event: number;
+    terminal_without_event: number;
+    pending: number;
+    dead: number;
+    duplicate_shipments: number;
+  }>(
     `SELECT
        (SELECT count(*) FROM orders o
          WHERE o.status = 'PAID' AND ($1::text IS NULL OR o.tenant_id = $1)

@@ -6,7 +6,10 @@ import type { Executor } from '../platform/db.ts';
  * REJECTED; REJECTED → it is REJECTED; RELEASED → it left RELEASING. A result still in the stock
  * outbox is in flight, not a disagreement.
  */
-export async function listStockDisagreements(db: Executor, tenantId?: string): Promise<Array<{ order_id: string; status: string; detail: string }>> {
+export async function listStockDisagreements(
+  db: Executor,
+  tenantId?: string,
+): Promise<Array<{ order_id: string; status: string; detail: string }>> {
   const result = await db.query<{ order_id: string; status: string; result_type: string }>(
     `SELECT o.order_id, o.status, i.result_type
      FROM stock_inbox i JOIN orders o ON o.order_id = i.order_id
@@ -18,5 +21,9 @@ export async function listStockDisagreements(db: Executor, tenantId?: string): P
      ORDER BY o.order_id LIMIT 500`,
     [tenantId ?? null],
   );
-  return result.rows.map((r) => ({ order_id: r.order_id, status: r.status, detail: `stock service answered ${r.result_type}, the order is ${r.status}` }));
+  return result.rows.map((r) => ({
+    order_id: r.order_id,
+    status: r.status,
+    detail: `stock service answered ${r.result_type}, the order is ${r.status}`,
+  }));
 }

@@ -23,7 +23,12 @@ export const ORDER_PAGE_SIZE = 5_000;
  * any other order with a CONFIRMED line CONFIRMED; a missing row, none.
  * Every read takes `tenantId`: a tenant's admin reconciles its own tenant; undefined is every tenant.
  */
-export async function listOrdersWithReservationPage(db: Executor, tenantId: string | undefined, after: string | null, limit = ORDER_PAGE_SIZE): Promise<OrderRow[]> {
+export async function listOrdersWithReservationPage(
+  db: Executor,
+  tenantId: string | undefined,
+  after: string | null,
+  limit = ORDER_PAGE_SIZE,
+): Promise<OrderRow[]> {
   const result = await db.query<OrderRow>(
     `SELECT o.order_id, o.status, o.amount,
             CASE WHEN bool_or(r.status IS NULL) THEN NULL
@@ -59,8 +64,20 @@ export async function changeCounter(db: Executor): Promise<number> {
 }
 
 /** SKUs whose counters disagree with each other or with their reservation rows. */
-export async function listStockDrift(db: Executor, tenantId?: string): Promise<Array<{ tenant_id: string; sku: string; detail: string }>> {
-  const result = await db.query<{ tenant_id: string; sku: string; total: number; available: number; held: number; confirmed: number; held_rows: number; confirmed_rows: number }>(
+export async function listStockDrift(
+  db: Executor,
+  tenantId?: string,
+): Promise<Array<{ tenant_id: string; sku: string; detail: string }>> {
+  const result = await db.query<{
+    tenant_id: string;
+    sku: string;
+    total: number;
+    available: number;
+    held: number;
+    confirmed: number;
+    held_rows: number;
+    confirmed_rows: number;
+  }>(
     `SELECT s.tenant_id, s.sku, s.total, s.available, s.held, s.confirmed,
             coalesce(sum(r.quantity) FILTER (WHERE r.status = 'HELD'), 0)::int AS held_rows,
             coalesce(sum(r.quantity) FILTER (WHERE r.status = 'CONFIRMED'), 0)::int AS confirmed_rows
@@ -80,6 +97,9 @@ export async function listStockDrift(db: Executor, tenantId?: string): Promise<A
 }
 
 export async function countConfirmedReservations(db: Executor, tenantId?: string): Promise<number> {
-  const result = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM reservations WHERE status = 'CONFIRMED' AND ($1::text IS NULL OR tenant_id = $1)`, [tenantId ?? null]);
+  const result = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM reservations WHERE status = 'CONFIRMED' AND ($1::text IS NULL OR tenant_id = $1)`,
+    [tenantId ?? null],
+  );
   return result.rows[0]?.n ?? 0;
 }

@@ -8,7 +8,9 @@ import { reconciliationSchema } from './reconcile.schemas.ts';
 export function reconcileRoutes(app: FastifyInstance, deps: AppDeps): void {
   const channel = channelClient(deps.channelUrl, deps.config.payTimeoutMs);
   // A tenant's admin reconciles its own tenant; an operator, every tenant (as `flashpay reconcile`).
-  app.get('/v1/admin/reconciliation', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: reconciliationSchema }, async (request) =>
-    reconcile(deps.db, channel, tenantScope(principalOf(request))),
+  app.get(
+    '/v1/admin/reconciliation',
+    { onRequest: requirePrincipal(deps.signer, 'admin'), schema: reconciliationSchema },
+    async (request) => reconcile(deps.db, channel, tenantScope(principalOf(request))),
   );
 }

@@ -28,7 +28,20 @@ export const ORDER_CLASSES = [
   'REJECTED_HOLDS_STOCK',
 ] as const;
 
-export const GLOBAL_CLASSES = ['PROVIDER_RECORD_WITHOUT_ORDER', 'CONFIRMED_NE_PAID', 'STOCK_NOT_CONSERVED', 'CHANNEL_NET_NE_PAID_SUM', 'PAID_WITHOUT_EVENT', 'TERMINAL_WITHOUT_EVENT', 'DUPLICATE_SHIPMENT', 'SHIPPED_WITHOUT_PAID', 'DEAD_EVENT', 'WALLET_BALANCE_NE_TRANSFERS', 'LEDGER_NOT_ZERO', 'STOCK_RESULT_DISAGREES'] as const;
+export const GLOBAL_CLASSES = [
+  'PROVIDER_RECORD_WITHOUT_ORDER',
+  'CONFIRMED_NE_PAID',
+  'STOCK_NOT_CONSERVED',
+  'CHANNEL_NET_NE_PAID_SUM',
+  'PAID_WITHOUT_EVENT',
+  'TERMINAL_WITHOUT_EVENT',
+  'DUPLICATE_SHIPMENT',
+  'SHIPPED_WITHOUT_PAID',
+  'DEAD_EVENT',
+  'WALLET_BALANCE_NE_TRANSFERS',
+  'LEDGER_NOT_ZERO',
+  'STOCK_RESULT_DISAGREES',
+] as const;
 
 export type MismatchClass = (typeof ORDER_CLASSES)[number] | (typeof GLOBAL_CLASSES)[number];
 
@@ -69,7 +82,11 @@ export function classify(order: OrderFacts): Array<{ class: MismatchClass; detai
       else if (ledger.charged !== amount) add('PAID_AMOUNT_MISMATCH', money);
       if (ledger.refunds > 0) add('PAID_BUT_REFUNDED', money);
       if (reservation !== 'CONFIRMED') add('PAID_WITHOUT_CONFIRMED_RESERVATION', money);
-      if (order.fulfilment === 'FULFILLED' && order.providerFulfilled === false) add('FULFILLED_WITHOUT_PROVIDER_FULFILMENT', 'fulfilment FULFILLED, the provider has no fulfilment under <order>/fulfil');
+      if (order.fulfilment === 'FULFILLED' && order.providerFulfilled === false)
+        add(
+          'FULFILLED_WITHOUT_PROVIDER_FULFILMENT',
+          'fulfilment FULFILLED, the provider has no fulfilment under <order>/fulfil',
+        );
       break;
     case 'COMPENSATED':
       // Undone means both: the money back and the unit back on sale.

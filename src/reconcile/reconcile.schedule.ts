@@ -10,7 +10,11 @@ export const RECONCILE_FULL_EVERY_MS = 15 * 60_000;
  * reads since the last pass (PostgreSQL's own write counters, one catalog read, no scan), or when
  * the last one is older than RECONCILE_FULL_EVERY_MS. A quiet system costs nothing per minute.
  */
-export function whenChanged(db: Db, pass: () => Promise<void>, now: () => number = Date.now): () => Promise<'RAN' | 'SKIPPED'> {
+export function whenChanged(
+  db: Db,
+  pass: () => Promise<void>,
+  now: () => number = Date.now,
+): () => Promise<'RAN' | 'SKIPPED'> {
   let lastCounter: number | undefined;
   let lastRunAt = -Infinity;
   return async () => {

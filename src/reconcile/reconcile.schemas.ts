@@ -7,20 +7,43 @@ export const ReconciliationReport = Type.Object(
   {
     ok: Type.Boolean({ description: 'no mismatch and nothing pending' }),
     pending: Type.Integer({ description: 'orders still converging (not judged)' }),
-    pending_orders: Type.Array(Type.Object({ order_id: Type.String(), status: Type.String() }, { additionalProperties: false })),
+    pending_orders: Type.Array(
+      Type.Object({ order_id: Type.String(), status: Type.String() }, { additionalProperties: false }),
+    ),
     mismatches: Type.Array(
       Type.Object(
-        { order_id: Type.String(), status: nullable(Type.String()), class: stringEnum([...ORDER_CLASSES, ...GLOBAL_CLASSES], { description: 'docs/reconciliation.md says what each means' }), detail: Type.String() },
+        {
+          order_id: Type.String(),
+          status: nullable(Type.String()),
+          class: stringEnum([...ORDER_CLASSES, ...GLOBAL_CLASSES], {
+            description: 'docs/reconciliation.md says what each means',
+          }),
+          detail: Type.String(),
+        },
         { additionalProperties: false },
       ),
     ),
     statuses: Type.Record(Type.String(), Type.Integer(), { description: 'order count by status' }),
     totals: Type.Object(
-      { channel_net: Type.Integer(), wallet_net: Type.Integer({ description: 'money taken from wallets for orders, net of refunds' }), paid_sum: Type.Integer(), confirmed: Type.Integer(), paid: Type.Integer(), drift: Type.Integer() },
+      {
+        channel_net: Type.Integer(),
+        wallet_net: Type.Integer({ description: 'money taken from wallets for orders, net of refunds' }),
+        paid_sum: Type.Integer(),
+        confirmed: Type.Integer(),
+        paid: Type.Integer(),
+        drift: Type.Integer(),
+      },
       { additionalProperties: false },
     ),
     events: Type.Object(
-      { paid_without_event: Type.Integer(), terminal_without_event: Type.Integer(), duplicate_shipments: Type.Integer(), shipped_without_paid: Type.Integer(), pending: Type.Integer(), dead: Type.Integer() },
+      {
+        paid_without_event: Type.Integer(),
+        terminal_without_event: Type.Integer(),
+        duplicate_shipments: Type.Integer(),
+        shipped_without_paid: Type.Integer(),
+        pending: Type.Integer(),
+        dead: Type.Integer(),
+      },
       { additionalProperties: false },
     ),
   },
@@ -38,13 +61,24 @@ export const reconciliationExample = {
   mismatches: [],
   statuses: { PAID: 7, CANCELLED: 2 },
   totals: { channel_net: 13930, wallet_net: 0, paid_sum: 13930, confirmed: 7, paid: 7, drift: 0 },
-  events: { paid_without_event: 0, terminal_without_event: 0, duplicate_shipments: 0, shipped_without_paid: 0, pending: 0, dead: 0 },
+  events: {
+    paid_without_event: 0,
+    terminal_without_event: 0,
+    duplicate_shipments: 0,
+    shipped_without_paid: 0,
+    pending: 0,
+    dead: 0,
+  },
 };
 
 export const reconciliationSchema = {
   operationId: 'getReconciliation',
   summary: 'Three-way reconciliation: provider statement × orders × stock (+ events)',
-  description: '`ok` when there is no mismatch and nothing pending; orders still converging are counted as pending, not judged. docs/reconciliation.md describes every class.',
+  description:
+    '`ok` when there is no mismatch and nothing pending; orders still converging are counted as pending, not judged. docs/reconciliation.md describes every class.',
   tags: ['admin'],
-  response: { 200: jsonAnswer('The report', ReconciliationReport, { example: reconciliationExample }), ...problemAnswers(ADMIN_AUTH) },
+  response: {
+    200: jsonAnswer('The report', ReconciliationReport, { example: reconciliationExample }),
+    ...problemAnswers(ADMIN_AUTH),
+  },
 };

@@ -2,7 +2,13 @@ import { businessMetrics } from '../platform/business-metrics.ts';
 import { inTx, type Db, type Tx } from '../platform/db.ts';
 import { checkEventIntegrity } from './reconcile.events.ts';
 import type { ChannelClient, StatementLine } from '../payments/index.ts';
-import { countConfirmedReservations, listOrdersWithReservationPage, listStockDrift, ORDER_PAGE_SIZE, type OrderRow } from './reconcile.repo.ts';
+import {
+  countConfirmedReservations,
+  listOrdersWithReservationPage,
+  listStockDrift,
+  ORDER_PAGE_SIZE,
+  type OrderRow,
+} from './reconcile.repo.ts';
 import { mergeLedgers, readWalletFacts } from './reconcile.wallet.ts';
 import { listStockDisagreements } from './reconcile.queued.ts';
 import { classify, PENDING_STATUSES, type LedgerView, type MismatchClass } from './reconcile.rules.ts';
@@ -22,7 +28,14 @@ export interface ReconciliationReport {
   mismatches: Mismatch[];
   statuses: Record<string, number>;
   totals: { channel_net: number; wallet_net: number; paid_sum: number; confirmed: number; paid: number; drift: number };
-  events: { paid_without_event: number; terminal_without_event: number; duplicate_shipments: number; shipped_without_paid: number; pending: number; dead: number };
+  events: {
+    paid_without_event: number;
+    terminal_without_event: number;
+    duplicate_shipments: number;
+    shipped_without_paid: number;
+    pending: number;
+    dead: number;
+  };
 }
 
 function ledgerByOrder(lines: StatementLine[]): Map<string, LedgerView> {
@@ -46,7 +59,10 @@ function ledgerByOrder(lines: StatementLine[]): Map<string, LedgerView> {
  * nobody has cannot be told apart from another tenant's, so PROVIDER_RECORD_WITHOUT_ORDER is an
  * operator's finding only.
  */
-function tenantStatement(statement: { lines: StatementLine[]; net: number }, ownOrders: Set<string>): { lines: StatementLine[]; net: number } {
+function tenantStatement(
+  statement: { lines: StatementLine[]; net: number },
+  ownOrders: Set<string>,
+): { lines: StatementLine[]; net: number } {
   const lines = statement.lines.filter((line) => ownOrders.has(line.merchant_order));
   return { lines, net: lines.reduce((net, line) => net + (line.type === 'CHARGE' ? line.amount : -line.amount), 0) };
 }
@@ -67,7 +83,7 @@ function readDatabaseFacts(db: Db, tenantId: string | undefined) {
     db,
     async (tx: Tx) => {
       const orders: OrderRow[] = [];
-      for (let after: string | null = null; ; ) {
+      for (let after: string | null = null; ;) {
         const page = await listOrdersWithReservationPage(tx, tenantId, after);
         orders.push(...page);
         if (page.length < ORDER_PAGE_SIZE) break;
@@ -93,8 +109,10 @@ function readDatabaseFacts(db: Db, tenantId: string | undefined) {
  */
 export async function reconcile(db: Db, channel: ChannelClient, tenantId?: string): Promise<ReconciliationReport> {
   // The provider's statement cannot share the snapshot: rules across the two are judged on a quiet system.
-  const [fullStatement, { orders, confirmed, stockDrift, integrity, wallet, stockDisagreements }, fulfilled] = await Promise.all([channel.statement(), readDatabaseFacts(db, tenantId), channel.fulfilled?.()]);
-  const statement = tenantId === undefined ? fullStatement : tenantStatement(fullStatement, new Set(orders.map((o) => o.order_id)));
+  const [fullStatement, { orders, confirmed, stockDrift, integrity, wallet, stockDisagreements }, fulfilled] =
+    await Promise.all([channel.statement(), readDatabaseFacts(db, tenantId), channel.fulfilled?.()]);
+  const statement =
+    tenantId === undefined ? fullStatement : tenantStatement(fullStatement, new Set(orders.map((o) => o.order_id)));
   const ledger = ledgerByOrder(statement.lines);
   // Wallet-paid orders are judged by the same rules, with their wallet transfers as the provider's lines.
   const walletNet = mergeLedgers(ledger, wallet.byOrder);
@@ -115,31 +133,103 @@ export async function reconcile(db: Db, channel: ChannelClient, tenantId?: strin
       paidSum += order.amount;
     }
     if (COMPENSATION_STATUSES.has(order.status)) compensatingLines += order.lines;
-    if (PENDING_STATUSES.has(order.status) || COMPENSATION_STATUSES.has(order.status)) pendingOrders.push({ order_id: order.order_id, status: order.status });
-    const saga = { fulfilment: order.fulfilment, sagaLate: order.saga_late, ...(fulfilled ? { providerFulfilled: fulfilled.has(order.order_id) } : {}) };
-    for (const m of classify({ status: order.status, amount: order.amount, reservation: order.reservation, ledger: ledger.get(order.order_id) ?? NO_LINES, ...saga })) {
+    if (PENDING_STATUSES.has(order.status) || COMPENSATION_STATUSES.has(order.status))
+      pendingOrders.push({ order_id: order.order_id, status: order.status });
+    const saga = {
+      fulfilment: order.fulfilment,
+      sagaLate: order.saga_late,
+      ...(fulfilled ? { providerFulfilled: fulfilled.has(order.order_id) } : {}),
+    };
+    for (const m of classify({
+      status: order.status,
+      amount: order.amount,
+      reservation: order.reservation,
+      ledger: ledger.get(order.order_id) ?? NO_LINES,
+      ...saga,
+    })) {
       mismatches.push({ order_id: order.order_id, status: order.status, ...m });
     }
   }
   const known = new Set(orders.map((o) => o.order_id));
-  for (const mo of ledger.keys()) if (!known.has(mo)) mismatches.push({ order_id: mo, status: null, class: 'PROVIDER_RECORD_WITHOUT_ORDER', detail: 'the provider has lines for an order we do not have' });
+  for (const mo of ledger.keys())
+    if (!known.has(mo))
+      mismatches.push({
+        order_id: mo,
+        status: null,
+        class: 'PROVIDER_RECORD_WITHOUT_ORDER',
+        detail: 'the provider has lines for an order we do not have',
+      });
   if (confirmed !== paidLines + compensatingLines) {
     const detail = `confirmed=${confirmed} != paid=${paidLines}${compensatingLines ? ` + compensating=${compensatingLines}` : ''}${paidLines !== paid ? ' (lines)' : ''}`;
     mismatches.push({ order_id: GLOBAL, status: null, class: 'CONFIRMED_NE_PAID', detail });
   }
-  for (const s of stockDrift) mismatches.push({ order_id: GLOBAL, status: null, class: 'STOCK_NOT_CONSERVED', detail: `${s.tenant_id}/${s.sku}: ${s.detail}` });
+  for (const s of stockDrift)
+    mismatches.push({
+      order_id: GLOBAL,
+      status: null,
+      class: 'STOCK_NOT_CONSERVED',
+      detail: `${s.tenant_id}/${s.sku}: ${s.detail}`,
+    });
   // While an order is unfinished, money may legitimately be in flight: compare net only when none is.
   if (pendingOrders.length === 0 && statement.net + walletNet !== paidSum) {
-    mismatches.push({ order_id: GLOBAL, status: null, class: 'CHANNEL_NET_NE_PAID_SUM', detail: `channel_net=${statement.net}${walletNet ? ` + wallet_net=${walletNet}` : ''} != paid_sum=${paidSum}` });
+    mismatches.push({
+      order_id: GLOBAL,
+      status: null,
+      class: 'CHANNEL_NET_NE_PAID_SUM',
+      detail: `channel_net=${statement.net}${walletNet ? ` + wallet_net=${walletNet}` : ''} != paid_sum=${paidSum}`,
+    });
   }
-  for (const a of wallet.drift) mismatches.push({ order_id: GLOBAL, status: null, class: 'WALLET_BALANCE_NE_TRANSFERS', detail: `${a.tenant_id}/${a.account_id}: balance=${a.balance} != transfers=${a.net}` });
-  for (const t of wallet.unbalanced) mismatches.push({ order_id: GLOBAL, status: null, class: 'LEDGER_NOT_ZERO', detail: `${t.tenant_id}: accounts sum to ${t.sum}` });
-  for (const id of integrity.paid_without_event_ids) mismatches.push({ order_id: id, status: 'PAID', class: 'PAID_WITHOUT_EVENT', detail: 'PAID order without an ORDER_PAID outbox event' });
-  for (const t of integrity.terminal_without_event_ids) mismatches.push({ order_id: t.order_id, status: t.status, class: 'TERMINAL_WITHOUT_EVENT', detail: `${t.status} order without an ORDER_${t.status} outbox event` });
-  if (integrity.duplicate_shipments > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DUPLICATE_SHIPMENT', detail: `${integrity.duplicate_shipments} orders shipped more than once` });
-  for (const s of integrity.shipped_without_paid_ids) mismatches.push({ order_id: s.order_id, status: s.status, class: 'SHIPPED_WITHOUT_PAID', detail: `shipped, but the order ${s.status === null ? 'does not exist' : `never was PAID (now ${s.status})`}` });
-  for (const d of stockDisagreements) mismatches.push({ order_id: d.order_id, status: d.status, class: 'STOCK_RESULT_DISAGREES', detail: d.detail });
-  if (integrity.dead > 0) mismatches.push({ order_id: GLOBAL, status: null, class: 'DEAD_EVENT', detail: `${integrity.dead} outbox events parked as dead` });
+  for (const a of wallet.drift)
+    mismatches.push({
+      order_id: GLOBAL,
+      status: null,
+      class: 'WALLET_BALANCE_NE_TRANSFERS',
+      detail: `${a.tenant_id}/${a.account_id}: balance=${a.balance} != transfers=${a.net}`,
+    });
+  for (const t of wallet.unbalanced)
+    mismatches.push({
+      order_id: GLOBAL,
+      status: null,
+      class: 'LEDGER_NOT_ZERO',
+      detail: `${t.tenant_id}: accounts sum to ${t.sum}`,
+    });
+  for (const id of integrity.paid_without_event_ids)
+    mismatches.push({
+      order_id: id,
+      status: 'PAID',
+      class: 'PAID_WITHOUT_EVENT',
+      detail: 'PAID order without an ORDER_PAID outbox event',
+    });
+  for (const t of integrity.terminal_without_event_ids)
+    mismatches.push({
+      order_id: t.order_id,
+      status: t.status,
+      class: 'TERMINAL_WITHOUT_EVENT',
+      detail: `${t.status} order without an ORDER_${t.status} outbox event`,
+    });
+  if (integrity.duplicate_shipments > 0)
+    mismatches.push({
+      order_id: GLOBAL,
+      status: null,
+      class: 'DUPLICATE_SHIPMENT',
+      detail: `${integrity.duplicate_shipments} orders shipped more than once`,
+    });
+  for (const s of integrity.shipped_without_paid_ids)
+    mismatches.push({
+      order_id: s.order_id,
+      status: s.status,
+      class: 'SHIPPED_WITHOUT_PAID',
+      detail: `shipped, but the order ${s.status === null ? 'does not exist' : `never was PAID (now ${s.status})`}`,
+    });
+  for (const d of stockDisagreements)
+    mismatches.push({ order_id: d.order_id, status: d.status, class: 'STOCK_RESULT_DISAGREES', detail: d.detail });
+  if (integrity.dead > 0)
+    mismatches.push({
+      order_id: GLOBAL,
+      status: null,
+      class: 'DEAD_EVENT',
+      detail: `${integrity.dead} outbox events parked as dead`,
+    });
   if (tenantId === undefined) businessMetrics.mismatches.set(mismatches.length);
   return {
     ok: mismatches.length === 0 && pendingOrders.length === 0 && integrity.pending === 0,
@@ -147,14 +237,31 @@ export async function reconcile(db: Db, channel: ChannelClient, tenantId?: strin
     pending_orders: pendingOrders,
     mismatches,
     statuses,
-    totals: { channel_net: statement.net, wallet_net: walletNet, paid_sum: paidSum, confirmed, paid, drift: statement.net + walletNet - paidSum },
-    events: { paid_without_event: integrity.paid_without_event, terminal_without_event: integrity.terminal_without_event, duplicate_shipments: integrity.duplicate_shipments, shipped_without_paid: integrity.shipped_without_paid, pending: integrity.pending, dead: integrity.dead },
+    totals: {
+      channel_net: statement.net,
+      wallet_net: walletNet,
+      paid_sum: paidSum,
+      confirmed,
+      paid,
+      drift: statement.net + walletNet - paidSum,
+    },
+    events: {
+      paid_without_event: integrity.paid_without_event,
+      terminal_without_event: integrity.terminal_without_event,
+      duplicate_shipments: integrity.duplicate_shipments,
+      shipped_without_paid: integrity.shipped_without_paid,
+      pending: integrity.pending,
+      dead: integrity.dead,
+    },
   };
 }
 
 /** The seed's one-line summary: `classes={…} mismatches=0 pending=0 channel_net=… …`. */
 export function summaryLine(report: ReconciliationReport): string {
-  const classes = Object.entries(report.statuses).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(', ');
+  const classes = Object.entries(report.statuses)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ');
   const t = report.totals;
   return `reconcile classes={${classes}} mismatches=${report.mismatches.length} pending=${report.pending} channel_net=${t.channel_net}${t.wallet_net ? ` wallet_net=${t.wallet_net}` : ''} paid_sum=${t.paid_sum} confirmed=${t.confirmed} paid=${t.paid} drift=${t.drift} events_pending=${report.events.pending} dead=${report.events.dead}`;
 }

@@ -55,7 +55,12 @@ export function mergeLedgers(provider: Map<string, LedgerView>, wallet: Readonly
   let walletNet = 0;
   for (const [orderId, w] of wallet) {
     const view = provider.get(orderId) ?? { charges: 0, charged: 0, refunds: 0, refunded: 0 };
-    provider.set(orderId, { charges: view.charges + w.charges, charged: view.charged + w.charged, refunds: view.refunds + w.refunds, refunded: view.refunded + w.refunded });
+    provider.set(orderId, {
+      charges: view.charges + w.charges,
+      charged: view.charged + w.charged,
+      refunds: view.refunds + w.refunds,
+      refunded: view.refunded + w.refunded,
+    });
     walletNet += w.charged - w.refunded;
   }
   return walletNet;

@@ -16,7 +16,10 @@ export interface FullRecoveryReport extends RecoveryReport {
  * Seed 000's whole recovery: converge unfinished orders (steps 1–4), drain the outbox (5), then
  * reconcile. Each part is safe to repeat; a relay or a reconciliation may be left out.
  */
-export async function recoverAll(payments: PaymentDeps, options: RecoveryOptions & { relay?: Relay; reconcile?: boolean; saga?: SagaDeps }): Promise<FullRecoveryReport> {
+export async function recoverAll(
+  payments: PaymentDeps,
+  options: RecoveryOptions & { relay?: Relay; reconcile?: boolean; saga?: SagaDeps },
+): Promise<FullRecoveryReport> {
   const report: FullRecoveryReport = await runRecoveryPass(payments, options);
   if (options.saga) report.saga = await runSagaPass(options.saga);
   if (options.relay) {

@@ -23,15 +23,29 @@ export const staleFloorMs = (config: Pick<Config, 'payTimeoutMs'>) => config.pay
 export function recoveryRoutes(app: FastifyInstance, deps: AppDeps): void {
   const payments = paymentDeps(deps);
   const saga = sagaDeps(deps);
-  app.post<{ Body: RecoveryBody }>('/v1/admin/recovery/run', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: recoverySchema }, async (request) => {
-    const floor = staleFloorMs(deps.config);
-    const staleAfterMs = request.body?.stale_after_ms ?? Math.max(deps.config.staleAfterMs, floor);
-    if (staleAfterMs < floor) {
-      throw new AppError('VALIDATION', `body.stale_after_ms must be >= ${floor} (the pay timeout ${deps.config.payTimeoutMs} ms + ${STALE_MARGIN_MS} ms): a younger PAYING order may still be in its provider call`, { minimum: floor });
-    }
-    const tenantId = tenantScope(principalOf(request));
-    // Draining and the saga pass act on every tenant's orders: an operator's pass only.
-    const everyTenant = tenantId === undefined;
-    return recoverAll(payments, { staleAfterMs, tenantId, relay: everyTenant ? deps.relay : undefined, reconcile: true, ...(everyTenant ? { saga } : {}) });
-  });
+  app.post<{ Body: RecoveryBody }>(
+    '/v1/admin/recovery/run',
+    { onRequest: requirePrincipal(deps.signer, 'admin'), schema: recoverySchema },
+    async (request) => {
+      const floor = staleFloorMs(deps.config);
+      const staleAfterMs = request.body?.stale_after_ms ?? Math.max(deps.config.staleAfterMs, floor);
+      if (staleAfterMs < floor) {
+        throw new AppError(
+          'VALIDATION',
+          `body.stale_after_ms must be >= ${floor} (the pay timeout ${deps.config.payTimeoutMs} ms + ${STALE_MARGIN_MS} ms): a younger PAYING order may still be in its provider call`,
+          { minimum: floor },
+        );
+      }
+      const tenantId = tenantScope(principalOf(request));
+      // Draining and the saga pass act on every tenant's orders: an operator's pass only.
+      const everyTenant = tenantId === undefined;
+      return recoverAll(payments, {
+        staleAfterMs,
+        tenantId,
+        relay: everyTenant ? deps.relay : undefined,
+        reconcile: true,
+        ...(everyTenant ? { saga } : {}),
+      });
+    },
+  );
 }

@@ -4,7 +4,15 @@ import { ReconciliationReportSchema, reconciliationExample } from '../reconcile/
 
 export const RecoveryBody = nullable(
   Type.Object(
-    { stale_after_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 7 * 24 * 3600 * 1000, description: 'a PAYING order older than this is examined (default FLASHPAY_STALE_AFTER_MS)' })) },
+    {
+      stale_after_ms: Type.Optional(
+        Type.Integer({
+          minimum: 0,
+          maximum: 7 * 24 * 3600 * 1000,
+          description: 'a PAYING order older than this is examined (default FLASHPAY_STALE_AFTER_MS)',
+        }),
+      ),
+    },
     { additionalProperties: false },
   ),
   { examples: [{ stale_after_ms: 0 }] },
@@ -14,11 +22,25 @@ export type RecoveryBody = Static<typeof RecoveryBody>;
 const RecoveryReport = Type.Object(
   {
     examined: Type.Integer(),
-    resolved: Type.Record(Type.String(), Type.Integer(), { description: 'orders converged, by the status they reached' }),
+    resolved: Type.Record(Type.String(), Type.Integer(), {
+      description: 'orders converged, by the status they reached',
+    }),
     pending: Type.Integer({ description: 'unfinished orders left' }),
-    still_pending: Type.Array(Type.Object({ order_id: Type.String(), status: Type.Optional(Type.String()), reason: Type.String() }, { additionalProperties: false })),
-    needs_attention: Type.Array(Type.Object({ order_id: Type.String(), status: Type.String(), attention: Type.String() }, { additionalProperties: false })),
-    outbox: Type.Optional(Type.Object({ delivered: Type.Integer(), failed: Type.Integer() }, { additionalProperties: false })),
+    still_pending: Type.Array(
+      Type.Object(
+        { order_id: Type.String(), status: Type.Optional(Type.String()), reason: Type.String() },
+        { additionalProperties: false },
+      ),
+    ),
+    needs_attention: Type.Array(
+      Type.Object(
+        { order_id: Type.String(), status: Type.String(), attention: Type.String() },
+        { additionalProperties: false },
+      ),
+    ),
+    outbox: Type.Optional(
+      Type.Object({ delivered: Type.Integer(), failed: Type.Integer() }, { additionalProperties: false }),
+    ),
     reconciliation: Type.Optional(ReconciliationReportSchema),
     saga: Type.Optional(
       Type.Object(
@@ -27,9 +49,17 @@ const RecoveryReport = Type.Object(
           examined: Type.Integer(),
           done: Type.Integer({ description: 'fulfilments completed' }),
           compensated: Type.Integer({ description: 'compensations completed' }),
-          pending: Type.Array(Type.Object({ order_id: Type.String(), state: Type.String(), reason: Type.String() }, { additionalProperties: false })),
+          pending: Type.Array(
+            Type.Object(
+              { order_id: Type.String(), state: Type.String(), reason: Type.String() },
+              { additionalProperties: false },
+            ),
+          ),
         },
-        { additionalProperties: false, description: "seed 002: fulfilments and compensations advanced by this pass (an operator's pass only)" },
+        {
+          additionalProperties: false,
+          description: "seed 002: fulfilments and compensations advanced by this pass (an operator's pass only)",
+        },
       ),
     ),
   },
@@ -39,13 +69,22 @@ const RecoveryReport = Type.Object(
 export const recoverySchema = {
   operationId: 'runRecovery',
   summary: 'One recovery pass, outbox drain and reconciliation',
-  description: 'Converges UNKNOWN, stale PAYING and REFUNDING orders (query, close, refund with the same key), cancels abandoned CREATED orders, advances fulfilment sagas and compensations and drains the outbox (an operator’s pass only), then reconciles. Safe to repeat. The body is optional.',
+  description:
+    'Converges UNKNOWN, stale PAYING and REFUNDING orders (query, close, refund with the same key), cancels abandoned CREATED orders, advances fulfilment sagas and compensations and drains the outbox (an operator’s pass only), then reconciles. Safe to repeat. The body is optional.',
   tags: ['admin'],
   body: RecoveryBody,
   'x-body-optional': true,
   response: {
     200: jsonAnswer('What the pass did', RecoveryReport, {
-      example: { examined: 2, resolved: { PAID: 1, FAILED: 1 }, pending: 0, still_pending: [], needs_attention: [], outbox: { delivered: 2, failed: 0 }, reconciliation: reconciliationExample },
+      example: {
+        examined: 2,
+        resolved: { PAID: 1, FAILED: 1 },
+        pending: 0,
+        still_pending: [],
+        needs_attention: [],
+        outbox: { delivered: 2, failed: 0 },
+        reconciliation: reconciliationExample,
+      },
     }),
     ...problemAnswers([...BODY_ERRORS, ...ADMIN_AUTH]),
   },

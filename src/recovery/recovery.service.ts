@@ -1,7 +1,16 @@
 import { backoffDelayMs } from '../platform/backoff.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { inTx } from '../platform/db.ts';
-import { applyOrderEvent, claimAbandonedCreated, claimUnfinished, countUnfinished, finishAttempt, listNeedingAttention, STUCK_PREFIX, type Candidate } from '../orders/index.ts';
+import {
+  applyOrderEvent,
+  claimAbandonedCreated,
+  claimUnfinished,
+  countUnfinished,
+  finishAttempt,
+  listNeedingAttention,
+  STUCK_PREFIX,
+  type Candidate,
+} from '../orders/index.ts';
 import { convergeRefunding, convergeUnknown, type Convergence, type PaymentDeps } from '../payments/index.ts';
 
 export interface RecoveryOptions {
@@ -35,13 +44,31 @@ function nextAttemptAt(now: Date, attempts: number): Date | null {
 
 async function examine(deps: PaymentDeps, candidate: Candidate): Promise<Convergence> {
   try {
-    const result = candidate.status === 'REFUNDING' ? await convergeRefunding(deps, candidate.orderId) : await convergeUnknown(deps, candidate.orderId);
+    const result =
+      candidate.status === 'REFUNDING'
+        ? await convergeRefunding(deps, candidate.orderId)
+        : await convergeUnknown(deps, candidate.orderId);
     const attempts = candidate.attempts + 1;
-    const attention = result.pending && attempts >= ATTENTION_AFTER ? `${STUCK_PREFIX} after ${attempts} attempts: ${result.pending}` : null;
-    await finishAttempt(deps.db, candidate.orderId, result.pending !== undefined, result.pending ? nextAttemptAt(deps.clock.now(), attempts) : null, attention);
+    const attention =
+      result.pending && attempts >= ATTENTION_AFTER
+        ? `${STUCK_PREFIX} after ${attempts} attempts: ${result.pending}`
+        : null;
+    await finishAttempt(
+      deps.db,
+      candidate.orderId,
+      result.pending !== undefined,
+      result.pending ? nextAttemptAt(deps.clock.now(), attempts) : null,
+      attention,
+    );
     return result;
   } catch (error) {
-    await finishAttempt(deps.db, candidate.orderId, true, nextAttemptAt(deps.clock.now(), candidate.attempts + 1), null).catch(() => undefined);
+    await finishAttempt(
+      deps.db,
+      candidate.orderId,
+      true,
+      nextAttemptAt(deps.clock.now(), candidate.attempts + 1),
+      null,
+    ).catch(() => undefined);
     return { orderId: candidate.orderId, status: candidate.status, pending: `error: ${(error as Error).message}` };
   }
 }
@@ -72,7 +99,15 @@ async function cancelAbandoned(deps: PaymentDeps, tenantId?: string): Promise<nu
  */
 export async function runRecoveryPass(deps: PaymentDeps, options: RecoveryOptions): Promise<RecoveryReport> {
   const now = deps.clock.now();
-  const candidates = await inTx(deps.db, (tx) => claimUnfinished(tx, now, new Date(now.getTime() - options.staleAfterMs), new Date(now.getTime() + CLAIM_MS), options.tenantId));
+  const candidates = await inTx(deps.db, (tx) =>
+    claimUnfinished(
+      tx,
+      now,
+      new Date(now.getTime() - options.staleAfterMs),
+      new Date(now.getTime() + CLAIM_MS),
+      options.tenantId,
+    ),
+  );
   const results = await inBatches(candidates, options.concurrency ?? 8, (candidate) => examine(deps, candidate));
   const resolved: Record<string, number> = {};
   for (const r of results) if (!r.pending && r.status) resolved[r.status] = (resolved[r.status] ?? 0) + 1;
@@ -85,7 +120,9 @@ export async function runRecoveryPass(deps: PaymentDeps, options: RecoveryOption
     examined: candidates.length + cancelled,
     resolved,
     pending,
-    still_pending: results.filter((r) => r.pending).map((r) => ({ order_id: r.orderId, status: r.status, reason: r.pending ?? '' })),
+    still_pending: results
+      .filter((r) => r.pending)
+      .map((r) => ({ order_id: r.orderId, status: r.status, reason: r.pending ?? '' })),
     needs_attention: await listNeedingAttention(deps.db, options.tenantId),
   };
 }

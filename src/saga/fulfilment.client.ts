@@ -25,7 +25,8 @@ export function fulfilmentClient(baseUrl: string, timeoutMs: number): Fulfilment
         });
         const body = (await response.json().catch(() => ({}))) as { result?: string; ref?: string };
         if (response.status === 200 && body.result === 'FULFILLED') return { status: 'DONE', receipt: body.ref ?? '' };
-        if (response.status === 422 && body.result === 'REFUSED') return { status: 'REFUSED', receipt: 'refused by the provider' };
+        if (response.status === 422 && body.result === 'REFUSED')
+          return { status: 'REFUSED', receipt: 'refused by the provider' };
         return { status: 'UNKNOWN', error: `http ${response.status}` };
       } catch (error) {
         return { status: 'UNKNOWN', error: reasonOf(error) };
@@ -33,7 +34,9 @@ export function fulfilmentClient(baseUrl: string, timeoutMs: number): Fulfilment
     },
     async query(key) {
       try {
-        const response = await fetch(`${baseUrl}/fulfilments/${encodeURIComponent(key)}`, { signal: AbortSignal.timeout(timeoutMs) });
+        const response = await fetch(`${baseUrl}/fulfilments/${encodeURIComponent(key)}`, {
+          signal: AbortSignal.timeout(timeoutMs),
+        });
         if (response.status !== 200) return undefined;
         const body = (await response.json()) as { status?: string; ref?: string };
         if (body.status === 'FULFILLED') return { status: 'DONE', receipt: body.ref ?? '' };

@@ -2,7 +2,12 @@
 // (journal, reverse compensation, backoff, deadline), its pass, the journal view and the attention list.
 export { fulfilmentClient, type FulfilmentClient } from './fulfilment.client.ts';
 export { ORDER_FLOW, type OrderFlowContext } from './order.flow.ts';
-export { compensationRefundKey, compensationRefunds, type CompensationRefunds, type ProviderPayments } from './refund.seam.ts';
+export {
+  compensationRefundKey,
+  compensationRefunds,
+  type CompensationRefunds,
+  type ProviderPayments,
+} from './refund.seam.ts';
 export { advance, type Advance, type Flow, type Step, type StepResult } from './saga.runner.ts';
 export { findSaga, journalOf, type JournalEntry, type Saga } from './saga.repo.ts';
 export { journalView, sagaRoutes } from './saga.routes.ts';

@@ -19,7 +19,10 @@ export interface OrderFlowContext {
 
 async function apply(tx: Tx, ctx: OrderFlowContext, event: OrderEvent, accept: readonly string[]): Promise<string> {
   const applied = await applyOrderEvent(tx, ctx.order.orderId, event, ctx.now());
-  invariant(accept.includes(applied.outcome), `${event.type} on ${ctx.order.orderId}: ${applied.outcome} (order ${applied.order?.status})`);
+  invariant(
+    accept.includes(applied.outcome),
+    `${event.type} on ${ctx.order.orderId}: ${applied.outcome} (order ${applied.order?.status})`,
+  );
   return applied.outcome;
 }
 
@@ -35,7 +38,8 @@ export const ORDER_FLOW: Flow<OrderFlowContext> = {
         // Local: the DONE row, the unit back on sale and COMPENSATED in one transaction. The decider
         // refuses it unless the refund was confirmed first (the order is COMPENSATING again).
         apply: async (tx, ctx) => {
-          if ((await apply(tx, ctx, { type: 'COMPENSATION_RELEASE' }, ['COMPENSATED', 'DUPLICATE'])) === 'COMPENSATED') sagaMetrics.completed.inc();
+          if ((await apply(tx, ctx, { type: 'COMPENSATION_RELEASE' }, ['COMPENSATED', 'DUPLICATE'])) === 'COMPENSATED')
+            sagaMetrics.completed.inc();
         },
       },
     },
@@ -49,8 +53,14 @@ export const ORDER_FLOW: Flow<OrderFlowContext> = {
         afterCall: 'saga.after-refund-call',
         apply: async (tx, ctx, result: StepResult) => {
           const ok = result.status === 'DONE';
-          const cause = ok ? `refund ${'receipt' in result ? (result.receipt ?? '') : ''}` : `refund ${'error' in result ? result.error : result.status}`;
-          await apply(tx, ctx, { type: 'COMPENSATION_REFUND', ok, cause }, ['COMPENSATING', 'COMPENSATION_PENDING', 'DUPLICATE']);
+          const cause = ok
+            ? `refund ${'receipt' in result ? (result.receipt ?? '') : ''}`
+            : `refund ${'error' in result ? result.error : result.status}`;
+          await apply(tx, ctx, { type: 'COMPENSATION_REFUND', ok, cause }, [
+            'COMPENSATING',
+            'COMPENSATION_PENDING',
+            'DUPLICATE',
+          ]);
         },
       },
     },
@@ -62,10 +72,22 @@ export const ORDER_FLOW: Flow<OrderFlowContext> = {
         query: (ctx, key) => ctx.fulfilment.query(key),
         afterCall: 'saga.after-fulfil-call',
         apply: async (tx, ctx, result) => {
-          if (result.status === 'DONE') await trySetFulfilment(tx, ctx.order.orderId, 'FULFILLED', 'receipt' in result ? (result.receipt ?? null) : null);
+          if (result.status === 'DONE')
+            await trySetFulfilment(
+              tx,
+              ctx.order.orderId,
+              'FULFILLED',
+              'receipt' in result ? (result.receipt ?? null) : null,
+            );
           if (result.status !== 'REFUSED') return;
           await trySetFulfilment(tx, ctx.order.orderId, 'REFUSED', null);
-          if ((await apply(tx, ctx, { type: 'FULFILMENT_REFUSED', cause: 'provider refused' }, ['COMPENSATING', 'DUPLICATE'])) === 'COMPENSATING') sagaMetrics.started.inc();
+          if (
+            (await apply(tx, ctx, { type: 'FULFILMENT_REFUSED', cause: 'provider refused' }, [
+              'COMPENSATING',
+              'DUPLICATE',
+            ])) === 'COMPENSATING'
+          )
+            sagaMetrics.started.inc();
         },
       },
     },

@@ -10,7 +10,15 @@ import type { StepResult } from './saga.runner.ts';
 
 /** The provider calls compensation needs, structurally (the payments client fits; no import of it). */
 export interface ProviderPayments {
-  refund(merchantOrder: string, refundKey: string, amount: number): Promise<{ kind: 'REFUNDED'; refundId: string } | { kind: 'REFUSED'; status: number; detail: string } | { kind: 'UNKNOWN'; reason: string }>;
+  refund(
+    merchantOrder: string,
+    refundKey: string,
+    amount: number,
+  ): Promise<
+    | { kind: 'REFUNDED'; refundId: string }
+    | { kind: 'REFUSED'; status: number; detail: string }
+    | { kind: 'UNKNOWN'; reason: string }
+  >;
   query(merchantOrder: string): Promise<{ kind: 'STATUS'; status: string } | { kind: 'UNKNOWN'; reason: string }>;
 }
 
@@ -29,14 +37,21 @@ export function compensationRefundKey(orderId: string): string {
   return `${orderId}/refund`;
 }
 
-export function compensationRefunds(provider: ProviderPayments, wallet?: { db: Db; clock: Clock }): CompensationRefunds {
+export function compensationRefunds(
+  provider: ProviderPayments,
+  wallet?: { db: Db; clock: Clock },
+): CompensationRefunds {
   return {
     async refund(order, key) {
       if (wallet) {
         const credited = await inTx(wallet.db, async (tx) => {
           const debit = await walletDebitOf(tx, order.tenantId, order.orderId);
           if (!debit) return undefined;
-          return refundToWallet(tx, { tenantId: order.tenantId, userId: debit.userId, orderId: order.orderId, amount: debit.amount, key }, wallet.clock.now());
+          return refundToWallet(
+            tx,
+            { tenantId: order.tenantId, userId: debit.userId, orderId: order.orderId, amount: debit.amount, key },
+            wallet.clock.now(),
+          );
         });
         if (credited) return { status: 'DONE', receipt: `wallet ${key} (${credited})` };
       }
@@ -46,9 +61,12 @@ export function compensationRefunds(provider: ProviderPayments, wallet?: { db: D
       return { status: 'UNKNOWN', error: reply.reason };
     },
     async query(order, key) {
-      if (wallet && (await walletRefundOf(wallet.db, order.tenantId, key))) return { status: 'DONE', receipt: `wallet ${key}` };
+      if (wallet && (await walletRefundOf(wallet.db, order.tenantId, key)))
+        return { status: 'DONE', receipt: `wallet ${key}` };
       const reply = await provider.query(order.orderId);
-      return reply.kind === 'STATUS' && reply.status === 'REFUNDED' ? { status: 'DONE', receipt: 'REFUNDED (query)' } : undefined;
+      return reply.kind === 'STATUS' && reply.status === 'REFUNDED'
+        ? { status: 'DONE', receipt: 'REFUNDED (query)' }
+        : undefined;
     },
   };
 }

@@ -31,7 +31,13 @@ export interface Saga {
 const clip = (s: string | null | undefined) => (s == null ? null : s.slice(0, 500));
 
 /** Creates the saga row if there is none; says whether it did. */
-export async function tryInsertSaga(tx: Tx, sagaId: string, flow: string, now: Date, deadlineAt: Date): Promise<boolean> {
+export async function tryInsertSaga(
+  tx: Tx,
+  sagaId: string,
+  flow: string,
+  now: Date,
+  deadlineAt: Date,
+): Promise<boolean> {
   const result = await tx.query(
     `INSERT INTO sagas (saga_id, flow, state, next_attempt_at, deadline_at, started_at, updated_at) VALUES ($1, $2, 'FORWARD', $3, $4, $3, $3)
      ON CONFLICT (saga_id) DO NOTHING`,
@@ -50,7 +56,15 @@ interface SagaRow {
   attention: string | null;
 }
 
-const toSaga = (r: SagaRow): Saga => ({ sagaId: r.saga_id, flow: r.flow, state: r.state, attempts: r.attempts, nextAttemptAt: r.next_attempt_at, deadlineAt: r.deadline_at, attention: r.attention });
+const toSaga = (r: SagaRow): Saga => ({
+  sagaId: r.saga_id,
+  flow: r.flow,
+  state: r.state,
+  attempts: r.attempts,
+  nextAttemptAt: r.next_attempt_at,
+  deadlineAt: r.deadline_at,
+  attention: r.attention,
+});
 
 /** Of `ids`, those that already have a saga (one indexed read instead of one insert attempt each). */
 export async function existingSagas(db: Executor, ids: readonly string[]): Promise<Set<string>> {
@@ -67,7 +81,13 @@ export async function findSaga(db: Executor, sagaId: string): Promise<Saga | und
  * Claims unfinished sagas that are due. SKIP LOCKED plus a short claim lets several recovery
  * processes divide them; a claim of a process that died lapses on its own.
  */
-export async function claimDueSagas(tx: Tx, now: Date, claimUntil: Date, limit: number, only?: readonly string[]): Promise<Saga[]> {
+export async function claimDueSagas(
+  tx: Tx,
+  now: Date,
+  claimUntil: Date,
+  limit: number,
+  only?: readonly string[],
+): Promise<Saga[]> {
   const result = await tx.query<SagaRow>(
     `UPDATE sagas s SET claimed_until = $2
      FROM (SELECT saga_id FROM sagas
@@ -82,7 +102,15 @@ export async function claimDueSagas(tx: Tx, now: Date, claimUntil: Date, limit: 
 }
 
 /** Ends an attempt: the state reached, the backoff (attempts counted only while not finished), a note. */
-export async function finishSagaAttempt(db: Executor, sagaId: string, state: SagaState, pending: boolean, nextAttemptAt: Date, attention: string | null, now: Date): Promise<void> {
+export async function finishSagaAttempt(
+  db: Executor,
+  sagaId: string,
+  state: SagaState,
+  pending: boolean,
+  nextAttemptAt: Date,
+  attention: string | null,
+  now: Date,
+): Promise<void> {
   await db.query(
     `UPDATE sagas SET state = $2, attempts = CASE WHEN $3 THEN attempts + 1 ELSE 0 END, next_attempt_at = $4,
        attention = CASE WHEN $3 THEN coalesce($5, attention) ELSE NULL END, claimed_until = NULL, updated_at = $6
@@ -109,7 +137,14 @@ export async function insertEntry(tx: Executor, sagaId: string, e: Omit<JournalE
 }
 
 /** Settles a STARTED attempt with what the call answered (in the same transaction as the step's local effect). */
-export async function trySettleEntry(tx: Tx, seq: number, status: Exclude<EntryStatus, 'STARTED'>, receipt: string | null, error: string | null, nextAttemptAt: Date | null): Promise<boolean> {
+export async function trySettleEntry(
+  tx: Tx,
+  seq: number,
+  status: Exclude<EntryStatus, 'STARTED'>,
+  receipt: string | null,
+  error: string | null,
+  nextAttemptAt: Date | null,
+): Promise<boolean> {
   const result = await tx.query(
     `UPDATE saga_journal SET status = $2, receipt = $3, error = $4, next_attempt_at = $5 WHERE seq = $1 AND status IN ('STARTED', 'UNKNOWN')`,
     [seq, status, clip(receipt), clip(error), nextAttemptAt],
@@ -118,8 +153,19 @@ export async function trySettleEntry(tx: Tx, seq: number, status: Exclude<EntryS
 }
 
 /** Sagas a person must look at: past their deadline unfinished, or carrying a note. */
-export async function listSagasNeedingAttention(db: Executor, now: Date): Promise<Array<{ saga_id: string; state: SagaState; attention: string | null; deadline_at: Date; updated_at: Date }>> {
-  const result = await db.query<{ saga_id: string; state: SagaState; attention: string | null; deadline_at: Date; updated_at: Date }>(
+export async function listSagasNeedingAttention(
+  db: Executor,
+  now: Date,
+): Promise<
+  Array<{ saga_id: string; state: SagaState; attention: string | null; deadline_at: Date; updated_at: Date }>
+> {
+  const result = await db.query<{
+    saga_id: string;
+    state: SagaState;
+    attention: string | null;
+    deadline_at: Date;
+    updated_at: Date;
+  }>(
     `SELECT saga_id, state, attention, deadline_at, updated_at FROM sagas
      WHERE state IN ('FORWARD', 'COMPENSATING') AND (deadline_at <= $1 OR attention IS NOT NULL) ORDER BY deadline_at LIMIT 100`,
     [now],
@@ -128,6 +174,8 @@ export async function listSagasNeedingAttention(db: Executor, now: Date): Promis
 }
 
 export async function countSagasByState(db: Executor): Promise<Record<string, number>> {
-  const result = await db.query<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM sagas GROUP BY state');
+  const result = await db.query<{ state: string; n: number }>(
+    'SELECT state, count(*)::int AS n FROM sagas GROUP BY state',
+  );
   return Object.fromEntries(result.rows.map((r) => [r.state, r.n]));
 }

@@ -7,23 +7,46 @@ import { attentionSchema } from './saga.schemas.ts';
 
 /** The journal as `GET /v1/admin/orders/{id}` shows it: every step attempt, oldest first. */
 export async function journalView(db: AppDeps['db'], orderId: string) {
-  return (await journalOf(db, orderId)).map((e) => ({ step: e.step, direction: e.direction, status: e.status, key: e.key, ...(e.receipt ? { receipt: e.receipt } : {}), ...(e.error ? { error: e.error } : {}), at: e.at.toISOString() }));
+  return (await journalOf(db, orderId)).map((e) => ({
+    step: e.step,
+    direction: e.direction,
+    status: e.status,
+    key: e.key,
+    ...(e.receipt ? { receipt: e.receipt } : {}),
+    ...(e.error ? { error: e.error } : {}),
+    at: e.at.toISOString(),
+  }));
 }
 
 export function sagaRoutes(app: FastifyInstance, deps: AppDeps): void {
   // Orders that need a person: notes the decider or recovery left, and sagas past their deadline.
-  app.get('/v1/admin/attention', { onRequest: requirePrincipal(deps.signer, 'admin'), schema: attentionSchema }, async (request) => {
-    const { tenantId } = principalOf(request);
-    const items: Array<{ order_id: string; status: string; reason: string; since: string }> = [];
-    for (const n of await listNeedingAttention(deps.db)) {
-      const order = await findOrder(deps.db, n.order_id);
-      if (order?.tenantId === tenantId) items.push({ order_id: n.order_id, status: n.status, reason: n.attention, since: order.updatedAt.toISOString() });
-    }
-    for (const s of await listSagasNeedingAttention(deps.db, deps.clock.now())) {
-      const order = await findOrder(deps.db, s.saga_id);
-      if (order?.tenantId !== tenantId || items.some((i) => i.order_id === s.saga_id)) continue;
-      items.push({ order_id: s.saga_id, status: order.status, reason: s.attention ?? `saga ${s.state} past its deadline`, since: s.deadline_at.toISOString() });
-    }
-    return { orders: items };
-  });
+  app.get(
+    '/v1/admin/attention',
+    { onRequest: requirePrincipal(deps.signer, 'admin'), schema: attentionSchema },
+    async (request) => {
+      const { tenantId } = principalOf(request);
+      const items: Array<{ order_id: string; status: string; reason: string; since: string }> = [];
+      for (const n of await listNeedingAttention(deps.db)) {
+        const order = await findOrder(deps.db, n.order_id);
+        if (order?.tenantId === tenantId)
+          items.push({
+            order_id: n.order_id,
+            status: n.status,
+            reason: n.attention,
+            since: order.updatedAt.toISOString(),
+          });
+      }
+      for (const s of await listSagasNeedingAttention(deps.db, deps.clock.now())) {
+        const order = await findOrder(deps.db, s.saga_id);
+        if (order?.tenantId !== tenantId || items.some((i) => i.order_id === s.saga_id)) continue;
+        items.push({
+          order_id: s.saga_id,
+          status: order.status,
+          reason: s.attention ?? `saga ${s.state} past its deadline`,
+          since: s.deadline_at.toISOString(),
+        });
+      }
+      return { orders: items };
+    },
+  );
 }

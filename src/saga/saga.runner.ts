@@ -1,6 +1,13 @@
 import { inTx, type Db, type Tx } from '../platform/db.ts';
 import { faultPoint, type FaultPointName } from '../platform/faultpoints.ts';
-import { insertEntry, journalOf, trySettleEntry, type Direction, type JournalEntry, type SagaState } from './saga.repo.ts';
+import {
+  insertEntry,
+  journalOf,
+  trySettleEntry,
+  type Direction,
+  type JournalEntry,
+  type SagaState,
+} from './saga.repo.ts';
 
 // A small persisted saga runner — what seed 002's flows need, not a workflow engine. A flow is an
 // ordered list of steps, each with its own fixed key for the forward action and for its undo.
@@ -11,7 +18,8 @@ import { insertEntry, journalOf, trySettleEntry, type Direction, type JournalEnt
 // same transaction as the step's local effect; a STARTED or UNKNOWN attempt is resolved by a
 // query before anything else happens (Temporal's "activity outcome unknown" rule).
 
-export type StepResult = { status: 'DONE' | 'REFUSED'; receipt?: string } | { status: 'FAILED' | 'UNKNOWN'; error: string };
+export type StepResult =
+  { status: 'DONE' | 'REFUSED'; receipt?: string } | { status: 'FAILED' | 'UNKNOWN'; error: string };
 
 export interface Action<C> {
   key(sagaId: string, ctx: C): string;
@@ -44,16 +52,36 @@ export interface Advance {
   pending?: string;
 }
 
-const isDone = (journal: readonly JournalEntry[], step: string, direction: Direction) => journal.some((e) => e.step === step && e.direction === direction && e.status === 'DONE');
+const isDone = (journal: readonly JournalEntry[], step: string, direction: Direction) =>
+  journal.some((e) => e.step === step && e.direction === direction && e.status === 'DONE');
 
 function errorOf(result: StepResult): string | null {
   return 'error' in result ? result.error : null;
 }
 
-async function settle<C>(db: Db, sagaId: string, step: string, direction: Direction, action: Action<C>, ctx: C, result: StepResult, seq: number | undefined, now: Date): Promise<void> {
+async function settle<C>(
+  db: Db,
+  sagaId: string,
+  step: string,
+  direction: Direction,
+  action: Action<C>,
+  ctx: C,
+  result: StepResult,
+  seq: number | undefined,
+  now: Date,
+): Promise<void> {
   await inTx(db, async (tx) => {
     const receipt = 'receipt' in result ? (result.receipt ?? null) : null;
-    if (seq === undefined) await insertEntry(tx, sagaId, { step, direction, key: action.key(sagaId, ctx), status: result.status, receipt, error: errorOf(result), at: now });
+    if (seq === undefined)
+      await insertEntry(tx, sagaId, {
+        step,
+        direction,
+        key: action.key(sagaId, ctx),
+        status: result.status,
+        receipt,
+        error: errorOf(result),
+        at: now,
+      });
     else if (!(await trySettleEntry(tx, seq, result.status, receipt, errorOf(result), null))) return; // settled by another runner
     if (action.apply) await action.apply(tx, ctx, result);
   });
@@ -63,7 +91,16 @@ async function settle<C>(db: Db, sagaId: string, step: string, direction: Direct
  * One attempt of one action: resolve an unknown earlier attempt by query first; otherwise commit
  * STARTED, call, settle. A local action is one transaction: its DONE row and its effect.
  */
-async function attempt<C>(db: Db, now: () => Date, sagaId: string, step: string, direction: Direction, action: Action<C>, ctx: C, journal: readonly JournalEntry[]): Promise<StepResult> {
+async function attempt<C>(
+  db: Db,
+  now: () => Date,
+  sagaId: string,
+  step: string,
+  direction: Direction,
+  action: Action<C>,
+  ctx: C,
+  journal: readonly JournalEntry[],
+): Promise<StepResult> {
   const key = action.key(sagaId, ctx);
   if (!action.call) {
     const done: StepResult = { status: 'DONE' };
@@ -71,7 +108,9 @@ async function attempt<C>(db: Db, now: () => Date, sagaId: string, step: string,
     return done;
   }
   // Any earlier attempt whose outcome we never learned may have acted: ask before acting again.
-  const unresolved = journal.some((e) => e.step === step && e.direction === direction && (e.status === 'STARTED' || e.status === 'UNKNOWN'));
+  const unresolved = journal.some(
+    (e) => e.step === step && e.direction === direction && (e.status === 'STARTED' || e.status === 'UNKNOWN'),
+  );
   if (unresolved && action.query) {
     const known = await action.query(ctx, key);
     if (known && (known.status === 'DONE' || known.status === 'REFUSED')) {
@@ -80,7 +119,15 @@ async function attempt<C>(db: Db, now: () => Date, sagaId: string, step: string,
       return known;
     }
   }
-  const seq = await insertEntry(db, sagaId, { step, direction, key, status: 'STARTED', receipt: null, error: null, at: now() });
+  const seq = await insertEntry(db, sagaId, {
+    step,
+    direction,
+    key,
+    status: 'STARTED',
+    receipt: null,
+    error: null,
+    at: now(),
+  });
   const result = await action.call(ctx, key);
   if (action.afterCall) await faultPoint(action.afterCall, { sagaId, key });
   await settle(db, sagaId, step, direction, action, ctx, result, seq, now());
@@ -97,7 +144,8 @@ export async function advance<C>(db: Db, now: () => Date, flow: Flow<C>, sagaId:
       const result = await attempt(db, now, sagaId, step.name, 'do', step.forward, ctx, journal);
       journal = await journalOf(db, sagaId);
       if (result.status === 'REFUSED') break;
-      if (result.status !== 'DONE') return { state: 'FORWARD', pending: `${step.name}: ${errorOf(result) ?? result.status}` };
+      if (result.status !== 'DONE')
+        return { state: 'FORWARD', pending: `${step.name}: ${errorOf(result) ?? result.status}` };
     }
     if (!refused()) return { state: 'DONE' };
   }
@@ -111,7 +159,11 @@ export async function advance<C>(db: Db, now: () => Date, flow: Flow<C>, sagaId:
     const result = await attempt(db, now, sagaId, step.name, 'undo', step.undo, ctx, journal);
     journal = await journalOf(db, sagaId);
     // Stop at the first undo that cannot complete: what came before it stays in place.
-    if (result.status !== 'DONE') return { state: 'COMPENSATING', pending: `undo ${step.name}: ${'error' in result ? result.error : result.status}` };
+    if (result.status !== 'DONE')
+      return {
+        state: 'COMPENSATING',
+        pending: `undo ${step.name}: ${'error' in result ? result.error : result.status}`,
+      };
   }
   return { state: 'COMPENSATED' };
 }

@@ -22,11 +22,21 @@ const AttentionList = Type.Object(
 export const attentionSchema = {
   operationId: 'adminAttention',
   summary: 'Orders that need a person',
-  description: "The token's tenant: orders with a note for a person, and fulfilments or compensations past their deadline (FLASHPAY_COMPENSATION_DEADLINE_MS, docs/saga.md).",
+  description:
+    "The token's tenant: orders with a note for a person, and fulfilments or compensations past their deadline (FLASHPAY_COMPENSATION_DEADLINE_MS, docs/saga.md).",
   tags: ['admin'],
   response: {
     200: jsonAnswer('The orders', AttentionList, {
-      example: { orders: [{ order_id: ORDER_ID_EXAMPLE, status: 'COMPENSATION_PENDING', reason: 'saga COMPENSATING past its deadline', since: AT_EXAMPLE }] },
+      example: {
+        orders: [
+          {
+            order_id: ORDER_ID_EXAMPLE,
+            status: 'COMPENSATION_PENDING',
+            reason: 'saga COMPENSATING past its deadline',
+            since: AT_EXAMPLE,
+          },
+        ],
+      },
     }),
     ...problemAnswers(ADMIN_AUTH),
   },

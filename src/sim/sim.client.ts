@@ -23,10 +23,17 @@ const REQUEST_TIMEOUT_MS = 15_000;
 
 function isConnectionFailure(error: unknown): boolean {
   const e = error as { name?: string; cause?: { code?: string } };
-  return e.name === 'TimeoutError' || ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'].includes(e.cause?.code ?? '') || e.name === 'TypeError';
+  return (
+    e.name === 'TimeoutError' ||
+    ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'].includes(e.cause?.code ?? '') ||
+    e.name === 'TypeError'
+  );
 }
 
-export async function http(url: string, options: { method?: string; token?: string; body?: unknown; key?: string; retry?: boolean; prefer?: string } = {}): Promise<Reply> {
+export async function http(
+  url: string,
+  options: { method?: string; token?: string; body?: unknown; key?: string; retry?: boolean; prefer?: string } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = {};
   if (options.prefer) headers.prefer = options.prefer;
   if (options.token) headers.authorization = `Bearer ${options.token}`;
@@ -35,12 +42,22 @@ export async function http(url: string, options: { method?: string; token?: stri
   const deadline = Date.now() + RETRY_WINDOW_MS;
   for (let attempt = 0; ; attempt++) {
     try {
-      const response = await fetch(url, { method: options.method ?? 'GET', headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+      const response = await fetch(url, {
+        method: options.method ?? 'GET',
+        headers,
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
       const text = await response.text();
       return { status: response.status, body: text ? JSON.parse(text) : undefined };
     } catch (error) {
       if (options.retry === false || !isConnectionFailure(error) || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, backoffDelayMs(attempt + 1, 50, 1000, () => 1)));
+      await new Promise((resolve) =>
+        setTimeout(
+          resolve,
+          backoffDelayMs(attempt + 1, 50, 1000, () => 1),
+        ),
+      );
     }
   }
 }
@@ -54,7 +71,12 @@ async function reconnectingFetch(input: RequestInfo | URL): Promise<Response> {
       return await fetch(request.clone(), { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     } catch (error) {
       if (!isConnectionFailure(error) || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, backoffDelayMs(attempt + 1, 50, 1000, () => 1)));
+      await new Promise((resolve) =>
+        setTimeout(
+          resolve,
+          backoffDelayMs(attempt + 1, 50, 1000, () => 1),
+        ),
+      );
     }
   }
 }

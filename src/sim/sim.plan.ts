@@ -66,11 +66,13 @@ function shuffle<T>(items: T[], random: () => number): T[] {
 /** The same seed and shape give the same plan, whatever the machine does with the timing. */
 export function planSim(seed: number, shape: SimShape): SimPlan {
   const faulted = Object.values(shape.mix).reduce((sum, n) => sum + n, 0);
-  if (faulted > shape.orders) throw new Error(`the fault mix names ${faulted} orders, more than --orders ${shape.orders}`);
+  if (faulted > shape.orders)
+    throw new Error(`the fault mix names ${faulted} orders, more than --orders ${shape.orders}`);
   if (shape.refundTimeouts > shape.mix.expire) throw new Error('refund timeouts are a subset of expired orders');
   const random = mulberry32(seed);
   const faults: Fault[] = [];
-  for (const [fault, n] of Object.entries(shape.mix) as Array<[Fault, number]>) for (let i = 0; i < n; i++) faults.push(fault);
+  for (const [fault, n] of Object.entries(shape.mix) as Array<[Fault, number]>)
+    for (let i = 0; i < n; i++) faults.push(fault);
   while (faults.length < shape.orders) faults.push('normal');
   let refundTimeouts = shape.refundTimeouts;
   const orders = shuffle(faults, random).map((fault, index) => {
@@ -78,7 +80,10 @@ export function planSim(seed: number, shape: SimShape): SimPlan {
     if (refundTimeout) refundTimeouts--;
     return { index, fault, delayMs: drawBetween(random, 400, 1500), refundTimeout, copies: drawBetween(random, 1, 3) };
   });
-  const releaseOrder = shuffle(orders.map((o) => o.index), random);
+  const releaseOrder = shuffle(
+    orders.map((o) => o.index),
+    random,
+  );
   const plan = { seed, orders, releaseOrder, releaseDelaysMs: releaseOrder.map(() => drawBetween(random, 0, 300)) };
   return shape.walletShare ? withWallets(plan, shape.walletShare) : plan;
 }
@@ -103,7 +108,8 @@ export function parseMix(text: string, base: SimShape['mix']): SimShape['mix'] {
   for (const part of text.split(',').filter(Boolean)) {
     const [name, value] = part.split('=');
     const n = Number(value);
-    if (!name || !(name in mix) || !Number.isInteger(n) || n < 0) throw new Error(`--mix takes name=count pairs of ${Object.keys(mix).join(', ')}; got "${part}"`);
+    if (!name || !(name in mix) || !Number.isInteger(n) || n < 0)
+      throw new Error(`--mix takes name=count pairs of ${Object.keys(mix).join(', ')}; got "${part}"`);
     mix[name as keyof typeof mix] = n;
   }
   return mix;

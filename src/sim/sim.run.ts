@@ -39,12 +39,18 @@ const QUEUED_DEADLINE_MS = 60_000;
 
 async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
   const queue = [...items];
-  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, async () => {
-    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await fn(item);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.max(1, concurrency) }, async () => {
+      for (let item = queue.shift(); item !== undefined; item = queue.shift()) await fn(item);
+    }),
+  );
 }
 
-const format = (counts: Record<string, number>) => `{${Object.entries(counts).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(', ')}}`;
+const format = (counts: Record<string, number>) =>
+  `{${Object.entries(counts)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ')}}`;
 
 /** The seeded flash sale of seed 000 (C29-13), run against a live stack over HTTP. */
 export class Simulation {
@@ -70,7 +76,8 @@ export class Simulation {
   private async recover(staleAfterMs: number) {
     const reply = await this.admin('POST', '/v1/admin/recovery/run', { stale_after_ms: staleAfterMs });
     const minimum = (reply.body as { minimum?: unknown } | undefined)?.minimum;
-    if (reply.status === 400 && typeof minimum === 'number') return this.admin('POST', '/v1/admin/recovery/run', { stale_after_ms: minimum });
+    if (reply.status === 400 && typeof minimum === 'number')
+      return this.admin('POST', '/v1/admin/recovery/run', { stale_after_ms: minimum });
     return reply;
   }
 
@@ -91,16 +98,34 @@ export class Simulation {
     const orderId = created.body.order_id as string;
     this.ids.set(order.index, orderId);
     if (order.fault === 'decline') await this.fault(orderId, 'charge', 'DECLINE');
-    if (order.fault === 'lost' || order.fault === 'expire') await this.fault(orderId, 'charge', 'DELAY_RESPONSE', order.delayMs);
+    if (order.fault === 'lost' || order.fault === 'expire')
+      await this.fault(orderId, 'charge', 'DELAY_RESPONSE', order.delayMs);
     // The success of an `expire` order reaches us late: the first queries fail, so late buyers can
     // take its unit back first, and the success then re-reserves or refunds.
-    if (order.fault === 'expire') await this.control('POST', '/_control/faults', { op: 'query', kind: 'ERROR_500', merchant_order: orderId, times: LATE_SUCCESS_QUERIES });
+    if (order.fault === 'expire')
+      await this.control('POST', '/_control/faults', {
+        op: 'query',
+        kind: 'ERROR_500',
+        merchant_order: orderId,
+        times: LATE_SUCCESS_QUERIES,
+      });
     if (order.fault === 'linger') await this.fault(orderId, 'charge', 'DELAY_REQUEST', order.delayMs);
     if (order.refundTimeout) await this.fault(orderId, 'refund', 'DELAY_RESPONSE', 800);
     if (order.fault === 'refuse' || order.fault === 'refundfail') await this.fault(orderId, 'fulfil', 'REFUSE');
-    if (order.fault === 'refundfail') await this.control('POST', '/_control/faults', { op: 'refund', kind: 'ERROR_500', merchant_order: orderId, times: 2 });
+    if (order.fault === 'refundfail')
+      await this.control('POST', '/_control/faults', {
+        op: 'refund',
+        kind: 'ERROR_500',
+        merchant_order: orderId,
+        times: 2,
+      });
     if (order.wallet) await this.payFromWallet(buyer, token, orderId, created.body.amount as number, order);
-    else if (order.fault !== 'nopay') await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-p${order.index}` });
+    else if (order.fault !== 'nopay')
+      await http(`${this.target.api}/v1/orders/${orderId}/pay`, {
+        method: 'POST',
+        token,
+        key: `${this.sku}-p${order.index}`,
+      });
     // Its hold ends now, as if 60 s had passed: for `expire`, while the payment is UNKNOWN, so the
     // unit goes back on sale before the success arrives; for `nopay`, an abandoned order.
     if (order.fault === 'expire' || order.fault === 'nopay') await this.expireHold(orderId);
@@ -111,13 +136,20 @@ export class Simulation {
    * service answered, and read as the synchronous path would answer: CREATED as 201, REJECTED as 409.
    */
   private async place(token: string, key: string) {
-    const created = await http(`${this.target.api}/v1/orders`, { method: 'POST', token, key, body: this.orderBody(), ...(this.shape.queued ? { prefer: 'respond-async' } : {}) });
+    const created = await http(`${this.target.api}/v1/orders`, {
+      method: 'POST',
+      token,
+      key,
+      body: this.orderBody(),
+      ...(this.shape.queued ? { prefer: 'respond-async' } : {}),
+    });
     if (created.status !== 202) return created;
     const orderId = created.body.order_id as string;
     for (const deadline = Date.now() + QUEUED_DEADLINE_MS; Date.now() < deadline; await sleep(50)) {
       const view = await http(`${this.target.api}/v1/orders/${orderId}`, { token });
       if (view.status === 200 && view.body.status === 'CREATED') return { status: 201, body: view.body };
-      if (view.status === 200 && view.body.status === 'REJECTED') return { status: 409, body: { code: 'SOLD_OUT', order_id: orderId } };
+      if (view.status === 200 && view.body.status === 'REJECTED')
+        return { status: 409, body: { code: 'SOLD_OUT', order_id: orderId } };
     }
     return { status: 504, body: { order_id: orderId } };
   }
@@ -126,19 +158,42 @@ export class Simulation {
   private orderBody(): unknown {
     const n = this.shape.lines ?? 1;
     if (n <= 1) return { sku: this.sku };
-    return { lines: [{ sku: this.sku }, ...Array.from({ length: n - 1 }, (_, i) => ({ sku: `${this.sku}-l${i + 2}` }))] };
+    return {
+      lines: [{ sku: this.sku }, ...Array.from({ length: n - 1 }, (_, i) => ({ sku: `${this.sku}-l${i + 2}` }))],
+    };
   }
 
   /** A wallet buyer: seeded balance, pay from it; too low a balance (409) pays by the provider instead. */
-  private async payFromWallet(buyer: string, token: string, orderId: string, amount: number, order: PlannedOrder): Promise<void> {
+  private async payFromWallet(
+    buyer: string,
+    token: string,
+    orderId: string,
+    amount: number,
+    order: PlannedOrder,
+  ): Promise<void> {
     const balance = order.wallet === 'SHORT' ? amount - 1 : amount;
-    if (balance > 0) await this.admin('POST', `/v1/admin/wallets/${encodeURIComponent(buyer)}/credits`, { amount: balance }, `${this.sku}-fund${order.index}`);
-    const paid = await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-w${order.index}`, body: { method: 'wallet' } });
+    if (balance > 0)
+      await this.admin(
+        'POST',
+        `/v1/admin/wallets/${encodeURIComponent(buyer)}/credits`,
+        { amount: balance },
+        `${this.sku}-fund${order.index}`,
+      );
+    const paid = await http(`${this.target.api}/v1/orders/${orderId}/pay`, {
+      method: 'POST',
+      token,
+      key: `${this.sku}-w${order.index}`,
+      body: { method: 'wallet' },
+    });
     // A queued order gives its units back instead (202 RELEASING → CANCELLED once the stock service answers).
     if (paid.status === 202 && paid.body?.status === 'RELEASING') this.walletRefused++;
     else if (paid.status === 409 && paid.body?.code === 'INSUFFICIENT_FUNDS') {
       this.walletRefused++;
-      await http(`${this.target.api}/v1/orders/${orderId}/pay`, { method: 'POST', token, key: `${this.sku}-p${order.index}` });
+      await http(`${this.target.api}/v1/orders/${orderId}/pay`, {
+        method: 'POST',
+        token,
+        key: `${this.sku}-p${order.index}`,
+      });
     } else if (paid.status === 200) this.walletPaid++;
   }
 
@@ -158,7 +213,11 @@ export class Simulation {
     for (let attempt = 0; Date.now() < deadline; attempt++) {
       const created = await this.place(token, `${this.sku}-late${n}-a${attempt}`);
       if (created.status === 201) {
-        await http(`${this.target.api}/v1/orders/${created.body.order_id}/pay`, { method: 'POST', token, key: `${this.sku}-late${n}-pay` });
+        await http(`${this.target.api}/v1/orders/${created.body.order_id}/pay`, {
+          method: 'POST',
+          token,
+          key: `${this.sku}-late${n}-pay`,
+        });
         this.lateWon++;
         break;
       }
@@ -182,7 +241,8 @@ export class Simulation {
       const copies = this.plan.orders[index]?.copies ?? 1;
       if (!orderId) continue;
       const byNotify = new Map<string, string[]>();
-      for (const h of (await this.held()).filter((x) => x.merchant_order === orderId)) byNotify.set(h.notify_id, [...(byNotify.get(h.notify_id) ?? []), h.id]);
+      for (const h of (await this.held()).filter((x) => x.merchant_order === orderId))
+        byNotify.set(h.notify_id, [...(byNotify.get(h.notify_id) ?? []), h.id]);
       const ids = [...byNotify.values()].flatMap((list) => list.slice(0, copies));
       if (ids.length > 0) await this.control('POST', '/_control/callbacks/release', { ids });
     }
@@ -212,12 +272,25 @@ export class Simulation {
   }
 
   async run(): Promise<SimReport> {
-    const created = await this.admin('POST', '/v1/admin/skus', { sku: this.sku, name: `Simulated flash sale (seed ${this.plan.seed})`, price: PRICE, stock: this.shape.stock, hold_ttl_ms: 60_000 });
+    const created = await this.admin('POST', '/v1/admin/skus', {
+      sku: this.sku,
+      name: `Simulated flash sale (seed ${this.plan.seed})`,
+      price: PRICE,
+      stock: this.shape.stock,
+      hold_ttl_ms: 60_000,
+    });
     // 409: our own earlier attempt created it before the stack went down under us.
-    if (created.status !== 201 && created.status !== 409) throw new Error(`cannot create SKU ${this.sku}: ${created.status} ${JSON.stringify(created.body)}`);
+    if (created.status !== 201 && created.status !== 409)
+      throw new Error(`cannot create SKU ${this.sku}: ${created.status} ${JSON.stringify(created.body)}`);
     // Companion lines have stock to spare: only the sale's SKU is contested.
     for (let line = 2; line <= (this.shape.lines ?? 1); line++) {
-      await this.admin('POST', '/v1/admin/skus', { sku: `${this.sku}-l${line}`, name: `Companion ${line}`, price: PRICE, stock: this.shape.stock + this.shape.lateBuyers, hold_ttl_ms: 60_000 });
+      await this.admin('POST', '/v1/admin/skus', {
+        sku: `${this.sku}-l${line}`,
+        name: `Companion ${line}`,
+        price: PRICE,
+        stock: this.shape.stock + this.shape.lateBuyers,
+        hold_ttl_ms: 60_000,
+      });
     }
     await this.control('POST', '/_control/callbacks', { mode: 'HOLD', duplicates: 3 });
     let bought = 0;
@@ -229,7 +302,10 @@ export class Simulation {
 
     const deadline = Date.now() + COMPETE_DEADLINE_MS;
     let competing = true;
-    const progress = setInterval(() => this.onProgress({ phase: 'competing', done: this.settledLate, total: this.shape.lateBuyers }), 200);
+    const progress = setInterval(
+      () => this.onProgress({ phase: 'competing', done: this.settledLate, total: this.shape.lateBuyers }),
+      200,
+    );
     try {
       await Promise.all([
         Promise.all(Array.from({ length: this.shape.lateBuyers }, (_, n) => this.lateBuyer(n, deadline))),
@@ -247,7 +323,10 @@ export class Simulation {
     this.onProgress({ phase: 'converging', done: 0, total: 1 });
     const reconciliation = await this.converge();
     await this.control('POST', '/_control/callbacks', { mode: 'AUTO', duplicates: 1 });
-    const outcomes = (await this.admin('GET', `/v1/admin/skus/${this.sku}/outcomes`)).body as { statuses: Record<string, number>; notification_effects: Record<string, number> };
+    const outcomes = (await this.admin('GET', `/v1/admin/skus/${this.sku}/outcomes`)).body as {
+      statuses: Record<string, number>;
+      notification_effects: Record<string, number>;
+    };
     this.onProgress({ phase: 'done', done: 1, total: 1 });
     const lines = [
       `note late buyers ${this.lateWon} ; final ${format(outcomes.statuses)}${this.walletPaid + this.walletRefused > 0 ? ` ; wallet paid ${this.walletPaid} refused ${this.walletRefused}` : ''}`,

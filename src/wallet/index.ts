@@ -2,5 +2,12 @@
 // wallet_accounts, wallet_transfers are ours). Other modules move money only through these
 // functions, each in the caller's transaction.
 export { findBalance, TRANSFER_KINDS, type TransferKind, type TransferOutcome } from './wallet.repo.ts';
-export { debitForOrder, debitIdFor, refundToWallet, walletDebitOf, walletRefundOf, type WalletRefund } from './wallet.service.ts';
+export {
+  debitForOrder,
+  debitIdFor,
+  refundToWallet,
+  walletDebitOf,
+  walletRefundOf,
+  type WalletRefund,
+} from './wallet.service.ts';
 export { walletRoutes } from './wallet.routes.ts';

@@ -27,7 +27,13 @@ export interface Transfer {
  */
 export type TransferOutcome = 'DONE' | 'DUPLICATE' | 'EXISTS_DIFFERENT' | 'INSUFFICIENT_FUNDS';
 
-async function ensureAccount(tx: Tx, tenantId: string, accountId: string, userId: string | null, now: Date): Promise<void> {
+async function ensureAccount(
+  tx: Tx,
+  tenantId: string,
+  accountId: string,
+  userId: string | null,
+  now: Date,
+): Promise<void> {
   const kind = accountId === REVENUE ? 'REVENUE' : accountId === FUNDING ? 'FUNDING' : 'USER';
   await tx.query(
     `INSERT INTO wallet_accounts (tenant_id, account_id, kind, user_id, balance, created_at) VALUES ($1, $2, $3, $4, 0, $5) ON CONFLICT DO NOTHING`,
@@ -36,7 +42,14 @@ async function ensureAccount(tx: Tx, tenantId: string, accountId: string, userId
 }
 
 function sameTransfer(a: Transfer, row: TransferRow): boolean {
-  return a.debitAccount === row.debit_account && a.creditAccount === row.credit_account && a.amount === row.amount && a.kind === row.kind && a.userId === row.user_id && a.orderId === row.order_id;
+  return (
+    a.debitAccount === row.debit_account &&
+    a.creditAccount === row.credit_account &&
+    a.amount === row.amount &&
+    a.kind === row.kind &&
+    a.userId === row.user_id &&
+    a.orderId === row.order_id
+  );
 }
 
 interface TransferRow {
@@ -70,7 +83,10 @@ export async function tryTransfer(tx: Tx, t: Transfer, now: Date): Promise<Trans
   );
   if (inserted.rowCount === 0) {
     await tx.query('RELEASE SAVEPOINT wallet_transfer');
-    const existing = await tx.query<TransferRow>('SELECT * FROM wallet_transfers WHERE tenant_id = $1 AND transfer_id = $2', [t.tenantId, t.transferId]);
+    const existing = await tx.query<TransferRow>(
+      'SELECT * FROM wallet_transfers WHERE tenant_id = $1 AND transfer_id = $2',
+      [t.tenantId, t.transferId],
+    );
     const row = existing.rows[0];
     invariant(row, `transfer ${t.transferId} conflicted but is not there`);
     return sameTransfer(t, row) ? 'DUPLICATE' : 'EXISTS_DIFFERENT';
@@ -97,7 +113,10 @@ export async function tryTransfer(tx: Tx, t: Transfer, now: Date): Promise<Trans
 }
 
 export async function findBalance(db: Executor, tenantId: string, userId: string): Promise<number> {
-  const result = await db.query<{ balance: number }>('SELECT balance FROM wallet_accounts WHERE tenant_id = $1 AND account_id = $2', [tenantId, userAccount(userId)]);
+  const result = await db.query<{ balance: number }>(
+    'SELECT balance FROM wallet_accounts WHERE tenant_id = $1 AND account_id = $2',
+    [tenantId, userAccount(userId)],
+  );
   return result.rows[0]?.balance ?? 0;
 }
 
@@ -117,5 +136,11 @@ export async function listTransfers(db: Executor, tenantId: string, userId: stri
     `SELECT * FROM wallet_transfers WHERE tenant_id = $1 AND user_id = $2 ORDER BY at, transfer_id LIMIT ${TRANSFERS_PAGE}`,
     [tenantId, userId],
   );
-  return result.rows.map((r) => ({ transfer_id: r.transfer_id, kind: r.kind, amount: r.amount, ...(r.order_id ? { order_id: r.order_id } : {}), at: r.at.toISOString() }));
+  return result.rows.map((r) => ({
+    transfer_id: r.transfer_id,
+    kind: r.kind,
+    amount: r.amount,
+    ...(r.order_id ? { order_id: r.order_id } : {}),
+    at: r.at.toISOString(),
+  }));
 }

@@ -6,7 +6,13 @@ import { executeKeyed, idempotencyKeyOf, jsonResponse, requestDigest, sendKeyed 
 import { findBalance, listTransfers } from './wallet.repo.ts';
 import { creditIdFor, creditWallet } from './wallet.service.ts';
 
-import { adminWalletSchema, creditWalletSchema, ownWalletSchema, type CreditBody, type UserParams } from './wallet.schemas.ts';
+import {
+  adminWalletSchema,
+  creditWalletSchema,
+  ownWalletSchema,
+  type CreditBody,
+  type UserParams,
+} from './wallet.schemas.ts';
 
 export function walletRoutes(app: FastifyInstance, deps: AppDeps): void {
   const admin = requirePrincipal(deps.signer, 'admin');
@@ -25,7 +31,13 @@ export function walletRoutes(app: FastifyInstance, deps: AppDeps): void {
           const transferId = creditIdFor(key);
           await creditWallet(tx, owner, request.body.amount, transferId, deps.clock.now());
           const balance = await findBalance(tx, owner.tenantId, owner.userId);
-          return { final: jsonResponse(201, { user: owner.userId, balance, transfer_id: transferId }, `/v1/admin/wallets/${encodeURIComponent(owner.userId)}`) };
+          return {
+            final: jsonResponse(
+              201,
+              { user: owner.userId, balance, transfer_id: transferId },
+              `/v1/admin/wallets/${encodeURIComponent(owner.userId)}`,
+            ),
+          };
         },
       });
       return sendKeyed(reply, result);
@@ -37,10 +49,17 @@ export function walletRoutes(app: FastifyInstance, deps: AppDeps): void {
     return { balance: await findBalance(deps.db, tenantId, userId) };
   });
 
-  app.get<{ Params: UserParams }>('/v1/admin/wallets/:user', { onRequest: admin, schema: adminWalletSchema }, async (request) => {
-    const { tenantId } = principalOf(request);
-    const user = request.params.user;
-    const [balance, transfers] = await Promise.all([findBalance(deps.db, tenantId, user), listTransfers(deps.db, tenantId, user)]);
-    return { user, balance, transfers };
-  });
+  app.get<{ Params: UserParams }>(
+    '/v1/admin/wallets/:user',
+    { onRequest: admin, schema: adminWalletSchema },
+    async (request) => {
+      const { tenantId } = principalOf(request);
+      const user = request.params.user;
+      const [balance, transfers] = await Promise.all([
+        findBalance(deps.db, tenantId, user),
+        listTransfers(deps.db, tenantId, user),
+      ]);
+      return { user, balance, transfers };
+    },
+  );
 }

@@ -1,11 +1,23 @@
 import { Type, type Static } from 'typebox';
-import { ADMIN_AUTH, BODY_ERRORS, BUYER_AUTH, HEADERS, IDEMPOTENCY_KEY_HEADER, jsonAnswer, PARAM_ERRORS, problemAnswers, stringEnum } from '../platform/openapi.ts';
+import {
+  ADMIN_AUTH,
+  BODY_ERRORS,
+  BUYER_AUTH,
+  HEADERS,
+  IDEMPOTENCY_KEY_HEADER,
+  jsonAnswer,
+  PARAM_ERRORS,
+  problemAnswers,
+  stringEnum,
+} from '../platform/openapi.ts';
 
 // A credit is a top-up or a gift card, not a treasury: 10^10 minor units keeps every sum exact.
 const MAX_CREDIT = 10_000_000_000;
 const AT_EXAMPLE = '2026-11-30T18:00:00.000Z';
 
-export const UserParams = Type.Object({ user: Type.String({ minLength: 1, maxLength: 128, description: 'the buyer’s user id (`sub`)', examples: ['alice'] }) });
+export const UserParams = Type.Object({
+  user: Type.String({ minLength: 1, maxLength: 128, description: 'the buyer’s user id (`sub`)', examples: ['alice'] }),
+});
 export type UserParams = Static<typeof UserParams>;
 export const CreditBody = Type.Object(
   { amount: Type.Integer({ minimum: 1, maximum: MAX_CREDIT, description: 'minor units' }) },
@@ -26,10 +38,27 @@ export const creditWalletSchema = {
   response: {
     201: jsonAnswer(
       'The balance after the credit',
-      Type.Object({ user: Type.String(), balance: Type.Integer(), transfer_id: Type.String() }, { additionalProperties: false }),
-      { headers: { ...keyed, Location: { ...HEADERS.location, example: '/v1/admin/wallets/alice' } }, example: { user: 'alice', balance: 5000, transfer_id: 'cr_2f1c9a7e' } },
+      Type.Object(
+        { user: Type.String(), balance: Type.Integer(), transfer_id: Type.String() },
+        { additionalProperties: false },
+      ),
+      {
+        headers: { ...keyed, Location: { ...HEADERS.location, example: '/v1/admin/wallets/alice' } },
+        example: { user: 'alice', balance: 5000, transfer_id: 'cr_2f1c9a7e' },
+      },
     ),
-    ...problemAnswers([...PARAM_ERRORS, ...BODY_ERRORS, ...ADMIN_AUTH, 'IDEMPOTENCY_KEY_MISSING', 'IDEMPOTENCY_KEY_INVALID', 'REQUEST_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED'], keyed),
+    ...problemAnswers(
+      [
+        ...PARAM_ERRORS,
+        ...BODY_ERRORS,
+        ...ADMIN_AUTH,
+        'IDEMPOTENCY_KEY_MISSING',
+        'IDEMPOTENCY_KEY_INVALID',
+        'REQUEST_IN_PROGRESS',
+        'IDEMPOTENCY_KEY_REUSED',
+      ],
+      keyed,
+    ),
   },
 };
 
@@ -38,7 +67,12 @@ export const ownWalletSchema = {
   summary: 'The caller’s wallet balance',
   description: 'In minor units; pay with it by `POST /v1/orders/{id}/pay` `{method: "wallet"}`.',
   tags: ['wallet'],
-  response: { 200: jsonAnswer('The balance', Type.Object({ balance: Type.Integer() }, { additionalProperties: false }), { example: { balance: 3010 } }), ...problemAnswers(BUYER_AUTH) },
+  response: {
+    200: jsonAnswer('The balance', Type.Object({ balance: Type.Integer() }, { additionalProperties: false }), {
+      example: { balance: 3010 },
+    }),
+    ...problemAnswers(BUYER_AUTH),
+  },
 };
 
 const Transfer = Type.Object(
@@ -59,9 +93,23 @@ export const adminWalletSchema = {
   tags: ['admin'],
   params: UserParams,
   response: {
-    200: jsonAnswer('The wallet', Type.Object({ user: Type.String(), balance: Type.Integer(), transfers: Type.Array(Transfer) }, { additionalProperties: false }), {
-      example: { user: 'alice', balance: 3010, transfers: [{ transfer_id: 'cr_2f1c9a7e', kind: 'CREDIT', amount: 5000, at: AT_EXAMPLE }, { transfer_id: 'db_7c1e', kind: 'DEBIT', amount: 1990, order_id: 'ord_7c1e2b9f4a', at: AT_EXAMPLE }] },
-    }),
+    200: jsonAnswer(
+      'The wallet',
+      Type.Object(
+        { user: Type.String(), balance: Type.Integer(), transfers: Type.Array(Transfer) },
+        { additionalProperties: false },
+      ),
+      {
+        example: {
+          user: 'alice',
+          balance: 3010,
+          transfers: [
+            { transfer_id: 'cr_2f1c9a7e', kind: 'CREDIT', amount: 5000, at: AT_EXAMPLE },
+            { transfer_id: 'db_7c1e', kind: 'DEBIT', amount: 1990, order_id: 'ord_7c1e2b9f4a', at: AT_EXAMPLE },
+          ],
+        },
+      },
+    ),
     ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH]),
   },
 };

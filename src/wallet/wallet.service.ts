@@ -21,8 +21,21 @@ function counted(kind: string, outcome: TransferOutcome): TransferOutcome {
 
 /** Puts money into a buyer's wallet from the tenant's funding account. Same id, other content: 422. */
 export async function creditWallet(tx: Tx, owner: Owner, amount: number, transferId: string, now: Date): Promise<void> {
-  const outcome = await tryTransfer(tx, { ...owner, transferId, debitAccount: FUNDING, creditAccount: userAccount(owner.userId), amount, kind: 'CREDIT', orderId: null }, now);
-  if (outcome === 'EXISTS_DIFFERENT') throw new AppError('IDEMPOTENCY_KEY_REUSED', `transfer ${transferId} exists with other content`);
+  const outcome = await tryTransfer(
+    tx,
+    {
+      ...owner,
+      transferId,
+      debitAccount: FUNDING,
+      creditAccount: userAccount(owner.userId),
+      amount,
+      kind: 'CREDIT',
+      orderId: null,
+    },
+    now,
+  );
+  if (outcome === 'EXISTS_DIFFERENT')
+    throw new AppError('IDEMPOTENCY_KEY_REUSED', `transfer ${transferId} exists with other content`);
   invariant(outcome !== 'INSUFFICIENT_FUNDS', 'the funding account has no floor');
   counted('CREDIT', outcome);
 }
@@ -32,8 +45,26 @@ export async function creditWallet(tx: Tx, owner: Owner, amount: number, transfe
  * the order PAID). INSUFFICIENT_FUNDS leaves nothing behind; DUPLICATE means this order was debited
  * before, which the caller's order lock makes a bug.
  */
-export async function debitForOrder(tx: Tx, owner: Owner, orderId: string, amount: number, now: Date): Promise<TransferOutcome> {
-  const outcome = await tryTransfer(tx, { ...owner, transferId: debitIdFor(orderId), debitAccount: userAccount(owner.userId), creditAccount: REVENUE, amount, kind: 'DEBIT', orderId }, now);
+export async function debitForOrder(
+  tx: Tx,
+  owner: Owner,
+  orderId: string,
+  amount: number,
+  now: Date,
+): Promise<TransferOutcome> {
+  const outcome = await tryTransfer(
+    tx,
+    {
+      ...owner,
+      transferId: debitIdFor(orderId),
+      debitAccount: userAccount(owner.userId),
+      creditAccount: REVENUE,
+      amount,
+      kind: 'DEBIT',
+      orderId,
+    },
+    now,
+  );
   return counted('DEBIT', outcome);
 }
 
@@ -51,22 +82,44 @@ export interface WalletRefund extends Owner {
 export async function refundToWallet(tx: Tx, refund: WalletRefund, now: Date): Promise<'DONE' | 'DUPLICATE'> {
   const outcome = await tryTransfer(
     tx,
-    { tenantId: refund.tenantId, userId: refund.userId, transferId: refund.key, debitAccount: REVENUE, creditAccount: userAccount(refund.userId), amount: refund.amount, kind: 'REFUND', orderId: refund.orderId },
+    {
+      tenantId: refund.tenantId,
+      userId: refund.userId,
+      transferId: refund.key,
+      debitAccount: REVENUE,
+      creditAccount: userAccount(refund.userId),
+      amount: refund.amount,
+      kind: 'REFUND',
+      orderId: refund.orderId,
+    },
     now,
   );
-  invariant(outcome === 'DONE' || outcome === 'DUPLICATE', `wallet refund ${refund.key} for ${refund.orderId}: ${outcome}`);
+  invariant(
+    outcome === 'DONE' || outcome === 'DUPLICATE',
+    `wallet refund ${refund.key} for ${refund.orderId}: ${outcome}`,
+  );
   return counted('REFUND', outcome) as 'DONE' | 'DUPLICATE';
 }
 
 /** Whether an order was paid from a wallet: its debit transfer exists. */
-export async function walletDebitOf(tx: Tx, tenantId: string, orderId: string): Promise<{ amount: number; userId: string } | undefined> {
-  const result = await tx.query<{ amount: number; user_id: string }>("SELECT amount, user_id FROM wallet_transfers WHERE tenant_id = $1 AND transfer_id = $2 AND kind = 'DEBIT'", [tenantId, debitIdFor(orderId)]);
+export async function walletDebitOf(
+  tx: Tx,
+  tenantId: string,
+  orderId: string,
+): Promise<{ amount: number; userId: string } | undefined> {
+  const result = await tx.query<{ amount: number; user_id: string }>(
+    "SELECT amount, user_id FROM wallet_transfers WHERE tenant_id = $1 AND transfer_id = $2 AND kind = 'DEBIT'",
+    [tenantId, debitIdFor(orderId)],
+  );
   const row = result.rows[0];
   return row && { amount: row.amount, userId: row.user_id };
 }
 
 /** Whether a refund with this key was credited to a wallet (compensation resolves a lost answer with it). */
 export async function walletRefundOf(db: Executor, tenantId: string, key: string): Promise<boolean> {
-  const result = await db.query("SELECT 1 FROM wallet_transfers WHERE tenant_id = $1 AND transfer_id = $2 AND kind = 'REFUND'", [tenantId, key]);
+  const result = await db.query(
+    "SELECT 1 FROM wallet_transfers WHERE tenant_id = $1 AND transfer_id = $2 AND kind = 'REFUND'",
+    [tenantId, key],
+  );
   return (result.rowCount ?? 0) > 0;
 }

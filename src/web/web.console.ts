@@ -1,12 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts';
-import { findOrderNotes, getOrderFor, listOrdersByStatus, statusCounts, tryClearRecoveryBackoff } from '../orders/index.ts';
+import {
+  findOrderNotes,
+  getOrderFor,
+  listOrdersByStatus,
+  statusCounts,
+  tryClearRecoveryBackoff,
+} from '../orders/index.ts';
 import { outboxLag } from '../outbox/index.ts';
 import { paymentDeps } from '../payments/index.ts';
 import { recoverAll, staleFloorMs } from '../recovery/index.ts';
 import { adminOrdersSchema, consoleSummarySchema, retryOrderSchema } from './web.schemas.ts';
-
 
 /**
  * The operations console's reads and its one action. Counts and lag come from the database, so
@@ -22,20 +27,32 @@ export function consoleRoutes(app: FastifyInstance, deps: AppDeps): void {
     return { at: now.toISOString(), total: Object.values(counts).reduce((a, b) => a + b, 0), counts, outbox };
   });
 
-  app.get<{ Querystring: { status?: string } }>('/v1/admin/orders', { onRequest: admin, schema: adminOrdersSchema }, async (request) => ({
-    orders: await listOrdersByStatus(deps.db, tenantScope(principalOf(request)), request.query.status),
-  }));
+  app.get<{ Querystring: { status?: string } }>(
+    '/v1/admin/orders',
+    { onRequest: admin, schema: adminOrdersSchema },
+    async (request) => ({
+      orders: await listOrdersByStatus(deps.db, tenantScope(principalOf(request)), request.query.status),
+    }),
+  );
 
   // "Retry now" on an order that needs a person: forget its backoff and run one recovery pass of
   // the tenant at the shortest safe staleness (a pay still in flight is never treated as stale).
   const payments = paymentDeps(deps);
-  app.post<{ Params: { id: string } }>('/v1/admin/orders/:id/retry', { onRequest: admin, schema: retryOrderSchema }, async (request) => {
-    const principal = principalOf(request);
-    const order = await getOrderFor(deps.db, principal, request.params.id);
-    await tryClearRecoveryBackoff(deps.db, order.orderId);
-    await recoverAll(payments, { staleAfterMs: staleFloorMs(deps.config), tenantId: order.tenantId, reconcile: false });
-    const after = await getOrderFor(deps.db, principal, order.orderId);
-    const notes = await findOrderNotes(deps.db, order.orderId);
-    return { order_id: after.orderId, status: after.status, attention: notes.attention };
-  });
+  app.post<{ Params: { id: string } }>(
+    '/v1/admin/orders/:id/retry',
+    { onRequest: admin, schema: retryOrderSchema },
+    async (request) => {
+      const principal = principalOf(request);
+      const order = await getOrderFor(deps.db, principal, request.params.id);
+      await tryClearRecoveryBackoff(deps.db, order.orderId);
+      await recoverAll(payments, {
+        staleAfterMs: staleFloorMs(deps.config),
+        tenantId: order.tenantId,
+        reconcile: false,
+      });
+      const after = await getOrderFor(deps.db, principal, order.orderId);
+      const notes = await findOrderNotes(deps.db, order.orderId);
+      return { order_id: after.orderId, status: after.status, attention: notes.attention };
+    },
+  );
 }

@@ -9,8 +9,6 @@ const DEMO_TOKEN_TTL_S = 3600;
 // Per client address (the limiter gives an address ten times this): a sign-in button, not a mint.
 const DEMO_TOKENS_PER_MINUTE = 6;
 
-
-
 /**
  * `POST /v1/dev/token {user, tenant?}`: a buyer token for the storefront's "sign in as a demo
  * buyer". Development only — in production (NODE_ENV=production, `start --production`) it is 403
@@ -22,9 +20,13 @@ export function devTokenRoute(app: FastifyInstance, deps: AppDeps): void {
     '/v1/dev/token',
     { preValidation: limit, schema: devTokenSchema },
     async (request) => {
-      if (deps.config.production) throw new AppError('FORBIDDEN', 'demo tokens are for development only; this server runs in production');
+      if (deps.config.production)
+        throw new AppError('FORBIDDEN', 'demo tokens are for development only; this server runs in production');
       const tenant = request.body.tenant ?? 'acme';
-      const token = await deps.signer.sign({ tenantId: tenant, userId: request.body.user, scope: 'buyer' }, DEMO_TOKEN_TTL_S);
+      const token = await deps.signer.sign(
+        { tenantId: tenant, userId: request.body.user, scope: 'buyer' },
+        DEMO_TOKEN_TTL_S,
+      );
       return { token, tenant, user: request.body.user, scope: 'buyer' as const, expires_in: DEMO_TOKEN_TTL_S };
     },
   );

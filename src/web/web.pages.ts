@@ -9,7 +9,11 @@ import type { FastifyInstance } from 'fastify';
 const WEB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../web');
 const chartDir = path.dirname(createRequire(import.meta.url).resolve('chart.js'));
 
-const TYPES = { html: 'text/html; charset=utf-8', js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' } as const;
+const TYPES = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+} as const;
 
 const FILES: Record<string, { file: string; type: keyof typeof TYPES }> = {
   '/': { file: path.join(WEB_DIR, 'shop.html'), type: 'html' },
@@ -23,7 +27,8 @@ const FILES: Record<string, { file: string; type: keyof typeof TYPES }> = {
 };
 
 // Only our own origin: no inline script, no third-party host; a stolen page cannot be framed.
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 export function webPages(app: FastifyInstance): void {
   for (const [url, { file, type }] of Object.entries(FILES)) {

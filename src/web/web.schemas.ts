@@ -1,13 +1,37 @@
 import { Type } from 'typebox';
-import { ADMIN_AUTH, BODY_ERRORS, BUYER_AUTH, jsonAnswer, nullable, PARAM_ERRORS, problemAnswers, stringEnum } from '../platform/openapi.ts';
-import { AT_EXAMPLE, ORDER_ID_EXAMPLE, ORDER_STATUSES, OrderStatusSchema, OrderView, TimelineEntrySchema } from '../orders/index.ts';
+import {
+  ADMIN_AUTH,
+  BODY_ERRORS,
+  BUYER_AUTH,
+  jsonAnswer,
+  nullable,
+  PARAM_ERRORS,
+  problemAnswers,
+  stringEnum,
+} from '../platform/openapi.ts';
+import {
+  AT_EXAMPLE,
+  ORDER_ID_EXAMPLE,
+  ORDER_STATUSES,
+  OrderStatusSchema,
+  OrderView,
+  TimelineEntrySchema,
+} from '../orders/index.ts';
 
 // The browser pages' routes (issue 15, docs/web.md), declared like every other route (docs/api.md).
 
 const Catalogue = Type.Object(
   {
     skus: Type.Array(
-      Type.Object({ sku: Type.String(), name: Type.String(), price: Type.Integer({ description: 'minor units' }), available: Type.Integer() }, { additionalProperties: false }),
+      Type.Object(
+        {
+          sku: Type.String(),
+          name: Type.String(),
+          price: Type.Integer({ description: 'minor units' }),
+          available: Type.Integer(),
+        },
+        { additionalProperties: false },
+      ),
     ),
   },
   { additionalProperties: false },
@@ -19,13 +43,22 @@ export const catalogueSchema = {
   description: "Every SKU of the token's tenant with its price and the units still available.",
   tags: ['orders'],
   response: {
-    200: jsonAnswer('The catalogue', Catalogue, { example: { skus: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', price: 1990, available: 42 }] } }),
+    200: jsonAnswer('The catalogue', Catalogue, {
+      example: { skus: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', price: 1990, available: 42 }] },
+    }),
     ...problemAnswers(BUYER_AUTH),
   },
 };
 
 const MyOrders = Type.Object(
-  { orders: Type.Array(Type.Object({ ...OrderView.properties, timeline: Type.Array(TimelineEntrySchema) }, { additionalProperties: false })) },
+  {
+    orders: Type.Array(
+      Type.Object(
+        { ...OrderView.properties, timeline: Type.Array(TimelineEntrySchema) },
+        { additionalProperties: false },
+      ),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -65,7 +98,10 @@ const ConsoleSummary = Type.Object(
     at: Type.String({ format: 'date-time' }),
     total: Type.Integer(),
     counts: Type.Record(Type.String(), Type.Integer(), { description: 'order count by status' }),
-    outbox: Type.Object({ pending: Type.Integer(), oldest_pending_ms: Type.Integer(), dead: Type.Integer() }, { additionalProperties: false }),
+    outbox: Type.Object(
+      { pending: Type.Integer(), oldest_pending_ms: Type.Integer(), dead: Type.Integer() },
+      { additionalProperties: false },
+    ),
   },
   { additionalProperties: false },
 );
@@ -76,13 +112,27 @@ export const consoleSummarySchema = {
   description: "The token's tenant (every tenant for an operator); the console polls it once a second.",
   tags: ['admin'],
   response: {
-    200: jsonAnswer('The summary', ConsoleSummary, { example: { at: AT_EXAMPLE, total: 9, counts: { PAID: 7, CANCELLED: 2 }, outbox: { pending: 0, oldest_pending_ms: 0, dead: 0 } } }),
+    200: jsonAnswer('The summary', ConsoleSummary, {
+      example: {
+        at: AT_EXAMPLE,
+        total: 9,
+        counts: { PAID: 7, CANCELLED: 2 },
+        outbox: { pending: 0, oldest_pending_ms: 0, dead: 0 },
+      },
+    }),
     ...problemAnswers(ADMIN_AUTH),
   },
 };
 
 const AdminOrderRow = Type.Object(
-  { order_id: Type.String(), user_id: Type.String(), status: OrderStatusSchema, amount: Type.Integer(), attention: nullable(Type.String()), updated_at: Type.String({ format: 'date-time' }) },
+  {
+    order_id: Type.String(),
+    user_id: Type.String(),
+    status: OrderStatusSchema,
+    amount: Type.Integer(),
+    attention: nullable(Type.String()),
+    updated_at: Type.String({ format: 'date-time' }),
+  },
   { additionalProperties: false },
 );
 
@@ -94,7 +144,18 @@ export const adminOrdersSchema = {
   querystring: Type.Object({ status: Type.Optional(stringEnum(ORDER_STATUSES)) }, { additionalProperties: false }),
   response: {
     200: jsonAnswer('The orders', Type.Object({ orders: Type.Array(AdminOrderRow) }, { additionalProperties: false }), {
-      example: { orders: [{ order_id: ORDER_ID_EXAMPLE, user_id: 'alice', status: 'UNKNOWN', amount: 1990, attention: null, updated_at: AT_EXAMPLE }] },
+      example: {
+        orders: [
+          {
+            order_id: ORDER_ID_EXAMPLE,
+            user_id: 'alice',
+            status: 'UNKNOWN',
+            amount: 1990,
+            attention: null,
+            updated_at: AT_EXAMPLE,
+          },
+        ],
+      },
     }),
     ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH]),
   },
@@ -107,9 +168,16 @@ export const retryOrderSchema = {
   tags: ['admin'],
   params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, examples: [ORDER_ID_EXAMPLE] }) }),
   response: {
-    200: jsonAnswer('The order after the pass', Type.Object({ order_id: Type.String(), status: OrderStatusSchema, attention: nullable(Type.String()) }, { additionalProperties: false }), {
-      example: { order_id: ORDER_ID_EXAMPLE, status: 'PAID', attention: null },
-    }),
+    200: jsonAnswer(
+      'The order after the pass',
+      Type.Object(
+        { order_id: Type.String(), status: OrderStatusSchema, attention: nullable(Type.String()) },
+        { additionalProperties: false },
+      ),
+      {
+        example: { order_id: ORDER_ID_EXAMPLE, status: 'PAID', attention: null },
+      },
+    ),
     ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH, 'ORDER_NOT_FOUND']),
   },
 };
@@ -119,15 +187,36 @@ const NAME = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$';
 export const devTokenSchema = {
   operationId: 'devToken',
   summary: 'A demo buyer token (development only)',
-  description: "The storefront's \"sign in as a demo buyer\". 403 in production, before anything is signed; buyer scope only; rate limited.",
+  description:
+    'The storefront\'s "sign in as a demo buyer". 403 in production, before anything is signed; buyer scope only; rate limited.',
   tags: ['development'],
   security: [],
-  body: Type.Object({ user: Type.String({ pattern: NAME }), tenant: Type.Optional(Type.String({ pattern: NAME })) }, { additionalProperties: false, examples: [{ user: 'alice' }] }),
+  body: Type.Object(
+    { user: Type.String({ pattern: NAME }), tenant: Type.Optional(Type.String({ pattern: NAME })) },
+    { additionalProperties: false, examples: [{ user: 'alice' }] },
+  ),
   response: {
     200: jsonAnswer(
       'A buyer token',
-      Type.Object({ token: Type.String(), tenant: Type.String(), user: Type.String(), scope: stringEnum(['buyer'] as const), expires_in: Type.Integer({ description: 'seconds' }) }, { additionalProperties: false }),
-      { example: { token: 'eyJhbGciOiJIUzI1NiJ9.e30.c2ln', tenant: 'acme', user: 'alice', scope: 'buyer', expires_in: 3600 } },
+      Type.Object(
+        {
+          token: Type.String(),
+          tenant: Type.String(),
+          user: Type.String(),
+          scope: stringEnum(['buyer'] as const),
+          expires_in: Type.Integer({ description: 'seconds' }),
+        },
+        { additionalProperties: false },
+      ),
+      {
+        example: {
+          token: 'eyJhbGciOiJIUzI1NiJ9.e30.c2ln',
+          tenant: 'acme',
+          user: 'alice',
+          scope: 'buyer',
+          expires_in: 3600,
+        },
+      },
     ),
     ...problemAnswers([...BODY_ERRORS, 'FORBIDDEN']),
   },

@@ -5,7 +5,6 @@ import { listCatalogue } from '../inventory/index.ts';
 import { findOrder, getTimeline, listOrderIdsOfUser, orderView } from '../orders/index.ts';
 import { catalogueSchema, myOrdersSchema } from './web.schemas.ts';
 
-
 // Each order as `GET /v1/orders/{id}` shows it (every field kept), plus its timeline.
 
 /**

@@ -28,7 +28,10 @@ afterAll(async () => {
 
 it('runs every order scenario against its baseline without overselling', async () => {
   const counts = { requests: 40, concurrency: 8, warmup: 8, users: 5 };
-  const report = await runOrdersBench({ databaseUrl: db.url, poolSize: POOL_SIZE, flashpay: server, driver, log: () => undefined }, counts);
+  const report = await runOrdersBench(
+    { databaseUrl: db.url, poolSize: POOL_SIZE, flashpay: server, driver, log: () => undefined },
+    counts,
+  );
   expect(report.runs.map((run) => run.scenario)).toEqual(['hot', 'sold-out', 'uncontended']);
   expect(report.brokenSkus).toBe(0);
   for (const run of report.runs) {
@@ -45,7 +48,13 @@ it('runs every order scenario against its baseline without overselling', async (
 });
 
 it('delivers outbox events through relays to the webhook exactly once, next to its baseline', async () => {
-  const context = { db: server.deps.db, webhookUrl: `${server.url}/v1/fulfillment/events`, secret: server.deps.eventsSecret, natsUrl: undefined, log: () => undefined };
+  const context = {
+    db: server.deps.db,
+    webhookUrl: `${server.url}/v1/fulfillment/events`,
+    secret: server.deps.eventsSecret,
+    natsUrl: undefined,
+    log: () => undefined,
+  };
   const report = await runOutboxBench(context, { events: 60, relayCounts: [1, 2], batchSize: 10 });
   expect(report.skipped).toEqual(['nats: skipped: no broker (NATS_URL not set)']);
   expect(report.runs.map((run) => [run.sink, run.relays])).toEqual([
@@ -55,7 +64,14 @@ it('delivers outbox events through relays to the webhook exactly once, next to i
   for (const run of report.runs) {
     expect(run.flashpay.perSecond).toBeGreaterThan(0);
     expect(run.baseline.perSecond).toBeGreaterThan(0);
-    expect(run.check).toMatchObject({ published: 60, pending: 0, dead: 0, shippedOrders: 60, shipCountNotOne: 0, arrivals: { APPLIED: 60 } });
+    expect(run.check).toMatchObject({
+      published: 60,
+      pending: 0,
+      dead: 0,
+      shippedOrders: 60,
+      shipCountNotOne: 0,
+      arrivals: { APPLIED: 60 },
+    });
   }
   expect(report.ok).toBe(true);
 });

@@ -13,7 +13,10 @@ import { client } from './support.ts';
 const FIXTURE = path.resolve(import.meta.dirname, 'fixtures/run-channel.ts');
 
 async function runChannel(args: string[], env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines = createInterface({ input: child.stdout! });
   const [first] = (await once(lines, 'line', { signal: AbortSignal.timeout(15_000) })) as [string];
   return { child, url: (JSON.parse(first) as { channel: string }).channel };
@@ -40,7 +43,10 @@ describe('flashpay channel (command line)', () => {
 
   it('runs on a free port with --control, keeps its ledger in --database-url across restarts, and exits 0 on SIGTERM', async () => {
     // Proves the standalone product: it creates its own database and tables, and a restart loses no charge.
-    const env = { FLASHPAY_NOTIFY_SECRET: 'cli-notify-secret-of-at-least-32-bytes-long', FLASHPAY_DATA_DIR: await mkdtemp(path.join(os.tmpdir(), 'flashpay-cli-')) };
+    const env = {
+      FLASHPAY_NOTIFY_SECRET: 'cli-notify-secret-of-at-least-32-bytes-long',
+      FLASHPAY_DATA_DIR: await mkdtemp(path.join(os.tmpdir(), 'flashpay-cli-')),
+    };
     const args = ['--port', '0', '--control', '--database-url', databaseUrl];
     const first = await runChannel(args, env);
     const charged = await client(first.url).charge('cli-1', 1234);
@@ -55,7 +61,10 @@ describe('flashpay channel (command line)', () => {
 
   it('runs in memory without control by default, and refuses unknown flags', async () => {
     // Proves the defaults: no database, no scripting API; and a typo is an error, not ignored.
-    const env = { FLASHPAY_NOTIFY_SECRET: 'cli-notify-secret-of-at-least-32-bytes-long', FLASHPAY_CHANNEL_DATABASE_URL: '' };
+    const env = {
+      FLASHPAY_NOTIFY_SECRET: 'cli-notify-secret-of-at-least-32-bytes-long',
+      FLASHPAY_CHANNEL_DATABASE_URL: '',
+    };
     const { child, url } = await runChannel(['--port', '0'], env);
     expect((await client(url).charge('cli-mem', 5)).body.result).toBe('CHARGED');
     expect((await client(url).get('/_control/requests')).status).toBe(404);

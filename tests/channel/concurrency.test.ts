@@ -28,7 +28,9 @@ describe.each(storeKinds())('channel under concurrent load ($name store)', (kind
   it('a close racing a charge on each of 50 orders: each order is either closed with no line or charged once', async () => {
     // Proves close and charge are mutually exclusive: the two answers of each order always agree.
     const orders = Array.from({ length: 50 }, (_, i) => `race-${i}`);
-    const results = await Promise.all(orders.map(async (mo) => Promise.all([ctx.api.charge(mo, 1000), ctx.api.close(mo)])));
+    const results = await Promise.all(
+      orders.map(async (mo) => Promise.all([ctx.api.charge(mo, 1000), ctx.api.close(mo)])),
+    );
     const lines = (await ctx.api.statement()).lines;
     results.forEach(([charge, close], i) => {
       const mo = orders[i] ?? '';

@@ -18,7 +18,12 @@ describe('channel faults', () => {
   it('DELAY_RESPONSE: the client times out, yet the charge is on the ledger', async () => {
     // Proves the "unknown outcome" case: a timeout does not mean the charge failed.
     await api.fault({ op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: 'slow-1', ms: 600 });
-    const call = api.call('POST', '/charge', { merchant_order: 'slow-1', amount: 1990, notify_url: 'http://127.0.0.1:9/x' }, { signal: AbortSignal.timeout(300) });
+    const call = api.call(
+      'POST',
+      '/charge',
+      { merchant_order: 'slow-1', amount: 1990, notify_url: 'http://127.0.0.1:9/x' },
+      { signal: AbortSignal.timeout(300) },
+    );
     await expect(call).rejects.toThrow(/aborted|timeout/i);
     expect((await api.query('slow-1')).body).toMatchObject({ status: 'CHARGED', amount: 1990 });
     expect((await api.statement()).lines).toHaveLength(1);
@@ -37,7 +42,8 @@ describe('channel faults', () => {
   it('ERROR_500 answers 500 and leaves the ledger untouched; the next charge works', async () => {
     // Proves a provider 500 is not a charge, and the fault hits exactly the requests it names.
     await api.fault({ op: 'charge', kind: 'ERROR_500', merchant_order: 'err-1', times: 2 });
-    for (let i = 0; i < 2; i++) expect(await api.charge('err-1', 500)).toMatchObject({ status: 500, body: { code: 'INTERNAL' } });
+    for (let i = 0; i < 2; i++)
+      expect(await api.charge('err-1', 500)).toMatchObject({ status: 500, body: { code: 'INTERNAL' } });
     expect((await api.statement()).lines).toEqual([]);
     expect((await api.charge('err-1', 500)).body.result).toBe('CHARGED');
     expect((await api.statement()).lines).toHaveLength(1);
@@ -60,7 +66,10 @@ describe('channel faults', () => {
     await api.charge('held-refund', 700);
     await api.fault({ op: 'refund', kind: 'DELAY_REQUEST', ms: 200 });
     const refund = api.refund('held-refund', 'rk-held', 700);
-    await waitFor(() => api.get('/_control/requests'), (r) => r.body.refund.total === 1);
+    await waitFor(
+      () => api.get('/_control/requests'),
+      (r) => r.body.refund.total === 1,
+    );
     expect((await api.query('held-refund')).body.status).toBe('CHARGED');
     expect((await refund).body.result).toBe('REFUNDED');
     await api.fault({ op: 'close', kind: 'ERROR_500' });

@@ -4,10 +4,15 @@ import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { startTestChannel } from './support.ts';
 
 const post = async (url: string, path: string, body: unknown) => {
-  const response = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 };
-const get = async (url: string, path: string) => (await (await fetch(`${url}${path}`)).json()) as Record<string, unknown>;
+const get = async (url: string, path: string) =>
+  (await (await fetch(`${url}${path}`)).json()) as Record<string, unknown>;
 
 describe('the provider double: fulfilments and customer accounts (seed 002)', () => {
   let db: TestDatabase;
@@ -22,15 +27,25 @@ describe('the provider double: fulfilments and customer accounts (seed 002)', ()
     const done = await post(first.url, '/fulfilments', { key: 'o1/fulfil', order_id: 'o1' });
     expect(done).toMatchObject({ status: 200, body: { result: 'FULFILLED' } });
     await post(first.url, '/_control/faults', { op: 'fulfil', kind: 'REFUSE', merchant_order: 'o2' });
-    expect(await post(first.url, '/fulfilments', { key: 'o2/fulfil', order_id: 'o2' })).toMatchObject({ status: 422, body: { result: 'REFUSED' } });
+    expect(await post(first.url, '/fulfilments', { key: 'o2/fulfil', order_id: 'o2' })).toMatchObject({
+      status: 422,
+      body: { result: 'REFUSED' },
+    });
     await first.close();
 
     const second = await startTestChannel({ store: await createPgLedger(db.pool), control: true });
     try {
-      expect((await post(second.url, '/fulfilments', { key: 'o1/fulfil', order_id: 'o1' })).body.ref).toBe(done.body.ref);
+      expect((await post(second.url, '/fulfilments', { key: 'o1/fulfil', order_id: 'o1' })).body.ref).toBe(
+        done.body.ref,
+      );
       expect((await post(second.url, '/fulfilments', { key: 'o2/fulfil', order_id: 'o2' })).status).toBe(422);
-      expect(await get(second.url, `/fulfilments/${encodeURIComponent('o1/fulfil')}`)).toMatchObject({ status: 'FULFILLED', ref: done.body.ref });
-      expect(await get(second.url, `/fulfilments/${encodeURIComponent('o3/fulfil')}`)).toMatchObject({ status: 'NOT_FOUND' });
+      expect(await get(second.url, `/fulfilments/${encodeURIComponent('o1/fulfil')}`)).toMatchObject({
+        status: 'FULFILLED',
+        ref: done.body.ref,
+      });
+      expect(await get(second.url, `/fulfilments/${encodeURIComponent('o3/fulfil')}`)).toMatchObject({
+        status: 'NOT_FOUND',
+      });
       expect(((await get(second.url, '/fulfilments')).fulfilments as unknown[]).length).toBe(2);
     } finally {
       await second.close();
@@ -45,12 +60,18 @@ describe('the provider double: fulfilments and customer accounts (seed 002)', ()
       const charge = { merchant_order: 'a1', amount: 120, notify_url: 'http://127.0.0.1:1/n', customer: 't/u' };
       expect((await post(channel.url, '/charge', charge)).body.result).toBe('CHARGED');
       expect((await post(channel.url, '/charge', charge)).body.result).toBe('CHARGED');
-      expect(await get(channel.url, `/_control/accounts/${encodeURIComponent('t/u')}`)).toEqual({ customer: 't/u', balance: 380 });
+      expect(await get(channel.url, `/_control/accounts/${encodeURIComponent('t/u')}`)).toEqual({
+        customer: 't/u',
+        balance: 380,
+      });
       const big = await post(channel.url, '/charge', { ...charge, merchant_order: 'a2', amount: 400 });
       expect(big.body).toMatchObject({ result: 'DECLINED', reason: 'INSUFFICIENT_FUNDS' });
       await post(channel.url, '/refund', { merchant_order: 'a1', refund_key: 'a1/refund', amount: 120 });
       await post(channel.url, '/refund', { merchant_order: 'a1', refund_key: 'a1/refund', amount: 120 });
-      expect(await get(channel.url, `/_control/accounts/${encodeURIComponent('t/u')}`)).toEqual({ customer: 't/u', balance: 500 });
+      expect(await get(channel.url, `/_control/accounts/${encodeURIComponent('t/u')}`)).toEqual({
+        customer: 't/u',
+        balance: 500,
+      });
     } finally {
       await channel.close();
     }

@@ -12,7 +12,9 @@ describe.each(storeKinds())('channel ledger rules ($name store)', (kind) => {
     const again = await ctx.api.charge('mo-1', 1990);
     expect(again).toEqual(first);
     const statement = await ctx.api.statement();
-    expect(statement.lines).toEqual([{ type: 'CHARGE', merchant_order: 'mo-1', amount: 1990, ref: first.body.txn, at: expect.any(String) }]);
+    expect(statement.lines).toEqual([
+      { type: 'CHARGE', merchant_order: 'mo-1', amount: 1990, ref: first.body.txn, at: expect.any(String) },
+    ]);
     expect(statement.net).toBe(1990);
     expect((await ctx.api.query('mo-1')).body).toMatchObject({ status: 'CHARGED', amount: 1990, txn: first.body.txn });
   });
@@ -61,7 +63,10 @@ describe.each(storeKinds())('channel ledger rules ($name store)', (kind) => {
     // Proves close and charge are mutually exclusive: the held charge reaches the ledger after the close.
     await ctx.api.fault({ op: 'charge', kind: 'DELAY_REQUEST', merchant_order: 'mo-6', ms: 300 });
     const late = ctx.api.charge('mo-6', 900);
-    await waitFor(() => ctx.api.get('/_control/requests'), (r) => r.body.charge.by_order['mo-6'] === 1);
+    await waitFor(
+      () => ctx.api.get('/_control/requests'),
+      (r) => r.body.charge.by_order['mo-6'] === 1,
+    );
     expect((await ctx.api.close('mo-6')).body.status).toBe('CLOSED');
     const answer = await late;
     expect(answer.status).toBe(409);
@@ -91,14 +96,26 @@ describe.each(storeKinds())('channel ledger rules ($name store)', (kind) => {
     // Proves every refund refusal leaves the ledger as it was.
     await ctx.api.charge('mo-8', 1000);
     expect(await ctx.api.refund('mo-8', 'rk-8', 400)).toMatchObject({ status: 422, body: { code: 'AMOUNT_MISMATCH' } });
-    expect(await ctx.api.refund('mo-none', 'rk-x', 400)).toMatchObject({ status: 409, body: { code: 'NOT_CHARGED', charge_status: 'NOT_FOUND' } });
+    expect(await ctx.api.refund('mo-none', 'rk-x', 400)).toMatchObject({
+      status: 409,
+      body: { code: 'NOT_CHARGED', charge_status: 'NOT_FOUND' },
+    });
     await ctx.api.close('mo-closed');
-    expect(await ctx.api.refund('mo-closed', 'rk-y', 400)).toMatchObject({ status: 409, body: { code: 'NOT_CHARGED', charge_status: 'CLOSED' } });
+    expect(await ctx.api.refund('mo-closed', 'rk-y', 400)).toMatchObject({
+      status: 409,
+      body: { code: 'NOT_CHARGED', charge_status: 'CLOSED' },
+    });
     expect((await ctx.api.statement()).lines.filter((line) => line.type === 'REFUND')).toEqual([]);
     await ctx.api.refund('mo-8', 'rk-8', 1000);
-    expect(await ctx.api.refund('mo-8', 'rk-other', 1000)).toMatchObject({ status: 409, body: { code: 'ALREADY_REFUNDED' } });
+    expect(await ctx.api.refund('mo-8', 'rk-other', 1000)).toMatchObject({
+      status: 409,
+      body: { code: 'ALREADY_REFUNDED' },
+    });
     await ctx.api.charge('mo-9', 1000);
-    expect(await ctx.api.refund('mo-9', 'rk-8', 1000)).toMatchObject({ status: 422, body: { code: 'REFUND_KEY_REUSED' } });
+    expect(await ctx.api.refund('mo-9', 'rk-8', 1000)).toMatchObject({
+      status: 422,
+      body: { code: 'REFUND_KEY_REUSED' },
+    });
     expect((await ctx.api.statement()).lines.filter((line) => line.type === 'REFUND')).toHaveLength(1);
   });
 

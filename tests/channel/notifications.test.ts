@@ -23,14 +23,26 @@ describe('channel notifications', () => {
     receiver = undefined;
   });
 
-  const notifications = async () => (await api.get('/_control/notifications')).body as { notify_id: string; status: string; attempts: number; kind: string }[];
+  const notifications = async () =>
+    (await api.get('/_control/notifications')).body as {
+      notify_id: string;
+      status: string;
+      attempts: number;
+      kind: string;
+    }[];
 
   it('signs every notification: it verifies with the shared secret and fails with another', async () => {
     // Proves a receiver can authenticate the channel with Flashpay-Signature over the raw body.
     receiver = await startReceiver();
     const charged = await api.charge('sig-1', 1990, receiver.url);
     const [arrival] = await receiver.waitForArrivals(1);
-    expect(arrival?.body).toEqual({ notify_id: expect.stringMatching(/^ntf_/), merchant_order: 'sig-1', kind: 'CHARGED', amount: 1990, txn: charged.body.txn });
+    expect(arrival?.body).toEqual({
+      notify_id: expect.stringMatching(/^ntf_/),
+      merchant_order: 'sig-1',
+      kind: 'CHARGED',
+      amount: 1990,
+      txn: charged.body.txn,
+    });
     expect(verifySignature(SECRET, arrival?.signature, arrival?.rawBody ?? '', 300)).toEqual({ ok: true });
     expect(verifySignature('another-secret', arrival?.signature, arrival?.rawBody ?? '', 300).ok).toBe(false);
     await waitFor(notifications, (list) => list[0]?.status === 'DELIVERED');
@@ -43,7 +55,11 @@ describe('channel notifications', () => {
     await api.charge('hold-1', 100, receiver.url);
     await api.charge('hold-2', 200, receiver.url);
     await api.refund('hold-1', 'rk-hold-1', 100);
-    const held = (await api.get('/_control/callbacks/held')).body as { id: string; merchant_order: string; kind: string }[];
+    const held = (await api.get('/_control/callbacks/held')).body as {
+      id: string;
+      merchant_order: string;
+      kind: string;
+    }[];
     expect(held.map((h) => [h.merchant_order, h.kind])).toEqual([
       ['hold-1', 'CHARGED'],
       ['hold-2', 'CHARGED'],
@@ -111,11 +127,17 @@ describe('channel notifications', () => {
     receiver = await startReceiver();
     const charged = await api.charge('forge-1', 100, receiver.url);
     await receiver.waitForArrivals(1);
-    const sent = await api.post('/_control/callbacks/send', { merchant_order: 'forge-1', kind: 'CHARGED', amount: 999 });
+    const sent = await api.post('/_control/callbacks/send', {
+      merchant_order: 'forge-1',
+      kind: 'CHARGED',
+      amount: 999,
+    });
     expect(sent.body).toMatchObject({ status: 'DELIVERED', attempts: 1 });
     expect(receiver.arrivals[1]?.body).toMatchObject({ merchant_order: 'forge-1', amount: 999, txn: charged.body.txn });
     expect(receiver.arrivals[1]?.body.notify_id).not.toBe(receiver.arrivals[0]?.body.notify_id);
-    expect((await api.post('/_control/callbacks/send', { merchant_order: 'nobody', kind: 'REFUNDED', amount: 1 })).body.code).toBe('VALIDATION');
+    expect(
+      (await api.post('/_control/callbacks/send', { merchant_order: 'nobody', kind: 'REFUNDED', amount: 1 })).body.code,
+    ).toBe('VALIDATION');
     expect((await api.statement()).lines).toHaveLength(1);
   });
 

@@ -2,7 +2,14 @@ import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { EventEmitter, once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createMemoryLedger, createPgLedger, startChannel, type ChannelOptions, type LedgerStore, type RunningChannel } from '../../src/channel/index.ts';
+import {
+  createMemoryLedger,
+  createPgLedger,
+  startChannel,
+  type ChannelOptions,
+  type LedgerStore,
+  type RunningChannel,
+} from '../../src/channel/index.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 
 export const SECRET = 'test-notify-secret';
@@ -23,7 +30,11 @@ export function client(baseUrl: string) {
       ...init,
     });
     const text = await response.text();
-    return { status: response.status, type: response.headers.get('content-type') ?? '', body: text ? JSON.parse(text) : undefined };
+    return {
+      status: response.status,
+      type: response.headers.get('content-type') ?? '',
+      body: text ? JSON.parse(text) : undefined,
+    };
   }
   return {
     call,
@@ -32,9 +43,14 @@ export function client(baseUrl: string) {
     charge: (merchantOrder: string, amount: number, notifyUrl = 'http://127.0.0.1:9/unused') =>
       call('POST', '/charge', { merchant_order: merchantOrder, amount, notify_url: notifyUrl }),
     close: (merchantOrder: string) => call('POST', '/close', { merchant_order: merchantOrder }),
-    refund: (merchantOrder: string, refundKey: string, amount: number) => call('POST', '/refund', { merchant_order: merchantOrder, refund_key: refundKey, amount }),
+    refund: (merchantOrder: string, refundKey: string, amount: number) =>
+      call('POST', '/refund', { merchant_order: merchantOrder, refund_key: refundKey, amount }),
     query: (merchantOrder: string) => call('GET', `/charges/${encodeURIComponent(merchantOrder)}`),
-    statement: async () => (await call('GET', '/statement')).body as { lines: { type: string; merchant_order: string; amount: number; ref: string; at: string }[]; net: number },
+    statement: async () =>
+      (await call('GET', '/statement')).body as {
+        lines: { type: string; merchant_order: string; amount: number; ref: string; at: string }[];
+        net: number;
+      },
     fault: (rule: Record<string, unknown>) => call('POST', '/_control/faults', rule),
     reset: () => call('POST', '/_control/reset'),
   };
@@ -59,7 +75,9 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(respond: (arrivalIndex: number, arrival: Arrival) => number = () => 200): Promise<Receiver> {
+export async function startReceiver(
+  respond: (arrivalIndex: number, arrival: Arrival) => number = () => 200,
+): Promise<Receiver> {
   const arrivals: Arrival[] = [];
   const events = new EventEmitter();
   const server = http.createServer((request, response) => {
@@ -67,7 +85,11 @@ export async function startReceiver(respond: (arrivalIndex: number, arrival: Arr
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const rawBody = Buffer.concat(chunks).toString('utf8');
-      const arrival: Arrival = { rawBody, body: JSON.parse(rawBody) as Arrival['body'], signature: request.headers['flashpay-signature'] as string | undefined };
+      const arrival: Arrival = {
+        rawBody,
+        body: JSON.parse(rawBody) as Arrival['body'],
+        signature: request.headers['flashpay-signature'] as string | undefined,
+      };
       const index = arrivals.push(arrival) - 1;
       response.writeHead(respond(index, arrival), { 'content-type': 'application/json' }).end('{}');
       events.emit('arrival');

@@ -18,13 +18,18 @@ import { connect } from '@nats-io/transport-node';
 
 const TENANT = 'mp';
 const signer = tokenSigner(TEST_JWT_SECRET);
-const token = (user: string, scope: 'buyer' | 'admin' | 'operator' = 'buyer') => signer.sign({ tenantId: TENANT, userId: user, scope });
+const token = (user: string, scope: 'buyer' | 'admin' | 'operator' = 'buyer') =>
+  signer.sign({ tenantId: TENANT, userId: user, scope });
 
 async function call(base: string, method: string, route: string, auth: string, body?: unknown, key?: string) {
   const headers: Record<string, string> = { authorization: `Bearer ${auth}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (key) headers['idempotency-key'] = key;
-  const response = await fetch(`${base}${route}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(`${base}${route}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined };
 }
@@ -71,10 +76,18 @@ async function runSale(extraEnv: NodeJS.ProcessEnv): Promise<void> {
   }
 }
 
-async function sale(db: TestDatabase, inventoryUrl: string, shopA: StartedProcess, shopB: StartedProcess): Promise<void> {
+async function sale(
+  db: TestDatabase,
+  inventoryUrl: string,
+  shopA: StartedProcess,
+  shopB: StartedProcess,
+): Promise<void> {
   const operator = await token('ops', 'operator');
   // The SKU admin routes are served by the stock service's own port.
-  expect((await call(inventoryUrl, 'POST', '/v1/admin/skus', operator, { sku: 'mp1', name: 'Flash', price: 500, stock: 20 })).status).toBe(201);
+  expect(
+    (await call(inventoryUrl, 'POST', '/v1/admin/skus', operator, { sku: 'mp1', name: 'Flash', price: 500, stock: 20 }))
+      .status,
+  ).toBe(201);
   const place = async (i: number, shop: StartedProcess) => {
     const answer = await call(shop.api, 'POST', '/v1/orders', await token(`b${i}`), { sku: 'mp1' }, `k${i}`);
     expect([answer.status, answer.body.status]).toEqual([202, 'PENDING']);
@@ -84,32 +97,89 @@ async function sale(db: TestDatabase, inventoryUrl: string, shopA: StartedProces
     // Shop B dies after the second batch, its claims (if any) still leased; the rest go to shop A.
     if (batch === 2) await kill9(shopB.child);
     const shops = batch < 2 ? [shopA, shopB] : [shopA];
-    await Promise.all(Array.from({ length: 20 }, (_, j) => place(batch * 20 + j, shops[j % shops.length] as StartedProcess)));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, j) => place(batch * 20 + j, shops[j % shops.length] as StartedProcess)),
+    );
   }
-  const statuses = async () => (await db.pool.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM orders GROUP BY status')).rows;
-  await waitFor(async () => (await statuses()).every((r) => r.status !== 'PENDING') || undefined, 'no order PENDING', 60_000, 100);
+  const statuses = async () =>
+    (
+      await db.pool.query<{ status: string; n: number }>(
+        'SELECT status, count(*)::int AS n FROM orders GROUP BY status',
+      )
+    ).rows;
+  await waitFor(
+    async () => (await statuses()).every((r) => r.status !== 'PENDING') || undefined,
+    'no order PENDING',
+    60_000,
+    100,
+  );
   expect(Object.fromEntries((await statuses()).map((r) => [r.status, r.n]))).toEqual({ CREATED: 20, REJECTED: 80 });
-  const applied = await db.pool.query<{ n: number; total: number }>('SELECT count(*)::int AS n, count(*) FILTER (WHERE applied_at IS NOT NULL)::int AS total FROM stock_inbox');
+  const applied = await db.pool.query<{ n: number; total: number }>(
+    'SELECT count(*)::int AS n, count(*) FILTER (WHERE applied_at IS NOT NULL)::int AS total FROM stock_inbox',
+  );
   expect(applied.rows[0]).toEqual({ n: 100, total: 100 });
-  const results = await db.pool.query<{ n: number }>("SELECT count(DISTINCT order_id)::int AS n FROM stock_results_in WHERE effect = 'APPLIED'");
+  const results = await db.pool.query<{ n: number }>(
+    "SELECT count(DISTINCT order_id)::int AS n FROM stock_results_in WHERE effect = 'APPLIED'",
+  );
   expect(results.rows[0]?.n).toBe(100);
   const sku = await call(inventoryUrl, 'GET', '/v1/admin/skus/mp1', await token('ops', 'admin'));
   expect(sku.body).toMatchObject({ total: 20, available: 0, held: 20 });
 
   // Five winners pay with too little (RELEASING → CANCELLED once the stock service released), five with enough.
-  const winners = (await db.pool.query<{ order_id: string; user_id: string }>("SELECT order_id, user_id FROM orders WHERE status = 'CREATED' ORDER BY order_id LIMIT 10")).rows;
+  const winners = (
+    await db.pool.query<{ order_id: string; user_id: string }>(
+      "SELECT order_id, user_id FROM orders WHERE status = 'CREATED' ORDER BY order_id LIMIT 10",
+    )
+  ).rows;
   for (const [n, w] of winners.entries()) {
-    expect((await call(shopA.api, 'POST', `/v1/admin/wallets/${w.user_id}/credits`, await token('ops', 'admin'), { amount: n < 5 ? 100 : 500 }, `fund-${w.user_id}`)).status).toBe(201);
-    const paid = await call(shopA.api, 'POST', `/v1/orders/${w.order_id}/pay`, await token(w.user_id), { method: 'wallet' }, `pay-${w.user_id}`);
+    expect(
+      (
+        await call(
+          shopA.api,
+          'POST',
+          `/v1/admin/wallets/${w.user_id}/credits`,
+          await token('ops', 'admin'),
+          { amount: n < 5 ? 100 : 500 },
+          `fund-${w.user_id}`,
+        )
+      ).status,
+    ).toBe(201);
+    const paid = await call(
+      shopA.api,
+      'POST',
+      `/v1/orders/${w.order_id}/pay`,
+      await token(w.user_id),
+      { method: 'wallet' },
+      `pay-${w.user_id}`,
+    );
     expect(paid.body.status).toBe(n < 5 ? 'RELEASING' : 'PAID');
   }
-  await waitFor(async () => (await statuses()).every((r) => r.status !== 'RELEASING') || undefined, 'no order RELEASING', 60_000, 100);
-  expect(Object.fromEntries((await statuses()).map((r) => [r.status, r.n]))).toEqual({ CREATED: 10, REJECTED: 80, PAID: 5, CANCELLED: 5 });
-  expect((await call(inventoryUrl, 'GET', '/v1/admin/skus/mp1', await token('ops', 'admin'))).body).toMatchObject({ available: 5, held: 10, confirmed: 5 });
-  const report = await waitFor(async () => {
-    const r = await call(shopA.api, 'GET', '/v1/admin/reconciliation', operator);
-    return r.body.mismatches.length === 0 && r.body.events.pending === 0 ? r.body : undefined;
-  }, 'a clean reconciliation', 60_000, 200);
+  await waitFor(
+    async () => (await statuses()).every((r) => r.status !== 'RELEASING') || undefined,
+    'no order RELEASING',
+    60_000,
+    100,
+  );
+  expect(Object.fromEntries((await statuses()).map((r) => [r.status, r.n]))).toEqual({
+    CREATED: 10,
+    REJECTED: 80,
+    PAID: 5,
+    CANCELLED: 5,
+  });
+  expect((await call(inventoryUrl, 'GET', '/v1/admin/skus/mp1', await token('ops', 'admin'))).body).toMatchObject({
+    available: 5,
+    held: 10,
+    confirmed: 5,
+  });
+  const report = await waitFor(
+    async () => {
+      const r = await call(shopA.api, 'GET', '/v1/admin/reconciliation', operator);
+      return r.body.mismatches.length === 0 && r.body.events.pending === 0 ? r.body : undefined;
+    },
+    'a clean reconciliation',
+    60_000,
+    200,
+  );
   expect(report).toMatchObject({ mismatches: [], pending: 0 });
   const unpublished = await db.pool.query<{ n: number }>(
     `SELECT (SELECT count(*) FROM outbox WHERE published_at IS NULL OR dead_at IS NOT NULL)
@@ -124,34 +194,49 @@ describe('three processes: two `flashpay start` on one database and `flashpay in
     await runSale({});
   }, 180_000);
 
-  brokerTest('MP-02 the same over RabbitMQ (publisher confirms, durable queues, manual acks)', 'AMQP_URL', async (url) => {
-    const prefix = `flashpay.stock.t${randomBytes(4).toString('hex')}`;
-    try {
-      await runSale({ FLASHPAY_STOCK_TRANSPORT: 'amqp', AMQP_URL: url, FLASHPAY_STOCK_QUEUE_PREFIX: prefix });
-    } finally {
-      const connection = await amqp.connect(url);
-      const channel = await connection.createChannel();
-      // The queues this run's processes declared exist, and nothing is left unacknowledged on them.
-      const q = stockQueues(prefix);
-      expect([(await channel.checkQueue(q.requests)).messageCount, (await channel.checkQueue(q.results)).messageCount, (await channel.checkQueue(q.dlq)).messageCount]).toEqual([0, 0, 0]);
-      for (const queue of Object.values(stockQueues(prefix))) await channel.deleteQueue(queue).catch(() => undefined);
-      await connection.close();
-    }
-  }, 180_000);
+  brokerTest(
+    'MP-02 the same over RabbitMQ (publisher confirms, durable queues, manual acks)',
+    'AMQP_URL',
+    async (url) => {
+      const prefix = `flashpay.stock.t${randomBytes(4).toString('hex')}`;
+      try {
+        await runSale({ FLASHPAY_STOCK_TRANSPORT: 'amqp', AMQP_URL: url, FLASHPAY_STOCK_QUEUE_PREFIX: prefix });
+      } finally {
+        const connection = await amqp.connect(url);
+        const channel = await connection.createChannel();
+        // The queues this run's processes declared exist, and nothing is left unacknowledged on them.
+        const q = stockQueues(prefix);
+        expect([
+          (await channel.checkQueue(q.requests)).messageCount,
+          (await channel.checkQueue(q.results)).messageCount,
+          (await channel.checkQueue(q.dlq)).messageCount,
+        ]).toEqual([0, 0, 0]);
+        for (const queue of Object.values(stockQueues(prefix))) await channel.deleteQueue(queue).catch(() => undefined);
+        await connection.close();
+      }
+    },
+    180_000,
+  );
 
-  brokerTest('MP-03 the same over JetStream (Msg-Id dedup, durable consumers, explicit acks)', 'NATS_URL', async (url) => {
-    const prefix = `flashpay.stock.t${randomBytes(4).toString('hex')}`;
-    const names = stockStream(prefix);
-    await runSale({ FLASHPAY_STOCK_TRANSPORT: 'jetstream', NATS_URL: url, FLASHPAY_STOCK_QUEUE_PREFIX: prefix });
-    const nc = await connect({ servers: url });
-    try {
-      // The processes created the stream and their durable consumers; both consumers have acked everything.
-      const jsm = await jetstreamManager(nc);
-      for (const durable of [names.durableRequests, names.durableResults]) expect((await jsm.consumers.info(names.stream, durable)).num_ack_pending).toBe(0);
-      expect((await jsm.streams.info(names.stream)).state.messages).toBeGreaterThanOrEqual(100 + 100 + 5 + 5);
-    } finally {
-      await (await jetstreamManager(nc)).streams.delete(names.stream).catch(() => undefined);
-      await nc.close();
-    }
-  }, 180_000);
+  brokerTest(
+    'MP-03 the same over JetStream (Msg-Id dedup, durable consumers, explicit acks)',
+    'NATS_URL',
+    async (url) => {
+      const prefix = `flashpay.stock.t${randomBytes(4).toString('hex')}`;
+      const names = stockStream(prefix);
+      await runSale({ FLASHPAY_STOCK_TRANSPORT: 'jetstream', NATS_URL: url, FLASHPAY_STOCK_QUEUE_PREFIX: prefix });
+      const nc = await connect({ servers: url });
+      try {
+        // The processes created the stream and their durable consumers; both consumers have acked everything.
+        const jsm = await jetstreamManager(nc);
+        for (const durable of [names.durableRequests, names.durableResults])
+          expect((await jsm.consumers.info(names.stream, durable)).num_ack_pending).toBe(0);
+        expect((await jsm.streams.info(names.stream)).state.messages).toBeGreaterThanOrEqual(100 + 100 + 5 + 5);
+      } finally {
+        await (await jetstreamManager(nc)).streams.delete(names.stream).catch(() => undefined);
+        await nc.close();
+      }
+    },
+    180_000,
+  );
 });

@@ -29,7 +29,11 @@ describe('flashpay start survives kill -9', () => {
     if (body) headers['content-type'] = 'application/json';
     if (key) headers['idempotency-key'] = key;
     const response = await fetch(`${api}${url}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
-    return { status: response.status, text: await response.text(), replayed: response.headers.get('idempotent-replayed') };
+    return {
+      status: response.status,
+      text: await response.text(),
+      replayed: response.headers.get('idempotent-replayed'),
+    };
   };
 
   it('keeps orders and idempotent answers across a group kill and a Node-only kill', async () => {
@@ -39,7 +43,10 @@ describe('flashpay start survives kill -9', () => {
     const buyer = await signer.sign({ tenantId: 'acme', userId: 'alice', scope: 'buyer' });
 
     current = await spawnStart(dir, env, ['--no-workers']);
-    expect((await call(current.api, 'POST', '/v1/admin/skus', admin, { sku: 'tee', name: 'Tee', price: 1990, stock: 5 })).status).toBe(201);
+    expect(
+      (await call(current.api, 'POST', '/v1/admin/skus', admin, { sku: 'tee', name: 'Tee', price: 1990, stock: 5 }))
+        .status,
+    ).toBe(201);
     const first = await call(current.api, 'POST', '/v1/orders', buyer, { sku: 'tee' }, 'crash-key');
     expect(first.status).toBe(201);
     const orderId = JSON.parse(first.text).order_id as string;
@@ -52,14 +59,20 @@ describe('flashpay start survives kill -9', () => {
     expect(replay).toEqual({ status: 201, text: first.text, replayed: 'true' });
 
     // 2. Only the Node process dies: its postmaster lives on, orphaned, holding the data directory.
-    const postmasterPid = Number((await readFile(path.join(dir, '.flashpay/pg/postmaster.pid'), 'utf8')).split('\n')[0]);
+    const postmasterPid = Number(
+      (await readFile(path.join(dir, '.flashpay/pg/postmaster.pid'), 'utf8')).split('\n')[0],
+    );
     process.kill(current.child.pid ?? 0, 'SIGKILL');
     await waitForExit(current.child);
     expect(() => process.kill(postmasterPid, 0)).not.toThrow();
     current = await spawnStart(dir, env, ['--no-workers']);
     const order = await call(current.api, 'GET', `/v1/orders/${orderId}`, buyer);
     expect(order.status).toBe(200);
-    expect(JSON.parse(order.text)).toMatchObject({ order_id: orderId, status: 'CREATED', reservation: { status: 'HELD' } });
+    expect(JSON.parse(order.text)).toMatchObject({
+      order_id: orderId,
+      status: 'CREATED',
+      reservation: { status: 'HELD' },
+    });
     const sku = JSON.parse((await call(current.api, 'GET', '/v1/admin/skus/tee', admin)).text);
     expect(sku).toMatchObject({ total: 5, available: 4, held: 1 });
     expect(current.stderr()).not.toMatch(/initdb|init script/i);

@@ -37,10 +37,17 @@ describe('an integrator’s client, generated from /docs/json', () => {
     expect(again.response.headers.get('idempotent-replayed')).toBe('true');
     expect(again.data).toEqual(first.data);
     const orderId = first.data?.order_id ?? '';
-    const paid = await api.POST('/v1/orders/{id}/pay', { params: { path: { id: orderId }, header: { 'idempotency-key': 'gen-pay-1' } } });
+    const paid = await api.POST('/v1/orders/{id}/pay', {
+      params: { path: { id: orderId }, header: { 'idempotency-key': 'gen-pay-1' } },
+    });
     expect(paid.data).toEqual({ order_id: orderId, status: 'PAID' });
     const read = await api.GET('/v1/orders/{id}', { params: { path: { id: orderId } } });
-    expect(read.data).toMatchObject({ order_id: orderId, status: 'PAID', amount: 1990, reservation: { status: 'CONFIRMED' } });
+    expect(read.data).toMatchObject({
+      order_id: orderId,
+      status: 'PAID',
+      amount: 1990,
+      reservation: { status: 'CONFIRMED' },
+    });
     expect(await countRows(stack.db, 'orders', 'user_id = $1', ['gen-user'])).toBe(1);
     expect(await stack.chargeRequests(orderId)).toBe(1);
   });
@@ -62,7 +69,11 @@ describe('an integrator’s client, generated from /docs/json', () => {
     expect((await client.payOrder(created.data.order_id, { idempotencyKey: paid.idempotencyKey })).replayed).toBe(true);
     const order = await client.getOrder(created.data.order_id);
     expect(order).toMatchObject({ ok: true, data: { status: 'PAID', version: 3 } });
-    expect((await client.getTimeline(created.data.order_id)).data?.map((t) => t.to)).toEqual(['CREATED', 'PAYING', 'PAID']);
+    expect((await client.getTimeline(created.data.order_id)).data?.map((t) => t.to)).toEqual([
+      'CREATED',
+      'PAYING',
+      'PAID',
+    ]);
     expect(await countRows(stack.db, 'orders', 'user_id = $1', ['sdk-user'])).toBe(1);
     expect(await stack.chargeRequests(created.data.order_id)).toBe(1);
     const missing = await client.getOrder('no-such-order');
@@ -93,8 +104,15 @@ describe('an integrator’s client, generated from /docs/json', () => {
       expect(sent).toEqual(['retry-1', 'retry-1', 'retry-1']);
       // A refusal that is final is not retried.
       sent.length = 0;
-      const unauthenticated = createFlashpayClient({ baseUrl: `http://127.0.0.1:${port}`, fetch: async (request) => (sent.push('x'), fetch(request)) });
-      expect(await unauthenticated.getOrder('o')).toMatchObject({ status: 401, attempts: 1, problem: { code: 'UNAUTHENTICATED' } });
+      const unauthenticated = createFlashpayClient({
+        baseUrl: `http://127.0.0.1:${port}`,
+        fetch: async (request) => (sent.push('x'), fetch(request)),
+      });
+      expect(await unauthenticated.getOrder('o')).toMatchObject({
+        status: 401,
+        attempts: 1,
+        problem: { code: 'UNAUTHENTICATED' },
+      });
       expect(sent).toHaveLength(1);
     } finally {
       await app.close();

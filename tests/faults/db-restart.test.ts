@@ -7,7 +7,14 @@ import { ensureDatabase, freePort, startEmbedded, type EmbeddedCluster } from '.
 import { migrate } from '../../src/platform/migrate.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { answersGrow, startLoad } from './load.ts';
-import { answeredMatchDatabase, convergeClean, FAULT_TENANT, simConverges, startFaultStack, type FaultStack } from './support.ts';
+import {
+  answeredMatchDatabase,
+  convergeClean,
+  FAULT_TENANT,
+  simConverges,
+  startFaultStack,
+  type FaultStack,
+} from './support.ts';
 
 // Proves the process rides out its PostgreSQL server going away and coming back (a restart of the
 // server itself, on its own address): while it is away requests get a quick 503 with Retry-After
@@ -40,17 +47,34 @@ describe('database fault: the PostgreSQL server restarts under load', () => {
   });
 
   it('F-02: server stopped and started again: quick 503s and a red /readyz while away, then it resumes', async () => {
-    expect((await s.adminCall('POST', '/v1/admin/skus', { sku: 'hot', name: 'Hot', price: 500, stock: 100_000 })).status).toBe(201);
-    const load = startLoad({ api: s.proc.api, signer: s.signer, tenant: FAULT_TENANT, sku: 'hot', workers: 8, deadlineMs: 15_000 });
+    expect(
+      (await s.adminCall('POST', '/v1/admin/skus', { sku: 'hot', name: 'Hot', price: 500, stock: 100_000 })).status,
+    ).toBe(201);
+    const load = startLoad({
+      api: s.proc.api,
+      signer: s.signer,
+      tenant: FAULT_TENANT,
+      sku: 'hot',
+      workers: 8,
+      deadlineMs: 15_000,
+    });
     await answersGrow(load.report, 60, s.alive, undefined, s.proc.stderr);
 
     await cluster?.stop();
     cluster = undefined;
     const buyer = await s.signer.sign({ tenantId: FAULT_TENANT, userId: 'while-away', scope: 'buyer' });
     const started = Date.now();
-    const away = await fetch(`${s.proc.api}/v1/orders`, { method: 'POST', headers: { authorization: `Bearer ${buyer}`, 'idempotency-key': 'away-1', 'content-type': 'application/json' }, body: '{"sku":"hot"}' });
+    const away = await fetch(`${s.proc.api}/v1/orders`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${buyer}`, 'idempotency-key': 'away-1', 'content-type': 'application/json' },
+      body: '{"sku":"hot"}',
+    });
     expect(Date.now() - started).toBeLessThan(6_000);
-    expect([away.status, away.headers.get('retry-after'), ((await away.json()) as { code: string }).code]).toEqual([503, '1', 'UNAVAILABLE']);
+    expect([away.status, away.headers.get('retry-after'), ((await away.json()) as { code: string }).code]).toEqual([
+      503,
+      '1',
+      'UNAVAILABLE',
+    ]);
     expect((await fetch(`${s.proc.api}/readyz`)).status).toBe(503);
     expect(s.alive()).toBe(true);
 

@@ -35,24 +35,40 @@ describe('embedded PostgreSQL supervised', () => {
     const call = async (method: string, url: string, token: string, body?: unknown, key?: string) => {
       const response = await fetch(`${api}${url}`, {
         method,
-        headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}), ...(key ? { 'idempotency-key': key } : {}) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body ? { 'content-type': 'application/json' } : {}),
+          ...(key ? { 'idempotency-key': key } : {}),
+        },
         body: body ? JSON.stringify(body) : undefined,
         signal: AbortSignal.timeout(15_000),
       });
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     };
-    expect((await call('POST', '/v1/admin/skus', admin, { sku: 'tee', name: 'Tee', price: 1990, stock: 5 })).status).toBe(201);
+    expect(
+      (await call('POST', '/v1/admin/skus', admin, { sku: 'tee', name: 'Tee', price: 1990, stock: 5 })).status,
+    ).toBe(201);
     const first = await call('POST', '/v1/orders', buyer, { sku: 'tee' }, 'k1');
     expect(first.status).toBe(201);
 
     const postmaster = Number((await readFile(path.join(dir, '.flashpay/pg/postmaster.pid'), 'utf8')).split('\n')[0]);
     process.kill(postmaster, 'SIGKILL');
-    await eventually(async () => (await fetch(`${api}/readyz`)).status, (status) => status === 503, 10_000);
-    await eventually(async () => (await fetch(`${api}/readyz`)).status, (status) => status === 200, 60_000);
+    await eventually(
+      async () => (await fetch(`${api}/readyz`)).status,
+      (status) => status === 503,
+      10_000,
+    );
+    await eventually(
+      async () => (await fetch(`${api}/readyz`)).status,
+      (status) => status === 200,
+      60_000,
+    );
 
     expect(current.child.exitCode).toBeNull();
     expect(current.stderr()).toMatch(/embedded PostgreSQL exited \(SIGKILL\); restarting it/);
-    expect((await call('GET', `/v1/orders/${String(first.body.order_id)}`, buyer)).body).toMatchObject({ status: 'CREATED' });
+    expect((await call('GET', `/v1/orders/${String(first.body.order_id)}`, buyer)).body).toMatchObject({
+      status: 'CREATED',
+    });
     expect((await call('POST', '/v1/orders', buyer, { sku: 'tee' }, 'k2')).status).toBe(201);
     current.child.kill('SIGTERM');
     expect(await waitForExit(current.child)).toBe(0);

@@ -33,23 +33,45 @@ interface Reply {
   retryAfter: string | null;
 }
 
-async function send(options: LoadOptions, path: string, token: string, key: string, body?: unknown): Promise<Reply | 'HUNG' | 'NO_ANSWER'> {
+async function send(
+  options: LoadOptions,
+  path: string,
+  token: string,
+  key: string,
+  body?: unknown,
+): Promise<Reply | 'HUNG' | 'NO_ANSWER'> {
   try {
     const response = await fetch(`${options.api}${path}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'idempotency-key': key, ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        'idempotency-key': key,
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
       body: body ? JSON.stringify(body) : undefined,
       signal: AbortSignal.timeout(options.deadlineMs),
     });
     const text = await response.text();
-    return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, replayed: response.headers.get('idempotent-replayed'), retryAfter: response.headers.get('retry-after') };
+    return {
+      status: response.status,
+      body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+      replayed: response.headers.get('idempotent-replayed'),
+      retryAfter: response.headers.get('retry-after'),
+    };
   } catch (error) {
     return (error as Error).name === 'TimeoutError' ? 'HUNG' : 'NO_ANSWER';
   }
 }
 
 /** One keyed request, retried with the same key while it is answered 503; checks each 503 tells the truth. */
-async function keyed(options: LoadOptions, report: LoadReport, path: string, token: string, key: string, body?: unknown): Promise<Reply | undefined> {
+async function keyed(
+  options: LoadOptions,
+  report: LoadReport,
+  path: string,
+  token: string,
+  key: string,
+  body?: unknown,
+): Promise<Reply | undefined> {
   let nothingExecuted = false;
   for (let attempt = 0; attempt < (options.maxTries ?? 60); attempt++) {
     const reply = await send(options, path, token, key, body);
@@ -69,14 +91,22 @@ async function keyed(options: LoadOptions, report: LoadReport, path: string, tok
     }
     if (reply.status >= 500) report.violations.push(`${path} ${key}: ${reply.status} ${JSON.stringify(reply.body)}`);
     // "Nothing was executed" was a promise: the retry must execute afresh, not replay.
-    if (nothingExecuted && reply.replayed === 'true') report.violations.push(`${path} ${key}: 503 said nothing executed, the retry replayed ${reply.status}`);
+    if (nothingExecuted && reply.replayed === 'true')
+      report.violations.push(`${path} ${key}: 503 said nothing executed, the retry replayed ${reply.status}`);
     return reply;
   }
   return undefined;
 }
 
 export function startLoad(options: LoadOptions): { stop(): Promise<LoadReport>; report: LoadReport } {
-  const report: LoadReport = { created: new Map(), paid: new Map(), answers: 0, unavailable: 0, unknownOutcome: 0, violations: [] };
+  const report: LoadReport = {
+    created: new Map(),
+    paid: new Map(),
+    answers: 0,
+    unavailable: 0,
+    unknownOutcome: 0,
+    violations: [],
+  };
   let stopped = false;
   const worker = async (w: number) => {
     for (let i = 0; !stopped; i++) {
@@ -101,11 +131,18 @@ export function startLoad(options: LoadOptions): { stop(): Promise<LoadReport>; 
 }
 
 /** Resolves once `n` more answers arrived (progress of the load, never a bare sleep). */
-export async function answersGrow(report: LoadReport, n: number, alive: () => boolean, timeoutMs = 45_000, why: () => string = () => ''): Promise<void> {
+export async function answersGrow(
+  report: LoadReport,
+  n: number,
+  alive: () => boolean,
+  timeoutMs = 45_000,
+  why: () => string = () => '',
+): Promise<void> {
   const target = report.answers + n;
   const deadline = Date.now() + timeoutMs;
   while (report.answers < target) {
-    if (!alive()) throw new Error(`the process died under load after ${report.answers} answers:\n${why().slice(-4000)}`);
+    if (!alive())
+      throw new Error(`the process died under load after ${report.answers} answers:\n${why().slice(-4000)}`);
     if (Date.now() > deadline) throw new Error(`load made no progress: ${report.answers}/${target} answers`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

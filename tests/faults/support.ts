@@ -24,10 +24,18 @@ export interface FaultStack {
 }
 
 /** `db` defaults to a fresh database on the suite's server; a test that restarts its own server passes one there. */
-export async function startFaultStack(options: { env?: NodeJS.ProcessEnv; args?: string[]; db?: TestDatabase } = {}): Promise<FaultStack> {
+export async function startFaultStack(
+  options: { env?: NodeJS.ProcessEnv; args?: string[]; db?: TestDatabase } = {},
+): Promise<FaultStack> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-fault-'));
   const db = options.db ?? (await freshDatabase({ poolSize: 4 }));
-  const env: NodeJS.ProcessEnv = { ...process.env, FLASHPAY_JWT_SECRET: FAULT_JWT, FLASHPAY_LOG_LEVEL: 'warn', DATABASE_URL: db.url, ...options.env };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    FLASHPAY_JWT_SECRET: FAULT_JWT,
+    FLASHPAY_LOG_LEVEL: 'warn',
+    DATABASE_URL: db.url,
+    ...options.env,
+  };
   const proc = await spawnStart(dir, env, ['--control', ...(options.args ?? [])]);
   const signer = tokenSigner(FAULT_JWT);
   const admin = await signer.sign({ tenantId: FAULT_TENANT, userId: 'ops', scope: 'admin' });
@@ -76,7 +84,10 @@ export async function adminSql<T>(fn: (client: pg.Client) => Promise<T>, url = i
 /** What a PostgreSQL restart, a failover or an idle-session killer does to every connection. */
 export async function terminateBackends(databases: string[], url?: string): Promise<number> {
   return adminSql(async (client) => {
-    const result = await client.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ANY($1) AND pid <> pg_backend_pid()`, [databases]);
+    const result = await client.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ANY($1) AND pid <> pg_backend_pid()`,
+      [databases],
+    );
     return result.rowCount ?? 0;
   }, url);
 }
@@ -87,7 +98,11 @@ export async function convergeClean(stack: FaultStack, timeoutMs = 60_000) {
     async () => {
       await stack.adminCall('POST', '/v1/admin/recovery/run', { stale_after_ms: 1_000 });
       await stack.adminCall('POST', '/v1/admin/outbox/drain');
-      return (await stack.adminCall('GET', '/v1/admin/reconciliation')).body as { ok: boolean; pending: number; mismatches: unknown[] };
+      return (await stack.adminCall('GET', '/v1/admin/reconciliation')).body as {
+        ok: boolean;
+        pending: number;
+        mismatches: unknown[];
+      };
     },
     (report) => report?.ok === true && report.pending === 0,
     timeoutMs,
@@ -95,8 +110,15 @@ export async function convergeClean(stack: FaultStack, timeoutMs = 60_000) {
 }
 
 /** Every order a client was told about is in the database as it was told. */
-export async function answeredMatchDatabase(db: TestDatabase, created: Map<string, string>, paid: Map<string, string>): Promise<string[]> {
-  const rows = await db.pool.query<{ order_id: string; status: string }>('SELECT order_id, status FROM orders WHERE order_id = ANY($1)', [[...created.keys()]]);
+export async function answeredMatchDatabase(
+  db: TestDatabase,
+  created: Map<string, string>,
+  paid: Map<string, string>,
+): Promise<string[]> {
+  const rows = await db.pool.query<{ order_id: string; status: string }>(
+    'SELECT order_id, status FROM orders WHERE order_id = ANY($1)',
+    [[...created.keys()]],
+  );
   const status = new Map(rows.rows.map((r) => [r.order_id, r.status]));
   const wrong: string[] = [];
   for (const id of created.keys()) if (!status.has(id)) wrong.push(`${id}: answered 201, not in the database`);
@@ -112,10 +134,33 @@ export async function answeredMatchDatabase(db: TestDatabase, created: Map<strin
 export async function simConverges(stack: FaultStack, seed: number): Promise<{ code: number | null; output: string }> {
   const { spawn } = await import('node:child_process');
   const { BIN } = await import('../support/process.ts');
-  const child = spawn(process.execPath, [BIN, 'sim', '--seed', String(seed), '--orders', '12', '--stock', '10', '--late', '4', '--mix', 'decline=2,lost=3,linger=2,nopay=1,expire=0', '--refund-timeouts', '0', '--api', stack.proc.api, '--channel', stack.proc.channel], {
-    env: { ...process.env, FLASHPAY_JWT_SECRET: FAULT_JWT },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      'sim',
+      '--seed',
+      String(seed),
+      '--orders',
+      '12',
+      '--stock',
+      '10',
+      '--late',
+      '4',
+      '--mix',
+      'decline=2,lost=3,linger=2,nopay=1,expire=0',
+      '--refund-timeouts',
+      '0',
+      '--api',
+      stack.proc.api,
+      '--channel',
+      stack.proc.channel,
+    ],
+    {
+      env: { ...process.env, FLASHPAY_JWT_SECRET: FAULT_JWT },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -16,7 +16,10 @@ describe('errors that tell the truth', () => {
     proxy = await startProxy({ host: target.hostname, port: Number(target.port) });
     const pool = createPool(proxy.url(real.url), 10, 1_000);
     // The service reaches its database through the proxy; the test reads it directly.
-    s = await startPaymentStack({ db: { ...real, pool, drop: async () => undefined }, config: { payTimeoutMs: 5_000 } });
+    s = await startPaymentStack({
+      db: { ...real, pool, drop: async () => undefined },
+      config: { payTimeoutMs: 5_000 },
+    });
   });
   afterAll(async () => {
     await s.close();
@@ -28,9 +31,17 @@ describe('errors that tell the truth', () => {
   it('T-01: the database goes away while the charge is at the provider: the pay is answered UNKNOWN, then converges to PAID', async () => {
     await createSku(s, { sku: 't1', stock: 2 });
     const o = await s.buy('t1-user', 't1');
-    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 800 });
+    await s.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: o.orderId,
+      ms: 800,
+    });
     const paying = s.pay(o.token, o.orderId, 't1-pay');
-    await eventually(() => s.chargeRequests(o.orderId), (n) => n === 1);
+    await eventually(
+      () => s.chargeRequests(o.orderId),
+      (n) => n === 1,
+    );
     proxy.cut();
     const answer = await paying;
     expect([answer.status, answer.body]).toEqual([200, { order_id: o.orderId, status: 'UNKNOWN' }]);
@@ -38,7 +49,10 @@ describe('errors that tell the truth', () => {
 
     expect(await s.control('GET', `/charges/${o.orderId}`)).toMatchObject({ status: 'CHARGED' });
     s.clock.advance(60_000);
-    await eventually(async () => (await s.recover(5_000)).body.resolved?.PAID ?? 0, (n) => n === 1);
+    await eventually(
+      async () => (await s.recover(5_000)).body.resolved?.PAID ?? 0,
+      (n) => n === 1,
+    );
     const view = await s.order(o.orderId);
     expect([view.status, view.reservation.status]).toEqual(['PAID', 'CONFIRMED']);
   });
@@ -47,11 +61,24 @@ describe('errors that tell the truth', () => {
     await createSku(s, { sku: 't2', stock: 2 });
     const token = await s.token('tenant-a', 't2-user');
     proxy.cut();
-    const away = await s.call('POST', '/v1/orders', { token, body: { sku: 't2' }, headers: { 'idempotency-key': 't2-key' } });
-    expect([away.status, away.headers.get('retry-after'), away.body.code, away.body.outcome]).toEqual([503, '1', 'UNAVAILABLE', undefined]);
+    const away = await s.call('POST', '/v1/orders', {
+      token,
+      body: { sku: 't2' },
+      headers: { 'idempotency-key': 't2-key' },
+    });
+    expect([away.status, away.headers.get('retry-after'), away.body.code, away.body.outcome]).toEqual([
+      503,
+      '1',
+      'UNAVAILABLE',
+      undefined,
+    ]);
     expect(away.body.detail).toMatch(/nothing was executed/);
     proxy.restore();
-    const retry = await s.call('POST', '/v1/orders', { token, body: { sku: 't2' }, headers: { 'idempotency-key': 't2-key' } });
+    const retry = await s.call('POST', '/v1/orders', {
+      token,
+      body: { sku: 't2' },
+      headers: { 'idempotency-key': 't2-key' },
+    });
     expect([retry.status, retry.headers.get('idempotent-replayed')]).toEqual([201, 'false']);
     const counts = await real.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM orders WHERE sku = 't2'`);
     expect(counts.rows[0]?.n).toBe(1);

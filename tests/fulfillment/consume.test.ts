@@ -6,7 +6,13 @@ import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { effectCounts, shipCounts } from '../support/outbox-fixtures.ts';
 
 function event(eventId: string, orderId: string, eventType: string, version: number): OutboxEvent {
-  return { event_id: eventId, order_id: orderId, event_type: eventType, order_version: version, payload: { order_id: orderId } };
+  return {
+    event_id: eventId,
+    order_id: orderId,
+    event_type: eventType,
+    order_version: version,
+    payload: { order_id: orderId },
+  };
 }
 
 // The consumer's two checks (inbox, monotonic version) turn at-least-once delivery into effects
@@ -29,7 +35,13 @@ describe('fulfillment consume', () => {
     expect(await effectCounts(db.pool, 'cons')).toEqual({ APPLIED: 2, DUPLICATE: 1, STALE: 2 });
 
     const view = await fulfillmentAdminView(db.pool, 'cons-a');
-    expect(view).toMatchObject({ order_id: 'cons-a', ship_count: 1, last_version: 7, last_event_type: 'ORDER_REFUNDED', failed_arrivals: 0 });
+    expect(view).toMatchObject({
+      order_id: 'cons-a',
+      ship_count: 1,
+      last_version: 7,
+      last_event_type: 'ORDER_REFUNDED',
+      failed_arrivals: 0,
+    });
     expect(view?.arrivals.map((a) => [a.event_id, a.event_type, a.version, a.effect])).toEqual([
       ['101', 'ORDER_PAID', 4, 'APPLIED'],
       ['101', 'ORDER_PAID', 4, 'DUPLICATE'],
@@ -46,7 +58,9 @@ describe('fulfillment consume', () => {
   });
 
   it('of 16 simultaneous copies of one event exactly one is APPLIED (the inbox key decides)', async () => {
-    const effects = await Promise.all(Array.from({ length: 16 }, () => consume(db.pool, event('301', 'race-a', 'ORDER_PAID', 4))));
+    const effects = await Promise.all(
+      Array.from({ length: 16 }, () => consume(db.pool, event('301', 'race-a', 'ORDER_PAID', 4))),
+    );
     expect(effects.filter((e) => e === 'APPLIED')).toHaveLength(1);
     expect(effects.filter((e) => e === 'DUPLICATE')).toHaveLength(15);
     expect(await shipCounts(db.pool, 'race')).toEqual({ 'race-a': 1 });
@@ -56,13 +70,19 @@ describe('fulfillment consume', () => {
     // A trigger stands in for a storage fault inside the effect transaction.
     await db.pool.query(`CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.order_id = 'boom-a' THEN RAISE EXCEPTION 'simulated storage fault'; END IF; RETURN NEW; END $$`);
-    await db.pool.query(`CREATE TRIGGER boom BEFORE INSERT OR UPDATE ON fulfillment FOR EACH ROW EXECUTE FUNCTION boom()`);
+    await db.pool.query(
+      `CREATE TRIGGER boom BEFORE INSERT OR UPDATE ON fulfillment FOR EACH ROW EXECUTE FUNCTION boom()`,
+    );
     await expect(consume(db.pool, event('401', 'boom-a', 'ORDER_PAID', 4))).rejects.toThrow(/simulated storage fault/);
     expect(await effectCounts(db.pool, 'boom')).toEqual({ ERROR: 1 });
     expect((await db.pool.query(`SELECT 1 FROM ful_inbox WHERE event_id = '401'`)).rowCount).toBe(0);
 
     await db.pool.query(`DROP TRIGGER boom ON fulfillment`);
     expect(await consume(db.pool, event('401', 'boom-a', 'ORDER_PAID', 4))).toBe('APPLIED'); // the retry applies it
-    expect(await fulfillmentAdminView(db.pool, 'boom-a')).toMatchObject({ ship_count: 1, failed_arrivals: 1, arrivals: [{ event_id: '401', effect: 'APPLIED' }] });
+    expect(await fulfillmentAdminView(db.pool, 'boom-a')).toMatchObject({
+      ship_count: 1,
+      failed_arrivals: 1,
+      arrivals: [{ event_id: '401', effect: 'APPLIED' }],
+    });
   });
 });

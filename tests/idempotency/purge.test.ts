@@ -28,7 +28,9 @@ describe('idempotency key purge', () => {
     const rate = Math.round(purged / ((Date.now() - started) / 1000));
     console.log(`purge: ${purged} keys at ${rate} keys/s`);
     expect(purged).toBe(60_000);
-    const left = await db.pool.query<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM idempotency_keys GROUP BY state ORDER BY state');
+    const left = await db.pool.query<{ state: string; n: number }>(
+      'SELECT state, count(*)::int AS n FROM idempotency_keys GROUP BY state ORDER BY state',
+    );
     expect(left.rows).toEqual([
       { state: 'DONE', n: 500 },
       { state: 'PROCESSING', n: 50 },

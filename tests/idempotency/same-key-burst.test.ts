@@ -27,7 +27,15 @@ describe('same-key waiters and the pool', () => {
     await blocker.query(`BEGIN; SELECT 1 FROM skus WHERE sku = 'stuck' FOR UPDATE`);
     const first = placeOrder(s, alice, 'same', { sku: 'stuck' });
     // The first is inside its transaction, queued on the SKU row.
-    await eventually(async () => (await blocker.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`)).rows[0]?.n ?? 0, (n) => n >= 1);
+    await eventually(
+      async () =>
+        (
+          await blocker.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+          )
+        ).rows[0]?.n ?? 0,
+      (n) => n >= 1,
+    );
     const retries = Array.from({ length: 30 }, () => placeOrder(s, alice, 'same', { sku: 'stuck' }));
     const other = await placeOrder(s, bob, 'bob-1', { sku: 'free' });
     expect(other.status).toBe(201);

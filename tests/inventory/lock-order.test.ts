@@ -57,7 +57,9 @@ describe('lock order on the hot SKU', () => {
     expect((await retries('40P01')) - deadlocksBefore).toBe(0);
     const sku = await skuCounters(s, 'hot');
     expect(sku.total).toBe(sku.available + sku.held + sku.confirmed);
-    const sums = await s.db.pool.query<{ status: string; q: number }>(`SELECT status, sum(quantity)::int AS q FROM reservations WHERE sku = 'hot' GROUP BY status`);
+    const sums = await s.db.pool.query<{ status: string; q: number }>(
+      `SELECT status, sum(quantity)::int AS q FROM reservations WHERE sku = 'hot' GROUP BY status`,
+    );
     const by = Object.fromEntries(sums.rows.map((r) => [r.status, r.q]));
     expect([sku.held, sku.released, sku.confirmed]).toEqual([by.HELD ?? 0, by.RELEASED ?? 0, by.CONFIRMED ?? 0]);
     const holdings = await s.db.pool.query<{ user_id: string; quantity: number; expected: number }>(

@@ -33,7 +33,12 @@ describe('bad input', () => {
   afterAll(async () => stack.close());
 
   const cases: Array<[string, () => Promise<HttpResult>, number, string]> = [
-    ['missing key', () => stack.call('POST', '/v1/orders', { token: buyer, body: { sku: 'bi' } }), 400, 'IDEMPOTENCY_KEY_MISSING'],
+    [
+      'missing key',
+      () => stack.call('POST', '/v1/orders', { token: buyer, body: { sku: 'bi' } }),
+      400,
+      'IDEMPOTENCY_KEY_MISSING',
+    ],
     ['oversized key', () => placeOrder(stack, buyer, 'k'.repeat(256), { sku: 'bi' }), 400, 'IDEMPOTENCY_KEY_INVALID'],
     ['key with a space', () => placeOrder(stack, buyer, 'has space', { sku: 'bi' }), 400, 'IDEMPOTENCY_KEY_INVALID'],
     ['non-ASCII key', () => placeOrder(stack, buyer, 'cl\u00e9', { sku: 'bi' }), 400, 'IDEMPOTENCY_KEY_INVALID'],
@@ -43,15 +48,65 @@ describe('bad input', () => {
     ['quantity as a string', () => placeOrder(stack, buyer, 'qs', { sku: 'bi', quantity: '1' }), 400, 'VALIDATION'],
     ['unknown field', () => placeOrder(stack, buyer, 'uf', { sku: 'bi', price: 1 }), 400, 'VALIDATION'],
     ['missing sku', () => placeOrder(stack, buyer, 'ms', {}), 400, 'VALIDATION'],
-    ['malformed JSON', () => stack.call('POST', '/v1/orders', { token: buyer, rawBody: '{"sku": ', headers: { 'idempotency-key': 'mj' } }), 400, 'VALIDATION'],
-    ['oversized body', () => stack.call('POST', '/v1/orders', { token: buyer, rawBody: JSON.stringify({ sku: 'x'.repeat(40_000) }), headers: { 'idempotency-key': 'big' } }), 413, 'PAYLOAD_TOO_LARGE'],
-    ['no token', () => stack.call('POST', '/v1/orders', { body: { sku: 'bi' }, headers: { 'idempotency-key': 'nt' } }), 401, 'UNAUTHENTICATED'],
-    ['token signed with another secret', async () => placeOrder(stack, await tokenSigner('another-secret-of-at-least-32-bytes-length').sign({ tenantId: TENANT, userId: 'alice', scope: 'buyer' }), 'ws', { sku: 'bi' }), 401, 'UNAUTHENTICATED'],
+    [
+      'malformed JSON',
+      () =>
+        stack.call('POST', '/v1/orders', { token: buyer, rawBody: '{"sku": ', headers: { 'idempotency-key': 'mj' } }),
+      400,
+      'VALIDATION',
+    ],
+    [
+      'oversized body',
+      () =>
+        stack.call('POST', '/v1/orders', {
+          token: buyer,
+          rawBody: JSON.stringify({ sku: 'x'.repeat(40_000) }),
+          headers: { 'idempotency-key': 'big' },
+        }),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    ],
+    [
+      'no token',
+      () => stack.call('POST', '/v1/orders', { body: { sku: 'bi' }, headers: { 'idempotency-key': 'nt' } }),
+      401,
+      'UNAUTHENTICATED',
+    ],
+    [
+      'token signed with another secret',
+      async () =>
+        placeOrder(
+          stack,
+          await tokenSigner('another-secret-of-at-least-32-bytes-length').sign({
+            tenantId: TENANT,
+            userId: 'alice',
+            scope: 'buyer',
+          }),
+          'ws',
+          { sku: 'bi' },
+        ),
+      401,
+      'UNAUTHENTICATED',
+    ],
     ['garbage token', () => placeOrder(stack, 'not.a.jwt', 'gt', { sku: 'bi' }), 401, 'UNAUTHENTICATED'],
     ['expired token', async () => placeOrder(stack, await expiredToken(), 'et', { sku: 'bi' }), 401, 'UNAUTHENTICATED'],
-    ['buyer on an admin route', () => stack.call('POST', '/v1/admin/skus', { token: buyer, body: { sku: 'z', name: 'z', price: 1, stock: 1 } }), 403, 'FORBIDDEN'],
+    [
+      'buyer on an admin route',
+      () => stack.call('POST', '/v1/admin/skus', { token: buyer, body: { sku: 'z', name: 'z', price: 1, stock: 1 } }),
+      403,
+      'FORBIDDEN',
+    ],
     ['buyer on the expiry route', () => stack.call('POST', '/v1/admin/expiry/run', { token: buyer }), 403, 'FORBIDDEN'],
-    ['negative SKU price', async () => stack.call('POST', '/v1/admin/skus', { token: await stack.token(TENANT, 'ops', 'admin'), body: { sku: 'neg', name: 'n', price: -1, stock: 1 } }), 400, 'VALIDATION'],
+    [
+      'negative SKU price',
+      async () =>
+        stack.call('POST', '/v1/admin/skus', {
+          token: await stack.token(TENANT, 'ops', 'admin'),
+          body: { sku: 'neg', name: 'n', price: -1, stock: 1 },
+        }),
+      400,
+      'VALIDATION',
+    ],
     ['unknown route', () => stack.call('GET', '/v1/nothing', { token: buyer }), 404, 'NOT_FOUND'],
   ];
 
@@ -68,8 +123,16 @@ describe('bad input', () => {
     const otherTenant = await stack.token('tenant-z', 'alice');
     for (const token of [mallory, otherTenant]) {
       expectProblem(await stack.call('GET', `/v1/orders/${mine.body.order_id}`, { token }), 404, 'ORDER_NOT_FOUND');
-      expectProblem(await stack.call('GET', `/v1/orders/${mine.body.order_id}/timeline`, { token }), 404, 'ORDER_NOT_FOUND');
-      expectProblem(await stack.call('POST', `/v1/orders/${mine.body.order_id}/cancel`, { token }), 404, 'ORDER_NOT_FOUND');
+      expectProblem(
+        await stack.call('GET', `/v1/orders/${mine.body.order_id}/timeline`, { token }),
+        404,
+        'ORDER_NOT_FOUND',
+      );
+      expectProblem(
+        await stack.call('POST', `/v1/orders/${mine.body.order_id}/cancel`, { token }),
+        404,
+        'ORDER_NOT_FOUND',
+      );
     }
     expectProblem(await stack.call('GET', '/v1/orders/ord_doesnotexist', { token: buyer }), 404, 'ORDER_NOT_FOUND');
     expect(await snapshot()).toBe(before);

@@ -13,7 +13,9 @@ describe('creating orders under contention', () => {
     // Proves the conditional decrement never oversells and a sold-out buyer leaves no order row.
     await createSku(stack, { sku: 'hot-1', stock: 10 });
     const answers = await Promise.all(
-      Array.from({ length: 40 }, async (_, i) => placeOrder(stack, await stack.token(TENANT, `buyer-${i}`), `k-${i}`, { sku: 'hot-1' })),
+      Array.from({ length: 40 }, async (_, i) =>
+        placeOrder(stack, await stack.token(TENANT, `buyer-${i}`), `k-${i}`, { sku: 'hot-1' }),
+      ),
     );
     expect(answers.filter((a) => a.status === 201)).toHaveLength(10);
     const refused = answers.filter((a) => a.status === 409);
@@ -30,7 +32,9 @@ describe('creating orders under contention', () => {
     // Proves the per-user limit holds under concurrency, not just sequentially.
     await createSku(stack, { sku: 'limited', stock: 100, per_user_limit: 2 });
     const token = await stack.token(TENANT, 'greedy');
-    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => placeOrder(stack, token, `g-${i}`, { sku: 'limited' })));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => placeOrder(stack, token, `g-${i}`, { sku: 'limited' })),
+    );
     expect(answers.filter((a) => a.status === 201)).toHaveLength(2);
     expect(answers.filter((a) => a.status === 409 && a.body.code === 'USER_LIMIT')).toHaveLength(8);
     expect(await countRows(stack.db, 'orders', 'sku = $1 AND user_id = $2', ['limited', 'greedy'])).toBe(2);
@@ -41,7 +45,9 @@ describe('creating orders under contention', () => {
     // Proves the unique key decides: one executes, fifteen wait and replay it byte for byte.
     await createSku(stack, { sku: 'same-key', stock: 50 });
     const token = await stack.token(TENANT, 'retrier');
-    const answers = await Promise.all(Array.from({ length: 16 }, () => placeOrder(stack, token, 'one-key', { sku: 'same-key', quantity: 1 })));
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, () => placeOrder(stack, token, 'one-key', { sku: 'same-key', quantity: 1 })),
+    );
     expect(new Set(answers.map((a) => a.status))).toEqual(new Set([201]));
     expect(new Set(answers.map((a) => a.text)).size).toBe(1);
     expect(new Set(answers.map((a) => a.headers.get('location'))).size).toBe(1);
@@ -66,7 +72,11 @@ describe('creating orders under contention', () => {
     expect(await countRows(stack.db, 'orders', 'sku = $1', ['reuse'])).toBe(1);
     expect(await skuCounters(stack, 'reuse')).toMatchObject({ available: 9, held: 1 });
     // key order and whitespace do not matter: the same request is a replay
-    const again = await stack.call('POST', '/v1/orders', { token, rawBody: '{ "quantity": 1,  "sku": "reuse" }', headers: { 'idempotency-key': 'reused-key' } });
+    const again = await stack.call('POST', '/v1/orders', {
+      token,
+      rawBody: '{ "quantity": 1,  "sku": "reuse" }',
+      headers: { 'idempotency-key': 'reused-key' },
+    });
     expect(again.status).toBe(201);
     expect(again.text).toBe(first.text);
     expect(again.headers.get('idempotent-replayed')).toBe('true');

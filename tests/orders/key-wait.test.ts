@@ -23,7 +23,11 @@ describe('waiting on a key, or on a busy database', () => {
         [TENANT, requestDigest('create_order', {}, { sku: 'w', quantity: 1 })],
       );
       const second = await placeOrder(stack, token, 'slow', { sku: 'w' });
-      expect([second.status, second.body.code, second.headers.get('retry-after')]).toEqual([409, 'REQUEST_IN_PROGRESS', '1']);
+      expect([second.status, second.body.code, second.headers.get('retry-after')]).toEqual([
+        409,
+        'REQUEST_IN_PROGRESS',
+        '1',
+      ]);
       expect(await countRows(stack.db, 'orders')).toBe(0);
       await first.query('ROLLBACK');
     } finally {

@@ -32,7 +32,9 @@ describe('order lifecycle, reservations and the guarded state machine', () => {
       [null, 'CREATED'],
       ['CREATED', 'CANCELLED'],
     ]);
-    expect(await countRows(stack.db, 'outbox', "order_id = $1 AND event_type = 'ORDER_CANCELLED'", [order.body.order_id])).toBe(1);
+    expect(
+      await countRows(stack.db, 'outbox', "order_id = $1 AND event_type = 'ORDER_CANCELLED'", [order.body.order_id]),
+    ).toBe(1);
   });
 
   it('the expiry sweep releases only HELD reservations past expires_at', async () => {
@@ -48,7 +50,8 @@ describe('order lifecycle, reservations and the guarded state machine', () => {
     stack.clock.advance(31_000); // the first two are now past their expiry, the third is not
     const swept = await stack.call('POST', '/v1/admin/expiry/run', { token: admin });
     expect(swept.body).toEqual({ released: 1 });
-    const status = async (id: string) => (await stack.call('GET', `/v1/orders/${id}`, { token })).body.reservation.status;
+    const status = async (id: string) =>
+      (await stack.call('GET', `/v1/orders/${id}`, { token })).body.reservation.status;
     expect(await status(old.body.order_id)).toBe('RELEASED');
     expect(await status(confirmedEarly.body.order_id)).toBe('CONFIRMED');
     expect(await status(fresh.body.order_id)).toBe('HELD');
@@ -62,12 +65,16 @@ describe('order lifecycle, reservations and the guarded state machine', () => {
     const token = await stack.token(TENANT, 'g');
     const order = await placeOrder(stack, token, 'guard-1', { sku: 'guard' });
     const id = order.body.order_id;
-    const refused = await inTx(stack.db.pool, (tx) => transition(tx, id, 'PAYING', 'UNKNOWN', 'stale caller', stack.clock.now()));
+    const refused = await inTx(stack.db.pool, (tx) =>
+      transition(tx, id, 'PAYING', 'UNKNOWN', 'stale caller', stack.clock.now()),
+    );
     expect(refused.ok).toBe(false);
     const row = await stack.db.pool.query('SELECT status, version FROM orders WHERE order_id = $1', [id]);
     expect(row.rows[0]).toEqual({ status: 'CREATED', version: 1 });
     expect(await countRows(stack.db, 'order_transitions', 'order_id = $1', [id])).toBe(1);
-    await expect(inTx(stack.db.pool, (tx) => transition(tx, id, 'CREATED', 'REFUNDED', 'not in the machine', stack.clock.now()))).rejects.toThrow(/not in the state machine/);
+    await expect(
+      inTx(stack.db.pool, (tx) => transition(tx, id, 'CREATED', 'REFUNDED', 'not in the machine', stack.clock.now())),
+    ).rejects.toThrow(/not in the state machine/);
   });
 
   it('reserve is idempotent by key; confirm and release act only on HELD', async () => {
@@ -84,7 +91,14 @@ describe('order lifecycle, reservations and the guarded state machine', () => {
     expect(await inTx(stack.db.pool, (tx) => tryConfirm(tx, TENANT, 'prim/k1', now))).toBe(false);
     expect(await inTx(stack.db.pool, (tx) => tryRelease(tx, TENANT, 'prim/k1', now))).toBe(false);
     const batch = await inTx(stack.db.pool, (tx) =>
-      reserve(tx, [{ ...request, key: 'prim/k2' }, { ...request, key: 'prim/k3' }], now),
+      reserve(
+        tx,
+        [
+          { ...request, key: 'prim/k2' },
+          { ...request, key: 'prim/k3' },
+        ],
+        now,
+      ),
     );
     expect(batch.map((r) => r.outcome)).toEqual(['HELD', 'SOLD_OUT']);
     expect(await skuCounters(stack, 'prim')).toMatchObject({ total: 2, available: 0, held: 1, confirmed: 1 });
@@ -96,14 +110,20 @@ describe('order lifecycle, reservations and the guarded state machine', () => {
     const now = stack.clock.now();
     const work = Array.from({ length: 60 }, async (_, i) => {
       const key = `mix/${i}`;
-      const [r] = await inTx(stack.db.pool, (tx) => reserve(tx, [{ tenantId: TENANT, key, userId: `u${i}`, sku: 'mix', quantity: 1 }], now));
+      const [r] = await inTx(stack.db.pool, (tx) =>
+        reserve(tx, [{ tenantId: TENANT, key, userId: `u${i}`, sku: 'mix', quantity: 1 }], now),
+      );
       if (r?.outcome !== 'HELD') return;
       if (i % 3 === 0) await inTx(stack.db.pool, (tx) => tryConfirm(tx, TENANT, key, now));
       if (i % 3 === 1) await inTx(stack.db.pool, (tx) => tryRelease(tx, TENANT, key, now));
     });
     stack.clock.advance(2000);
     const admin = await stack.token(TENANT, 'ops', 'admin');
-    await Promise.all([...work, stack.call('POST', '/v1/admin/expiry/run', { token: admin }), stack.call('POST', '/v1/admin/expiry/run', { token: admin })]);
+    await Promise.all([
+      ...work,
+      stack.call('POST', '/v1/admin/expiry/run', { token: admin }),
+      stack.call('POST', '/v1/admin/expiry/run', { token: admin }),
+    ]);
     const c = await skuCounters(stack, 'mix');
     expect(c.available + c.held + c.confirmed).toBe(20);
     const held = await countRows(stack.db, 'reservations', "sku = 'mix' AND status = 'HELD'");

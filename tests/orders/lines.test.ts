@@ -21,9 +21,13 @@ describe('orders of several lines with price snapshots (seed 004)', () => {
     const before = await counters('l1a', 'l1b', 'l1c');
     const buyer = await s.token(TENANT, 'l1-user');
     // A first order takes l1c's last unit; the second then finds it short.
-    const refused = await placeOrder(s, buyer, 'l1-key', { lines: [{ sku: 'l1c', quantity: 1 }, { sku: 'l1a' }, { sku: 'l1b', quantity: 2 }] });
+    const refused = await placeOrder(s, buyer, 'l1-key', {
+      lines: [{ sku: 'l1c', quantity: 1 }, { sku: 'l1a' }, { sku: 'l1b', quantity: 2 }],
+    });
     expect(refused.status).toBe(201);
-    const short = await placeOrder(s, buyer, 'l1-key-2', { lines: [{ sku: 'l1b', quantity: 2 }, { sku: 'l1c' }, { sku: 'l1a', quantity: 3 }] });
+    const short = await placeOrder(s, buyer, 'l1-key-2', {
+      lines: [{ sku: 'l1b', quantity: 2 }, { sku: 'l1c' }, { sku: 'l1a', quantity: 3 }],
+    });
     expect([short.status, short.body.code, short.body.sku]).toEqual([409, 'SOLD_OUT', 'l1c']);
     expect(await countRows(s.db, 'orders', "user_id = 'l1-user'")).toBe(1);
     expect(await countRows(s.db, 'reservations', "user_id = 'l1-user'")).toBe(3);
@@ -43,11 +47,18 @@ describe('orders of several lines with price snapshots (seed 004)', () => {
     await createSku(s, { sku: 'l2a', stock: 10, per_user_limit: 5 });
     await createSku(s, { sku: 'l2b', stock: 10, per_user_limit: 1 });
     const buyer = await s.token(TENANT, 'l2-user');
-    const refused = await placeOrder(s, buyer, 'l2-key', { lines: [{ sku: 'l2b', quantity: 2 }, { sku: 'l2a', quantity: 5 }] });
+    const refused = await placeOrder(s, buyer, 'l2-key', {
+      lines: [
+        { sku: 'l2b', quantity: 2 },
+        { sku: 'l2a', quantity: 5 },
+      ],
+    });
     expect([refused.status, refused.body.code, refused.body.sku]).toEqual([409, 'USER_LIMIT', 'l2b']);
     expect(await countRows(s.db, 'user_holdings', "user_id = 'l2-user' AND quantity > 0")).toBe(0);
     expect((await counters('l2a', 'l2b')).map((c) => c.available)).toEqual([10, 10]);
-    expect((await placeOrder(s, buyer, 'l2-ok', { lines: [{ sku: 'l2b' }, { sku: 'l2a', quantity: 5 }] })).status).toBe(201);
+    expect((await placeOrder(s, buyer, 'l2-ok', { lines: [{ sku: 'l2b' }, { sku: 'l2a', quantity: 5 }] })).status).toBe(
+      201,
+    );
     const bad = await Promise.all([
       placeOrder(s, buyer, 'l2-dup', { lines: [{ sku: 'l2a' }, { sku: 'l2a' }] }),
       placeOrder(s, buyer, 'l2-both', { sku: 'l2a', lines: [{ sku: 'l2b' }] }),
@@ -74,12 +85,25 @@ describe('orders of several lines with price snapshots (seed 004)', () => {
         { sku: 'l3b', name: 'Cup', unit_price: 1200, quantity: 1, amount: 1200 },
       ],
     });
-    const patched = await s.call('PATCH', '/v1/admin/skus/l3a', { token: admin, body: { price: 500, name: 'Green tea', add_stock: 5 } });
-    expect(patched.body).toMatchObject({ sku: 'l3a', name: 'Green tea', price: 500, total: 15, available: 12, held: 3 });
+    const patched = await s.call('PATCH', '/v1/admin/skus/l3a', {
+      token: admin,
+      body: { price: 500, name: 'Green tea', add_stock: 5 },
+    });
+    expect(patched.body).toMatchObject({
+      sku: 'l3a',
+      name: 'Green tea',
+      price: 500,
+      total: 15,
+      available: 12,
+      held: 3,
+    });
     const old = await s.call('GET', `/v1/orders/${first.body.order_id}`, { token: buyer });
     expect(old.body).toMatchObject({ amount: 2100, lines: first.body.lines });
     const second = await placeOrder(s, buyer, 'l3-2', { lines: [{ sku: 'l3a', quantity: 3 }] });
-    expect(second.body).toMatchObject({ amount: 1500, lines: [{ sku: 'l3a', name: 'Green tea', unit_price: 500, amount: 1500 }] });
+    expect(second.body).toMatchObject({
+      amount: 1500,
+      lines: [{ sku: 'l3a', name: 'Green tea', unit_price: 500, amount: 1500 }],
+    });
     const refused = await Promise.all([
       s.call('PATCH', '/v1/admin/skus/l3a', { token: admin, body: {} }),
       s.call('PATCH', '/v1/admin/skus/l3a', { token: admin, body: { add_stock: 0 } }),
@@ -97,7 +121,12 @@ describe('orders of several lines with price snapshots (seed 004)', () => {
     await createSku(s, { sku: 'l4b', stock: 10 });
     const buyer = await s.token(TENANT, 'l4-user');
     const first = await placeOrder(s, buyer, 'l4-key', { lines: [{ sku: 'l4a' }, { sku: 'l4b', quantity: 2 }] });
-    const again = await placeOrder(s, buyer, 'l4-key', { lines: [{ sku: 'l4b', quantity: 2 }, { quantity: 1, sku: 'l4a' }] });
+    const again = await placeOrder(s, buyer, 'l4-key', {
+      lines: [
+        { sku: 'l4b', quantity: 2 },
+        { quantity: 1, sku: 'l4a' },
+      ],
+    });
     expect([again.status, again.text, again.headers.get('idempotent-replayed')]).toEqual([201, first.text, 'true']);
     const other = await placeOrder(s, buyer, 'l4-key', { lines: [{ sku: 'l4a', quantity: 2 }, { sku: 'l4b' }] });
     expect([other.status, other.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
@@ -119,7 +148,8 @@ describe('orders of several lines with price snapshots (seed 004)', () => {
     ]).flat();
     const statuses: number[] = [];
     const IN_FLIGHT = 40;
-    for (let i = 0; i < jobs.length; i += IN_FLIGHT) statuses.push(...(await Promise.all(jobs.slice(i, i + IN_FLIGHT).map((job) => job()))).map((r) => r.status));
+    for (let i = 0; i < jobs.length; i += IN_FLIGHT)
+      statuses.push(...(await Promise.all(jobs.slice(i, i + IN_FLIGHT).map((job) => job()))).map((r) => r.status));
     expect(statuses.filter((code) => code !== 201 && code !== 409)).toEqual([]);
     expect(statuses.filter((code) => code === 201)).toHaveLength(150);
     const [a, b] = await counters('l5a', 'l5b');

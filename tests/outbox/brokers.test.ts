@@ -11,7 +11,14 @@ import { createAmqpSink } from '../../src/outbox/sinks/amqp.sink.ts';
 import { createNatsSink } from '../../src/outbox/sinks/nats.sink.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { brokerTest } from './broker-gate.ts';
-import { effectCounts, insertEvent, seedOrder, seedOrdersWithEvents, shipCounts, waitFor } from '../support/outbox-fixtures.ts';
+import {
+  effectCounts,
+  insertEvent,
+  seedOrder,
+  seedOrdersWithEvents,
+  shipCounts,
+  waitFor,
+} from '../support/outbox-fixtures.ts';
 
 const RELAY = { leaseMs: 10_000, batchSize: 10, maxAttempts: 5, backoffBaseMs: 10 };
 
@@ -29,7 +36,12 @@ async function breakOrder(db: TestDatabase, orderId: string): Promise<{ heal(): 
  * effect fails first (the consumer must not ack it; the broker redelivers it), and a copy of an
  * already-consumed event reaches the consumer again and is dropped as DUPLICATE.
  */
-async function endToEnd(db: TestDatabase, prefix: string, sink: Sink, redeliverCopy: (eventJson: string) => Promise<void>): Promise<void> {
+async function endToEnd(
+  db: TestDatabase,
+  prefix: string,
+  sink: Sink,
+  redeliverCopy: (eventJson: string) => Promise<void>,
+): Promise<void> {
   const seeded = await seedOrdersWithEvents(db.pool, prefix, 4, 'PAID');
   await seedOrder(db.pool, { orderId: `${prefix}-bad`, status: 'PAID' });
   await insertEvent(db.pool, `${prefix}-bad`, 'ORDER_PAID', 4);
@@ -41,7 +53,15 @@ async function endToEnd(db: TestDatabase, prefix: string, sink: Sink, redeliverC
   await waitFor(async () => ((await effectCounts(db.pool, prefix)).APPLIED ?? 0) === 5, 'all five applied', 15_000);
 
   const first = seeded[0]!;
-  await redeliverCopy(JSON.stringify({ event_id: first.eventId, order_id: first.orderId, event_type: 'ORDER_PAID', order_version: 4, payload: {} }));
+  await redeliverCopy(
+    JSON.stringify({
+      event_id: first.eventId,
+      order_id: first.orderId,
+      event_type: 'ORDER_PAID',
+      order_version: 4,
+      payload: {},
+    }),
+  );
   await waitFor(async () => (await effectCounts(db.pool, prefix)).DUPLICATE === 1, 'the copy to be dropped');
   expect(await effectCounts(db.pool, prefix)).toMatchObject({ APPLIED: 5, DUPLICATE: 1 });
   expect(Object.values(await shipCounts(db.pool, prefix))).toEqual([1, 1, 1, 1, 1]);
@@ -57,51 +77,66 @@ describe('broker sinks end to end', () => {
 
   // JetStream: the sink resolves on the stream's PubAck with Nats-Msg-Id = event id (the stream
   // drops a re-publish inside its window); the durable consumer acks only after the DB commit.
-  brokerTest('JetStream: relay → stream → durable consumer, each event applied once, duplicates dropped', 'NATS_URL', async (servers) => {
-    const topology = { stream: `FLASHPAY_T_${suffix}`, subjectPrefix: `flashpay.t${suffix}.orders`, durable: `ful-${suffix}` };
-    const admin = await connect({ servers });
-    const sink = await createNatsSink({ servers, topology, duplicateWindowMs: 60_000 });
-    const consumer = await startJetStreamConsumer({ servers, db: db.pool, topology, ackWaitMs: 5_000 });
-    try {
-      await endToEnd(db, 'js', sink, async (copy) => {
-        const event = JSON.parse(copy) as { event_id: string; event_type: string };
-        const js = jetstream(admin);
-        // Within the window the stream itself drops a re-publish with the same Nats-Msg-Id …
-        expect((await js.publish(`${topology.subjectPrefix}.${event.event_type}`, copy, { msgID: event.event_id })).duplicate).toBe(true);
-        // … past it (simulated: no Msg-Id) the copy is stored and reaches the consumer, whose inbox drops it.
-        await js.publish(`${topology.subjectPrefix}.${event.event_type}`, copy);
-      });
-      const info = await (await jetstreamManager(admin)).streams.info(topology.stream);
-      expect(info.state.messages).toBe(6); // 5 events + the one copy sent without Msg-Id
-    } finally {
-      await consumer.stop();
-      await sink.close();
-      await (await jetstreamManager(admin)).streams.delete(topology.stream).catch(() => undefined);
-      await admin.close();
-    }
-  });
+  brokerTest(
+    'JetStream: relay → stream → durable consumer, each event applied once, duplicates dropped',
+    'NATS_URL',
+    async (servers) => {
+      const topology = {
+        stream: `FLASHPAY_T_${suffix}`,
+        subjectPrefix: `flashpay.t${suffix}.orders`,
+        durable: `ful-${suffix}`,
+      };
+      const admin = await connect({ servers });
+      const sink = await createNatsSink({ servers, topology, duplicateWindowMs: 60_000 });
+      const consumer = await startJetStreamConsumer({ servers, db: db.pool, topology, ackWaitMs: 5_000 });
+      try {
+        await endToEnd(db, 'js', sink, async (copy) => {
+          const event = JSON.parse(copy) as { event_id: string; event_type: string };
+          const js = jetstream(admin);
+          // Within the window the stream itself drops a re-publish with the same Nats-Msg-Id …
+          expect(
+            (await js.publish(`${topology.subjectPrefix}.${event.event_type}`, copy, { msgID: event.event_id }))
+              .duplicate,
+          ).toBe(true);
+          // … past it (simulated: no Msg-Id) the copy is stored and reaches the consumer, whose inbox drops it.
+          await js.publish(`${topology.subjectPrefix}.${event.event_type}`, copy);
+        });
+        const info = await (await jetstreamManager(admin)).streams.info(topology.stream);
+        expect(info.state.messages).toBe(6); // 5 events + the one copy sent without Msg-Id
+      } finally {
+        await consumer.stop();
+        await sink.close();
+        await (await jetstreamManager(admin)).streams.delete(topology.stream).catch(() => undefined);
+        await admin.close();
+      }
+    },
+  );
 
   // RabbitMQ: confirm channel, persistent messages, durable exchange and queue, messageId = event
   // id; the consumer acks manually after the DB commit. RabbitMQ has no dedupe, so the consumer's
   // inbox is what drops the second copy.
-  brokerTest('RabbitMQ: relay → confirmed publish → durable queue → consumer, each event applied once, duplicates dropped', 'AMQP_URL', async (url) => {
-    const topology = { exchange: `flashpay.test.${suffix}`, queue: `flashpay.test.${suffix}.fulfillment` };
-    const sink = await createAmqpSink({ url, topology });
-    const consumer = await startAmqpConsumer({ url, db: db.pool, topology });
-    try {
-      await endToEnd(db, 'mq', sink, async (copy) => {
-        await sink.deliver(JSON.parse(copy)); // a relay re-send after a crash: confirmed again, delivered again
-      });
-    } finally {
-      await consumer.stop();
-      await sink.close();
-      const admin = await amqp.connect(url);
-      const channel = await admin.createChannel();
-      await channel.deleteQueue(topology.queue);
-      await channel.deleteExchange(topology.exchange);
-      await admin.close();
-    }
-  });
+  brokerTest(
+    'RabbitMQ: relay → confirmed publish → durable queue → consumer, each event applied once, duplicates dropped',
+    'AMQP_URL',
+    async (url) => {
+      const topology = { exchange: `flashpay.test.${suffix}`, queue: `flashpay.test.${suffix}.fulfillment` };
+      const sink = await createAmqpSink({ url, topology });
+      const consumer = await startAmqpConsumer({ url, db: db.pool, topology });
+      try {
+        await endToEnd(db, 'mq', sink, async (copy) => {
+          await sink.deliver(JSON.parse(copy)); // a relay re-send after a crash: confirmed again, delivered again
+        });
+      } finally {
+        await consumer.stop();
+        await sink.close();
+        const admin = await amqp.connect(url);
+        const channel = await admin.createChannel();
+        await channel.deleteQueue(topology.queue);
+        await channel.deleteExchange(topology.exchange);
+        await admin.close();
+      }
+    },
+  );
   // A confirm alone is not enough: RabbitMQ confirms an unroutable message too. With `mandatory`
   // the broker returns it first, and the sink turns that into a failed delivery (retried, never lost).
   brokerTest('RabbitMQ: an unroutable publish is a failed delivery, not an ack', 'AMQP_URL', async (url) => {
@@ -111,7 +146,13 @@ describe('broker sinks end to end', () => {
     const channel = await admin.createChannel();
     try {
       await channel.unbindQueue(topology.queue, topology.exchange, '#'); // now nothing routes
-      const event = { event_id: '777', order_id: 'mq-unroutable', event_type: 'ORDER_PAID', order_version: 4, payload: {} };
+      const event = {
+        event_id: '777',
+        order_id: 'mq-unroutable',
+        event_type: 'ORDER_PAID',
+        order_version: 4,
+        payload: {},
+      };
       await expect(sink.deliver(event)).rejects.toThrow(/unroutable/);
       await channel.bindQueue(topology.queue, topology.exchange, '#');
       await sink.deliver(event);

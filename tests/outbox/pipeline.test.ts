@@ -7,7 +7,13 @@ import { loadConfig } from '../../src/platform/config.ts';
 import { startEventPipeline } from '../../src/events.pipeline.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { brokerTest } from './broker-gate.ts';
-import { effectCounts, seedOrdersWithEvents, startWebhookConsumer, TEST_SECRET, waitFor } from '../support/outbox-fixtures.ts';
+import {
+  effectCounts,
+  seedOrdersWithEvents,
+  startWebhookConsumer,
+  TEST_SECRET,
+  waitFor,
+} from '../support/outbox-fixtures.ts';
 
 // The wiring `flashpay start` uses: FLASHPAY_OUTBOX_SINK picks the sink and, for a broker, the
 // consumer reading from it; with the relay loop on, a new outbox row reaches fulfillment unaided.
@@ -26,13 +32,27 @@ describe('startEventPipeline (FLASHPAY_OUTBOX_SINK)', () => {
   });
   afterAll(async () => db.drop());
 
-  async function deliversThrough(sink: 'http' | 'nats' | 'amqp', prefix: string, webhookUrl = 'http://127.0.0.1:9/unused'): Promise<void> {
+  async function deliversThrough(
+    sink: 'http' | 'nats' | 'amqp',
+    prefix: string,
+    webhookUrl = 'http://127.0.0.1:9/unused',
+  ): Promise<void> {
     const config = loadConfig({ ...process.env, FLASHPAY_OUTBOX_SINK: sink, FLASHPAY_RELAY_INTERVAL_MS: '10' });
-    const pipeline = await startEventPipeline(config, { db: db.pool, webhookUrl, secret: TEST_SECRET, topology, runRelayLoop: true, onError: () => undefined });
+    const pipeline = await startEventPipeline(config, {
+      db: db.pool,
+      webhookUrl,
+      secret: TEST_SECRET,
+      topology,
+      runRelayLoop: true,
+      onError: () => undefined,
+    });
     try {
       expect(pipeline.consumer === null).toBe(sink === 'http');
       await seedOrdersWithEvents(db.pool, prefix, 3, 'PAID');
-      await waitFor(async () => (await effectCounts(db.pool, prefix)).APPLIED === 3, `3 events applied through ${sink}`);
+      await waitFor(
+        async () => (await effectCounts(db.pool, prefix)).APPLIED === 3,
+        `3 events applied through ${sink}`,
+      );
     } finally {
       await pipeline.stop();
     }

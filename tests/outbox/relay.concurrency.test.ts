@@ -10,7 +10,7 @@ import {
   seedOrder,
   seedOrdersWithEvents,
   shipCounts,
-    TEST_SECRET,
+  TEST_SECRET,
   type WebhookConsumer,
   openConsumer,
 } from '../support/outbox-fixtures.ts';
@@ -33,13 +33,20 @@ describe('relays sharing one outbox', () => {
     const failed = await seedOrdersWithEvents(db.pool, 'c09f', 5, 'FAILED');
     const cancelled = await seedOrdersWithEvents(db.pool, 'c09c', 5, 'CANCELLED');
     const sink = createHttpSink({ url: consumer.url, secret: TEST_SECRET, timeoutMs: 2_000 });
-    const relays = [createRelay({ db: db.pool, sink, owner: 'relay-A', ...RELAY }), createRelay({ db: db.pool, sink, owner: 'relay-B', ...RELAY })];
+    const relays = [
+      createRelay({ db: db.pool, sink, owner: 'relay-A', ...RELAY }),
+      createRelay({ db: db.pool, sink, owner: 'relay-B', ...RELAY }),
+    ];
 
     const results = await Promise.all(relays.map((relay) => relay.drain()));
     expect(results[0]!.delivered + results[1]!.delivered).toBe(40);
     expect(results.every((r) => r.failed === 0)).toBe(true);
 
-    const rows = [...(await outboxRows(db.pool, 'c09')), ...(await outboxRows(db.pool, 'c09f')), ...(await outboxRows(db.pool, 'c09c'))];
+    const rows = [
+      ...(await outboxRows(db.pool, 'c09')),
+      ...(await outboxRows(db.pool, 'c09f')),
+      ...(await outboxRows(db.pool, 'c09c')),
+    ];
     expect(rows).toHaveLength(40);
     expect(rows.every((r) => r.published_at !== null)).toBe(true);
     const byRelay = (owner: string) => rows.filter((r) => r.claimed_by === owner).length;
@@ -59,8 +66,20 @@ describe('relays sharing one outbox', () => {
 
     // Re-deliver an already delivered event, then an older version of a paid order.
     const first = paid[0]!;
-    await sink.deliver({ event_id: first.eventId, order_id: first.orderId, event_type: 'ORDER_PAID', order_version: 4, payload: {} });
-    await sink.deliver({ event_id: '99999', order_id: first.orderId, event_type: 'ORDER_CANCELLED', order_version: 2, payload: {} });
+    await sink.deliver({
+      event_id: first.eventId,
+      order_id: first.orderId,
+      event_type: 'ORDER_PAID',
+      order_version: 4,
+      payload: {},
+    });
+    await sink.deliver({
+      event_id: '99999',
+      order_id: first.orderId,
+      event_type: 'ORDER_CANCELLED',
+      order_version: 2,
+      payload: {},
+    });
     expect(await effectCounts(db.pool, 'c09')).toEqual({ APPLIED: 30, DUPLICATE: 1, STALE: 1 });
     expect(await shipCounts(db.pool, 'c09')).toEqual(ships);
   });
@@ -73,10 +92,13 @@ describe('relays sharing one outbox', () => {
     for (const orderId of orders) await insertEvent(db.pool, orderId, 'ORDER_PAID', 4);
     for (const orderId of orders) await insertEvent(db.pool, orderId, 'ORDER_REFUNDED', 9);
     const sink = recordingSink(8);
-    const relays: Relay[] = ['R1', 'R2', 'R3'].map((owner) => createRelay({ db: db.pool, sink, owner, ...RELAY, batchSize: 4 }));
+    const relays: Relay[] = ['R1', 'R2', 'R3'].map((owner) =>
+      createRelay({ db: db.pool, sink, owner, ...RELAY, batchSize: 4 }),
+    );
 
     // A drain ends when nothing is claimable *now*; later versions become claimable as earlier ones publish.
-    for (let round = 0; round < 20 && sink.calls.length < 24; round++) await Promise.all(relays.map((relay) => relay.drain()));
+    for (let round = 0; round < 20 && sink.calls.length < 24; round++)
+      await Promise.all(relays.map((relay) => relay.drain()));
 
     expect(sink.calls).toHaveLength(24);
     for (const orderId of orders) {

@@ -30,7 +30,10 @@ function withApplicationName(url: string, name: string): string {
 }
 
 async function sessionsOf(db: Db, applicationName: string): Promise<number> {
-  const result = await db.query<{ n: number }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1`, [applicationName]);
+  const result = await db.query<{ n: number }>(
+    `SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1`,
+    [applicationName],
+  );
   return result.rows[0]!.n;
 }
 
@@ -66,11 +69,22 @@ async function crashAfterAckThenRestart(db: TestDatabase, consumer: WebhookConsu
 
   const clock = new ManualClock();
   const sink = createHttpSink({ url: consumer.url, secret: TEST_SECRET, timeoutMs: 1_000 });
-  const restarted = createRelay({ db: db.pool, sink, clock, owner: `restart-${prefix}`, leaseMs: LEASE_MS, batchSize: 10, maxAttempts: 5, backoffBaseMs: 10 });
+  const restarted = createRelay({
+    db: db.pool,
+    sink,
+    clock,
+    owner: `restart-${prefix}`,
+    leaseMs: LEASE_MS,
+    batchSize: 10,
+    maxAttempts: 5,
+    backoffBaseMs: 10,
+  });
   expect(await restarted.drain()).toEqual({ delivered: 0, failed: 0 }); // the dead relay's lease still protects them
   clock.advance(LEASE_MS + 1);
   expect(await restarted.drain()).toEqual({ delivered: 3, failed: 0 });
-  expect((await outboxRows(db.pool, prefix)).every((r) => r.published_at !== null && r.claimed_by === `restart-${prefix}`)).toBe(true);
+  expect(
+    (await outboxRows(db.pool, prefix)).every((r) => r.published_at !== null && r.claimed_by === `restart-${prefix}`),
+  ).toBe(true);
 }
 
 describe('relay killed between the consumer’s ack and the published mark', () => {

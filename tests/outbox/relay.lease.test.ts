@@ -4,7 +4,16 @@ import { armFaultPoint } from '../../src/platform/faultpoints.ts';
 import { createRelay } from '../../src/outbox/relay.ts';
 import { createHttpSink } from '../../src/outbox/sinks/http.sink.ts';
 import type { TestDatabase } from '../support/db.ts';
-import { effectCounts, outboxRows, seedOrdersWithEvents, shipCounts, TEST_SECRET, waitFor, type WebhookConsumer, openConsumer } from '../support/outbox-fixtures.ts';
+import {
+  effectCounts,
+  outboxRows,
+  seedOrdersWithEvents,
+  shipCounts,
+  TEST_SECRET,
+  waitFor,
+  type WebhookConsumer,
+  openConsumer,
+} from '../support/outbox-fixtures.ts';
 
 const LEASE_MS = 30_000; // seed 004's lease; the manual clock makes it free to wait out
 

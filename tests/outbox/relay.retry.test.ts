@@ -13,7 +13,7 @@ import {
   seedOrder,
   seedOrdersWithEvents,
   shipCounts,
-    TEST_SECRET,
+  TEST_SECRET,
   waitFor,
   type WebhookConsumer,
   openConsumer,
@@ -29,7 +29,15 @@ describe('failed deliveries', () => {
   beforeAll(async () => {
     ({ db, consumer, close } = await openConsumer());
     const sink = createHttpSink({ url: consumer.url, secret: TEST_SECRET, timeoutMs: 1_000 });
-    relayOptions = { db: db.pool, sink, leaseMs: 5_000, batchSize: 10, maxAttempts: 3, backoffBaseMs: BASE_MS, onError: () => undefined };
+    relayOptions = {
+      db: db.pool,
+      sink,
+      leaseMs: 5_000,
+      batchSize: 10,
+      maxAttempts: 3,
+      backoffBaseMs: BASE_MS,
+      onError: () => undefined,
+    };
   });
   afterAll(async () => close());
 
@@ -54,7 +62,12 @@ describe('failed deliveries', () => {
     for (let attempt = 1; attempt <= 3; attempt++) {
       expect(await relay.runOnce()).toEqual({ delivered: 0, failed: 1 });
       const [row] = await outboxRows(db.pool, 'down');
-      const waitMs = (await db.pool.query<{ ms: number }>(`SELECT extract(epoch FROM next_attempt_at - $1::timestamptz) * 1000 AS ms FROM outbox WHERE event_id = $2`, [clock.now(), row!.event_id])).rows[0]!.ms;
+      const waitMs = (
+        await db.pool.query<{ ms: number }>(
+          `SELECT extract(epoch FROM next_attempt_at - $1::timestamptz) * 1000 AS ms FROM outbox WHERE event_id = $2`,
+          [clock.now(), row!.event_id],
+        )
+      ).rows[0]!.ms;
       const ceiling = BASE_MS * 2 ** (attempt - 1);
       expect(waitMs).toBeGreaterThanOrEqual(ceiling / 2 - 1);
       expect(waitMs).toBeLessThanOrEqual(ceiling + 1);
@@ -74,7 +87,10 @@ describe('failed deliveries', () => {
     const relay = createRelay({ ...relayOptions, backoffBaseMs: 5, maxAttempts: 20 });
     relay.start(5);
     try {
-      await waitFor(async () => (await outboxRows(db.pool, 'loop')).every((r) => r.published_at !== null), 'every event published');
+      await waitFor(
+        async () => (await outboxRows(db.pool, 'loop')).every((r) => r.published_at !== null),
+        'every event published',
+      );
     } finally {
       await relay.stop();
     }
@@ -114,7 +130,9 @@ describe('failed deliveries', () => {
     expect(await outboxAdmin.redriveDead(db.pool, [poison], clock)).toEqual({ redriven: 1 });
     expect(await outboxAdmin.drainOutbox(relay)).toEqual({ delivered: 2, failed: 0 });
     expect(await checkEventIntegrity(db.pool)).toMatchObject({ dead: 0, pending: 0 });
-    const arrivals = await db.pool.query(`SELECT event_id, effect FROM ful_received WHERE order_id = 'pois-bad' ORDER BY id`);
+    const arrivals = await db.pool.query(
+      `SELECT event_id, effect FROM ful_received WHERE order_id = 'pois-bad' ORDER BY id`,
+    );
     expect(arrivals.rows).toEqual([
       { event_id: poison, effect: 'APPLIED' },
       { event_id: behind, effect: 'APPLIED' },
@@ -131,7 +149,12 @@ describe('failed deliveries', () => {
     expect(await relay.drain()).toEqual({ delivered: 0, failed: 1 });
     expect(consumer.script.requests).toBe(requestsBefore);
     const [row] = await outboxRows(db.pool, 'unk');
-    expect(row).toMatchObject({ event_id: eventId, attempts: 1, published_at: null, last_error: 'unknown event type "ORDER_SHIPPED"' });
+    expect(row).toMatchObject({
+      event_id: eventId,
+      attempts: 1,
+      published_at: null,
+      last_error: 'unknown event type "ORDER_SHIPPED"',
+    });
     expect(row!.dead_at).not.toBeNull();
     await expect(outboxAdmin.redriveDead(db.pool, ['not-an-id'])).rejects.toMatchObject({ code: 'VALIDATION' });
   });

@@ -17,7 +17,11 @@ describe('payment notifications at the edge', () => {
   it.each([
     ['a wrong signature', () => s.notify(good(), { secret: 'not-the-secret' }), 'BAD_SIGNATURE'],
     ['a stale timestamp', () => s.notify(good(), { at: Math.floor(Date.now() / 1000) - 301 }), 'BAD_SIGNATURE'],
-    ['a timestamp from the future', () => s.notify(good(), { at: Math.floor(Date.now() / 1000) + 301 }), 'BAD_SIGNATURE'],
+    [
+      'a timestamp from the future',
+      () => s.notify(good(), { at: Math.floor(Date.now() / 1000) + 301 }),
+      'BAD_SIGNATURE',
+    ],
     ['no signature', () => s.call('POST', '/v1/payment-notifications', { body: good() }), 'BAD_SIGNATURE'],
     ['an unknown kind', () => s.notify({ ...good(), kind: 'CHARGEBACK' }), 'VALIDATION'],
     ['a negative amount', () => s.notify({ ...good(), amount: -1990 }), 'VALIDATION'],
@@ -37,7 +41,9 @@ describe('payment notifications at the edge', () => {
     // Proves every authentic notification is recorded with its effect, even when it changes nothing.
     const unknown = await s.notify({ notify_id: 'ntf-u', merchant_order: 'ord_nobody', kind: 'CHARGED', amount: 1 });
     expect(unknown.body).toEqual({ effect: 'UNKNOWN_ORDER' });
-    expect(await countRows(s.db, 'payment_notifications', "merchant_order = 'ord_nobody' AND effect = 'UNKNOWN_ORDER'")).toBe(1);
+    expect(
+      await countRows(s.db, 'payment_notifications', "merchant_order = 'ord_nobody' AND effect = 'UNKNOWN_ORDER'"),
+    ).toBe(1);
     const o = await s.buy('n-user2', 'nt');
     expect((await s.pay(o.token, o.orderId)).body.status).toBe('PAID');
     const refunded = await s.notify({ notify_id: 'ntf-r', merchant_order: o.orderId, kind: 'REFUNDED', amount: 1990 });
@@ -45,7 +51,9 @@ describe('payment notifications at the edge', () => {
     const view = await s.order(o.orderId);
     expect(view.status).toBe('PAID');
     expect(view.attention).toMatch(/REFUNDED notification for a PAID order/);
-    expect(await countRows(s.db, 'payment_notifications', 'merchant_order = $1 AND needs_attention', [o.orderId])).toBe(1);
+    expect(await countRows(s.db, 'payment_notifications', 'merchant_order = $1 AND needs_attention', [o.orderId])).toBe(
+      1,
+    );
   });
 
   it('a storage error answers 500 so the provider retries, and records nothing', async () => {

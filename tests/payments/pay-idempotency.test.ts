@@ -17,7 +17,12 @@ describe('idempotency keys on /pay', () => {
     // Proves a retried pay never charges again, and a reused pay key has no side effect.
     await createSku(s, { sku: 'pi', stock: 3 });
     const a = await s.buy('pi-user', 'pi');
-    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: a.orderId, ms: 400 });
+    await s.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: a.orderId,
+      ms: 400,
+    });
     const first = await s.pay(a.token, a.orderId, 'pay-key');
     expect(first.body).toEqual({ order_id: a.orderId, status: 'UNKNOWN' });
     await s.recover(0);
@@ -37,10 +42,18 @@ describe('idempotency keys on /pay', () => {
     // Proves the waiting loser replays the winner's answer instead of charging again.
     await createSku(s, { sku: 'pi2', stock: 1 });
     const o = await s.buy('pi2-user', 'pi2');
-    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_REQUEST', merchant_order: o.orderId, ms: 200 });
+    await s.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_REQUEST',
+      merchant_order: o.orderId,
+      ms: 200,
+    });
     const [one, two] = await Promise.all([s.pay(o.token, o.orderId, 'same'), s.pay(o.token, o.orderId, 'same')]);
     expect(one.text).toBe(two.text);
-    expect([one.headers.get('idempotent-replayed'), two.headers.get('idempotent-replayed')].sort()).toEqual(['false', 'true']);
+    expect([one.headers.get('idempotent-replayed'), two.headers.get('idempotent-replayed')].sort()).toEqual([
+      'false',
+      'true',
+    ]);
     expect(await s.chargeRequests(o.orderId)).toBe(1);
   });
 
@@ -59,7 +72,11 @@ describe('idempotency keys on /pay', () => {
       );
     });
     const retry = await s.pay(o.token, o.orderId, 'crashed');
-    expect([retry.status, retry.body, retry.headers.get('idempotent-replayed')]).toEqual([200, { order_id: o.orderId, status: 'UNKNOWN' }, 'false']);
+    expect([retry.status, retry.body, retry.headers.get('idempotent-replayed')]).toEqual([
+      200,
+      { order_id: o.orderId, status: 'UNKNOWN' },
+      'false',
+    ]);
     const again = await s.pay(o.token, o.orderId, 'crashed');
     expect([again.text, again.headers.get('idempotent-replayed')]).toEqual([retry.text, 'true']);
     expect(await s.chargeRequests(o.orderId)).toBe(0);

@@ -14,7 +14,12 @@ describe('reservations that expire while the payment is unknown', () => {
 
   const unknownOrder = async (user: string, sku: string) => {
     const o = await s.buy(user, sku);
-    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 400 });
+    await s.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: o.orderId,
+      ms: 400,
+    });
     expect((await s.pay(o.token, o.orderId)).body.status).toBe('UNKNOWN');
     return o;
   };
@@ -28,16 +33,29 @@ describe('reservations that expire while the payment is unknown', () => {
     s.clock.advance(2000);
     expect((await s.call('POST', '/v1/admin/expiry/run', { token: s.admin })).body.released).toBe(2);
     await s.buy('c', 'e7'); // a third buyer takes one of the two units
-    await s.control('POST', '/_control/faults', { op: 'refund', kind: 'DELAY_RESPONSE', merchant_order: b.orderId, ms: 800 });
+    await s.control('POST', '/_control/faults', {
+      op: 'refund',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: b.orderId,
+      ms: 800,
+    });
     const held = (await s.control('GET', '/_control/callbacks/held')) as Held;
-    const ids = [a.orderId, b.orderId].map((id) => held.find((h) => h.merchant_order === id && h.kind === 'CHARGED')?.id);
+    const ids = [a.orderId, b.orderId].map(
+      (id) => held.find((h) => h.merchant_order === id && h.kind === 'CHARGED')?.id,
+    );
     await s.control('POST', '/_control/callbacks/release', { ids });
 
-    const va = await eventually(() => s.order(a.orderId), (v) => v.notifications.length === 1);
+    const va = await eventually(
+      () => s.order(a.orderId),
+      (v) => v.notifications.length === 1,
+    );
     expect(va.notifications[0]?.effect).toBe('PAID_REHELD');
     expect([va.status, va.reservation.key, va.reservation.status]).toEqual(['PAID', `${a.orderId}/r2`, 'CONFIRMED']);
     expect(va.timeline.at(-1)?.reason).toMatch(/re-reserved .*\/r2$/);
-    const vb = await eventually(() => s.order(b.orderId), (v) => v.notifications.length === 1);
+    const vb = await eventually(
+      () => s.order(b.orderId),
+      (v) => v.notifications.length === 1,
+    );
     expect(vb.notifications[0]?.effect).toBe('REFUNDING');
     expect(vb.status).toBe('REFUNDING'); // the refund reply was lost: the provider did refund
     expect(vb.timeline.at(-1)?.reason).toMatch(/stock lost \(SOLD_OUT\)/);
@@ -49,12 +67,28 @@ describe('reservations that expire while the payment is unknown', () => {
     expect(refunds.map((l) => [l.merchant_order, l.amount])).toEqual([[b.orderId, 1990]]);
 
     // Later messages change nothing: the provider's REFUNDED notification and a forged late CHARGED.
-    const refundedNote = await eventually(async () => ((await s.control('GET', '/_control/callbacks/held')) as Held).filter((h) => h.merchant_order === b.orderId && h.kind === 'REFUNDED'), (h) => h.length === 1);
+    const refundedNote = await eventually(
+      async () =>
+        ((await s.control('GET', '/_control/callbacks/held')) as Held).filter(
+          (h) => h.merchant_order === b.orderId && h.kind === 'REFUNDED',
+        ),
+      (h) => h.length === 1,
+    );
     await s.control('POST', '/_control/callbacks/release', { ids: [refundedNote[0]?.id] });
     await s.control('POST', '/_control/callbacks/send', { merchant_order: b.orderId, kind: 'CHARGED', amount: 1990 });
-    await s.control('POST', '/_control/callbacks/release', { ids: ((await s.control('GET', '/_control/callbacks/held')) as Held).filter((h) => h.merchant_order === b.orderId).map((h) => h.id) });
-    const final = await eventually(() => s.order(b.orderId), (v) => v.notifications.length === 3);
-    expect(final.notifications.slice(1).map((n) => [n.kind, n.effect])).toEqual([['REFUNDED', 'IGNORED'], ['CHARGED', 'DUPLICATE']]);
+    await s.control('POST', '/_control/callbacks/release', {
+      ids: ((await s.control('GET', '/_control/callbacks/held')) as Held)
+        .filter((h) => h.merchant_order === b.orderId)
+        .map((h) => h.id),
+    });
+    const final = await eventually(
+      () => s.order(b.orderId),
+      (v) => v.notifications.length === 3,
+    );
+    expect(final.notifications.slice(1).map((n) => [n.kind, n.effect])).toEqual([
+      ['REFUNDED', 'IGNORED'],
+      ['CHARGED', 'DUPLICATE'],
+    ]);
     expect(final.status).toBe('REFUNDED');
     expect(await skuCounters(s, 'e7')).toMatchObject({ total: 2, available: 0, held: 1, confirmed: 1 });
   });
@@ -66,9 +100,18 @@ describe('reservations that expire while the payment is unknown', () => {
     const originals = await Promise.all(Array.from({ length: 20 }, (_, i) => unknownOrder(`o${i}`, 'e8')));
     s.clock.advance(2000);
     const txns = new Map<string, string>();
-    for (const o of originals) txns.set(o.orderId, ((await s.control('GET', `/charges/${o.orderId}`)) as { txn: string }).txn);
+    for (const o of originals)
+      txns.set(o.orderId, ((await s.control('GET', `/charges/${o.orderId}`)) as { txn: string }).txn);
     await Promise.all([
-      ...originals.map((o) => s.notify({ notify_id: `ntf-${o.orderId}`, merchant_order: o.orderId, kind: 'CHARGED', amount: 1990, txn: txns.get(o.orderId) })),
+      ...originals.map((o) =>
+        s.notify({
+          notify_id: `ntf-${o.orderId}`,
+          merchant_order: o.orderId,
+          kind: 'CHARGED',
+          amount: 1990,
+          txn: txns.get(o.orderId),
+        }),
+      ),
       s.call('POST', '/v1/admin/expiry/run', { token: s.admin }),
       s.call('POST', '/v1/admin/expiry/run', { token: s.admin }),
       ...Array.from({ length: 10 }, async (_, i) => {
@@ -76,9 +119,15 @@ describe('reservations that expire while the payment is unknown', () => {
         if (fresh) await s.pay(fresh.token, fresh.orderId);
       }),
     ]);
-    await eventually(async () => (await s.recover()).body.pending as number, (pending) => pending === 0, 10_000);
+    await eventually(
+      async () => (await s.recover()).body.pending as number,
+      (pending) => pending === 0,
+      10_000,
+    );
 
-    const rows = await s.db.pool.query<{ order_id: string; status: string }>(`SELECT order_id, status FROM orders WHERE sku = 'e8'`);
+    const rows = await s.db.pool.query<{ order_id: string; status: string }>(
+      `SELECT order_id, status FROM orders WHERE sku = 'e8'`,
+    );
     const paid = rows.rows.filter((r) => r.status === 'PAID').map((r) => r.order_id);
     expect(paid.length).toBeLessThanOrEqual(20);
     const counters = await skuCounters(s, 'e8');
@@ -93,6 +142,8 @@ describe('reservations that expire while the payment is unknown', () => {
     }
     const net = lines.reduce((sum, l) => sum + (l.type === 'CHARGE' ? l.amount : -l.amount), 0);
     expect(net).toBe(paid.length * 1990);
-    expect(await countRows(s.db, 'outbox', "event_type = 'ORDER_PAID' AND order_id = ANY($1)", [paid])).toBe(paid.length);
+    expect(await countRows(s.db, 'outbox', "event_type = 'ORDER_PAID' AND order_id = ANY($1)", [paid])).toBe(
+      paid.length,
+    );
   });
 });

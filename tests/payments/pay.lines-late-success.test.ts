@@ -15,18 +15,30 @@ describe('a multi-line order whose holds expired while its payment was unknown',
 
   async function unknownTwoLineOrder(user: string, skus: [string, string]) {
     const token = await s.token(TENANT, user);
-    const created = await placeOrder(s, token, `${user}-order`, { lines: [{ sku: skus[1] }, { sku: skus[0], quantity: 2 }] });
+    const created = await placeOrder(s, token, `${user}-order`, {
+      lines: [{ sku: skus[1] }, { sku: skus[0], quantity: 2 }],
+    });
     expect(created.status).toBe(201);
     const orderId = created.body.order_id as string;
-    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: orderId, ms: 400 });
+    await s.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: orderId,
+      ms: 400,
+    });
     expect((await s.pay(token, orderId)).body.status).toBe('UNKNOWN');
     return { orderId, token, amount: created.body.amount as number };
   }
 
   async function lateSuccess(orderId: string) {
     const held = (await s.control('GET', '/_control/callbacks/held')) as Held;
-    await s.control('POST', '/_control/callbacks/release', { ids: held.filter((h) => h.merchant_order === orderId && h.kind === 'CHARGED').map((h) => h.id) });
-    return eventually(() => s.order(orderId), (v) => v.notifications.length === 1);
+    await s.control('POST', '/_control/callbacks/release', {
+      ids: held.filter((h) => h.merchant_order === orderId && h.kind === 'CHARGED').map((h) => h.id),
+    });
+    return eventually(
+      () => s.order(orderId),
+      (v) => v.notifications.length === 1,
+    );
   }
 
   it('L-06 the late success re-reserves every line under its own /r2 key and confirms them all: PAID_REHELD', async () => {
@@ -60,11 +72,16 @@ describe('a multi-line order whose holds expired while its payment was unknown',
     expect((await s.buy('m7-other', 'm7b')).orderId).toBeTruthy(); // the last m7b goes to someone else
     const view = await lateSuccess(o.orderId);
     expect(view.notifications[0]?.effect).toBe('REFUNDING');
-    const done = await eventually(() => s.order(o.orderId), (v) => v.status === 'REFUNDED');
+    const done = await eventually(
+      () => s.order(o.orderId),
+      (v) => v.status === 'REFUNDED',
+    );
     expect(done.timeline.at(-2)?.reason).toMatch(/stock lost \(SOLD_OUT\)/);
     const refunds = (await s.statement()).lines.filter((l) => l.type === 'REFUND' && l.merchant_order === o.orderId);
     expect(refunds.map((l) => l.amount)).toEqual([o.amount]);
-    expect(await countRows(s.db, 'reservations', "request_key LIKE $1 AND request_key LIKE '%/r2'", [`${o.orderId}%`])).toBe(0);
+    expect(
+      await countRows(s.db, 'reservations', "request_key LIKE $1 AND request_key LIKE '%/r2'", [`${o.orderId}%`]),
+    ).toBe(0);
     expect(await Promise.all([skuCounters(s, 'm7a'), skuCounters(s, 'm7b')])).toEqual([
       expect.objectContaining({ total: 2, available: 2, held: 0, confirmed: 0 }),
       expect.objectContaining({ total: 1, available: 0, held: 1, confirmed: 0 }),
@@ -79,10 +96,23 @@ describe('a multi-line order whose holds expired while its payment was unknown',
     await createSku(s, { sku: 'm8a', stock: 3, price: 100 });
     await createSku(s, { sku: 'm8b', stock: 3, price: 250 });
     const token = await s.token(TENANT, 'm8-user');
-    await s.call('POST', '/v1/admin/wallets/m8-user/credits', { token: s.admin, body: { amount: 1000 }, headers: { 'idempotency-key': 'm8-fund' } });
-    const created = await placeOrder(s, token, 'm8-order', { lines: [{ sku: 'm8b', quantity: 2 }, { sku: 'm8a', quantity: 3 }] });
+    await s.call('POST', '/v1/admin/wallets/m8-user/credits', {
+      token: s.admin,
+      body: { amount: 1000 },
+      headers: { 'idempotency-key': 'm8-fund' },
+    });
+    const created = await placeOrder(s, token, 'm8-order', {
+      lines: [
+        { sku: 'm8b', quantity: 2 },
+        { sku: 'm8a', quantity: 3 },
+      ],
+    });
     expect(created.body.amount).toBe(800);
-    const paid = await s.call('POST', `/v1/orders/${created.body.order_id}/pay`, { token, body: { method: 'wallet' }, headers: { 'idempotency-key': 'm8-pay' } });
+    const paid = await s.call('POST', `/v1/orders/${created.body.order_id}/pay`, {
+      token,
+      body: { method: 'wallet' },
+      headers: { 'idempotency-key': 'm8-pay' },
+    });
     expect(paid.body.status).toBe('PAID');
     expect((await s.call('GET', '/v1/wallet', { token })).body).toEqual({ balance: 200 });
     expect(await Promise.all([skuCounters(s, 'm8a'), skuCounters(s, 'm8b')])).toEqual([

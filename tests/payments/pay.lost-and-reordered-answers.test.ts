@@ -9,7 +9,8 @@ const pairs = (timeline: Array<{ from: string | null; to: string }>) => timeline
 
 describe('lost, lingering, duplicated and reordered provider answers', () => {
   let s: PaymentStack;
-  const held = async (orderId: string) => ((await s.control('GET', '/_control/callbacks/held')) as Held).filter((h) => h.merchant_order === orderId);
+  const held = async (orderId: string) =>
+    ((await s.control('GET', '/_control/callbacks/held')) as Held).filter((h) => h.merchant_order === orderId);
   beforeAll(async () => {
     s = await startPaymentStack();
   });
@@ -20,7 +21,12 @@ describe('lost, lingering, duplicated and reordered provider answers', () => {
     await createSku(s, { sku: 'd4', stock: 3 });
     await s.control('POST', '/_control/callbacks', { mode: 'HOLD' });
     const o = await s.buy('u4', 'd4');
-    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 1200 });
+    await s.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: o.orderId,
+      ms: 1200,
+    });
     const paid = await s.pay(o.token, o.orderId);
     expect(paid.body).toEqual({ order_id: o.orderId, status: 'UNKNOWN' });
     let view = await s.order(o.orderId);
@@ -31,9 +37,17 @@ describe('lost, lingering, duplicated and reordered provider answers', () => {
     expect(recovered.body.resolved).toMatchObject({ PAID: 1 });
     const [callback] = await held(o.orderId);
     await s.control('POST', '/_control/callbacks/release', { ids: [callback?.id] });
-    view = await eventually(() => s.order(o.orderId), (v) => v.notifications.length === 1);
+    view = await eventually(
+      () => s.order(o.orderId),
+      (v) => v.notifications.length === 1,
+    );
     expect(view.notifications[0]?.effect).toBe('DUPLICATE');
-    expect(pairs(view.timeline)).toEqual([[null, 'CREATED'], ['CREATED', 'PAYING'], ['PAYING', 'UNKNOWN'], ['UNKNOWN', 'PAID']]);
+    expect(pairs(view.timeline)).toEqual([
+      [null, 'CREATED'],
+      ['CREATED', 'PAYING'],
+      ['PAYING', 'UNKNOWN'],
+      ['UNKNOWN', 'PAID'],
+    ]);
     expect(view.timeline[3]?.reason).toBe('query');
     expect(await skuCounters(s, 'd4')).toMatchObject({ available: 2, held: 0, confirmed: 1 });
   });
@@ -42,7 +56,12 @@ describe('lost, lingering, duplicated and reordered provider answers', () => {
     // Proves NOT_FOUND is answered by a close, and the close makes a late charge impossible.
     await createSku(s, { sku: 'd5', stock: 3 });
     const o = await s.buy('u5', 'd5');
-    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_REQUEST', merchant_order: o.orderId, ms: 1500 });
+    await s.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_REQUEST',
+      merchant_order: o.orderId,
+      ms: 1500,
+    });
     const started = Date.now();
     expect((await s.pay(o.token, o.orderId)).body.status).toBe('UNKNOWN');
     const recovered = await s.recover();
@@ -54,7 +73,11 @@ describe('lost, lingering, duplicated and reordered provider answers', () => {
     // The lingering request is held inside the channel for 1.5 s; nothing observable marks its landing.
     await sleep(Math.max(0, 1700 - (Date.now() - started)));
     expect((await s.control('GET', `/charges/${o.orderId}`)) as { status: string }).toMatchObject({ status: 'CLOSED' });
-    const retry = await fetch(`${s.channel.url}/charge`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ merchant_order: o.orderId, amount: 1990, notify_url: s.deps.notifyUrl }) });
+    const retry = await fetch(`${s.channel.url}/charge`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ merchant_order: o.orderId, amount: 1990, notify_url: s.deps.notifyUrl }),
+    });
     expect(retry.status).toBe(409);
     expect(await retry.json()).toMatchObject({ result: 'CLOSED' });
     expect((await s.statement()).lines.filter((l) => l.merchant_order === o.orderId)).toEqual([]);
@@ -65,7 +88,12 @@ describe('lost, lingering, duplicated and reordered provider answers', () => {
     await createSku(s, { sku: 'd6', stock: 3 });
     await s.control('POST', '/_control/callbacks', { mode: 'HOLD' });
     const o = await s.buy('u6', 'd6');
-    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 400 });
+    await s.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: o.orderId,
+      ms: 400,
+    });
     expect((await s.pay(o.token, o.orderId)).body.status).toBe('UNKNOWN');
     const body = { notify_id: 'ntf-c29-06', merchant_order: o.orderId, kind: 'CHARGED', amount: 1990, txn: 'txn-x' };
     const answers = await Promise.all(Array.from({ length: 16 }, () => s.notify(body)));
@@ -76,7 +104,9 @@ describe('lost, lingering, duplicated and reordered provider answers', () => {
     expect(await countRows(s.db, 'outbox', "order_id = $1 AND event_type = 'ORDER_PAID'", [o.orderId])).toBe(1);
     // Stored once by notify_id; every copy names what the first one did.
     expect(await countRows(s.db, 'payment_notifications', 'merchant_order = $1', [o.orderId])).toBe(1);
-    expect(answers.filter((a) => a.body.effect === 'DUPLICATE').every((a) => a.body.recorded_effect === 'PAID')).toBe(true);
+    expect(answers.filter((a) => a.body.effect === 'DUPLICATE').every((a) => a.body.recorded_effect === 'PAID')).toBe(
+      true,
+    );
   });
 
   it('a captured notification replayed later is answered from the record: no row, no lock, no change', async () => {
@@ -104,21 +134,38 @@ describe('lost, lingering, duplicated and reordered provider answers', () => {
     await createSku(s, { sku: 'd6b', stock: 1, hold_ttl_ms: 1000 });
     await s.control('POST', '/_control/callbacks', { mode: 'HOLD' });
     const o = await s.buy('u6b', 'd6b');
-    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 400 });
+    await s.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: o.orderId,
+      ms: 400,
+    });
     expect((await s.pay(o.token, o.orderId)).body.status).toBe('UNKNOWN');
     s.clock.advance(2000);
     expect((await s.call('POST', '/v1/admin/expiry/run', { token: s.admin })).body.released).toBe(1);
     await s.buy('someone-else', 'd6b'); // the unit is sold again
     await s.recover();
     expect((await s.order(o.orderId)).status).toBe('REFUNDED');
-    const callbacks = await eventually(() => held(o.orderId), (h) => h.length === 2);
+    const callbacks = await eventually(
+      () => held(o.orderId),
+      (h) => h.length === 2,
+    );
     const refunded = callbacks.find((h) => h.kind === 'REFUNDED');
     const charged = callbacks.find((h) => h.kind === 'CHARGED');
     await s.control('POST', '/_control/callbacks/release', { ids: [refunded?.id, charged?.id] });
-    const view = await eventually(() => s.order(o.orderId), (v) => v.notifications.length === 2);
-    expect(view.notifications.map((n) => [n.kind, n.effect])).toEqual([['REFUNDED', 'IGNORED'], ['CHARGED', 'DUPLICATE']]);
+    const view = await eventually(
+      () => s.order(o.orderId),
+      (v) => v.notifications.length === 2,
+    );
+    expect(view.notifications.map((n) => [n.kind, n.effect])).toEqual([
+      ['REFUNDED', 'IGNORED'],
+      ['CHARGED', 'DUPLICATE'],
+    ]);
     expect(view.status).toBe('REFUNDED');
-    expect(pairs(view.timeline).slice(-2)).toEqual([['UNKNOWN', 'REFUNDING'], ['REFUNDING', 'REFUNDED']]);
+    expect(pairs(view.timeline).slice(-2)).toEqual([
+      ['UNKNOWN', 'REFUNDING'],
+      ['REFUNDING', 'REFUNDED'],
+    ]);
     const lines = (await s.statement()).lines.filter((l) => l.merchant_order === o.orderId);
     expect(lines.map((l) => l.type)).toEqual(['CHARGE', 'REFUND']);
   });

@@ -23,7 +23,10 @@ describe('paying: the normal path and the guarded refusals', () => {
     expect(replay.text).toBe(paid.text);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     // The provider sends its notification twice under one notify_id: stored once, DUPLICATE (the pay reply was first).
-    const view = await eventually(() => s.order(a.orderId), (o) => o.notifications.length === 1);
+    const view = await eventually(
+      () => s.order(a.orderId),
+      (o) => o.notifications.length === 1,
+    );
     expect(view.notifications.map((n) => n.effect)).toEqual(['DUPLICATE']);
     expect(view.reservation.status).toBe('CONFIRMED');
     expect(await countRows(s.db, 'outbox', "order_id = $1 AND event_type = 'ORDER_PAID'", [a.orderId])).toBe(1);
@@ -43,7 +46,12 @@ describe('paying: the normal path and the guarded refusals', () => {
     await createSku(s, { sku: 'n2', stock: 5 });
     await s.control('POST', '/_control/callbacks', { mode: 'HOLD' });
     const o = await s.buy('racer', 'n2');
-    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 150 });
+    await s.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: o.orderId,
+      ms: 150,
+    });
     const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => s.pay(o.token, o.orderId, `p2-${i}`)));
     expect(answers.filter((a) => a.status === 200 && a.body.status === 'PAID')).toHaveLength(1);
     const rejected = answers.filter((a) => a.status === 409);
@@ -66,7 +74,13 @@ describe('paying: the normal path and the guarded refusals', () => {
 
     // An amount-mismatched success changes nothing.
     const m = await s.buy('racer', 'n2');
-    const mismatch = await s.notify({ notify_id: 'ntf-mm', merchant_order: m.orderId, kind: 'CHARGED', amount: 1, txn: 'x' });
+    const mismatch = await s.notify({
+      notify_id: 'ntf-mm',
+      merchant_order: m.orderId,
+      kind: 'CHARGED',
+      amount: 1,
+      txn: 'x',
+    });
     expect(mismatch.body).toEqual({ effect: 'AMOUNT_MISMATCH' });
     const mv = await s.order(m.orderId);
     expect([mv.status, mv.version, mv.reservation.status]).toEqual(['CREATED', 1, 'HELD']);
@@ -77,13 +91,21 @@ describe('paying: the normal path and the guarded refusals', () => {
     await createSku(s, { sku: 'n3', stock: 10 });
     await s.control('POST', '/_control/callbacks', { mode: 'HOLD' });
     const orders = await Promise.all(Array.from({ length: 10 }, (_, i) => s.buy(`pc-${i}`, 'n3')));
-    await Promise.all(orders.flatMap((o) => [s.pay(o.token, o.orderId), s.call('POST', `/v1/orders/${o.orderId}/cancel`, { token: o.token })]));
+    await Promise.all(
+      orders.flatMap((o) => [
+        s.pay(o.token, o.orderId),
+        s.call('POST', `/v1/orders/${o.orderId}/cancel`, { token: o.token }),
+      ]),
+    );
     const statuses = await Promise.all(orders.map(async (o) => (await s.order(o.orderId)).status));
     expect(statuses.every((st) => st === 'PAID' || st === 'CANCELLED')).toBe(true);
     const paid = orders.filter((_, i) => statuses[i] === 'PAID').map((o) => o.orderId);
-    const charged = (await s.statement()).lines.filter((l) => l.type === 'CHARGE' && orders.some((o) => o.orderId === l.merchant_order));
+    const charged = (await s.statement()).lines.filter(
+      (l) => l.type === 'CHARGE' && orders.some((o) => o.orderId === l.merchant_order),
+    );
     expect(charged.map((l) => l.merchant_order).sort()).toEqual([...paid].sort());
-    for (const [i, o] of orders.entries()) if (statuses[i] === 'CANCELLED') expect(await s.chargeRequests(o.orderId)).toBe(0);
+    for (const [i, o] of orders.entries())
+      if (statuses[i] === 'CANCELLED') expect(await s.chargeRequests(o.orderId)).toBe(0);
     const c = await skuCounters(s, 'n3');
     expect(c).toMatchObject({ confirmed: paid.length, held: 0, available: 10 - paid.length });
   });
@@ -105,7 +127,11 @@ describe('paying for a hold that is gone', () => {
     expect([paid.status, paid.body.code, paid.body.order_status]).toEqual([409, 'REJECTED', 'CANCELLED']);
     expect(await s.chargeRequests(o.orderId)).toBe(0);
     const view = await s.order(o.orderId);
-    expect([view.status, view.reservation.status, view.timeline.at(-1)?.reason]).toEqual(['CANCELLED', 'RELEASED', 'pay after the hold expired']);
+    expect([view.status, view.reservation.status, view.timeline.at(-1)?.reason]).toEqual([
+      'CANCELLED',
+      'RELEASED',
+      'pay after the hold expired',
+    ]);
     expect(await skuCounters(s, 'gone')).toMatchObject({ available: 1, held: 0 });
   });
 });

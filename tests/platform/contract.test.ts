@@ -8,15 +8,23 @@ import { eventually } from '../support/payments.ts';
 
 // A test-only route whose document says: 200 with {ok: boolean}, nothing else.
 function planted(app: FastifyInstance): void {
-  const schema = { operationId: 'planted', tags: ['test'], response: { 200: jsonAnswer('ok', Type.Object({ ok: Type.Boolean() })) } };
-  app.get<{ Querystring: { mode?: string } }>('/v1/planted', { schema: { ...schema, querystring: Type.Object({ mode: Type.Optional(Type.String()) }) } }, async (request, reply) => {
-    const mode = request.query.mode;
-    if (mode === 'status') return reply.code(418).send({ ok: true });
-    if (mode === 'header') return reply.header('X-Leak', 'secret').send({ ok: true });
-    if (mode === 'body') return reply.type('application/json').send('{"ok":"yes"}');
-    if (mode === 'media') return reply.type('text/plain').send('ok');
-    return { ok: true };
-  });
+  const schema = {
+    operationId: 'planted',
+    tags: ['test'],
+    response: { 200: jsonAnswer('ok', Type.Object({ ok: Type.Boolean() })) },
+  };
+  app.get<{ Querystring: { mode?: string } }>(
+    '/v1/planted',
+    { schema: { ...schema, querystring: Type.Object({ mode: Type.Optional(Type.String()) }) } },
+    async (request, reply) => {
+      const mode = request.query.mode;
+      if (mode === 'status') return reply.code(418).send({ ok: true });
+      if (mode === 'header') return reply.header('X-Leak', 'secret').send({ ok: true });
+      if (mode === 'body') return reply.type('application/json').send('{"ok":"yes"}');
+      if (mode === 'media') return reply.type('text/plain').send('ok');
+      return { ok: true };
+    },
+  );
 }
 
 describe('the contract check holds every response to the OpenAPI document', () => {
@@ -38,7 +46,10 @@ describe('the contract check holds every response to the OpenAPI document', () =
     ] as const) {
       await stack.call('GET', `/v1/planted?mode=${mode}`);
       // Checked once the answer has gone out (onResponse): wait for the check, never for a time.
-      const found = await eventually(async () => takeContractViolations(), (v) => v.length > 0);
+      const found = await eventually(
+        async () => takeContractViolations(),
+        (v) => v.length > 0,
+      );
       expect(found, mode).toHaveLength(1);
       expect(found[0]?.problem).toMatch(problem);
     }
@@ -51,10 +62,29 @@ describe('the provider double serves its own document', () => {
     const { startChannel } = await import('../../src/channel/index.ts');
     const channel = await startChannel({ notifySecret: 'doc-test', control: true });
     try {
-      const doc = (await (await fetch(`${channel.url}/docs/json`)).json()) as { paths: Record<string, Record<string, { operationId: string }>> };
-      const operations = Object.values(doc.paths).flatMap((methods) => Object.values(methods).map((op) => op.operationId));
-      expect(operations).toEqual(expect.arrayContaining(['charge', 'getCharge', 'close', 'refund', 'getStatement', 'armFault', 'releaseCallbacks', 'sendNotification']));
-      await fetch(`${channel.url}/charge`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ merchant_order: 'x', amount: 0, notify_url: 'http://127.0.0.1:1/' }) });
+      const doc = (await (await fetch(`${channel.url}/docs/json`)).json()) as {
+        paths: Record<string, Record<string, { operationId: string }>>;
+      };
+      const operations = Object.values(doc.paths).flatMap((methods) =>
+        Object.values(methods).map((op) => op.operationId),
+      );
+      expect(operations).toEqual(
+        expect.arrayContaining([
+          'charge',
+          'getCharge',
+          'close',
+          'refund',
+          'getStatement',
+          'armFault',
+          'releaseCallbacks',
+          'sendNotification',
+        ]),
+      );
+      await fetch(`${channel.url}/charge`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ merchant_order: 'x', amount: 0, notify_url: 'http://127.0.0.1:1/' }),
+      });
       expect(takeContractViolations()).toEqual([]);
     } finally {
       await channel.close();

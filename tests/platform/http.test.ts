@@ -18,19 +18,31 @@ describe('operational endpoints', () => {
     await createSku(stack, { sku: 'm1', stock: 1 });
     const operator = await stack.token(TENANT, 'root', 'operator');
     expect((await stack.call('GET', '/metrics')).body).toMatchObject({ status: 401, code: 'UNAUTHENTICATED' });
-    expect((await stack.call('GET', '/metrics', { token: await stack.token(TENANT, 'ops', 'admin') })).body).toMatchObject({ status: 403, code: 'FORBIDDEN' });
+    expect(
+      (await stack.call('GET', '/metrics', { token: await stack.token(TENANT, 'ops', 'admin') })).body,
+    ).toMatchObject({ status: 403, code: 'FORBIDDEN' });
     const metrics = await stack.call('GET', '/metrics', { token: operator });
-    expect(metrics.text).toMatch(/flashpay_http_requests_total\{method="POST",route="\/v1\/admin\/skus",status="201"\} 1/);
+    expect(metrics.text).toMatch(
+      /flashpay_http_requests_total\{method="POST",route="\/v1\/admin\/skus",status="201"\} 1/,
+    );
     const token = await stack.token(TENANT, 'metered');
     expect((await placeOrder(stack, token, 'm-1', { sku: 'm1' })).status).toBe(201);
     expect((await placeOrder(stack, token, 'm-2', { sku: 'm1' })).status).toBe(409);
     const after = (await stack.call('GET', '/metrics', { token: operator })).text;
-    const count = (status: string) => Number(new RegExp(`flashpay_orders_total\\{status="${status}"\\} (\\d+)`).exec(after)?.[1] ?? 0);
+    const count = (status: string) =>
+      Number(new RegExp(`flashpay_orders_total\\{status="${status}"\\} (\\d+)`).exec(after)?.[1] ?? 0);
     expect(count('201')).toBeGreaterThanOrEqual(1);
     expect(count('409')).toBeGreaterThanOrEqual(1);
     const openapi = await stack.call('GET', '/docs/json');
     expect(openapi.status).toBe(200);
-    expect(Object.keys(openapi.body.paths)).toEqual(expect.arrayContaining(['/v1/orders', '/v1/orders/{id}/pay', '/v1/payment-notifications', '/v1/admin/reconciliation']));
+    expect(Object.keys(openapi.body.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/orders',
+        '/v1/orders/{id}/pay',
+        '/v1/payment-notifications',
+        '/v1/admin/reconciliation',
+      ]),
+    );
     expect((await stack.call('GET', '/docs')).status).toBeLessThan(400);
   });
 

@@ -37,7 +37,9 @@ describe('many shop instances on one database', () => {
   it('M-02 the notify URL is FLASHPAY_PUBLIC_URL when set, never guessed from a port; a malformed one refuses to start', () => {
     const config = loadConfig({ FLASHPAY_PUBLIC_URL: 'https://shop.example/' });
     expect(notifyUrlFor(config, 'http://127.0.0.1:8083')).toBe('https://shop.example/v1/payment-notifications');
-    expect(notifyUrlFor(loadConfig({}), 'http://127.0.0.1:8084')).toBe('http://127.0.0.1:8084/v1/payment-notifications');
+    expect(notifyUrlFor(loadConfig({}), 'http://127.0.0.1:8084')).toBe(
+      'http://127.0.0.1:8084/v1/payment-notifications',
+    );
     expect(() => loadConfig({ FLASHPAY_PUBLIC_URL: 'not a url' })).toThrow();
     expect(() => loadConfig({ FLASHPAY_ORDER_MODE: 'maybe' })).toThrow(/FLASHPAY_ORDER_MODE/);
   });

@@ -19,11 +19,15 @@ async function event(s: PaymentStack, orderId: string, e: Parameters<typeof appl
 export const SAGA_CASES: Case[] = [
   {
     proves: 'COMPENSATED_MONEY_KEPT',
-    title: 'a runner that releases before refunding (and never refunds) leaves a COMPENSATED order whose money was kept',
+    title:
+      'a runner that releases before refunding (and never refunds) leaves a COMPENSATED order whose money was kept',
     async plant(s, { paid }) {
       expect(await event(s, paid.orderId, { type: 'FULFILMENT_REFUSED', cause: 'plant' })).toBe('COMPENSATING');
       expect(await event(s, paid.orderId, { type: 'COMPENSATION_RELEASE' })).toBe('COMPENSATED'); // the refund step skipped
-      return [[paid.orderId, 'COMPENSATED_MONEY_KEPT'], [GLOBAL, 'CHANNEL_NET_NE_PAID_SUM']];
+      return [
+        [paid.orderId, 'COMPENSATED_MONEY_KEPT'],
+        [GLOBAL, 'CHANNEL_NET_NE_PAID_SUM'],
+      ];
     },
   },
   {
@@ -35,7 +39,10 @@ export const SAGA_CASES: Case[] = [
         await transition(tx, paid.orderId, 'COMPENSATING', 'COMPENSATED', 'plant: no release', s.clock.now());
       });
       await refundAtChannel(s, paid.orderId, `${paid.orderId}/refund`);
-      return [[paid.orderId, 'COMPENSATED_UNITS_HELD'], [GLOBAL, 'CONFIRMED_NE_PAID', 'confirmed=2 != paid=1']];
+      return [
+        [paid.orderId, 'COMPENSATED_UNITS_HELD'],
+        [GLOBAL, 'CONFIRMED_NE_PAID', 'confirmed=2 != paid=1'],
+      ];
     },
   },
   {
@@ -43,9 +50,16 @@ export const SAGA_CASES: Case[] = [
     title: 'a runner that releases before refunding leaves a COMPENSATION_PENDING order whose unit is back on sale',
     async plant(s, { paid }) {
       await event(s, paid.orderId, { type: 'FULFILMENT_REFUSED', cause: 'plant' });
-      expect(await event(s, paid.orderId, { type: 'COMPENSATION_REFUND', ok: false, cause: 'plant: refund down' })).toBe('COMPENSATION_PENDING');
-      await inTx(db(s), async (tx) => expect(await tryUnconfirm(tx, 'tenant-a', `${paid.orderId}/r1`, s.clock.now())).toBe(true));
-      return [[paid.orderId, 'COMPENSATING_WITHOUT_CONFIRMED_UNITS'], [GLOBAL, 'CONFIRMED_NE_PAID', 'confirmed=1 != paid=1 + compensating=1']];
+      expect(
+        await event(s, paid.orderId, { type: 'COMPENSATION_REFUND', ok: false, cause: 'plant: refund down' }),
+      ).toBe('COMPENSATION_PENDING');
+      await inTx(db(s), async (tx) =>
+        expect(await tryUnconfirm(tx, 'tenant-a', `${paid.orderId}/r1`, s.clock.now())).toBe(true),
+      );
+      return [
+        [paid.orderId, 'COMPENSATING_WITHOUT_CONFIRMED_UNITS'],
+        [GLOBAL, 'CONFIRMED_NE_PAID', 'confirmed=1 != paid=1 + compensating=1'],
+      ];
     },
   },
   {
@@ -54,7 +68,10 @@ export const SAGA_CASES: Case[] = [
     async plant(s, { paid }) {
       await event(s, paid.orderId, { type: 'FULFILMENT_REFUSED', cause: 'plant' });
       await event(s, paid.orderId, { type: 'COMPENSATION_REFUND', ok: false, cause: 'plant: refund down' });
-      await db(s).query(`UPDATE sagas SET state = 'COMPENSATING', deadline_at = now() - interval '1 hour' WHERE saga_id = $1`, [paid.orderId]);
+      await db(s).query(
+        `UPDATE sagas SET state = 'COMPENSATING', deadline_at = now() - interval '1 hour' WHERE saga_id = $1`,
+        [paid.orderId],
+      );
       expect(await statusOf(s, paid.orderId)).toBe('COMPENSATION_PENDING');
       return [[paid.orderId, 'COMPENSATION_PAST_DEADLINE']];
     },
@@ -65,7 +82,10 @@ export const SAGA_CASES: Case[] = [
     async plant(s) {
       const b = await s.buy('rc-unfulfilled', SKU);
       expect((await s.pay(b.token, b.orderId)).body.status).toBe('PAID');
-      await db(s).query(`UPDATE orders SET fulfilment_status = 'FULFILLED', fulfilment_ref = 'forged' WHERE order_id = $1`, [b.orderId]);
+      await db(s).query(
+        `UPDATE orders SET fulfilment_status = 'FULFILLED', fulfilment_ref = 'forged' WHERE order_id = $1`,
+        [b.orderId],
+      );
       return [[b.orderId, 'FULFILLED_WITHOUT_PROVIDER_FULFILMENT']];
     },
   },

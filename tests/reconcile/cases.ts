@@ -14,7 +14,17 @@ import { convergeWithoutClose, payTreatingTimeoutAsFailure, unguardedMarkPaid } 
 import { eventually, TENANT, type PaymentStack } from '../support/payments.ts';
 import * as plant from '../support/plant.ts';
 import { drain, reconciliation } from './scenario.ts';
-import { chargeAtChannel, GLOBAL, HOLD_TTL_MS, holdCallbacks, PRICE, refundAtChannel, SKU, statusOf, type Scenario } from './scenario.ts';
+import {
+  chargeAtChannel,
+  GLOBAL,
+  HOLD_TTL_MS,
+  holdCallbacks,
+  PRICE,
+  refundAtChannel,
+  SKU,
+  statusOf,
+  type Scenario,
+} from './scenario.ts';
 
 /** `[order_id, class]`, optionally with text its detail must contain. */
 export type Expected = Array<[orderId: string, mismatch: MismatchClass, detail?: string]>;
@@ -42,7 +52,13 @@ const expire = async (s: PaymentStack) => {
   s.clock.advance(HOLD_TTL_MS + 1);
   expect((await s.call('POST', '/v1/admin/expiry/run', { token: s.admin })).body.released).toBe(1);
 };
-const fault = (s: PaymentStack, op: string, kind: string, merchantOrder: string, ms?: number) => s.control('POST', '/_control/faults', { op, kind, merchant_order: merchantOrder, ...(ms === undefined ? {} : { ms }) });
+const fault = (s: PaymentStack, op: string, kind: string, merchantOrder: string, ms?: number) =>
+  s.control('POST', '/_control/faults', {
+    op,
+    kind,
+    merchant_order: merchantOrder,
+    ...(ms === undefined ? {} : { ms }),
+  });
 function ledgerOf(s: PaymentStack) {
   if (!('ledger' in s)) throw new Error('this case needs startLedgerPaymentStack');
   return (s as plant.LedgerPaymentStack).ledger;
@@ -51,9 +67,25 @@ function ledgerOf(s: PaymentStack) {
 /** A buyer with a wallet, an order on a SKU of its own paid from it; the report stays clean. */
 async function walletPaid(s: PaymentStack, user: string, sku: string): Promise<string> {
   await s.call('POST', '/v1/admin/skus', { token: s.admin, body: { sku, name: sku, price: PRICE, stock: 1 } });
-  expect((await s.call('POST', `/v1/admin/wallets/${user}/credits`, { token: s.admin, body: { amount: 2 * PRICE }, headers: { 'idempotency-key': `fund-${user}` } })).status).toBe(201);
+  expect(
+    (
+      await s.call('POST', `/v1/admin/wallets/${user}/credits`, {
+        token: s.admin,
+        body: { amount: 2 * PRICE },
+        headers: { 'idempotency-key': `fund-${user}` },
+      })
+    ).status,
+  ).toBe(201);
   const bought = await s.buy(user, sku);
-  expect((await s.call('POST', `/v1/orders/${bought.orderId}/pay`, { token: bought.token, body: { method: 'wallet' }, headers: { 'idempotency-key': `wpay-${user}` } })).body.status).toBe('PAID');
+  expect(
+    (
+      await s.call('POST', `/v1/orders/${bought.orderId}/pay`, {
+        token: bought.token,
+        body: { method: 'wallet' },
+        headers: { 'idempotency-key': `wpay-${user}` },
+      })
+    ).body.status,
+  ).toBe('PAID');
   await drain(s);
   const report = await reconciliation(s);
   expect([report.mismatches, report.totals.wallet_net, report.totals.paid_sum]).toEqual([[], PRICE, 3 * PRICE]);
@@ -65,7 +97,12 @@ export const ORDER_CASES: Case[] = [
     proves: 'PAID_WITHOUT_CHARGE',
     title: 'a CHARGED notification the provider never booked makes a PAID order with no charge behind it',
     async plant(s, { created }) {
-      await s.control('POST', '/_control/callbacks/send', { merchant_order: created.orderId, kind: 'CHARGED', amount: PRICE, notify_url: s.deps.notifyUrl });
+      await s.control('POST', '/_control/callbacks/send', {
+        merchant_order: created.orderId,
+        kind: 'CHARGED',
+        amount: PRICE,
+        notify_url: s.deps.notifyUrl,
+      });
       expect(await statusOf(s, created.orderId)).toBe('PAID');
       return [[created.orderId, 'PAID_WITHOUT_CHARGE'], NET]; // paid_sum counts money that never arrived
     },
@@ -84,8 +121,15 @@ export const ORDER_CASES: Case[] = [
     async plant(s, { paid }) {
       await refundAtChannel(s, paid.orderId, 'refund-by-hand');
       // The service cannot undo a PAID on its own: it records the notification for a human.
-      const view = await eventually(() => s.order(paid.orderId), (v) => v.notifications.some((n) => n.kind === 'REFUNDED'));
-      expect([view.status, view.notifications.at(-1)?.effect, view.attention]).toEqual(['PAID', 'IGNORED', expect.stringContaining('REFUNDED')]);
+      const view = await eventually(
+        () => s.order(paid.orderId),
+        (v) => v.notifications.some((n) => n.kind === 'REFUNDED'),
+      );
+      expect([view.status, view.notifications.at(-1)?.effect, view.attention]).toEqual([
+        'PAID',
+        'IGNORED',
+        expect.stringContaining('REFUNDED'),
+      ]);
       return [[paid.orderId, 'PAID_BUT_REFUNDED'], NET];
     },
   },
@@ -97,7 +141,10 @@ export const ORDER_CASES: Case[] = [
       await expire(s);
       await chargeAtChannel(s, created.orderId);
       await plant.markPaidIgnoringConfirm(db(s), created.orderId, s.clock.now());
-      return [[created.orderId, 'PAID_WITHOUT_CONFIRMED_RESERVATION'], [GLOBAL, 'CONFIRMED_NE_PAID', 'confirmed=2 != paid=3']]; // oversold
+      return [
+        [created.orderId, 'PAID_WITHOUT_CONFIRMED_RESERVATION'],
+        [GLOBAL, 'CONFIRMED_NE_PAID', 'confirmed=2 != paid=3'],
+      ]; // oversold
     },
   },
   {
@@ -107,7 +154,12 @@ export const ORDER_CASES: Case[] = [
       const id = cancelled.orderId;
       await fault(s, 'refund', 'ERROR_500', id);
       await chargeAtChannel(s, id); // a late charge: the real compensation path sends a refund, which is lost
-      await eventually(async () => ((await s.control('GET', '/_control/requests')) as { refund: { by_order: Record<string, number> } }).refund.by_order[id] ?? 0, (n) => n >= 1);
+      await eventually(
+        async () =>
+          ((await s.control('GET', '/_control/requests')) as { refund: { by_order: Record<string, number> } }).refund
+            .by_order[id] ?? 0,
+        (n) => n >= 1,
+      );
       expect(await statusOf(s, id)).toBe('REFUNDING');
       await plant.markRefundedOnLostReply(db(s), id, s.clock.now());
       return [[id, 'REFUNDED_LEDGER_MISMATCH'], NET]; // the charge is still at the provider
@@ -119,7 +171,10 @@ export const ORDER_CASES: Case[] = [
     async plant(s, { created }) {
       await plant.cancelWithoutRelease(db(s), created.orderId, s.clock.now());
       await chargeAtChannel(s, created.orderId); // the real path refunds the late charge
-      await eventually(() => statusOf(s, created.orderId), (status) => status === 'REFUNDED');
+      await eventually(
+        () => statusOf(s, created.orderId),
+        (status) => status === 'REFUNDED',
+      );
       return [[created.orderId, 'REFUNDED_BUT_RESERVATION_HELD']]; // HELD rows still match the held counter
     },
   },
@@ -130,7 +185,10 @@ export const ORDER_CASES: Case[] = [
       await holdCallbacks(s);
       await chargeAtChannel(s, created.orderId);
       await plant.refundDespiteConfirm(db(s), created.orderId, s.clock.now());
-      expect(await convergeRefunding(paymentDeps(s.deps), created.orderId)).toEqual({ orderId: created.orderId, status: 'REFUNDED' });
+      expect(await convergeRefunding(paymentDeps(s.deps), created.orderId)).toEqual({
+        orderId: created.orderId,
+        status: 'REFUNDED',
+      });
       return [[created.orderId, 'REFUNDED_BUT_RESERVATION_CONFIRMED'], CONFIRMED];
     },
   },
@@ -142,7 +200,10 @@ export const ORDER_CASES: Case[] = [
       await fault(s, 'charge', 'DELAY_REQUEST', created.orderId, 600);
       expect((await s.pay(created.token, created.orderId)).body.status).toBe('UNKNOWN');
       await convergeWithoutClose(db(s), client(s), created.orderId, s.clock.now());
-      await eventually(() => s.statement(), (st) => st.lines.some((l) => l.merchant_order === created.orderId));
+      await eventually(
+        () => s.statement(),
+        (st) => st.lines.some((l) => l.merchant_order === created.orderId),
+      );
       return [[created.orderId, 'CHARGED_BUT_FAILED'], NET];
     },
   },
@@ -188,7 +249,9 @@ export const ORDER_CASES: Case[] = [
     title: 'a "buy now" that confirms at order time leaves the unit sold when the real cancel finds nothing HELD',
     async plant(s, { created }) {
       await plant.confirmAtCreate(db(s), created.orderId, s.clock.now());
-      expect((await s.call('POST', `/v1/orders/${created.orderId}/cancel`, { token: created.token })).body.status).toBe('CANCELLED');
+      expect((await s.call('POST', `/v1/orders/${created.orderId}/cancel`, { token: created.token })).body.status).toBe(
+        'CANCELLED',
+      );
       return [[created.orderId, 'CANCELLED_BUT_RESERVATION_CONFIRMED'], CONFIRMED];
     },
   },
@@ -203,7 +266,8 @@ export const ORDER_CASES: Case[] = [
   },
   {
     proves: 'CREATED_WITHOUT_HELD',
-    title: 'the expiry sweep releases the unit of a CREATED order and nothing cancels the order (recovery step 4 missing)',
+    title:
+      'the expiry sweep releases the unit of a CREATED order and nothing cancels the order (recovery step 4 missing)',
     async plant(s, { created }) {
       await expire(s);
       return [[created.orderId, 'CREATED_WITHOUT_HELD']];
@@ -239,7 +303,13 @@ export const ORDER_CASES: Case[] = [
       await unguardedMarkPaid(db(s), refunded.orderId);
       // The seed's three findings, plus the two this checker adds: the order points at a released
       // unit, and a raw UPDATE writes no ORDER_PAID event.
-      return [[refunded.orderId, 'PAID_BUT_REFUNDED'], [refunded.orderId, 'PAID_WITHOUT_CONFIRMED_RESERVATION'], CONFIRMED, NET, [refunded.orderId, 'PAID_WITHOUT_EVENT']];
+      return [
+        [refunded.orderId, 'PAID_BUT_REFUNDED'],
+        [refunded.orderId, 'PAID_WITHOUT_CONFIRMED_RESERVATION'],
+        CONFIRMED,
+        NET,
+        [refunded.orderId, 'PAID_WITHOUT_EVENT'],
+      ];
     },
   },
   {
@@ -255,11 +325,19 @@ export const ORDER_CASES: Case[] = [
 export const GLOBAL_CASES: Case[] = [
   {
     proves: 'PROVIDER_RECORD_WITHOUT_ORDER',
-    title: 'a charge made inside the transaction that creates the order, which then rolls back, leaves the provider with an order we never had',
+    title:
+      'a charge made inside the transaction that creates the order, which then rolls back, leaves the provider with an order we never had',
     async plant(s) {
       await holdCallbacks(s);
       const principal = { tenantId: TENANT, userId: 'rc-ghost', scope: 'buyer' as const };
-      const ghost = await plant.chargeInsideOrderTransaction(db(s), client(s), principal, SKU, s.deps.notifyUrl, s.clock.now());
+      const ghost = await plant.chargeInsideOrderTransaction(
+        db(s),
+        client(s),
+        principal,
+        SKU,
+        s.deps.notifyUrl,
+        s.clock.now(),
+      );
       expect(await findOrder(db(s), ghost)).toBeUndefined();
       return [[ghost, 'PROVIDER_RECORD_WITHOUT_ORDER'], NET];
     },
@@ -283,7 +361,8 @@ export const GLOBAL_CASES: Case[] = [
   },
   {
     proves: 'CHANNEL_NET_NE_PAID_SUM',
-    title: 'C29-14: a charge timeout read as failure releases the unit, another buyer pays for it, and the provider holds both payments',
+    title:
+      'C29-14: a charge timeout read as failure releases the unit, another buyer pays for it, and the provider holds both payments',
     async plant(s, { created }) {
       await holdCallbacks(s);
       await fault(s, 'charge', 'DELAY_RESPONSE', created.orderId, 500);
@@ -309,7 +388,8 @@ export const GLOBAL_CASES: Case[] = [
   },
   {
     proves: 'TERMINAL_WITHOUT_EVENT',
-    title: 'a cancel written straight to the table, bypassing transition(), releases the unit but leaves no ORDER_CANCELLED event',
+    title:
+      'a cancel written straight to the table, bypassing transition(), releases the unit but leaves no ORDER_CANCELLED event',
     async plant(s, { created }) {
       await plant.cancelWithoutOutbox(db(s), created.orderId, s.clock.now());
       return [[created.orderId, 'TERMINAL_WITHOUT_EVENT']]; // money and stock agree: only the event is missing
@@ -319,7 +399,13 @@ export const GLOBAL_CASES: Case[] = [
     proves: 'DUPLICATE_SHIPMENT',
     title: 'C29-18: a redelivered ORDER_PAID reaching a consumer without dedup ships the order twice',
     async plant(s, { paid }) {
-      const row = await db(s).query<{ event_id: string; order_id: string; event_type: string; order_version: number; payload: Record<string, unknown> }>(
+      const row = await db(s).query<{
+        event_id: string;
+        order_id: string;
+        event_type: string;
+        order_version: number;
+        payload: Record<string, unknown>;
+      }>(
         `SELECT event_id::text, order_id, event_type, order_version, payload FROM outbox WHERE order_id = $1 AND event_type = 'ORDER_PAID'`,
         [paid.orderId],
       );
@@ -335,7 +421,13 @@ export const GLOBAL_CASES: Case[] = [
     title: 'an ORDER_PAID event forged for a cancelled order is shipped by the consumer and named by reconciliation',
     async plant(s, { cancelled }) {
       // What a holder of the provider's secret could do when it also signed internal events.
-      const forged = { event_id: 'forged-1', order_id: cancelled.orderId, event_type: 'ORDER_PAID', order_version: 99, payload: {} };
+      const forged = {
+        event_id: 'forged-1',
+        order_id: cancelled.orderId,
+        event_type: 'ORDER_PAID',
+        order_version: 99,
+        payload: {},
+      };
       expect(await consume(db(s), forged, s.clock)).toBe('APPLIED');
       return [[cancelled.orderId, 'SHIPPED_WITHOUT_PAID', 'never was PAID (now CANCELLED)']];
     },
@@ -345,7 +437,10 @@ export const GLOBAL_CASES: Case[] = [
     title: 'an event of a type no sink routes is parked dead by the relay and waits for an operator',
     async plant(s, { paid }) {
       const now = s.clock.now();
-      await db(s).query(`INSERT INTO outbox (order_id, event_type, order_version, payload, created_at, next_attempt_at) VALUES ($1, 'ORDER_SHIPPED', 99, '{}', $2, $2)`, [paid.orderId, now]);
+      await db(s).query(
+        `INSERT INTO outbox (order_id, event_type, order_version, payload, created_at, next_attempt_at) VALUES ($1, 'ORDER_SHIPPED', 99, '{}', $2, $2)`,
+        [paid.orderId, now],
+      );
       return [[GLOBAL, 'DEAD_EVENT']]; // parked by the drain that follows every plant
     },
   },
@@ -358,28 +453,53 @@ export const GLOBAL_CASES: Case[] = [
         `INSERT INTO wallet_transfers (tenant_id, transfer_id, debit_account, credit_account, amount, kind, user_id, order_id, at) VALUES ($1, $2, 'user:rc-w1', 'revenue', $3, 'DEBIT', 'rc-w1', $4, now())`,
         [TENANT, `${id}/pay-again`, PRICE, id],
       );
-      await db(s).query(`UPDATE wallet_accounts SET balance = balance + CASE WHEN account_id = 'revenue' THEN $2::bigint ELSE -$2::bigint END WHERE tenant_id = $1 AND account_id IN ('revenue', 'user:rc-w1')`, [TENANT, PRICE]);
+      await db(s).query(
+        `UPDATE wallet_accounts SET balance = balance + CASE WHEN account_id = 'revenue' THEN $2::bigint ELSE -$2::bigint END WHERE tenant_id = $1 AND account_id IN ('revenue', 'user:rc-w1')`,
+        [TENANT, PRICE],
+      );
       return [[id, 'MULTIPLE_CHARGES'], [id, 'PAID_AMOUNT_MISMATCH', `charged=${2 * PRICE}`], NET]; // the wallet holds twice the order's amount
     },
   },
   {
     proves: 'WALLET_BALANCE_NE_TRANSFERS',
-    title: 'W-R2: money moved between two wallets by a plain UPDATE, with no transfer behind it, leaves both balances unexplained',
+    title:
+      'W-R2: money moved between two wallets by a plain UPDATE, with no transfer behind it, leaves both balances unexplained',
     async plant(s) {
       await walletPaid(s, 'rc-w2', 'rcw2');
-      expect((await s.call('POST', '/v1/admin/wallets/rc-w3/credits', { token: s.admin, body: { amount: 10 }, headers: { 'idempotency-key': 'fund-rc-w3' } })).status).toBe(201);
-      await db(s).query(`UPDATE wallet_accounts SET balance = balance + CASE WHEN account_id = 'user:rc-w3' THEN 100 ELSE -100 END WHERE tenant_id = $1 AND account_id IN ('user:rc-w2', 'user:rc-w3')`, [TENANT]);
+      expect(
+        (
+          await s.call('POST', '/v1/admin/wallets/rc-w3/credits', {
+            token: s.admin,
+            body: { amount: 10 },
+            headers: { 'idempotency-key': 'fund-rc-w3' },
+          })
+        ).status,
+      ).toBe(201);
+      await db(s).query(
+        `UPDATE wallet_accounts SET balance = balance + CASE WHEN account_id = 'user:rc-w3' THEN 100 ELSE -100 END WHERE tenant_id = $1 AND account_id IN ('user:rc-w2', 'user:rc-w3')`,
+        [TENANT],
+      );
       // The ledger still sums to zero: only the per-account check can see it.
-      return [[GLOBAL, 'WALLET_BALANCE_NE_TRANSFERS', 'user:rc-w2'], [GLOBAL, 'WALLET_BALANCE_NE_TRANSFERS']];
+      return [
+        [GLOBAL, 'WALLET_BALANCE_NE_TRANSFERS', 'user:rc-w2'],
+        [GLOBAL, 'WALLET_BALANCE_NE_TRANSFERS'],
+      ];
     },
   },
   {
     proves: 'LEDGER_NOT_ZERO',
-    title: 'W-R3: a balance raised without a counter-entry (single-entry bookkeeping) makes the ledger sum to more than zero',
+    title:
+      'W-R3: a balance raised without a counter-entry (single-entry bookkeeping) makes the ledger sum to more than zero',
     async plant(s) {
       await walletPaid(s, 'rc-w4', 'rcw4');
-      await db(s).query(`UPDATE wallet_accounts SET balance = balance + 100 WHERE tenant_id = $1 AND account_id = 'user:rc-w4'`, [TENANT]);
-      return [[GLOBAL, 'LEDGER_NOT_ZERO', 'accounts sum to 100'], [GLOBAL, 'WALLET_BALANCE_NE_TRANSFERS', 'user:rc-w4']];
+      await db(s).query(
+        `UPDATE wallet_accounts SET balance = balance + 100 WHERE tenant_id = $1 AND account_id = 'user:rc-w4'`,
+        [TENANT],
+      );
+      return [
+        [GLOBAL, 'LEDGER_NOT_ZERO', 'accounts sum to 100'],
+        [GLOBAL, 'WALLET_BALANCE_NE_TRANSFERS', 'user:rc-w4'],
+      ];
     },
   },
   {

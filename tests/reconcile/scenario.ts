@@ -48,13 +48,26 @@ export async function holdCallbacks(s: PaymentStack): Promise<void> {
 
 /** A charge made at the provider directly, as a request that bypassed (or outlived) our pay flow. */
 export async function chargeAtChannel(s: PaymentStack, merchantOrder: string, amount = PRICE): Promise<void> {
-  const reply = (await s.control('POST', '/charge', { merchant_order: merchantOrder, amount, notify_url: s.deps.notifyUrl })) as { result: string };
+  const reply = (await s.control('POST', '/charge', {
+    merchant_order: merchantOrder,
+    amount,
+    notify_url: s.deps.notifyUrl,
+  })) as { result: string };
   expect(reply.result).toBe('CHARGED');
 }
 
 /** A refund made at the provider directly, under a key that is not ours. */
-export async function refundAtChannel(s: PaymentStack, merchantOrder: string, refundKey: string, amount = PRICE): Promise<void> {
-  const reply = (await s.control('POST', '/refund', { merchant_order: merchantOrder, refund_key: refundKey, amount })) as { result: string };
+export async function refundAtChannel(
+  s: PaymentStack,
+  merchantOrder: string,
+  refundKey: string,
+  amount = PRICE,
+): Promise<void> {
+  const reply = (await s.control('POST', '/refund', {
+    merchant_order: merchantOrder,
+    refund_key: refundKey,
+    amount,
+  })) as { result: string };
   expect(reply.result).toBe('REFUNDED');
 }
 
@@ -66,7 +79,9 @@ async function paid(s: PaymentStack, user: string): Promise<Bought> {
 
 async function cancelled(s: PaymentStack, user: string): Promise<Bought> {
   const bought = await s.buy(user, SKU);
-  expect((await s.call('POST', `/v1/orders/${bought.orderId}/cancel`, { token: bought.token })).body.status).toBe('CANCELLED');
+  expect((await s.call('POST', `/v1/orders/${bought.orderId}/cancel`, { token: bought.token })).body.status).toBe(
+    'CANCELLED',
+  );
   return bought;
 }
 
@@ -87,11 +102,17 @@ export async function buildConverged(s: PaymentStack): Promise<Scenario> {
   scenario.cancelled = await cancelled(s, 'rc-cancelled');
   const refunded = await cancelled(s, 'rc-refunded');
   await chargeAtChannel(s, refunded.orderId); // its CHARGED callback starts the compensating refund
-  await eventually(() => statusOf(s, refunded.orderId), (status) => status === 'REFUNDED');
+  await eventually(
+    () => statusOf(s, refunded.orderId),
+    (status) => status === 'REFUNDED',
+  );
   scenario.refunded = refunded;
   scenario.created = await s.buy('rc-created', SKU);
   // CHARGED ×2 (DUPLICATE), DECLINED (DUPLICATE), CHARGED after cancel (REFUNDING_ANOMALY), REFUNDED (IGNORED).
-  await eventually(() => countRows(s.db, 'payment_notifications'), (n) => n >= 5);
+  await eventually(
+    () => countRows(s.db, 'payment_notifications'),
+    (n) => n >= 5,
+  );
   expect((await s.recover()).status).toBe(200);
   await drain(s);
   return scenario as Scenario;
@@ -103,8 +124,22 @@ export async function expectClean(s: PaymentStack): Promise<void> {
   expect(report.mismatches).toEqual([]);
   expect(report).toMatchObject({ ok: true, pending: 0, pending_orders: [] });
   expect(report.statuses).toEqual({ PAID: 2, FAILED: 1, CANCELLED: 1, REFUNDED: 1, CREATED: 1 });
-  expect(report.totals).toEqual({ channel_net: 2 * PRICE, wallet_net: 0, paid_sum: 2 * PRICE, confirmed: 2, paid: 2, drift: 0 });
-  expect(report.events).toEqual({ paid_without_event: 0, terminal_without_event: 0, duplicate_shipments: 0, shipped_without_paid: 0, pending: 0, dead: 0 });
+  expect(report.totals).toEqual({
+    channel_net: 2 * PRICE,
+    wallet_net: 0,
+    paid_sum: 2 * PRICE,
+    confirmed: 2,
+    paid: 2,
+    drift: 0,
+  });
+  expect(report.events).toEqual({
+    paid_without_event: 0,
+    terminal_without_event: 0,
+    duplicate_shipments: 0,
+    shipped_without_paid: 0,
+    pending: 0,
+    dead: 0,
+  });
 }
 
 /** `order_id class` pairs, sorted: the exact set a report names. */

@@ -15,12 +15,22 @@ describe('reconciliation schedule', () => {
   it('R-01: a quiet system is skipped; a write makes the next pass run; the full interval forces one', async () => {
     let now = 0;
     let passes = 0;
-    const tick = whenChanged(db.pool, async () => void passes++, () => now);
+    const tick = whenChanged(
+      db.pool,
+      async () => void passes++,
+      () => now,
+    );
     expect(await tick()).toBe('RAN');
     expect(await tick()).toBe('SKIPPED');
-    await db.pool.query(`INSERT INTO skus (tenant_id, sku, name, price, total, available, held, confirmed, hold_ttl_ms, created_at) VALUES ('t', 's', 'S', 1, 1, 1, 0, 0, 1000, now())`);
+    await db.pool.query(
+      `INSERT INTO skus (tenant_id, sku, name, price, total, available, held, confirmed, hold_ttl_ms, created_at) VALUES ('t', 's', 'S', 1, 1, 1, 0, 0, 1000, now())`,
+    );
     // The statistics are flushed by the writing backend within a second or so: wait for the counter, not a clock.
-    await eventually(() => tick(), (result) => result === 'RAN', 10_000);
+    await eventually(
+      () => tick(),
+      (result) => result === 'RAN',
+      10_000,
+    );
     expect(await tick()).toBe('SKIPPED');
     now += RECONCILE_FULL_EVERY_MS;
     expect(await tick()).toBe('RAN');

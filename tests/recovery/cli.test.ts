@@ -24,8 +24,18 @@ describe('flashpay recover (CLI)', () => {
 
   const recoverCli = (args: string[]) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: s.db.url, FLASHPAY_CHANNEL_URL: s.channel.url, FLASHPAY_NOTIFY_SECRET: TEST_NOTIFY_SECRET, FLASHPAY_DATA_DIR: dataDir };
-      const child = spawn(process.execPath, [BIN, 'recover', ...args], { cwd: dataDir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        DATABASE_URL: s.db.url,
+        FLASHPAY_CHANNEL_URL: s.channel.url,
+        FLASHPAY_NOTIFY_SECRET: TEST_NOTIFY_SECRET,
+        FLASHPAY_DATA_DIR: dataDir,
+      };
+      const child = spawn(process.execPath, [BIN, 'recover', ...args], {
+        cwd: dataDir,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -38,11 +48,20 @@ describe('flashpay recover (CLI)', () => {
     // Proves one operator command runs the whole recovery: query, apply, reconcile.
     await createSku(s, { sku: 'cli', stock: 2 });
     const o = await s.buy('cli-user', 'cli');
-    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 400 });
+    await s.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: o.orderId,
+      ms: 400,
+    });
     expect((await s.pay(o.token, o.orderId)).body.status).toBe('UNKNOWN');
     const json = await recoverCli(['--json', '--stale-after-ms', '0']);
     expect(json.code, json.stderr).toBe(0);
-    const report = JSON.parse(json.stdout) as { resolved: Record<string, number>; pending: number; reconciliation: { pending: number; mismatches: unknown[] } };
+    const report = JSON.parse(json.stdout) as {
+      resolved: Record<string, number>;
+      pending: number;
+      reconciliation: { pending: number; mismatches: unknown[] };
+    };
     expect(report.resolved).toMatchObject({ PAID: 1 });
     expect(report.pending).toBe(0);
     expect(report.reconciliation.mismatches).toEqual([]);

@@ -17,7 +17,12 @@ describe('crash recovery with real processes and kill -9', () => {
     // Proves PAYING committed before the call is what lets recovery find a charge whose process died.
     await createSku(s, { sku: 'k10', stock: 2 });
     const o = await s.buy('k10-user', 'k10');
-    const child = await runUntil('pay-process.ts', ['pay', s.db.url, s.channel.url, o.orderId, s.deps.notifyUrl], 'STAGE pay.after-charge', { FLASHPAY_FAULTPOINT: 'pay.after-charge' });
+    const child = await runUntil(
+      'pay-process.ts',
+      ['pay', s.db.url, s.channel.url, o.orderId, s.deps.notifyUrl],
+      'STAGE pay.after-charge',
+      { FLASHPAY_FAULTPOINT: 'pay.after-charge' },
+    );
     expect(await killHard(child)).toBe('SIGKILL');
     expect((await s.order(o.orderId)).status).toBe('PAYING');
     expect(await s.control('GET', `/charges/${o.orderId}`)).toMatchObject({ status: 'CHARGED' });
@@ -30,10 +35,19 @@ describe('crash recovery with real processes and kill -9', () => {
     const eager = await s.recover(0);
     expect(eager.body.resolved).toMatchObject({ PAID: 1 });
     const view = await s.order(o.orderId);
-    expect([view.status, view.reservation.status, view.timeline.at(-1)?.reason]).toEqual(['PAID', 'CONFIRMED', 'query']);
-    const held = ((await s.control('GET', '/_control/callbacks/held')) as Held).filter((h) => h.merchant_order === o.orderId);
+    expect([view.status, view.reservation.status, view.timeline.at(-1)?.reason]).toEqual([
+      'PAID',
+      'CONFIRMED',
+      'query',
+    ]);
+    const held = ((await s.control('GET', '/_control/callbacks/held')) as Held).filter(
+      (h) => h.merchant_order === o.orderId,
+    );
     await s.control('POST', '/_control/callbacks/release', { ids: held.map((h) => h.id) });
-    const after = await eventually(() => s.order(o.orderId), (v) => v.notifications.length === 1);
+    const after = await eventually(
+      () => s.order(o.orderId),
+      (v) => v.notifications.length === 1,
+    );
     expect(after.notifications[0]?.effect).toBe('DUPLICATE');
   });
 
@@ -41,15 +55,30 @@ describe('crash recovery with real processes and kill -9', () => {
     // Proves confirm, PAID and the outbox row commit together or not at all.
     await createSku(s, { sku: 'k11', stock: 2 });
     const o = await s.buy('k11-user', 'k11');
-    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 400 });
+    await s.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: o.orderId,
+      ms: 400,
+    });
     expect((await s.pay(o.token, o.orderId)).body.status).toBe('UNKNOWN');
-    const child = await runUntil('pay-process.ts', ['charged', s.db.url, s.channel.url, o.orderId, s.deps.notifyUrl], 'STAGE charged.before-commit', { FLASHPAY_FAULTPOINT: 'charged.before-commit' });
+    const child = await runUntil(
+      'pay-process.ts',
+      ['charged', s.db.url, s.channel.url, o.orderId, s.deps.notifyUrl],
+      'STAGE charged.before-commit',
+      { FLASHPAY_FAULTPOINT: 'charged.before-commit' },
+    );
     // Other sessions still see the committed state while the doomed transaction holds its writes.
     expect((await s.order(o.orderId)).status).toBe('UNKNOWN');
     expect(await killHard(child)).toBe('SIGKILL');
     // The server rolls the transaction back once it sees the connection gone; wait for its lock to go.
     await eventually(
-      async () => (await s.db.pool.query(`SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.state = 'idle in transaction'`)).rows[0]?.n,
+      async () =>
+        (
+          await s.db.pool.query(
+            `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.state = 'idle in transaction'`,
+          )
+        ).rows[0]?.n,
       (n) => n === 0,
     );
     const view = await s.order(o.orderId);

@@ -12,7 +12,8 @@ describe('the recovery job', () => {
   });
   afterAll(async () => s.close());
 
-  const queries = async () => ((await s.control('GET', '/_control/requests')) as { query: { by_order: Record<string, number> } }).query.by_order;
+  const queries = async () =>
+    ((await s.control('GET', '/_control/requests')) as { query: { by_order: Record<string, number> } }).query.by_order;
 
   it('several recovery processes at once divide the work: each UNKNOWN order is queried once and ends PAID', async () => {
     // Proves SKIP LOCKED claims: concurrent passes neither collide nor repeat each other's provider calls.
@@ -33,9 +34,19 @@ describe('the recovery job', () => {
     // Proves an order that cannot converge is neither forgotten nor hammered, and never guessed.
     await createSku(s, { sku: 'r2', stock: 2 });
     const o = await s.buy('r2-user', 'r2');
-    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 400 });
+    await s.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: o.orderId,
+      ms: 400,
+    });
     expect((await s.pay(o.token, o.orderId)).body.status).toBe('UNKNOWN');
-    await s.control('POST', '/_control/faults', { op: 'query', kind: 'ERROR_500', merchant_order: o.orderId, times: 10 });
+    await s.control('POST', '/_control/faults', {
+      op: 'query',
+      kind: 'ERROR_500',
+      merchant_order: o.orderId,
+      times: 10,
+    });
     const deps = paymentDeps(s.deps);
     let report = await runRecoveryPass(deps, { staleAfterMs: 0 });
     expect(report.still_pending).toEqual([{ order_id: o.orderId, status: 'UNKNOWN', reason: 'query http 500' }]);
@@ -46,7 +57,11 @@ describe('the recovery job', () => {
       s.clock.advance(10 * 60_000);
       report = await runRecoveryPass(deps, { staleAfterMs: 0 });
     }
-    expect(report.needs_attention).toContainEqual({ order_id: o.orderId, status: 'UNKNOWN', attention: 'cannot converge after 10 attempts: query http 500' });
+    expect(report.needs_attention).toContainEqual({
+      order_id: o.orderId,
+      status: 'UNKNOWN',
+      attention: 'cannot converge after 10 attempts: query http 500',
+    });
     const view = await s.order(o.orderId);
     expect([view.status, view.reservation.status]).toEqual(['UNKNOWN', 'HELD']);
     // When the provider answers again, the order converges and the note for a human is withdrawn.
@@ -66,7 +81,11 @@ describe('the recovery job', () => {
     const report = await s.recover(0);
     expect(report.body.resolved).toMatchObject({ CANCELLED: 1 });
     const view = await s.order(abandoned.orderId);
-    expect([view.status, view.reservation.status, view.timeline.at(-1)?.reason]).toEqual(['CANCELLED', 'RELEASED', 'reservation expired']);
+    expect([view.status, view.reservation.status, view.timeline.at(-1)?.reason]).toEqual([
+      'CANCELLED',
+      'RELEASED',
+      'reservation expired',
+    ]);
     expect((await s.order(fresh.orderId)).status).toBe('CREATED');
     expect(await skuCounters(s, 'r3')).toMatchObject({ available: 2, held: 1 });
     expect(report.body.reconciliation).toBeDefined();

@@ -25,16 +25,27 @@ describe('compensation under faults (seed 002)', () => {
     expect((await s.pay(b.token, b.orderId)).body.status).toBe('PAID');
     return { ...b, user };
   }
-  const balance = async (user: string) => ((await s.control('GET', `/_control/accounts/${encodeURIComponent(`${TENANT}/${user}`)}`)) as { balance: number }).balance;
-  const requests = async (op: 'refund' | 'fulfil', orderId: string) => ((await s.control('GET', '/_control/requests')) as Record<string, { by_order: Record<string, number> }>)[op]?.by_order[orderId] ?? 0;
+  const balance = async (user: string) =>
+    ((await s.control('GET', `/_control/accounts/${encodeURIComponent(`${TENANT}/${user}`)}`)) as { balance: number })
+      .balance;
+  const requests = async (op: 'refund' | 'fulfil', orderId: string) =>
+    ((await s.control('GET', '/_control/requests')) as Record<string, { by_order: Record<string, number> }>)[op]
+      ?.by_order[orderId] ?? 0;
   const journal = async (orderId: string) => ((await s.order(orderId)) as unknown as { journal: Journal }).journal;
-  const refunds = async (orderId: string) => (await s.statement()).lines.filter((l) => l.merchant_order === orderId && l.type === 'REFUND').length;
-  const pass = (only: string, provider?: ProviderPayments) => runSagaPass({ ...sagaDeps(s.deps), ...(provider ? { provider } : {}) }, { only: [only] });
+  const refunds = async (orderId: string) =>
+    (await s.statement()).lines.filter((l) => l.merchant_order === orderId && l.type === 'REFUND').length;
+  const pass = (only: string, provider?: ProviderPayments) =>
+    runSagaPass({ ...sagaDeps(s.deps), ...(provider ? { provider } : {}) }, { only: [only] });
 
   it('S002-05 refund answer lost (DELAY_RESPONSE past the timeout): the query by refund key decides; never a second refund', async () => {
     const o = await paidOrder();
     await s.control('POST', '/_control/faults', { op: 'fulfil', kind: 'REFUSE', merchant_order: o.orderId });
-    await s.control('POST', '/_control/faults', { op: 'refund', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 2_500 });
+    await s.control('POST', '/_control/faults', {
+      op: 'refund',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: o.orderId,
+      ms: 2_500,
+    });
     await pass(o.orderId);
     const lost = await s.order(o.orderId);
     expect([lost.status, lost.reservation.status]).toEqual(['COMPENSATION_PENDING', 'CONFIRMED']);
@@ -58,7 +69,12 @@ describe('compensation under faults (seed 002)', () => {
     await s.control('POST', '/_control/faults', { op: 'fulfil', kind: 'ERROR_500', merchant_order: o.orderId });
     await pass(o.orderId);
     expect((await s.order(o.orderId)).status).toBe('PAID');
-    await s.control('POST', '/_control/faults', { op: 'fulfil', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 2_500 });
+    await s.control('POST', '/_control/faults', {
+      op: 'fulfil',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: o.orderId,
+      ms: 2_500,
+    });
     await pass(o.orderId);
     expect((await s.order(o.orderId)).status).toBe('PAID');
     await pass(o.orderId); // the query finds the fulfilment the lost answer made
@@ -74,7 +90,12 @@ describe('compensation under faults (seed 002)', () => {
   it('S002-07 negative control: a runner that uses a fresh refund key per retry never completes (the provider refunds a charge once) — the real one does with one key', async () => {
     const o = await paidOrder();
     await s.control('POST', '/_control/faults', { op: 'fulfil', kind: 'REFUSE', merchant_order: o.orderId });
-    await s.control('POST', '/_control/faults', { op: 'refund', kind: 'DELAY_RESPONSE', merchant_order: o.orderId, ms: 2_500 });
+    await s.control('POST', '/_control/faults', {
+      op: 'refund',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: o.orderId,
+      ms: 2_500,
+    });
     const real = sagaDeps(s.deps).provider;
     let attempt = 0;
     const freshKeys: ProviderPayments = {
@@ -85,7 +106,10 @@ describe('compensation under faults (seed 002)', () => {
     await pass(o.orderId, freshKeys);
     const stuck = await s.order(o.orderId);
     expect([stuck.status, stuck.reservation.status]).toEqual(['COMPENSATION_PENDING', 'CONFIRMED']);
-    expect((await journal(o.orderId)).filter((e) => e.direction === 'undo').at(-1)).toMatchObject({ step: 'charge', status: 'FAILED' });
+    expect((await journal(o.orderId)).filter((e) => e.direction === 'undo').at(-1)).toMatchObject({
+      step: 'charge',
+      status: 'FAILED',
+    });
     expect(await refunds(o.orderId)).toBe(1); // the provider's one-refund-per-charge rule is all that kept it from paying twice
     await pass(o.orderId); // the real runner: same key, query first
     expect((await s.order(o.orderId)).status).toBe('COMPENSATED');
@@ -95,13 +119,24 @@ describe('compensation under faults (seed 002)', () => {
   it('S002-14 a compensation stuck past its deadline is listed at GET /v1/admin/attention (own tenant, admins only) and counted in the metrics', async () => {
     const o = await paidOrder();
     await s.control('POST', '/_control/faults', { op: 'fulfil', kind: 'REFUSE', merchant_order: o.orderId });
-    await s.control('POST', '/_control/faults', { op: 'refund', kind: 'ERROR_500', merchant_order: o.orderId, times: 5 });
+    await s.control('POST', '/_control/faults', {
+      op: 'refund',
+      kind: 'ERROR_500',
+      merchant_order: o.orderId,
+      times: 5,
+    });
     await runSagaPass({ ...sagaDeps(s.deps), deadlineMs: 1 }, { only: [o.orderId] });
     s.clock.advance(10);
     await pass(o.orderId);
     const listed = await s.call('GET', '/v1/admin/attention', { token: s.admin });
     expect(listed.status).toBe(200);
-    expect(listed.body.orders).toContainEqual(expect.objectContaining({ order_id: o.orderId, status: 'COMPENSATION_PENDING', reason: expect.stringContaining('past its deadline') }));
+    expect(listed.body.orders).toContainEqual(
+      expect.objectContaining({
+        order_id: o.orderId,
+        status: 'COMPENSATION_PENDING',
+        reason: expect.stringContaining('past its deadline'),
+      }),
+    );
     const other = await s.call('GET', '/v1/admin/attention', { token: await s.token('tenant-b', 'ops', 'admin') });
     expect(other.body.orders.map((x: { order_id: string }) => x.order_id)).not.toContain(o.orderId);
     expect((await s.call('GET', '/v1/admin/attention', { token: o.token })).status).toBe(403);
@@ -126,7 +161,9 @@ describe('compensation under faults (seed 002)', () => {
     await pass(o.orderId);
     expect((await s.order(o.orderId)).status).toBe('COMPENSATED');
     const report = await s.call('GET', '/v1/admin/reconciliation', { token: s.admin });
-    expect(report.body.mismatches).toContainEqual(expect.objectContaining({ order_id: o.orderId, class: 'COMPENSATED_MONEY_KEPT' }));
+    expect(report.body.mismatches).toContainEqual(
+      expect.objectContaining({ order_id: o.orderId, class: 'COMPENSATED_MONEY_KEPT' }),
+    );
     // Repair for the rest of the file: the refund goes through on the next pass.
     await pass(o.orderId);
     expect(await refunds(o.orderId)).toBe(1);

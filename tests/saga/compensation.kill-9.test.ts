@@ -26,12 +26,19 @@ describe('compensation survives kill -9 at every step boundary (seed 002)', () =
     await s.control('POST', '/_control/faults', { op: 'fulfil', kind: 'REFUSE', merchant_order: b.orderId });
     return { ...b, user };
   }
-  const requests = async (op: 'refund' | 'fulfil', orderId: string) => ((await s.control('GET', '/_control/requests')) as Record<string, { by_order: Record<string, number> }>)[op]?.by_order[orderId] ?? 0;
-  const refunds = async (orderId: string) => (await s.statement()).lines.filter((l) => l.merchant_order === orderId && l.type === 'REFUND').length;
-  const balance = async (user: string) => ((await s.control('GET', `/_control/accounts/${encodeURIComponent(`${TENANT}/${user}`)}`)) as { balance: number }).balance;
+  const requests = async (op: 'refund' | 'fulfil', orderId: string) =>
+    ((await s.control('GET', '/_control/requests')) as Record<string, { by_order: Record<string, number> }>)[op]
+      ?.by_order[orderId] ?? 0;
+  const refunds = async (orderId: string) =>
+    (await s.statement()).lines.filter((l) => l.merchant_order === orderId && l.type === 'REFUND').length;
+  const balance = async (user: string) =>
+    ((await s.control('GET', `/_control/accounts/${encodeURIComponent(`${TENANT}/${user}`)}`)) as { balance: number })
+      .balance;
 
   async function dieAt(point: string, orderId: string): Promise<void> {
-    const child = await runUntil('saga-process.ts', [s.db.url, s.channel.url, orderId], `STAGE ${point}`, { FLASHPAY_FAULTPOINT: point });
+    const child = await runUntil('saga-process.ts', [s.db.url, s.channel.url, orderId], `STAGE ${point}`, {
+      FLASHPAY_FAULTPOINT: point,
+    });
     expect(await killHard(child)).toBe('SIGKILL');
   }
 
@@ -43,8 +50,18 @@ describe('compensation survives kill -9 at every step boundary (seed 002)', () =
     expect(await refunds(orderId)).toBe(1);
     expect(await balance(user)).toBe(500);
     const journal = (view as unknown as { journal: Journal }).journal;
-    for (const step of ['fulfil', 'charge', 'reserve']) expect(new Set(journal.filter((e) => e.step === step && e.direction === (step === 'fulfil' ? 'do' : 'undo')).map((e) => e.key)).size).toBeLessThanOrEqual(1);
-    expect(journal.filter((e) => e.direction === 'undo' && e.status === 'DONE').map((e) => e.step)).toEqual(['charge', 'reserve']);
+    for (const step of ['fulfil', 'charge', 'reserve'])
+      expect(
+        new Set(
+          journal
+            .filter((e) => e.step === step && e.direction === (step === 'fulfil' ? 'do' : 'undo'))
+            .map((e) => e.key),
+        ).size,
+      ).toBeLessThanOrEqual(1);
+    expect(journal.filter((e) => e.direction === 'undo' && e.status === 'DONE').map((e) => e.step)).toEqual([
+      'charge',
+      'reserve',
+    ]);
     return journal;
   }
 

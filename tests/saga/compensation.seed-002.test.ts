@@ -11,7 +11,9 @@ describe('compensation after a refused fulfilment (seed 002)', () => {
   });
   afterAll(async () => s.close());
 
-  const balance = async (user: string) => ((await s.control('GET', `/_control/accounts/${encodeURIComponent(`${TENANT}/${user}`)}`)) as { balance: number }).balance;
+  const balance = async (user: string) =>
+    ((await s.control('GET', `/_control/accounts/${encodeURIComponent(`${TENANT}/${user}`)}`)) as { balance: number })
+      .balance;
 
   async function book(user: string, sku: string, key: string) {
     const token = await s.token(TENANT, user);
@@ -34,7 +36,11 @@ describe('compensation after a refused fulfilment (seed 002)', () => {
     expect(await balance('u42')).toBe(380);
     expect((await s.statement()).lines.filter((l) => l.merchant_order === b.orderId)).toHaveLength(1);
 
-    const conflict = await s.call('POST', '/v1/orders', { token: b.token, body: { sku: 'seat-a', quantity: 2 }, headers: { 'idempotency-key': 'booking-42' } });
+    const conflict = await s.call('POST', '/v1/orders', {
+      token: b.token,
+      body: { sku: 'seat-a', quantity: 2 },
+      headers: { 'idempotency-key': 'booking-42' },
+    });
     expect([conflict.status, conflict.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
     expect(await skuCounters(s, 'seat-a')).toMatchObject({ available: 1, confirmed: 1 });
 
@@ -56,10 +62,14 @@ describe('compensation after a refused fulfilment (seed 002)', () => {
     expect(view.status).toBe('COMPENSATION_PENDING');
     expect(view.reservation.status).toBe('CONFIRMED');
     expect((view as unknown as { fulfilment: { status: string } }).fulfilment.status).toBe('REFUSED');
-    const journal = (view as unknown as { journal: Array<{ step: string; direction: string; status: string; key: string }> }).journal;
+    const journal = (
+      view as unknown as { journal: Array<{ step: string; direction: string; status: string; key: string }> }
+    ).journal;
     expect(journal.filter((e) => e.direction === 'undo' && e.status === 'DONE')).toEqual([]);
     expect(journal.find((e) => e.step === 'fulfil')).toMatchObject({ key: `${b.orderId}/fulfil`, status: 'REFUSED' });
-    expect(journal.filter((e) => e.direction === 'undo').map((e) => [e.step, e.key, e.status])).toEqual([['charge', `${b.orderId}/refund`, 'UNKNOWN']]);
+    expect(journal.filter((e) => e.direction === 'undo').map((e) => [e.step, e.key, e.status])).toEqual([
+      ['charge', `${b.orderId}/refund`, 'UNKNOWN'],
+    ]);
     expect(await skuCounters(s, 'seat-b')).toMatchObject({ available: 1, confirmed: 1 });
     expect(await balance('u43')).toBe(380);
 
@@ -68,23 +78,42 @@ describe('compensation after a refused fulfilment (seed 002)', () => {
     const after = await s.order(b.orderId);
     expect(after.status).toBe('COMPENSATED');
     expect(after.reservation.status).toBe('RELEASED');
-    const undone = (after as unknown as { journal: Array<{ step: string; direction: string; status: string; key: string }> }).journal.filter((e) => e.direction === 'undo' && e.status === 'DONE');
-    expect(undone.map((e) => [e.step, e.key])).toEqual([['charge', `${b.orderId}/refund`], ['reserve', `${b.orderId}/release`]]);
+    const undone = (
+      after as unknown as { journal: Array<{ step: string; direction: string; status: string; key: string }> }
+    ).journal.filter((e) => e.direction === 'undo' && e.status === 'DONE');
+    expect(undone.map((e) => [e.step, e.key])).toEqual([
+      ['charge', `${b.orderId}/refund`],
+      ['reserve', `${b.orderId}/release`],
+    ]);
     expect(await skuCounters(s, 'seat-b')).toMatchObject({ available: 2, confirmed: 0 });
     expect(await balance('u43')).toBe(500);
     const report = await s.recover();
     expect(report.body.saga).toMatchObject({ examined: 0 });
     expect(await skuCounters(s, 'seat-b')).toMatchObject({ available: 2, confirmed: 0 });
     expect(await balance('u43')).toBe(500);
-    expect((await s.statement()).lines.filter((l) => l.merchant_order === b.orderId).map((l) => l.type)).toEqual(['CHARGE', 'REFUND']);
-    expect(after.timeline.map((t) => t.to)).toEqual(['CREATED', 'PAYING', 'PAID', 'COMPENSATING', 'COMPENSATION_PENDING', 'COMPENSATING', 'COMPENSATED']);
+    expect((await s.statement()).lines.filter((l) => l.merchant_order === b.orderId).map((l) => l.type)).toEqual([
+      'CHARGE',
+      'REFUND',
+    ]);
+    expect(after.timeline.map((t) => t.to)).toEqual([
+      'CREATED',
+      'PAYING',
+      'PAID',
+      'COMPENSATING',
+      'COMPENSATION_PENDING',
+      'COMPENSATING',
+      'COMPENSATED',
+    ]);
   });
 
   it('S002-04 a fulfilled order stays PAID with fulfilment FULFILLED and a provider ref; reconciliation is clean', async () => {
     await createSku(s, { sku: 'seat-c', name: 'Seat', price: 120, stock: 1 });
     const b = await book('u44', 'seat-c', 'booking-44');
     await s.recover();
-    const view = (await s.order(b.orderId)) as unknown as { status: string; fulfilment: { status: string; ref?: string } };
+    const view = (await s.order(b.orderId)) as unknown as {
+      status: string;
+      fulfilment: { status: string; ref?: string };
+    };
     expect(view.status).toBe('PAID');
     expect(view.fulfilment.status).toBe('FULFILLED');
     expect(view.fulfilment.ref).toMatch(/^ful_/);

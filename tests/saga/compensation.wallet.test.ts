@@ -28,7 +28,10 @@ describe('compensation of a wallet-paid order', () => {
     expect(view.status).toBe('COMPENSATED');
     expect(await balance()).toBe(500);
     expect(await skuCounters(s, 'seat-w')).toMatchObject({ available: 2, held: 0, confirmed: 0 });
-    const refunds = await s.db.pool.query("SELECT transfer_id, amount FROM wallet_transfers WHERE order_id = $1 AND kind = 'REFUND'", [orderId]);
+    const refunds = await s.db.pool.query(
+      "SELECT transfer_id, amount FROM wallet_transfers WHERE order_id = $1 AND kind = 'REFUND'",
+      [orderId],
+    );
     expect(refunds.rows).toEqual([{ transfer_id: `${orderId}/refund`, amount: 120 }]);
     expect((await s.statement()).lines.filter((l) => l.merchant_order === orderId)).toEqual([]);
     expect(await books(s)).toMatchObject({ sum: 0, drift: [], negative: [] });

@@ -37,7 +37,11 @@ export interface Target {
   db: TestDatabase;
   process: StartedProcess;
   token(tenant: string, user: string, scope?: 'buyer' | 'admin' | 'operator'): Promise<string>;
-  call(method: string, url: string, options?: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<Reply>;
+  call(
+    method: string,
+    url: string,
+    options?: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> },
+  ): Promise<Reply>;
   /** Counters an attack must not move: rows of every table that matters, SKU counters, the provider's ledger. */
   snapshot(): Promise<string>;
   stop(): Promise<void>;
@@ -87,15 +91,32 @@ export async function launchTarget(): Promise<Target> {
     channel: started.channel,
     db,
     process: started,
-    token: (tenant, user, scope = 'buyer') => rawToken({ sub: user, tid: tenant, scope, iss: ISSUER, aud: AUDIENCE }, { secret: SECRETS.jwt }),
+    token: (tenant, user, scope = 'buyer') =>
+      rawToken({ sub: user, tid: tenant, scope, iss: ISSUER, aud: AUDIENCE }, { secret: SECRETS.jwt }),
     call,
     async snapshot() {
-      const tables = ['orders', 'reservations', 'idempotency_keys', 'order_transitions', 'outbox', 'payment_notifications', 'fulfillment', 'ful_received'];
+      const tables = [
+        'orders',
+        'reservations',
+        'idempotency_keys',
+        'order_transitions',
+        'outbox',
+        'payment_notifications',
+        'fulfillment',
+        'ful_received',
+      ];
       const counts: Record<string, unknown> = {};
-      for (const table of tables) counts[table] = (await db.pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]?.n;
+      for (const table of tables)
+        counts[table] = (await db.pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]?.n;
       counts.statuses = (await db.pool.query(`SELECT order_id, status, version FROM orders ORDER BY order_id`)).rows;
-      counts.skus = (await db.pool.query(`SELECT tenant_id, sku, available, held, confirmed FROM skus ORDER BY 1, 2`)).rows;
-      counts.outbox = (await db.pool.query(`SELECT event_id::text, published_at IS NULL AS pending, dead_at IS NULL AS alive FROM outbox ORDER BY event_id`)).rows;
+      counts.skus = (
+        await db.pool.query(`SELECT tenant_id, sku, available, held, confirmed FROM skus ORDER BY 1, 2`)
+      ).rows;
+      counts.outbox = (
+        await db.pool.query(
+          `SELECT event_id::text, published_at IS NULL AS pending, dead_at IS NULL AS alive FROM outbox ORDER BY event_id`,
+        )
+      ).rows;
       const statement = await call('GET', `${started.channel}/statement`);
       counts.ledger = statement.body;
       return JSON.stringify(counts);
@@ -115,17 +136,29 @@ export async function launchTarget(): Promise<Target> {
 export function expectProblem(reply: Reply, status: number, code: string): void {
   expect({ status: reply.status, code: reply.body?.code }).toEqual({ status, code });
   expect(reply.headers.get('content-type')).toContain('application/problem+json');
-  expect(reply.body).toMatchObject({ status, code, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+  expect(reply.body).toMatchObject({
+    status,
+    code,
+    type: expect.any(String),
+    title: expect.any(String),
+    detail: expect.any(String),
+  });
 }
 
 /** A signed notification, exactly as the provider would send it. */
 export function signedNotification(target: Target, body: Record<string, unknown>, secret = SECRETS.notify) {
   const raw = JSON.stringify(body);
-  return target.call('POST', '/v1/payment-notifications', { raw, headers: { 'flashpay-signature': signPayload(secret, raw) } });
+  return target.call('POST', '/v1/payment-notifications', {
+    raw,
+    headers: { 'flashpay-signature': signPayload(secret, raw) },
+  });
 }
 
 /** Bytes on a socket, for what fetch refuses to send (control characters in a header). */
-export function rawRequest(api: string, request: string): Promise<{ status: number; contentType: string; body: string }> {
+export function rawRequest(
+  api: string,
+  request: string,
+): Promise<{ status: number; contentType: string; body: string }> {
   const { hostname, port } = new URL(api);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), hostname, () => socket.write(request));
@@ -134,7 +167,11 @@ export function rawRequest(api: string, request: string): Promise<{ status: numb
     socket.on('error', reject);
     socket.on('close', () => {
       const [head = '', body = ''] = data.split('\r\n\r\n');
-      resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1] ?? 0), contentType: /content-type: ([^\r\n]+)/i.exec(head)?.[1] ?? '', body });
+      resolve({
+        status: Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1] ?? 0),
+        contentType: /content-type: ([^\r\n]+)/i.exec(head)?.[1] ?? '',
+        body,
+      });
     });
   });
 }

@@ -33,15 +33,38 @@ describe('fuzz: order and pay bodies and headers', () => {
 
   // Near-valid inputs mostly (so the handlers, not only the edge, are reached), wild ones too.
   const validKey = fc.stringMatching(/^[\x21-\x7e]{1,24}$/);
-  const header = fc.oneof({ weight: 4, arbitrary: validKey }, fc.string({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 40 }), fc.constantFrom('', ' ', 'x'.repeat(256)));
-  const wild = fc.oneof(fc.string({ unit: 'binary', maxLength: 30 }), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.jsonValue({ maxDepth: 3 }));
+  const header = fc.oneof(
+    { weight: 4, arbitrary: validKey },
+    fc.string({ maxLength: 300 }),
+    fc.string({ unit: 'binary', maxLength: 40 }),
+    fc.constantFrom('', ' ', 'x'.repeat(256)),
+  );
+  const wild = fc.oneof(
+    fc.string({ unit: 'binary', maxLength: 30 }),
+    fc.integer(),
+    fc.double(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.jsonValue({ maxDepth: 3 }),
+  );
   const sku = fc.oneof({ weight: 3, arbitrary: fc.constant('fz') }, wild);
   const quantity = fc.oneof({ weight: 3, arbitrary: fc.integer({ min: -2, max: 4 }) }, wild);
   const orderBody = fc.oneof(
     { weight: 3, arbitrary: fc.record({ sku, quantity }, { requiredKeys: ['sku'] }) },
-    fc.record({ sku, quantity, lines: fc.array(fc.record({ sku, quantity }, { requiredKeys: [] }), { maxLength: 3 }), extra: wild }, { requiredKeys: [] }),
+    fc.record(
+      {
+        sku,
+        quantity,
+        lines: fc.array(fc.record({ sku, quantity }, { requiredKeys: [] }), { maxLength: 3 }),
+        extra: wild,
+      },
+      { requiredKeys: [] },
+    ),
   );
-  const payBody = fc.record({ method: fc.oneof(fc.constantFrom('channel', 'wallet', 'cash'), wild), extra: wild }, { requiredKeys: [] });
+  const payBody = fc.record(
+    { method: fc.oneof(fc.constantFrom('channel', 'wallet', 'cash'), wild), extra: wild },
+    { requiredKeys: [] },
+  );
   const body = fc.oneof(
     { weight: 4, arbitrary: fc.oneof(orderBody, payBody).map((v) => JSON.stringify(v)) },
     fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)),
@@ -49,9 +72,25 @@ describe('fuzz: order and pay bodies and headers', () => {
     fc.string({ unit: 'binary', maxLength: 200 }),
     fc.constant(''),
   );
-  const contentType = fc.oneof({ weight: 4, arbitrary: fc.constant('application/json') }, fc.constantFrom('application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'application/problem+json'));
-  const auth = fc.oneof({ weight: 4, arbitrary: fc.constantFrom('bearer', 'Bearer') }, fc.constant('none'), fc.string({ maxLength: 40 }));
-  const path = fc.oneof(fc.constant('/v1/orders'), fc.constant('pay'), fc.string({ maxLength: 40 }).map((id) => `/v1/orders/${encodeURIComponent(id)}/pay`));
+  const contentType = fc.oneof(
+    { weight: 4, arbitrary: fc.constant('application/json') },
+    fc.constantFrom(
+      'application/json; charset=utf-8',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/problem+json',
+    ),
+  );
+  const auth = fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom('bearer', 'Bearer') },
+    fc.constant('none'),
+    fc.string({ maxLength: 40 }),
+  );
+  const path = fc.oneof(
+    fc.constant('/v1/orders'),
+    fc.constant('pay'),
+    fc.string({ maxLength: 40 }).map((id) => `/v1/orders/${encodeURIComponent(id)}/pay`),
+  );
 
   it('never answers 5xx, and a 4xx changes nothing', async () => {
     const tally: Record<number, number> = {};

@@ -4,7 +4,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signPayload } from '../../src/platform/signature.ts';
 import { BIN } from '../support/process.ts';
 import { rawToken } from '../support/tokens.ts';
-import { AUDIENCE, baseEnv, expectProblem, ISSUER, launchTarget, PAY_TIMEOUT_MS, RATE_LIMIT_PER_MINUTE, rawRequest, SECRETS, signedNotification, type Target } from './attacker.ts';
+import {
+  AUDIENCE,
+  baseEnv,
+  expectProblem,
+  ISSUER,
+  launchTarget,
+  PAY_TIMEOUT_MS,
+  RATE_LIMIT_PER_MINUTE,
+  rawRequest,
+  SECRETS,
+  signedNotification,
+  type Target,
+} from './attacker.ts';
 
 // Issue 11, as an attacker on loopback would try it (OWASP API Security Top 10 2023), against a
 // real `flashpay start`. Every refusal is checked for its status, its problem+json code, and that
@@ -22,7 +34,8 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
   let paidOrder = '';
   let expiredOrder = '';
 
-  const order = async (token: string, key: string, body: unknown) => t.call('POST', '/v1/orders', { token, body, headers: { 'idempotency-key': key } });
+  const order = async (token: string, key: string, body: unknown) =>
+    t.call('POST', '/v1/orders', { token, body, headers: { 'idempotency-key': key } });
   const unchanged = async (attack: () => Promise<void>) => {
     const before = await t.snapshot();
     await attack();
@@ -31,35 +44,66 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
 
   beforeAll(async () => {
     t = await launchTarget();
-    [acmeAdmin, evilAdmin, operator, alice] = await Promise.all([t.token(ACME, 'ops', 'admin'), t.token(EVIL, 'ops', 'admin'), t.token('ops-tenant', 'root', 'operator'), t.token(ACME, 'alice')]);
-    expect((await t.call('POST', '/v1/admin/skus', { token: acmeAdmin, body: { sku: 'tee', name: 'Tee', price: 1990, stock: 5 } })).status).toBe(201);
-    expect((await t.call('POST', '/v1/admin/skus', { token: acmeAdmin, body: { sku: 'quick', name: 'Quick', price: 500, stock: 5, hold_ttl_ms: 1 } })).status).toBe(201);
+    [acmeAdmin, evilAdmin, operator, alice] = await Promise.all([
+      t.token(ACME, 'ops', 'admin'),
+      t.token(EVIL, 'ops', 'admin'),
+      t.token('ops-tenant', 'root', 'operator'),
+      t.token(ACME, 'alice'),
+    ]);
+    expect(
+      (
+        await t.call('POST', '/v1/admin/skus', {
+          token: acmeAdmin,
+          body: { sku: 'tee', name: 'Tee', price: 1990, stock: 5 },
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await t.call('POST', '/v1/admin/skus', {
+          token: acmeAdmin,
+          body: { sku: 'quick', name: 'Quick', price: 500, stock: 5, hold_ttl_ms: 1 },
+        })
+      ).status,
+    ).toBe(201);
     const created = await order(alice, 'buy-1', { sku: 'tee' });
     paidOrder = created.body.order_id as string;
-    expect((await t.call('POST', `/v1/orders/${paidOrder}/pay`, { token: alice, headers: { 'idempotency-key': 'pay-1' } })).body.status).toBe('PAID');
+    expect(
+      (await t.call('POST', `/v1/orders/${paidOrder}/pay`, { token: alice, headers: { 'idempotency-key': 'pay-1' } }))
+        .body.status,
+    ).toBe('PAID');
     expiredOrder = (await order(alice, 'buy-2', { sku: 'quick' })).body.order_id as string; // its 1 ms hold is over at once
     // One of acme's events is parked dead, so the dead-letter routes have something to leak.
     await t.db.pool.query(`UPDATE outbox SET dead_at = now() WHERE order_id = $1`, [paidOrder]);
   }, 120_000);
   afterAll(async () => t?.stop());
 
-  it('API1/API5: another tenant\'s admin reads and moves nothing of acme on any admin route', async () => {
+  it("API1/API5: another tenant's admin reads and moves nothing of acme on any admin route", async () => {
     await unchanged(async () => {
       const report = await t.call('GET', '/v1/admin/reconciliation', { token: evilAdmin });
       expect(report.status).toBe(200);
       expect(JSON.stringify(report.body)).not.toContain(paidOrder);
       expect(report.body.totals).toMatchObject({ paid: 0, paid_sum: 0, channel_net: 0, confirmed: 0 });
-      const recovery = await t.call('POST', '/v1/admin/recovery/run', { token: evilAdmin, body: { stale_after_ms: FLOOR_MS } });
+      const recovery = await t.call('POST', '/v1/admin/recovery/run', {
+        token: evilAdmin,
+        body: { stale_after_ms: FLOOR_MS },
+      });
       expect([recovery.status, recovery.body.examined, recovery.body.outbox]).toEqual([200, 0, undefined]);
       expect(JSON.stringify(recovery.body)).not.toContain(paidOrder);
       expectProblem(await t.call('POST', '/v1/admin/outbox/drain', { token: evilAdmin }), 403, 'FORBIDDEN');
       expect((await t.call('GET', '/v1/admin/outbox/dead', { token: evilAdmin })).body).toEqual({ events: [] });
-      expect((await t.call('POST', '/v1/admin/outbox/dead/redrive', { token: evilAdmin, body: {} })).body).toEqual({ redriven: 0 });
+      expect((await t.call('POST', '/v1/admin/outbox/dead/redrive', { token: evilAdmin, body: {} })).body).toEqual({
+        redriven: 0,
+      });
       expect((await t.call('POST', '/v1/admin/expiry/run', { token: evilAdmin })).body).toEqual({ released: 0 });
       expectProblem(await t.call('GET', '/v1/admin/skus/tee', { token: evilAdmin }), 404, 'SKU_NOT_FOUND');
       expectProblem(await t.call('GET', `/v1/admin/orders/${paidOrder}`, { token: evilAdmin }), 404, 'ORDER_NOT_FOUND');
       expectProblem(await t.call('GET', `/v1/admin/fulfillment/${paidOrder}`, { token: evilAdmin }), 404, 'NOT_FOUND');
-      expectProblem(await t.call('POST', '/v1/admin/reservations/expire', { token: evilAdmin, body: { order_id: expiredOrder } }), 404, 'ORDER_NOT_FOUND');
+      expectProblem(
+        await t.call('POST', '/v1/admin/reservations/expire', { token: evilAdmin, body: { order_id: expiredOrder } }),
+        404,
+        'ORDER_NOT_FOUND',
+      );
     });
     // Contrast: acme's own admin sees its dead event and releases its expired hold.
     expect((await t.call('GET', '/v1/admin/outbox/dead', { token: acmeAdmin })).body.events).toHaveLength(1);
@@ -69,7 +113,9 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
   it('operator scope acts across tenants: the whole reconciliation, the drain', async () => {
     const report = await t.call('GET', '/v1/admin/reconciliation', { token: operator });
     expect(report.body.totals).toMatchObject({ paid: 1, paid_sum: 1990, channel_net: 1990 });
-    expect((await t.call('POST', '/v1/admin/outbox/dead/redrive', { token: operator, body: {} })).body).toEqual({ redriven: 1 });
+    expect((await t.call('POST', '/v1/admin/outbox/dead/redrive', { token: operator, body: {} })).body).toEqual({
+      redriven: 1,
+    });
     expect((await t.call('POST', '/v1/admin/outbox/drain', { token: operator })).status).toBe(200);
     expect((await t.call('GET', `/v1/admin/fulfillment/${paidOrder}`, { token: acmeAdmin })).body.ship_count).toBe(1);
   });
@@ -79,37 +125,102 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
       const refused = await t.call('POST', '/v1/admin/recovery/run', { token: acmeAdmin, body: { stale_after_ms: 0 } });
       expectProblem(refused, 400, 'VALIDATION');
       expect(refused.body.minimum).toBe(FLOOR_MS);
-      expectProblem(await t.call('POST', '/v1/admin/recovery/run', { token: operator, body: { stale_after_ms: PAY_TIMEOUT_MS - 1 } }), 400, 'VALIDATION');
-      expectProblem(await t.call('POST', '/v1/admin/recovery/run', { token: operator, body: { stale_after_ms: FLOOR_MS - 1 } }), 400, 'VALIDATION');
+      expectProblem(
+        await t.call('POST', '/v1/admin/recovery/run', {
+          token: operator,
+          body: { stale_after_ms: PAY_TIMEOUT_MS - 1 },
+        }),
+        400,
+        'VALIDATION',
+      );
+      expectProblem(
+        await t.call('POST', '/v1/admin/recovery/run', { token: operator, body: { stale_after_ms: FLOOR_MS - 1 } }),
+        400,
+        'VALIDATION',
+      );
     });
     const bob = await t.token(ACME, 'bob');
     const id = (await order(bob, 'bob-1', { sku: 'tee' })).body.order_id as string;
     const control = { authorization: `Bearer ${SECRETS.control}` };
-    expect((await t.call('POST', `${t.channel}/_control/faults`, { headers: control, body: { op: 'charge', kind: 'DELAY_REQUEST', merchant_order: id, ms: 250 } })).status).toBe(200);
+    expect(
+      (
+        await t.call('POST', `${t.channel}/_control/faults`, {
+          headers: control,
+          body: { op: 'charge', kind: 'DELAY_REQUEST', merchant_order: id, ms: 250 },
+        })
+      ).status,
+    ).toBe(200);
     const paying = t.call('POST', `/v1/orders/${id}/pay`, { token: bob, headers: { 'idempotency-key': 'bob-pay' } });
-    const passes = await Promise.all([evilAdmin, acmeAdmin, operator].map((token) => t.call('POST', '/v1/admin/recovery/run', { token, body: { stale_after_ms: FLOOR_MS } })));
+    const passes = await Promise.all(
+      [evilAdmin, acmeAdmin, operator].map((token) =>
+        t.call('POST', '/v1/admin/recovery/run', { token, body: { stale_after_ms: FLOOR_MS } }),
+      ),
+    );
     expect(passes.map((p) => p.status)).toEqual([200, 200, 200]);
     expect((await paying).body.status).toBe('PAID');
     // The provider's notification of this pay arrives on its own: let it land before the next
     // case compares snapshots.
-    await waitFor(async () => ((await t.call('GET', `/v1/admin/orders/${id}`, { token: acmeAdmin })).body.notifications?.length ?? 0) > 0, 'the notification of bob’s pay', 15_000);
+    await waitFor(
+      async () =>
+        ((await t.call('GET', `/v1/admin/orders/${id}`, { token: acmeAdmin })).body.notifications?.length ?? 0) > 0,
+      'the notification of bob’s pay',
+      15_000,
+    );
   });
 
-  it('a fulfilment event signed with the provider\'s secret is refused: that secret cannot ship orders', async () => {
-    const event = JSON.stringify({ event_id: 'forged-1', order_id: expiredOrder, event_type: 'ORDER_PAID', order_version: 99, payload: {} });
+  it("a fulfilment event signed with the provider's secret is refused: that secret cannot ship orders", async () => {
+    const event = JSON.stringify({
+      event_id: 'forged-1',
+      order_id: expiredOrder,
+      event_type: 'ORDER_PAID',
+      order_version: 99,
+      payload: {},
+    });
     await unchanged(async () => {
-      expectProblem(await t.call('POST', '/v1/fulfillment/events', { raw: event, headers: { 'flashpay-signature': signPayload(SECRETS.notify, event) } }), 400, 'BAD_SIGNATURE');
-      expectProblem(await t.call('POST', '/v1/fulfillment/events', { raw: event, headers: { 'flashpay-signature': signPayload(SECRETS.jwt, event) } }), 400, 'BAD_SIGNATURE');
+      expectProblem(
+        await t.call('POST', '/v1/fulfillment/events', {
+          raw: event,
+          headers: { 'flashpay-signature': signPayload(SECRETS.notify, event) },
+        }),
+        400,
+        'BAD_SIGNATURE',
+      );
+      expectProblem(
+        await t.call('POST', '/v1/fulfillment/events', {
+          raw: event,
+          headers: { 'flashpay-signature': signPayload(SECRETS.jwt, event) },
+        }),
+        400,
+        'BAD_SIGNATURE',
+      );
     });
   });
 
   it('the provider double: /_control needs its token, notify_url only to allowed hosts', async () => {
     await unchanged(async () => {
-      const forge = { merchant_order: expiredOrder, kind: 'CHARGED', amount: 500, notify_url: `${t.api}/v1/payment-notifications` };
-      expectProblem(await t.call('POST', `${t.channel}/_control/callbacks/send`, { body: forge }), 401, 'UNAUTHENTICATED');
-      expectProblem(await t.call('POST', `${t.channel}/_control/callbacks/send`, { body: forge, headers: { authorization: `Bearer ${SECRETS.jwt}` } }), 401, 'UNAUTHENTICATED');
+      const forge = {
+        merchant_order: expiredOrder,
+        kind: 'CHARGED',
+        amount: 500,
+        notify_url: `${t.api}/v1/payment-notifications`,
+      };
+      expectProblem(
+        await t.call('POST', `${t.channel}/_control/callbacks/send`, { body: forge }),
+        401,
+        'UNAUTHENTICATED',
+      );
+      expectProblem(
+        await t.call('POST', `${t.channel}/_control/callbacks/send`, {
+          body: forge,
+          headers: { authorization: `Bearer ${SECRETS.jwt}` },
+        }),
+        401,
+        'UNAUTHENTICATED',
+      );
       expectProblem(await t.call('POST', `${t.channel}/_control/reset`, {}), 401, 'UNAUTHENTICATED');
-      const elsewhere = await t.call('POST', `${t.channel}/charge`, { body: { merchant_order: 'ord_probe', amount: 100, notify_url: 'http://169.254.169.254/latest/meta-data' } });
+      const elsewhere = await t.call('POST', `${t.channel}/charge`, {
+        body: { merchant_order: 'ord_probe', amount: 100, notify_url: 'http://169.254.169.254/latest/meta-data' },
+      });
       expectProblem(elsewhere, 400, 'VALIDATION');
     });
     expect(new URL(t.channel).hostname).toBe('127.0.0.1');
@@ -127,7 +238,10 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
       ['HS512 with the right secret', rawToken(claims, { secret: SECRETS.jwt, alg: 'HS512' })],
       ['expired beyond the skew', rawToken(claims, { secret: SECRETS.jwt, exp: Math.floor(Date.now() / 1000) - 120 })],
       ['scope made up', rawToken({ ...claims, scope: 'root' }, { secret: SECRETS.jwt })],
-      ['valid for a year', rawToken(claims, { secret: SECRETS.jwt, exp: Math.floor(Date.now() / 1000) + 365 * 24 * 3600 })],
+      [
+        'valid for a year',
+        rawToken(claims, { secret: SECRETS.jwt, exp: Math.floor(Date.now() / 1000) + 365 * 24 * 3600 }),
+      ],
     ];
     await unchanged(async () => {
       for (const [name, token] of bad) {
@@ -136,7 +250,9 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
       }
     });
     for (const scheme of ['bearer', 'BEARER', 'Bearer']) {
-      expect((await t.call('GET', `/v1/orders/${paidOrder}`, { headers: { authorization: `${scheme} ${alice}` } })).status).toBe(200);
+      expect(
+        (await t.call('GET', `/v1/orders/${paidOrder}`, { headers: { authorization: `${scheme} ${alice}` } })).status,
+      ).toBe(200);
     }
   });
 
@@ -148,17 +264,57 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
       ['a field name', () => order(bob, 'n3', { 'sku\u0000': 'tee' })],
       ['lines[0].sku', () => order(bob, 'n4', { lines: [{ sku: 't\u0000' }] })],
       ['path id (GET)', () => t.call('GET', '/v1/orders/ord%00x', { token: bob })],
-      ['path id (pay)', () => t.call('POST', '/v1/orders/ord%00x/pay', { token: bob, headers: { 'idempotency-key': 'n5' } })],
+      [
+        'path id (pay)',
+        () => t.call('POST', '/v1/orders/ord%00x/pay', { token: bob, headers: { 'idempotency-key': 'n5' } }),
+      ],
       ['path id (cancel)', () => t.call('POST', '/v1/orders/%1Bord/cancel', { token: bob })],
       ['query', () => t.call('GET', `/v1/orders/${paidOrder}?x=%00`, { token: alice })],
-      ['admin SKU name', () => t.call('POST', '/v1/admin/skus', { token: acmeAdmin, body: { sku: 'nul', name: 'N\u0000', price: 1, stock: 1 } })],
+      [
+        'admin SKU name',
+        () =>
+          t.call('POST', '/v1/admin/skus', {
+            token: acmeAdmin,
+            body: { sku: 'nul', name: 'N\u0000', price: 1, stock: 1 },
+          }),
+      ],
       ['admin SKU path', () => t.call('GET', '/v1/admin/skus/te%00e', { token: acmeAdmin })],
-      ['signed notification merchant_order', () => signedNotification(t, { notify_id: 'n-1', merchant_order: `${paidOrder}\u0000`, kind: 'CHARGED', amount: 1990, txn: 'x' })],
-      ['signed notification notify_id', () => signedNotification(t, { notify_id: 'n\u0000', merchant_order: paidOrder, kind: 'REFUNDED', amount: 1990 })],
+      [
+        'signed notification merchant_order',
+        () =>
+          signedNotification(t, {
+            notify_id: 'n-1',
+            merchant_order: `${paidOrder}\u0000`,
+            kind: 'CHARGED',
+            amount: 1990,
+            txn: 'x',
+          }),
+      ],
+      [
+        'signed notification notify_id',
+        () =>
+          signedNotification(t, { notify_id: 'n\u0000', merchant_order: paidOrder, kind: 'REFUNDED', amount: 1990 }),
+      ],
       ['DEL in the body', () => order(bob, 'n6', { sku: 'tee\u007f' })],
       ['C1 in the body', () => order(bob, 'n7', { sku: 'tee\u0085' })],
-      ['__proto__ (prototype poisoning)', () => t.call('POST', '/v1/orders', { token: bob, raw: '{"sku":"tee","__proto__":{"admin":true}}', headers: { 'idempotency-key': 'n8' } })],
-      ['constructor.prototype', () => t.call('POST', '/v1/orders', { token: bob, raw: '{"sku":"tee","constructor":{"prototype":{"admin":true}}}', headers: { 'idempotency-key': 'n9' } })],
+      [
+        '__proto__ (prototype poisoning)',
+        () =>
+          t.call('POST', '/v1/orders', {
+            token: bob,
+            raw: '{"sku":"tee","__proto__":{"admin":true}}',
+            headers: { 'idempotency-key': 'n8' },
+          }),
+      ],
+      [
+        'constructor.prototype',
+        () =>
+          t.call('POST', '/v1/orders', {
+            token: bob,
+            raw: '{"sku":"tee","constructor":{"prototype":{"admin":true}}}',
+            headers: { 'idempotency-key': 'n9' },
+          }),
+      ],
     ];
     await unchanged(async () => {
       for (const [name, attempt] of cases) {
@@ -166,8 +322,15 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
         expect([name, reply.status, reply.body.code]).toEqual([name, 400, 'VALIDATION']);
       }
       // What fetch will not even send: a control character in a header, answered by our handler.
-      const raw = await rawRequest(t.api, `POST /v1/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${bob}\r\nIdempotency-Key: a\u0001b\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{"sku":"tee"}`);
-      expect([raw.status, raw.contentType, JSON.parse(raw.body).code]).toEqual([400, 'application/problem+json', 'VALIDATION']);
+      const raw = await rawRequest(
+        t.api,
+        `POST /v1/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${bob}\r\nIdempotency-Key: a\u0001b\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{"sku":"tee"}`,
+      );
+      expect([raw.status, raw.contentType, JSON.parse(raw.body).code]).toEqual([
+        400,
+        'application/problem+json',
+        'VALIDATION',
+      ]);
     });
   });
 
@@ -178,39 +341,84 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
       const long = await t.call('GET', `/v1/orders/${'x'.repeat(101)}`, { token: bob });
       expectProblem(long, 414, 'URI_TOO_LONG');
       expect(long.body.limit).toBe(100);
-      const big = await t.call('POST', '/v1/orders', { token: bob, raw: JSON.stringify({ sku: 'x'.repeat(20_000) }), headers: { 'idempotency-key': 'big' } });
+      const big = await t.call('POST', '/v1/orders', {
+        token: bob,
+        raw: JSON.stringify({ sku: 'x'.repeat(20_000) }),
+        headers: { 'idempotency-key': 'big' },
+      });
       expectProblem(big, 413, 'PAYLOAD_TOO_LARGE');
       expect(big.body.detail).toContain('16384 bytes');
       const unknown = await order(bob, 'uf', { sku: 'tee', colour: 'red' });
       expectProblem(unknown, 400, 'VALIDATION');
       expect(unknown.body.detail).toContain('colour');
-      expectProblem(await t.call('POST', '/v1/orders', { token: bob, raw: 'sku=tee', headers: { 'idempotency-key': 'ct', 'content-type': 'application/x-www-form-urlencoded' } }), 400, 'VALIDATION');
+      expectProblem(
+        await t.call('POST', '/v1/orders', {
+          token: bob,
+          raw: 'sku=tee',
+          headers: { 'idempotency-key': 'ct', 'content-type': 'application/x-www-form-urlencoded' },
+        }),
+        400,
+        'VALIDATION',
+      );
       for (const sku of ['.', '..', '-x', 'a/b', 'a b', 'é']) {
-        expectProblem(await t.call('POST', '/v1/admin/skus', { token: acmeAdmin, body: { sku, name: 'n', price: 1, stock: 1 } }), 400, 'VALIDATION');
+        expectProblem(
+          await t.call('POST', '/v1/admin/skus', { token: acmeAdmin, body: { sku, name: 'n', price: 1, stock: 1 } }),
+          400,
+          'VALIDATION',
+        );
       }
       // Free items are refused at creation: the provider refuses a charge of 0 (docs/security.md).
-      expectProblem(await t.call('POST', '/v1/admin/skus', { token: acmeAdmin, body: { sku: 'free', name: 'Free', price: 0, stock: 1 } }), 400, 'VALIDATION');
+      expectProblem(
+        await t.call('POST', '/v1/admin/skus', {
+          token: acmeAdmin,
+          body: { sku: 'free', name: 'Free', price: 0, stock: 1 },
+        }),
+        400,
+        'VALIDATION',
+      );
     });
   });
 
   it('a replayed signed notification changes nothing about the order', async () => {
     // Storing a replay once (dedup by notify_id) is the order-decider rewrite's part of issue 11.
-    const raw = JSON.stringify({ notify_id: 'replay-1', merchant_order: paidOrder, kind: 'CHARGED', amount: 1990, txn: 'replayed' });
+    const raw = JSON.stringify({
+      notify_id: 'replay-1',
+      merchant_order: paidOrder,
+      kind: 'CHARGED',
+      amount: 1990,
+      txn: 'replayed',
+    });
     const signature = signPayload(SECRETS.notify, raw);
     await t.call('POST', '/v1/payment-notifications', { raw, headers: { 'flashpay-signature': signature } });
     const view = async () => {
-      const body = (await t.call('GET', `/v1/admin/orders/${paidOrder}`, { token: acmeAdmin })).body as { status: string; version: number; timeline: unknown[] };
-      return { status: body.status, version: body.version, timeline: body.timeline, ledger: (await t.call('GET', `${t.channel}/statement`)).body };
+      const body = (await t.call('GET', `/v1/admin/orders/${paidOrder}`, { token: acmeAdmin })).body as {
+        status: string;
+        version: number;
+        timeline: unknown[];
+      };
+      return {
+        status: body.status,
+        version: body.version,
+        timeline: body.timeline,
+        ledger: (await t.call('GET', `${t.channel}/statement`)).body,
+      };
     };
     const before = await view();
-    const replay = await t.call('POST', '/v1/payment-notifications', { raw, headers: { 'flashpay-signature': signature } });
+    const replay = await t.call('POST', '/v1/payment-notifications', {
+      raw,
+      headers: { 'flashpay-signature': signature },
+    });
     expect([replay.status, replay.body.effect]).toEqual([200, 'DUPLICATE']);
     expect(await view()).toEqual(before);
   });
 
   it('`flashpay token --operator` mints what the API accepts (iss and aud stamped); an over-long --ttl is refused', async () => {
     const mint = async (args: string[]) => {
-      const env = baseEnv({ FLASHPAY_JWT_SECRET: SECRETS.jwt, FLASHPAY_JWT_ISSUER: ISSUER, FLASHPAY_JWT_AUDIENCE: AUDIENCE });
+      const env = baseEnv({
+        FLASHPAY_JWT_SECRET: SECRETS.jwt,
+        FLASHPAY_JWT_ISSUER: ISSUER,
+        FLASHPAY_JWT_AUDIENCE: AUDIENCE,
+      });
       const child = spawn(process.execPath, [BIN, 'token', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
       child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -226,14 +434,22 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
   it('/metrics is not public: its own token or an operator token', async () => {
     expectProblem(await t.call('GET', '/metrics'), 401, 'UNAUTHENTICATED');
     expectProblem(await t.call('GET', '/metrics', { token: acmeAdmin }), 403, 'FORBIDDEN');
-    expect((await t.call('GET', '/metrics', { headers: { authorization: `Bearer ${SECRETS.metrics}` } })).status).toBe(200);
+    expect((await t.call('GET', '/metrics', { headers: { authorization: `Bearer ${SECRETS.metrics}` } })).status).toBe(
+      200,
+    );
   });
 
   it('a flood from one principal on one route gets 429 RATE_LIMITED with Retry-After, then recovers', async () => {
     const flooder = await t.token(ACME, 'flooder');
     const replies = [];
     for (let batch = 0; batch < 5; batch++) {
-      replies.push(...(await Promise.all(Array.from({ length: (RATE_LIMIT_PER_MINUTE + 10) / 5 }, () => t.call('GET', '/v1/orders/ord_none', { token: flooder })))));
+      replies.push(
+        ...(await Promise.all(
+          Array.from({ length: (RATE_LIMIT_PER_MINUTE + 10) / 5 }, () =>
+            t.call('GET', '/v1/orders/ord_none', { token: flooder }),
+          ),
+        )),
+      );
     }
     const limited = replies.filter((r) => r.status === 429);
     expect(limited.length).toBeGreaterThanOrEqual(5);
@@ -249,7 +465,10 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
 
   it('`flashpay start` refuses production with the built-in double, and secrets shorter than 32 bytes', async () => {
     const run = async (env: Record<string, string>) => {
-      const child = spawn(process.execPath, [BIN, 'start', '--port', '0', '--no-workers'], { env: baseEnv({ DATABASE_URL: t.db.url, ...env }), stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, [BIN, 'start', '--port', '0', '--no-workers'], {
+        env: baseEnv({ DATABASE_URL: t.db.url, ...env }),
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
       const guard = setTimeout(() => child.kill('SIGKILL'), 30_000); // a start that wrongly comes up is stopped
@@ -258,13 +477,26 @@ describe('security: tenants, secrets, the double, tokens, inputs, floods', () =>
       clearTimeout(guard);
       return { code, stderr };
     };
-    const production = await run({ NODE_ENV: 'production', FLASHPAY_JWT_SECRET: SECRETS.jwt, FLASHPAY_NOTIFY_SECRET: SECRETS.notify, FLASHPAY_EVENTS_SECRET: SECRETS.events });
+    const production = await run({
+      NODE_ENV: 'production',
+      FLASHPAY_JWT_SECRET: SECRETS.jwt,
+      FLASHPAY_NOTIFY_SECRET: SECRETS.notify,
+      FLASHPAY_EVENTS_SECRET: SECRETS.events,
+    });
     expect(production.code).not.toBe(0);
     expect(production.stderr).toContain('FLASHPAY_CHANNEL_URL');
-    const short = await run({ FLASHPAY_JWT_SECRET: 'too-short', FLASHPAY_NOTIFY_SECRET: SECRETS.notify, FLASHPAY_EVENTS_SECRET: SECRETS.events });
+    const short = await run({
+      FLASHPAY_JWT_SECRET: 'too-short',
+      FLASHPAY_NOTIFY_SECRET: SECRETS.notify,
+      FLASHPAY_EVENTS_SECRET: SECRETS.events,
+    });
     expect(short.code).not.toBe(0);
     expect(short.stderr).toContain('at least 32 bytes');
-    const shared = await run({ FLASHPAY_JWT_SECRET: SECRETS.jwt, FLASHPAY_NOTIFY_SECRET: SECRETS.notify, FLASHPAY_EVENTS_SECRET: SECRETS.notify });
+    const shared = await run({
+      FLASHPAY_JWT_SECRET: SECRETS.jwt,
+      FLASHPAY_NOTIFY_SECRET: SECRETS.notify,
+      FLASHPAY_EVENTS_SECRET: SECRETS.notify,
+    });
     expect(shared.stderr).toContain('must all differ');
   });
 });

@@ -26,10 +26,22 @@ describe('the whole stack killed with kill -9 during a simulated flash sale', ()
     const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-simcrash-'));
     await chmod(dir, 0o755);
     const [api, channel] = [await freePort(), await freePort()];
-    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: db.url, FLASHPAY_JWT_SECRET: JWT, FLASHPAY_NOTIFY_SECRET: 'sim-crash-notify-secret-of-at-least-32-bytes', FLASHPAY_LOG_LEVEL: 'error', FLASHPAY_RECOVERY_INTERVAL_MS: '500', FLASHPAY_STALE_AFTER_MS: '2000' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATABASE_URL: db.url,
+      FLASHPAY_JWT_SECRET: JWT,
+      FLASHPAY_NOTIFY_SECRET: 'sim-crash-notify-secret-of-at-least-32-bytes',
+      FLASHPAY_LOG_LEVEL: 'error',
+      FLASHPAY_RECOVERY_INTERVAL_MS: '500',
+      FLASHPAY_STALE_AFTER_MS: '2000',
+    };
     const start = () => spawnStart(dir, env, ['--port', String(api), '--channel-port', String(channel), '--control']);
     let stack: StartedProcess = await start();
-    const sim = spawn(process.execPath, [BIN, 'sim', '--seed', '13', '--json', '--api', stack.api, '--channel', stack.channel], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const sim = spawn(
+      process.execPath,
+      [BIN, 'sim', '--seed', '13', '--json', '--api', stack.api, '--channel', stack.channel],
+      { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     let err = '';
     sim.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -49,7 +61,14 @@ describe('the whole stack killed with kill -9 during a simulated flash sale', ()
       }
       expect(crashes).toBeGreaterThanOrEqual(2);
       const code = await simExit;
-      const report = JSON.parse(out) as { final: Record<string, number>; reconciliation: { mismatches: unknown[]; pending: number; totals: { drift: number; paid: number; confirmed: number } } };
+      const report = JSON.parse(out) as {
+        final: Record<string, number>;
+        reconciliation: {
+          mismatches: unknown[];
+          pending: number;
+          totals: { drift: number; paid: number; confirmed: number };
+        };
+      };
       expect(report.reconciliation.mismatches, err).toEqual([]);
       expect(report.reconciliation.pending).toBe(0);
       expect(report.reconciliation.totals.drift).toBe(0);

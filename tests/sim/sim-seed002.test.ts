@@ -4,10 +4,13 @@ import { freshDatabase } from '../support/db.ts';
 import { BIN } from '../support/process.ts';
 
 describe('flashpay sim --scenario seed-002', () => {
-  it('S002-09 prints the seed\'s five facts and exits 0 with a clean reconciliation', async () => {
+  it("S002-09 prints the seed's five facts and exits 0 with a clean reconciliation", async () => {
     // Proves the seed's own run, as a user would start it, holds end to end over HTTP.
     const db = await freshDatabase({ poolSize: 1 });
-    const child = spawn(process.execPath, [BIN, 'sim', '--scenario', 'seed-002'], { env: { ...process.env, DATABASE_URL: db.url, FLASHPAY_POOL_SIZE: '4' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'sim', '--scenario', 'seed-002'], {
+      env: { ...process.env, DATABASE_URL: db.url, FLASHPAY_POOL_SIZE: '4' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));

@@ -7,16 +7,33 @@ import { BIN } from '../support/process.ts';
 interface SimJson {
   ok: boolean;
   final: Record<string, number>;
-  reconciliation: { pending: number; mismatches: unknown[]; totals: { channel_net: number; wallet_net: number; paid_sum: number; confirmed: number; paid: number; drift: number } };
+  reconciliation: {
+    pending: number;
+    mismatches: unknown[];
+    totals: {
+      channel_net: number;
+      wallet_net: number;
+      paid_sum: number;
+      confirmed: number;
+      paid: number;
+      drift: number;
+    };
+  };
   lines: string[];
 }
 
 /** Runs `flashpay sim` as a user would, on a fresh database, and returns its exit code and JSON report. */
-async function runSim(seed: number, flags: string[] = []): Promise<{ code: number | null; report: SimJson; stderr: string }> {
+async function runSim(
+  seed: number,
+  flags: string[] = [],
+): Promise<{ code: number | null; report: SimJson; stderr: string }> {
   const db = await freshDatabase({ poolSize: 1 });
   // Small pools: several sales run at once, and a default PostgreSQL allows only 100 connections.
   const env = { ...process.env, DATABASE_URL: db.url, FLASHPAY_POOL_SIZE: '6' };
-  const child = spawn(process.execPath, [BIN, 'sim', '--seed', String(seed), '--json', ...flags], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'sim', '--seed', String(seed), '--json', ...flags], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -31,23 +48,42 @@ describe('flashpay sim: the seeded fault-injection flash sale (C29-13)', () => {
   it('the same seed gives the same fault plan; another seed another plan; the seed mix is honoured', () => {
     // Proves the plan is a function of the seed alone, so a failing run can be replayed.
     expect(planSim(29, SEED_SHAPE)).toEqual(planSim(29, SEED_SHAPE));
-    expect(planSim(30, SEED_SHAPE).orders.map((o) => o.fault)).not.toEqual(planSim(29, SEED_SHAPE).orders.map((o) => o.fault));
+    expect(planSim(30, SEED_SHAPE).orders.map((o) => o.fault)).not.toEqual(
+      planSim(29, SEED_SHAPE).orders.map((o) => o.fault),
+    );
     const faults = planSim(29, SEED_SHAPE).orders.map((o) => o.fault);
     const count = (f: string) => faults.filter((x) => x === f).length;
-    expect([count('decline'), count('lost'), count('linger'), count('nopay'), count('expire'), count('normal')]).toEqual([3, 4, 3, 3, 6, 5]);
+    expect([
+      count('decline'),
+      count('lost'),
+      count('linger'),
+      count('nopay'),
+      count('expire'),
+      count('normal'),
+    ]).toEqual([3, 4, 3, 3, 6, 5]);
     expect(planSim(29, SEED_SHAPE).orders.filter((o) => o.refundTimeout)).toHaveLength(2);
   });
 
-  it.concurrent.each([29, 1, 2, 3, 4, 5])('seed %i ends with mismatches=0 pending=0 and PAID = 24 units', async (seed) => {
-    // Proves that every fault of the seed's mix at once converges to a clean three-way reconciliation.
-    const { code, report, stderr } = await runSim(seed);
-    expect(report.reconciliation.mismatches, stderr).toEqual([]);
-    expect(report.reconciliation.pending).toBe(0);
-    expect(report.final.PAID).toBe(24);
-    expect(report.reconciliation.totals).toMatchObject({ paid: 24, confirmed: 24, paid_sum: 24 * 1990, channel_net: 24 * 1990, drift: 0 });
-    expect(report.lines[2]).toMatch(/mismatches=0 pending=0 .*drift=0/);
-    expect(code).toBe(0);
-  }, 120_000);
+  it.concurrent.each([29, 1, 2, 3, 4, 5])(
+    'seed %i ends with mismatches=0 pending=0 and PAID = 24 units',
+    async (seed) => {
+      // Proves that every fault of the seed's mix at once converges to a clean three-way reconciliation.
+      const { code, report, stderr } = await runSim(seed);
+      expect(report.reconciliation.mismatches, stderr).toEqual([]);
+      expect(report.reconciliation.pending).toBe(0);
+      expect(report.final.PAID).toBe(24);
+      expect(report.reconciliation.totals).toMatchObject({
+        paid: 24,
+        confirmed: 24,
+        paid_sum: 24 * 1990,
+        channel_net: 24 * 1990,
+        drift: 0,
+      });
+      expect(report.lines[2]).toMatch(/mismatches=0 pending=0 .*drift=0/);
+      expect(code).toBe(0);
+    },
+    120_000,
+  );
 
   it('L-09 seed 29 with --lines 3 --wallet-share 0.5: three lines per order, wallets (some too low) beside the provider, still clean', async () => {
     // Proves multi-line orders and wallet pays survive every fault of the seed's mix: mismatches=0 pending=0.

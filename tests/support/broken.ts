@@ -6,7 +6,13 @@ import { findOrder, lockOrder, transition } from '../../src/orders/orders.repo.t
 import type { ChannelClient } from '../../src/payments/channel.client.ts';
 
 /** C29-14: a charge timeout read as a failure — the order FAILS and its unit is released at once. */
-export async function payTreatingTimeoutAsFailure(db: Db, channel: ChannelClient, orderId: string, notifyUrl: string, now: Date): Promise<string> {
+export async function payTreatingTimeoutAsFailure(
+  db: Db,
+  channel: ChannelClient,
+  orderId: string,
+  notifyUrl: string,
+  now: Date,
+): Promise<string> {
   const order = await findOrder(db, orderId);
   if (!order) throw new Error('no order');
   await inTx(db, (tx) => transition(tx, orderId, 'CREATED', 'PAYING', 'pay', now));
@@ -20,7 +26,12 @@ export async function payTreatingTimeoutAsFailure(db: Db, channel: ChannelClient
 }
 
 /** C29-15: NOT_FOUND read as "never charged" — FAILED without closing the charge first. */
-export async function convergeWithoutClose(db: Db, channel: ChannelClient, orderId: string, now: Date): Promise<string> {
+export async function convergeWithoutClose(
+  db: Db,
+  channel: ChannelClient,
+  orderId: string,
+  now: Date,
+): Promise<string> {
   const reply = await channel.query(orderId);
   if (reply.kind !== 'STATUS' || reply.status !== 'NOT_FOUND') throw new Error('expected NOT_FOUND');
   await inTx(db, async (tx) => {

@@ -9,7 +9,17 @@ import { it, type TestContext } from 'vitest';
 export const CHROMIUM = process.env.FLASHPAY_CHROMIUM ?? '/usr/bin/chromium';
 
 // A closed network refuses the browser's background connections: turn them all off.
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
+];
 
 /**
  * Browser tests run when Chromium is installed and say "skipped: no Chromium" otherwise;
@@ -19,7 +29,9 @@ export function browserIt(name: string, fn: (context: TestContext) => Promise<vo
   if (existsSync(CHROMIUM)) it(name, fn, timeoutMs);
   else if (process.env.FLASHPAY_REQUIRE_BROWSER === '1')
     it(name, () => {
-      throw new Error(`FLASHPAY_REQUIRE_BROWSER=1 but there is no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
+      throw new Error(
+        `FLASHPAY_REQUIRE_BROWSER=1 but there is no Chromium at ${CHROMIUM} (apt-get install -y chromium)`,
+      );
     });
   else it.skip(`${name} — skipped: no Chromium at ${CHROMIUM}`, () => undefined);
 }
@@ -33,7 +45,12 @@ export interface TestBrowser {
 /** One Chromium with a fresh profile (no state from any earlier run), phone or desktop sized. */
 export async function launchBrowser(viewport = { width: 1200, height: 1000 }): Promise<TestBrowser> {
   const profile = await mkdtemp(path.join(os.tmpdir(), 'flashpay-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport });
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    viewport,
+  });
   // A loaded 2-core machine: waits are on state, bounded generously.
   context.setDefaultTimeout(30_000);
   return {

@@ -2,7 +2,12 @@ import type { ChildProcess } from 'node:child_process';
 import { spawnFixture } from './spawn.ts';
 
 /** Runs a fixture script in its own Node process and resolves once it prints `line`. */
-export async function runUntil(script: string, args: string[], line: string, env: Record<string, string> = {}): Promise<ChildProcess> {
+export async function runUntil(
+  script: string,
+  args: string[],
+  line: string,
+  env: Record<string, string> = {},
+): Promise<ChildProcess> {
   const child = spawnFixture(script, env, args);
   await child.waitFor(line, 30_000);
   return child.process;

@@ -4,7 +4,10 @@ export const TENANT = 'tenant-a';
 
 export async function createSku(stack: Stack, sku: Record<string, unknown>, tenant = TENANT): Promise<void> {
   const admin = await stack.token(tenant, 'ops', 'admin');
-  const result = await stack.call('POST', '/v1/admin/skus', { token: admin, body: { name: `SKU ${String(sku.sku)}`, price: 1990, ...sku } });
+  const result = await stack.call('POST', '/v1/admin/skus', {
+    token: admin,
+    body: { name: `SKU ${String(sku.sku)}`, price: 1990, ...sku },
+  });
   if (result.status !== 201) throw new Error(`SKU setup failed: ${result.status} ${result.text}`);
 }
 

@@ -54,7 +54,9 @@ export async function teardown(): Promise<void> {
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   // Drop databases this run left behind (a crashed test file), then the template.
-  const leftovers = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [`t_${process.pid}_%`]);
+  const leftovers = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [
+    `t_${process.pid}_%`,
+  ]);
   for (const { datname } of leftovers.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
   await admin.query(`DROP DATABASE IF EXISTS ${templateDb} WITH (FORCE)`);
   await admin.end();

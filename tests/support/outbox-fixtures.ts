@@ -44,7 +44,16 @@ export async function seedOrder(db: Executor, seed: OrderSeed): Promise<void> {
 /** An outbox row as orders.transition would write it; returns its event id. */
 export async function insertEvent(db: Executor, orderId: string, eventType: string, version: number): Promise<string> {
   const status = eventType.replace(/^ORDER_/, '');
-  const payload = { order_id: orderId, tenant_id: TENANT, user_id: `user-${orderId}`, sku: SKU, quantity: 1, amount: 1990, status, version };
+  const payload = {
+    order_id: orderId,
+    tenant_id: TENANT,
+    user_id: `user-${orderId}`,
+    sku: SKU,
+    quantity: 1,
+    amount: 1990,
+    status,
+    version,
+  };
   const result = await db.query<{ event_id: string }>(
     `INSERT INTO outbox (order_id, event_type, order_version, payload, created_at, next_attempt_at)
      VALUES ($1, $2, $3, $4, now(), now() - interval '1 second') RETURNING event_id::text`,
@@ -54,7 +63,12 @@ export async function insertEvent(db: Executor, orderId: string, eventType: stri
 }
 
 /** `n` orders in `status` at version 4, each with its ORDER_<status> event. */
-export async function seedOrdersWithEvents(db: Executor, prefix: string, n: number, status = 'PAID'): Promise<{ orderId: string; eventId: string }[]> {
+export async function seedOrdersWithEvents(
+  db: Executor,
+  prefix: string,
+  n: number,
+  status = 'PAID',
+): Promise<{ orderId: string; eventId: string }[]> {
   const seeded = [];
   for (let i = 1; i <= n; i++) {
     const orderId = `${prefix}-${String(i).padStart(3, '0')}`;
@@ -65,7 +79,16 @@ export async function seedOrdersWithEvents(db: Executor, prefix: string, n: numb
 }
 
 export async function outboxRows(db: Executor, prefix: string) {
-  const result = await db.query<{ event_id: string; order_id: string; order_version: number; published_at: Date | null; claimed_by: string | null; attempts: number; dead_at: Date | null; last_error: string | null }>(
+  const result = await db.query<{
+    event_id: string;
+    order_id: string;
+    order_version: number;
+    published_at: Date | null;
+    claimed_by: string | null;
+    attempts: number;
+    dead_at: Date | null;
+    last_error: string | null;
+  }>(
     `SELECT event_id::text, order_id, order_version, published_at, claimed_by, attempts, dead_at, last_error
      FROM outbox WHERE order_id LIKE $1 ORDER BY event_id`,
     [`${prefix}-%`],
@@ -83,9 +106,10 @@ export async function effectCounts(db: Executor, prefix: string): Promise<Record
 }
 
 export async function shipCounts(db: Executor, prefix: string): Promise<Record<string, number>> {
-  const result = await db.query<{ order_id: string; ship_count: number }>(`SELECT order_id, ship_count FROM fulfillment WHERE order_id LIKE $1 ORDER BY order_id`, [
-    `${prefix}-%`,
-  ]);
+  const result = await db.query<{ order_id: string; ship_count: number }>(
+    `SELECT order_id, ship_count FROM fulfillment WHERE order_id LIKE $1 ORDER BY order_id`,
+    [`${prefix}-%`],
+  );
   return Object.fromEntries(result.rows.map((r) => [r.order_id, r.ship_count]));
 }
 
@@ -117,7 +141,8 @@ export async function startWebhookConsumer(db: Db, options: { consumeFn?: Consum
       return reply.code(503).send({ error: 'consumer down (scripted)' });
     }
     const eventId = (request.body as { event_id?: string } | undefined)?.event_id;
-    if (eventId !== undefined && script.reject.has(eventId)) return reply.code(500).send({ error: 'poison (scripted)' });
+    if (eventId !== undefined && script.reject.has(eventId))
+      return reply.code(500).send({ error: 'poison (scripted)' });
   });
   await app.register(fulfillmentRoutes, { db, secret: TEST_SECRET, consumeFn: options.consumeFn });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });

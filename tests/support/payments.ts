@@ -13,12 +13,22 @@ export interface PaymentStack extends Stack {
   /** An operator of every tenant (drain, cross-tenant recovery). */
   operator: string;
   control(method: string, path: string, body?: unknown): Promise<unknown>;
-  statement(): Promise<{ lines: Array<{ type: string; merchant_order: string; amount: number; ref: string }>; net: number }>;
+  statement(): Promise<{
+    lines: Array<{ type: string; merchant_order: string; amount: number; ref: string }>;
+    net: number;
+  }>;
   chargeRequests(orderId?: string): Promise<number>;
   buy(user: string, sku: string, key?: string): Promise<{ orderId: string; token: string; key: string }>;
   pay(token: string, orderId: string, key?: string): Promise<HttpResult>;
   recover(staleAfterMs?: number): Promise<HttpResult>;
-  order(orderId: string): Promise<{ status: string; version: number; reservation: { key: string; status: string }; timeline: Array<{ from: string | null; to: string; reason: string }>; notifications: Array<{ notify_id: string; kind: string; effect: string }>; attention: string | null }>;
+  order(orderId: string): Promise<{
+    status: string;
+    version: number;
+    reservation: { key: string; status: string };
+    timeline: Array<{ from: string | null; to: string; reason: string }>;
+    notifications: Array<{ notify_id: string; kind: string; effect: string }>;
+    attention: string | null;
+  }>;
   notify(body: Record<string, unknown>, options?: { secret?: string; at?: number }): Promise<HttpResult>;
 }
 
@@ -26,13 +36,25 @@ export interface PaymentStack extends Stack {
  * The order API plus a real fake channel on its own port, wired as `flashpay start` wires them.
  * `channelStore` gives the channel a ledger other than memory (its PostgreSQL store).
  */
-export async function startPaymentStack(options: StackOptions & { channelStore?: LedgerStore } = {}): Promise<PaymentStack> {
-  const channel = await startChannel({ store: options.channelStore, notifySecret: TEST_NOTIFY_SECRET, control: true, notifyRetryBaseMs: 20, notifyMaxAttempts: 5 });
+export async function startPaymentStack(
+  options: StackOptions & { channelStore?: LedgerStore } = {},
+): Promise<PaymentStack> {
+  const channel = await startChannel({
+    store: options.channelStore,
+    notifySecret: TEST_NOTIFY_SECRET,
+    control: true,
+    notifyRetryBaseMs: 20,
+    notifyMaxAttempts: 5,
+  });
   const stack = await startStack({ ...options, channelUrl: channel.url });
   const admin = await stack.token(TENANT, 'ops', 'admin');
   const operator = await stack.token(TENANT, 'root', 'operator');
   const control = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${channel.url}${path}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const response = await fetch(`${channel.url}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const text = await response.text();
     if (response.status >= 400) throw new Error(`channel ${method} ${path}: ${response.status} ${text}`);
     return text ? JSON.parse(text) : undefined;
@@ -46,7 +68,9 @@ export async function startPaymentStack(options: StackOptions & { channelStore?:
     control,
     statement: async () => (await control('GET', '/statement')) as Awaited<ReturnType<PaymentStack['statement']>>,
     async chargeRequests(orderId) {
-      const counts = (await control('GET', '/_control/requests')) as { charge: { total: number; by_order: Record<string, number> } };
+      const counts = (await control('GET', '/_control/requests')) as {
+        charge: { total: number; by_order: Record<string, number> };
+      };
       return orderId ? (counts.charge.by_order[orderId] ?? 0) : counts.charge.total;
     },
     async buy(user, sku, key = `buy-${++keys}`) {
@@ -55,15 +79,30 @@ export async function startPaymentStack(options: StackOptions & { channelStore?:
       if (created.status !== 201) throw new Error(`buy failed: ${created.status} ${created.text}`);
       return { orderId: created.body.order_id as string, token, key };
     },
-    pay: (token, orderId, key = `pay-${++keys}`) => stack.call('POST', `/v1/orders/${orderId}/pay`, { token, headers: { 'idempotency-key': key } }),
+    pay: (token, orderId, key = `pay-${++keys}`) =>
+      stack.call('POST', `/v1/orders/${orderId}/pay`, { token, headers: { 'idempotency-key': key } }),
     // The API refuses a threshold below its floor (the pay timeout + 1 s: a pay may still be in
     // flight). Recovery tests that need "stale now" run the same pass in-process, as
     // `flashpay recover` does; tests/security covers the floor itself.
     async recover(staleAfterMs = 0) {
-      if (staleAfterMs >= staleFloorMs(stack.deps.config)) return stack.call('POST', '/v1/admin/recovery/run', { token: operator, body: { stale_after_ms: staleAfterMs } });
-      const report = await recoverAll(paymentDeps(stack.deps), { staleAfterMs, relay: stack.deps.relay, reconcile: true, saga: sagaDeps(stack.deps) });
+      if (staleAfterMs >= staleFloorMs(stack.deps.config))
+        return stack.call('POST', '/v1/admin/recovery/run', {
+          token: operator,
+          body: { stale_after_ms: staleAfterMs },
+        });
+      const report = await recoverAll(paymentDeps(stack.deps), {
+        staleAfterMs,
+        relay: stack.deps.relay,
+        reconcile: true,
+        saga: sagaDeps(stack.deps),
+      });
       const text = JSON.stringify(report);
-      return { status: 200, headers: new Headers({ 'content-type': 'application/json' }), text, body: JSON.parse(text) };
+      return {
+        status: 200,
+        headers: new Headers({ 'content-type': 'application/json' }),
+        text,
+        body: JSON.parse(text),
+      };
     },
     async order(orderId) {
       const result = await stack.call('GET', `/v1/admin/orders/${orderId}`, { token: admin });
@@ -72,8 +111,15 @@ export async function startPaymentStack(options: StackOptions & { channelStore?:
     },
     notify(body, notifyOptions = {}) {
       const raw = JSON.stringify(body);
-      const signature = signPayload(notifyOptions.secret ?? TEST_NOTIFY_SECRET, raw, notifyOptions.at ?? Math.floor(Date.now() / 1000));
-      return stack.call('POST', '/v1/payment-notifications', { rawBody: raw, headers: { 'flashpay-signature': signature } });
+      const signature = signPayload(
+        notifyOptions.secret ?? TEST_NOTIFY_SECRET,
+        raw,
+        notifyOptions.at ?? Math.floor(Date.now() / 1000),
+      );
+      return stack.call('POST', '/v1/payment-notifications', {
+        rawBody: raw,
+        headers: { 'flashpay-signature': signature },
+      });
     },
     async close() {
       await stack.close();
@@ -85,12 +131,17 @@ export async function startPaymentStack(options: StackOptions & { channelStore?:
 export { createSku, TENANT };
 
 /** Waits for a condition on state (never a bare sleep): polls until it holds or the time is up. */
-export async function eventually<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 5_000): Promise<T> {
+export async function eventually<T>(
+  probe: () => Promise<T>,
+  accept: (value: T) => boolean,
+  timeoutMs = 5_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (accept(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value ${JSON.stringify(value)}`);
+    if (Date.now() > deadline)
+      throw new Error(`condition not met within ${timeoutMs} ms; last value ${JSON.stringify(value)}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }

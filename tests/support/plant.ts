@@ -22,7 +22,14 @@ async function orderOf(db: Db, orderId: string): Promise<Order> {
   return order;
 }
 
-async function move(db: Db, orderId: string, from: OrderStatus, to: OrderStatus, reason: string, now: Date): Promise<void> {
+async function move(
+  db: Db,
+  orderId: string,
+  from: OrderStatus,
+  to: OrderStatus,
+  reason: string,
+  now: Date,
+): Promise<void> {
   const moved = await inTx(db, (tx) => transition(tx, orderId, from, to, reason, now));
   if (!moved.ok) throw new Error(`plant: ${orderId} is not ${from}`);
 }
@@ -33,7 +40,13 @@ export async function cancelWithoutRelease(db: Db, orderId: string, now: Date): 
 }
 
 /** Pay whose decline handling forgets the release: the decider's FAILED decision minus its release move. */
-export async function payForgettingReleaseOnDecline(db: Db, channel: ChannelClient, orderId: string, notifyUrl: string, now: Date): Promise<void> {
+export async function payForgettingReleaseOnDecline(
+  db: Db,
+  channel: ChannelClient,
+  orderId: string,
+  notifyUrl: string,
+  now: Date,
+): Promise<void> {
   const order = await orderOf(db, orderId);
   await move(db, orderId, 'CREATED', 'PAYING', 'pay', now);
   const reply = await channel.charge(orderId, order.amount, notifyUrl);
@@ -45,7 +58,13 @@ export async function payForgettingReleaseOnDecline(db: Db, channel: ChannelClie
  * Pay that confirms the unit when it starts, before the provider has answered. The decline is then
  * applied by the real decider, whose release finds nothing HELD: the unit stays sold.
  */
-export async function payConfirmingFirst(db: Db, channel: ChannelClient, orderId: string, notifyUrl: string, now: Date): Promise<void> {
+export async function payConfirmingFirst(
+  db: Db,
+  channel: ChannelClient,
+  orderId: string,
+  notifyUrl: string,
+  now: Date,
+): Promise<void> {
   const order = await orderOf(db, orderId);
   await inTx(db, async (tx) => {
     await tryConfirm(tx, order.tenantId, order.reservationKey, now); // BROKEN: confirmed before the money moved
@@ -53,7 +72,14 @@ export async function payConfirmingFirst(db: Db, channel: ChannelClient, orderId
   });
   const reply = await channel.charge(orderId, order.amount, notifyUrl);
   if (reply.kind !== 'DECLINED') throw new Error(`plant: expected a decline, got ${reply.kind}`);
-  await inTx(db, (tx) => applyOrderEvent(tx, orderId, { type: 'PROVIDER_ANSWERED', via: 'charge', status: 'DECLINED', cause: 'charge' }, now));
+  await inTx(db, (tx) =>
+    applyOrderEvent(
+      tx,
+      orderId,
+      { type: 'PROVIDER_ANSWERED', via: 'charge', status: 'DECLINED', cause: 'charge' },
+      now,
+    ),
+  );
 }
 
 /** "Buy now": the unit confirmed when the order is created, before any payment. */
@@ -67,8 +93,16 @@ export async function confirmAtCreate(db: Db, orderId: string, now: Date): Promi
 export async function refundDespiteConfirm(db: Db, orderId: string, now: Date): Promise<void> {
   await inTx(db, async (tx) => {
     const order = await lockOrder(tx, orderId);
-    if (!order || !(await tryConfirm(tx, order.tenantId, order.reservationKey, now))) throw new Error(`plant: cannot confirm ${orderId}`);
-    const moved = await transition(tx, orderId, order.status, 'REFUNDING', 'BROKEN: refunding although the confirm succeeded', now);
+    if (!order || !(await tryConfirm(tx, order.tenantId, order.reservationKey, now)))
+      throw new Error(`plant: cannot confirm ${orderId}`);
+    const moved = await transition(
+      tx,
+      orderId,
+      order.status,
+      'REFUNDING',
+      'BROKEN: refunding although the confirm succeeded',
+      now,
+    );
     if (!moved.ok) throw new Error(`plant: ${orderId} did not move to REFUNDING`);
   });
 }
@@ -96,14 +130,16 @@ export async function markPaidIgnoringConfirm(db: Db, orderId: string, now: Date
 export async function markPaidByDualWrite(db: Db, orderId: string, now: Date): Promise<void> {
   await inTx(db, async (tx) => {
     const order = await lockOrder(tx, orderId);
-    if (!order || !(await tryConfirm(tx, order.tenantId, order.reservationKey, now))) throw new Error(`plant: cannot confirm ${orderId}`);
-    const row = await tx.query<{ version: number }>(`UPDATE orders SET status = 'PAID', version = version + 1, updated_at = $2 WHERE order_id = $1 RETURNING version`, [orderId, now]);
-    await tx.query(`INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at) VALUES ($1, $2, 'PAID', $3, 'BROKEN: dual write', $4)`, [
-      orderId,
-      order.status,
-      row.rows[0]?.version,
-      now,
-    ]);
+    if (!order || !(await tryConfirm(tx, order.tenantId, order.reservationKey, now)))
+      throw new Error(`plant: cannot confirm ${orderId}`);
+    const row = await tx.query<{ version: number }>(
+      `UPDATE orders SET status = 'PAID', version = version + 1, updated_at = $2 WHERE order_id = $1 RETURNING version`,
+      [orderId, now],
+    );
+    await tx.query(
+      `INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at) VALUES ($1, $2, 'PAID', $3, 'BROKEN: dual write', $4)`,
+      [orderId, order.status, row.rows[0]?.version, now],
+    );
   });
 }
 
@@ -112,8 +148,13 @@ export async function reholdDespiteConfirm(db: Db, orderId: string, now: Date): 
   const order = await orderOf(db, orderId);
   await inTx(db, async (tx) => {
     const key = reservationKeyFor(orderId, order.reserveAttempt + 1);
-    const [held] = await reserve(tx, [{ tenantId: order.tenantId, key, userId: order.userId, sku: order.sku, quantity: order.quantity }], now);
-    if (held?.outcome !== 'HELD' || !(await tryConfirm(tx, order.tenantId, key, now))) throw new Error('plant: no unit to re-hold');
+    const [held] = await reserve(
+      tx,
+      [{ tenantId: order.tenantId, key, userId: order.userId, sku: order.sku, quantity: order.quantity }],
+      now,
+    );
+    if (held?.outcome !== 'HELD' || !(await tryConfirm(tx, order.tenantId, key, now)))
+      throw new Error('plant: no unit to re-hold');
     // BROKEN: the order row is not pointed at the new key (setReservation skipped), and it did not need one.
   });
 }
@@ -125,7 +166,14 @@ class RolledBack extends Error {}
  * ignored), which then rolls back: the provider keeps a charge for an order id we never committed.
  * Returns that id.
  */
-export async function chargeInsideOrderTransaction(db: Db, channel: ChannelClient, principal: Principal, sku: string, notifyUrl: string, now: Date): Promise<string> {
+export async function chargeInsideOrderTransaction(
+  db: Db,
+  channel: ChannelClient,
+  principal: Principal,
+  sku: string,
+  notifyUrl: string,
+  now: Date,
+): Promise<string> {
   let charged: string | undefined;
   try {
     await inTx(db, async (tx) => {
@@ -144,8 +192,18 @@ export async function chargeInsideOrderTransaction(db: Db, channel: ChannelClien
 }
 
 /** A line written straight into a pg-ledger channel's books: a state its HTTP rules never produce. */
-export async function plantLedgerLine(ledger: TestDatabase, type: 'CHARGE' | 'REFUND', merchantOrder: string, amount: number): Promise<void> {
-  await ledger.pool.query('INSERT INTO channel_lines (type, merchant_order, amount, ref) VALUES ($1, $2, $3, $4)', [type, merchantOrder, amount, `planted_${randomBytes(6).toString('hex')}`]);
+export async function plantLedgerLine(
+  ledger: TestDatabase,
+  type: 'CHARGE' | 'REFUND',
+  merchantOrder: string,
+  amount: number,
+): Promise<void> {
+  await ledger.pool.query('INSERT INTO channel_lines (type, merchant_order, amount, ref) VALUES ($1, $2, $3, $4)', [
+    type,
+    merchantOrder,
+    amount,
+    `planted_${randomBytes(6).toString('hex')}`,
+  ]);
 }
 
 export interface LedgerPaymentStack extends PaymentStack {

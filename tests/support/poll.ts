@@ -1,5 +1,10 @@
 /** The one poller: waits on state, never on a guessed sleep. Resolves with the first truthy probe. */
-export async function waitFor<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 10_000, everyMs = 20): Promise<T> {
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 10_000,
+  everyMs = 20,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -10,7 +15,11 @@ export async function waitFor<T>(probe: () => Promise<T | undefined | false>, wh
 }
 
 /** waitFor for a probe whose value is judged by `holds`; the last value is named on timeout. */
-export async function waitUntil<T>(probe: () => Promise<T>, holds: (value: T) => boolean, timeoutMs = 5_000): Promise<T> {
+export async function waitUntil<T>(
+  probe: () => Promise<T>,
+  holds: (value: T) => boolean,
+  timeoutMs = 5_000,
+): Promise<T> {
   let last: T | undefined;
   const found = await waitFor(
     async () => {

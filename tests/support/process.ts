@@ -12,8 +12,17 @@ export interface StartedProcess {
 }
 
 /** Spawns `flashpay start --port 0` as its own process group and waits for its URL line. */
-export async function spawnStart(cwd: string, env: NodeJS.ProcessEnv, extraArgs: string[] = []): Promise<StartedProcess> {
-  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', ...extraArgs], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function spawnStart(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  extraArgs: string[] = [],
+): Promise<StartedProcess> {
+  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', ...extraArgs], {
+    cwd,
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -26,7 +35,11 @@ export async function spawnStart(cwd: string, env: NodeJS.ProcessEnv, extraArgs:
       const human = /flashpay API\s+(\S+)[^\n]*\nflashpay channel\s+(\S+)/.exec(stdout);
       if (line || human) {
         clearTimeout(timer);
-        resolve(line ? (JSON.parse(line) as { api: string; channel: string }) : { api: human?.[1] ?? '', channel: human?.[2] ?? '' });
+        resolve(
+          line
+            ? (JSON.parse(line) as { api: string; channel: string })
+            : { api: human?.[1] ?? '', channel: human?.[2] ?? '' },
+        );
       }
     });
     child.once('exit', (code) => {
@@ -43,8 +56,15 @@ export function waitForExit(child: ChildProcess): Promise<number | null> {
 }
 
 /** `flashpay inventory --port 0` as its own process; resolves with its URL line. */
-export async function spawnInventory(env: NodeJS.ProcessEnv, databaseUrl: string): Promise<{ child: ChildProcess; url: string; stdout(): string }> {
-  const child = spawn(process.execPath, [BIN, 'inventory', '--port', '0', '--database-url', databaseUrl], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function spawnInventory(
+  env: NodeJS.ProcessEnv,
+  databaseUrl: string,
+): Promise<{ child: ChildProcess; url: string; stdout(): string }> {
+  const child = spawn(process.execPath, [BIN, 'inventory', '--port', '0', '--database-url', databaseUrl], {
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stderr?.on('data', (c: Buffer) => (err += c.toString()));

@@ -31,7 +31,10 @@ export function spawnFixture(script: string, env: Record<string, string>, args: 
     output: () => `${stdout}\n${stderr}`,
     waitFor(marker, timeoutMs = 15_000) {
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no "${marker}" within ${timeoutMs}ms:\n${stdout}\n${stderr}`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`no "${marker}" within ${timeoutMs}ms:\n${stdout}\n${stderr}`)),
+          timeoutMs,
+        );
         const check = () => {
           const line = stdout.split('\n').find((l) => l.includes(marker));
           if (line !== undefined) {

@@ -27,7 +27,11 @@ export interface Stack {
   app: FastifyInstance;
   clock: ManualClock;
   token(tenantId: string, userId: string, scope?: Scope): Promise<string>;
-  call(method: string, path: string, options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<HttpResult>;
+  call(
+    method: string,
+    path: string,
+    options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<HttpResult>;
   close(): Promise<void>;
 }
 
@@ -62,7 +66,15 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   deps.notifyUrl = `${url}/v1/payment-notifications`;
   // Events go to the built-in consumer's webhook, as in `flashpay start`; tests drain on demand.
   const sink = createHttpSink({ url: `${url}/v1/fulfillment/events`, secret: TEST_EVENTS_SECRET, timeoutMs: 2_000 });
-  deps.relay = createRelay({ db: db.pool, sink, clock, leaseMs: 5_000, batchSize: 50, maxAttempts: 5, backoffBaseMs: 20 });
+  deps.relay = createRelay({
+    db: db.pool,
+    sink,
+    clock,
+    leaseMs: 5_000,
+    batchSize: 50,
+    maxAttempts: 5,
+    backoffBaseMs: 20,
+  });
   return {
     url,
     db,
@@ -95,7 +107,12 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   };
 }
 
-export async function countRows(db: TestDatabase, table: string, where = 'true', params: unknown[] = []): Promise<number> {
+export async function countRows(
+  db: TestDatabase,
+  table: string,
+  where = 'true',
+  params: unknown[] = [],
+): Promise<number> {
   const result = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, params);
   return result.rows[0]?.n ?? 0;
 }

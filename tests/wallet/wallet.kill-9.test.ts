@@ -16,12 +16,19 @@ describe('a wallet pay whose process dies after the commit', () => {
     const buyer = await s.token(TENANT, 'wk-user');
     await credit(s, 'wk-user', 1_000);
     const id = await order(s, buyer, 'wk');
-    const child = spawnFixture('wallet-api.ts', { FLASHPAY_FAULTPOINT: 'wallet-pay.after-commit' }, [s.db.url, TEST_JWT_SECRET]);
+    const child = spawnFixture('wallet-api.ts', { FLASHPAY_FAULTPOINT: 'wallet-pay.after-commit' }, [
+      s.db.url,
+      TEST_JWT_SECRET,
+    ]);
     try {
       const api = (await child.waitFor('API ', 30_000)).slice(4).trim();
       const lost = fetch(`${api}/v1/orders/${id}/pay`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${buyer}`, 'content-type': 'application/json', 'idempotency-key': 'crash-pay' },
+        headers: {
+          authorization: `Bearer ${buyer}`,
+          'content-type': 'application/json',
+          'idempotency-key': 'crash-pay',
+        },
         body: JSON.stringify({ method: 'wallet' }),
       }).then(
         (r) => r.status,
@@ -34,7 +41,11 @@ describe('a wallet pay whose process dies after the commit', () => {
       await child.kill9();
     }
     const retry = await walletPay(s, buyer, id, 'crash-pay');
-    expect([retry.status, retry.body, retry.headers.get('idempotent-replayed')]).toEqual([200, { order_id: id, status: 'PAID' }, 'true']);
+    expect([retry.status, retry.body, retry.headers.get('idempotent-replayed')]).toEqual([
+      200,
+      { order_id: id, status: 'PAID' },
+      'true',
+    ]);
     expect(await countRows(s.db, 'wallet_transfers', "order_id = $1 AND kind = 'DEBIT'", [id])).toBe(1);
     expect((await s.call('GET', '/v1/wallet', { token: buyer })).body).toEqual({ balance: 600 });
     expect(await countRows(s.db, 'outbox', "order_id = $1 AND event_type = 'ORDER_PAID'", [id])).toBe(1);

@@ -18,24 +18,52 @@ describe('paying from the wallet (seed 004)', () => {
     expect(first.body).toEqual({ user: 'w1', balance: 500, transfer_id: 'credit:top-1' });
     const again = await credit(s, 'w1', 500, 'top-1');
     expect([again.text, again.headers.get('idempotent-replayed')]).toEqual([first.text, 'true']);
-    const other = await s.call('POST', '/v1/admin/wallets/w1/credits', { token: admin, body: { amount: 501 }, headers: { 'idempotency-key': 'top-1' } });
+    const other = await s.call('POST', '/v1/admin/wallets/w1/credits', {
+      token: admin,
+      body: { amount: 501 },
+      headers: { 'idempotency-key': 'top-1' },
+    });
     expect([other.status, other.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
     // Another operator's key store does not know top-1; the ledger itself refuses the different content.
     const ops2 = await s.token(TENANT, 'ops2', 'admin');
-    const byOther = await s.call('POST', '/v1/admin/wallets/w1/credits', { token: ops2, body: { amount: 7 }, headers: { 'idempotency-key': 'top-1' } });
+    const byOther = await s.call('POST', '/v1/admin/wallets/w1/credits', {
+      token: ops2,
+      body: { amount: 7 },
+      headers: { 'idempotency-key': 'top-1' },
+    });
     expect([byOther.status, byOther.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
     const buyer = await s.token(TENANT, 'w1');
     expect((await s.call('GET', '/v1/wallet', { token: buyer })).body).toEqual({ balance: 500 });
     const view = await s.call('GET', '/v1/admin/wallets/w1', { token: admin });
-    expect(view.body).toMatchObject({ user: 'w1', balance: 500, transfers: [{ transfer_id: 'credit:top-1', kind: 'CREDIT', amount: 500 }] });
+    expect(view.body).toMatchObject({
+      user: 'w1',
+      balance: 500,
+      transfers: [{ transfer_id: 'credit:top-1', kind: 'CREDIT', amount: 500 }],
+    });
     expect((await s.call('GET', '/v1/admin/wallets/w1', { token: buyer })).status).toBe(403);
-    const bad = await s.call('POST', '/v1/admin/wallets/w1/credits', { token: admin, body: { amount: 0 }, headers: { 'idempotency-key': 'top-0' } });
+    const bad = await s.call('POST', '/v1/admin/wallets/w1/credits', {
+      token: admin,
+      body: { amount: 0 },
+      headers: { 'idempotency-key': 'top-0' },
+    });
     expect([bad.status, bad.body.code]).toEqual([400, 'VALIDATION']);
     const refused = await Promise.all([
       s.call('POST', '/v1/admin/wallets/w1/credits', { token: admin, body: { amount: 5 } }),
-      s.call('POST', '/v1/admin/wallets/w1/credits', { token: admin, body: { amount: 5, extra: 1 }, headers: { 'idempotency-key': 'top-x' } }),
-      s.call('POST', '/v1/admin/wallets/w1/credits', { token: admin, body: { amount: 1.5 }, headers: { 'idempotency-key': 'top-y' } }),
-      s.call('POST', '/v1/admin/wallets/w1/credits', { token: buyer, body: { amount: 5 }, headers: { 'idempotency-key': 'top-z' } }),
+      s.call('POST', '/v1/admin/wallets/w1/credits', {
+        token: admin,
+        body: { amount: 5, extra: 1 },
+        headers: { 'idempotency-key': 'top-x' },
+      }),
+      s.call('POST', '/v1/admin/wallets/w1/credits', {
+        token: admin,
+        body: { amount: 1.5 },
+        headers: { 'idempotency-key': 'top-y' },
+      }),
+      s.call('POST', '/v1/admin/wallets/w1/credits', {
+        token: buyer,
+        body: { amount: 5 },
+        headers: { 'idempotency-key': 'top-z' },
+      }),
       s.call('GET', '/v1/wallet'),
     ]);
     expect(refused.map((r) => [r.status, r.body.code])).toEqual([
@@ -61,8 +89,14 @@ describe('paying from the wallet (seed 004)', () => {
     const refused = await walletPay(s, buyer, b, 'pay-b');
     expect([refused.status, refused.body.code]).toEqual([409, 'INSUFFICIENT_FUNDS']);
     expect((await walletPay(s, buyer, b, 'pay-b')).text).toBe(refused.text);
-    expect((await s.call('GET', `/v1/orders/${b}`, { token: buyer })).body).toMatchObject({ status: 'CREATED', reservation: { status: 'HELD' } });
-    expect((await s.call('GET', `/v1/orders/${a}`, { token: buyer })).body).toMatchObject({ status: 'PAID', reservation: { status: 'CONFIRMED' } });
+    expect((await s.call('GET', `/v1/orders/${b}`, { token: buyer })).body).toMatchObject({
+      status: 'CREATED',
+      reservation: { status: 'HELD' },
+    });
+    expect((await s.call('GET', `/v1/orders/${a}`, { token: buyer })).body).toMatchObject({
+      status: 'PAID',
+      reservation: { status: 'CONFIRMED' },
+    });
     expect((await s.call('GET', '/v1/wallet', { token: buyer })).body).toEqual({ balance: 100 });
     expect(await countRows(s.db, 'wallet_transfers', 'order_id = $1', [b])).toBe(0);
     expect(await countRows(s.db, 'outbox', 'order_id = $1', [b])).toBe(0);
@@ -71,7 +105,11 @@ describe('paying from the wallet (seed 004)', () => {
     // A paid order is not payable again, by any method.
     const twice = await walletPay(s, buyer, a, 'pay-a-again');
     expect([twice.status, twice.body.code, twice.body.order_status]).toEqual([409, 'REJECTED', 'PAID']);
-    const bad = await s.call('POST', `/v1/orders/${b}/pay`, { token: buyer, body: { method: 'cash' }, headers: { 'idempotency-key': 'pay-cash' } });
+    const bad = await s.call('POST', `/v1/orders/${b}/pay`, {
+      token: buyer,
+      body: { method: 'cash' },
+      headers: { 'idempotency-key': 'pay-cash' },
+    });
     expect([bad.status, bad.body.code]).toEqual([400, 'VALIDATION']);
     expect(await books(s)).toEqual({ sum: 0, drift: [], negative: [] });
     const metrics = (await s.call('GET', '/metrics', { token: await s.token(TENANT, 'root', 'operator') })).text;
@@ -107,7 +145,9 @@ describe('paying from the wallet (seed 004)', () => {
     await credit(s, 'w4', 1_000);
     const id = await order(s, buyer, 'wp4');
     const answers = await Promise.all(Array.from({ length: 20 }, () => walletPay(s, buyer, id, 'one-key')));
-    expect(new Set(answers.map((a) => `${a.status} ${a.text}`))).toEqual(new Set([`200 ${JSON.stringify({ order_id: id, status: 'PAID' })}`]));
+    expect(new Set(answers.map((a) => `${a.status} ${a.text}`))).toEqual(
+      new Set([`200 ${JSON.stringify({ order_id: id, status: 'PAID' })}`]),
+    );
     expect(answers.filter((a) => a.headers.get('idempotent-replayed') === 'false')).toHaveLength(1);
     expect(await countRows(s.db, 'wallet_transfers', 'order_id = $1', [id])).toBe(1);
     expect((await s.call('GET', '/v1/wallet', { token: buyer })).body).toEqual({ balance: 750 });

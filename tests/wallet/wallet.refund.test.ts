@@ -26,12 +26,16 @@ describe('refunds of wallet-paid orders', () => {
     const { id, buyer } = await walletPaid('wr1', 'wr1');
     const refund = { tenantId: TENANT, userId: 'wr1', orderId: id, amount: 300, key: `${id}/refund` };
     expect(await inTx(s.db.pool, (tx) => refundToWallet(tx, refund, s.clock.now()))).toBe('DONE');
-    const again = await Promise.all([1, 2, 3].map(() => inTx(s.db.pool, (tx) => refundToWallet(tx, refund, s.clock.now()))));
+    const again = await Promise.all(
+      [1, 2, 3].map(() => inTx(s.db.pool, (tx) => refundToWallet(tx, refund, s.clock.now()))),
+    );
     expect(again).toEqual(['DUPLICATE', 'DUPLICATE', 'DUPLICATE']);
     expect((await s.call('GET', '/v1/wallet', { token: buyer })).body).toEqual({ balance: 300 });
     expect(await countRows(s.db, 'wallet_transfers', "order_id = $1 AND kind = 'REFUND'", [id])).toBe(1);
     // The same key for another amount is a bug in the caller: refused loudly, nothing written.
-    await expect(inTx(s.db.pool, (tx) => refundToWallet(tx, { ...refund, amount: 299 }, s.clock.now()))).rejects.toThrow(/EXISTS_DIFFERENT/);
+    await expect(
+      inTx(s.db.pool, (tx) => refundToWallet(tx, { ...refund, amount: 299 }, s.clock.now())),
+    ).rejects.toThrow(/EXISTS_DIFFERENT/);
     expect(await books(s)).toEqual({ sum: 0, drift: [], negative: [] });
   });
 
@@ -45,7 +49,12 @@ describe('refunds of wallet-paid orders', () => {
     expect(runs.map((r) => r.status)).toEqual(['REFUNDED', 'REFUNDED']);
     expect((await convergeRefunding(deps, id)).status).toBe('REFUNDED');
     expect((await s.call('GET', '/v1/wallet', { token: buyer })).body).toEqual({ balance: 300 });
-    expect(await countRows(s.db, 'wallet_transfers', "order_id = $1 AND kind = 'REFUND' AND transfer_id = $2", [id, `rf-${id}`])).toBe(1);
+    expect(
+      await countRows(s.db, 'wallet_transfers', "order_id = $1 AND kind = 'REFUND' AND transfer_id = $2", [
+        id,
+        `rf-${id}`,
+      ]),
+    ).toBe(1);
     expect(await countRows(s.db, 'order_transitions', "order_id = $1 AND to_status = 'REFUNDED'", [id])).toBe(1);
   });
 });

@@ -26,7 +26,9 @@ describe('W15 the pages and the reads behind them (no browser)', () => {
     expect(given.status).toBe(200);
     expect(given.body).toMatchObject({ tenant: TENANT, user: 'alice', scope: 'buyer', expires_in: 3600 });
     expect((await stack.call('GET', '/v1/wallet', { token: given.body.token })).status).toBe(200);
-    expect((await stack.call('GET', '/v1/admin/console/summary', { token: given.body.token })).body.code).toBe('FORBIDDEN');
+    expect((await stack.call('GET', '/v1/admin/console/summary', { token: given.body.token })).body.code).toBe(
+      'FORBIDDEN',
+    );
 
     for (const body of [{ user: '../x' }, { user: 'alice', scope: 'admin' }, {}]) {
       const bad = await stack.call('POST', '/v1/dev/token', { body });
@@ -34,13 +36,14 @@ describe('W15 the pages and the reads behind them (no browser)', () => {
     }
     // 6 per minute per principal, ten times that for an address without a token: 60 in a burst.
     const statuses: number[] = [];
-    for (let i = 0; i < 60; i++) statuses.push((await stack.call('POST', '/v1/dev/token', { body: { user: `u${i}` } })).status);
+    for (let i = 0; i < 60; i++)
+      statuses.push((await stack.call('POST', '/v1/dev/token', { body: { user: `u${i}` } })).status);
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
     const limited = await stack.call('POST', '/v1/dev/token', { body: { user: 'late' } });
     expect([limited.status, limited.body.code]).toEqual([429, 'RATE_LIMITED']);
   });
 
-  it('W15-11: a buyer sees the own tenant\'s SKUs (price, units left) and only the own orders, with timelines', async () => {
+  it("W15-11: a buyer sees the own tenant's SKUs (price, units left) and only the own orders, with timelines", async () => {
     // Proves the storefront's reads are scoped by the token: nothing of another buyer or tenant.
     const alice = await stack.token(TENANT, 'alice');
     const bob = await stack.token(TENANT, 'bob');
@@ -56,7 +59,7 @@ describe('W15 the pages and the reads behind them (no browser)', () => {
     expect((await stack.call('GET', '/v1/orders', { token: bob })).body.orders).toEqual([]);
   });
 
-  it('W15-12: the console\'s counts and lists are the tenant\'s own; a bad filter or another tenant\'s order changes nothing', async () => {
+  it("W15-12: the console's counts and lists are the tenant's own; a bad filter or another tenant's order changes nothing", async () => {
     // Proves the console reads the database by tenant and its retry acts only on a visible order.
     const admin = await stack.token(TENANT, 'ops', 'admin');
     const otherAdmin = await stack.token('tenant-b', 'ops', 'admin');
@@ -75,12 +78,20 @@ describe('W15 the pages and the reads behind them (no browser)', () => {
     const before = await stack.db.pool.query('SELECT status, version FROM orders WHERE order_id = $1', [orderId]);
     const hidden = await stack.call('POST', `/v1/admin/orders/${orderId}/retry`, { token: otherAdmin });
     expect([hidden.status, hidden.body.code]).toEqual([404, 'ORDER_NOT_FOUND']);
-    expect((await stack.db.pool.query('SELECT status, version FROM orders WHERE order_id = $1', [orderId])).rows).toEqual(before.rows);
+    expect(
+      (await stack.db.pool.query('SELECT status, version FROM orders WHERE order_id = $1', [orderId])).rows,
+    ).toEqual(before.rows);
   });
 
   it('W15-13: the pages and the chart library are served from this server with a strict CSP; nothing else under /web', async () => {
     // Proves the pages work offline (no CDN) and cannot be made to serve an arbitrary file.
-    for (const [url, type] of [['/', 'text/html'], ['/ops', 'text/html'], ['/web/shop.js', 'text/javascript'], ['/web/chart.umd.js', 'text/javascript'], ['/web/style.css', 'text/css']]) {
+    for (const [url, type] of [
+      ['/', 'text/html'],
+      ['/ops', 'text/html'],
+      ['/web/shop.js', 'text/javascript'],
+      ['/web/chart.umd.js', 'text/javascript'],
+      ['/web/style.css', 'text/css'],
+    ]) {
       const response = await fetch(`${stack.url}${url}`);
       expect(response.status, url).toBe(200);
       expect(response.headers.get('content-type')).toContain(type);

@@ -19,7 +19,12 @@ export interface AmqpConsumerOptions {
 const PREFETCH = 32; // unacked messages the broker may push ahead of processing
 const RETRY_DELAY_MS = 1_000; // a failed message is requeued after this, not in a hot loop
 
-async function handle(channel: Channel, message: ConsumeMessage, options: AmqpConsumerOptions, apply: ConsumeFn): Promise<void> {
+async function handle(
+  channel: Channel,
+  message: ConsumeMessage,
+  options: AmqpConsumerOptions,
+  apply: ConsumeFn,
+): Promise<void> {
   let event;
   try {
     event = parseEvent(message.content.toString('utf8'));
@@ -50,7 +55,11 @@ const RECONNECT_BASE_MS = 250; // first retry after a lost connection
 const RECONNECT_MAX_MS = 15_000; // a broker that stays away is tried at least this often
 
 /** One connection, channel and consumer; `onLost` fires once when the broker side goes away. */
-async function openSession(options: AmqpConsumerOptions, apply: ConsumeFn, onLost: (reason: string) => void): Promise<Session> {
+async function openSession(
+  options: AmqpConsumerOptions,
+  apply: ConsumeFn,
+  onLost: (reason: string) => void,
+): Promise<Session> {
   const connection = await amqp.connect(options.url);
   let lost = false;
   const lose = (reason: string) => {
@@ -75,7 +84,9 @@ async function openSession(options: AmqpConsumerOptions, apply: ConsumeFn, onLos
       options.topology.queue,
       (message) => {
         if (message === null) return lose('consumer cancelled by the broker');
-        session.chain = session.chain.then(() => handle(channel, message, options, apply)).catch((error: unknown) => options.onError?.(error));
+        session.chain = session.chain
+          .then(() => handle(channel, message, options, apply))
+          .catch((error: unknown) => options.onError?.(error));
       },
       { noAck: false },
     );

@@ -40,7 +40,12 @@ function parseOrTerminate(message: JsMsg, options: JetStreamConsumerOptions): Ev
   }
 }
 
-async function handle(message: JsMsg, event: Event, options: JetStreamConsumerOptions, apply: ConsumeFn): Promise<void> {
+async function handle(
+  message: JsMsg,
+  event: Event,
+  options: JetStreamConsumerOptions,
+  apply: ConsumeFn,
+): Promise<void> {
   try {
     await apply(options.db, event);
     message.ack(); // only after the effect committed; a lost ack means a redelivery, absorbed as DUPLICATE
@@ -81,7 +86,11 @@ function orderedPool(options: JetStreamConsumerOptions, apply: ConsumeFn) {
 }
 
 /** Mirrors the connection's state into the component's health (metric and /readyz). */
-async function watchConnection(connection: NatsConnection, health: ComponentHealth, onError?: (error: unknown) => void): Promise<void> {
+async function watchConnection(
+  connection: NatsConnection,
+  health: ComponentHealth,
+  onError?: (error: unknown) => void,
+): Promise<void> {
   for await (const status of connection.status()) {
     if (status.type === 'disconnect') {
       health.down('disconnected; reconnecting');
@@ -99,7 +108,12 @@ export async function startJetStreamConsumer(options: JetStreamConsumerOptions):
   const { stream, subjectPrefix, durable } = options.topology;
   // Never give up reconnecting (the client's default stops after 10 tries): a broker that comes
   // back after a long outage must find its consumer again.
-  const connection = await connect({ servers: options.servers, name: 'flashpay-fulfillment', maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  const connection = await connect({
+    servers: options.servers,
+    name: 'flashpay-fulfillment',
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+  });
   const health = registerComponent('jetstream-consumer');
   void watchConnection(connection, health, options.onError);
   try {

@@ -47,7 +47,13 @@ function publishConfirmed(session: Session, exchange: string, event: OutboxEvent
   return new Promise<void>((resolve, reject) => {
     const body = Buffer.from(JSON.stringify(event));
     // persistent: survives a broker restart; mandatory: an unroutable message is returned, not dropped.
-    const options = { persistent: true, mandatory: true, messageId: event.event_id, type: event.event_type, contentType: 'application/json' };
+    const options = {
+      persistent: true,
+      mandatory: true,
+      messageId: event.event_id,
+      type: event.event_type,
+      contentType: 'application/json',
+    };
     session.channel.publish(exchange, event.event_type, body, options, (error: unknown) => {
       if (error) return reject(new Error(`broker did not confirm event ${event.event_id}: ${String(error)}`));
       if (session.returned.delete(event.event_id)) return reject(new Error(`event ${event.event_id} was unroutable`));

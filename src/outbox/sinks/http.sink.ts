@@ -35,7 +35,11 @@ export function createHttpSink(options: HttpSinkOptions): Sink {
           {
             method: 'POST',
             agent,
-            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), [SIGNATURE_HEADER]: signPayload(options.secret, body) },
+            headers: {
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(body),
+              [SIGNATURE_HEADER]: signPayload(options.secret, body),
+            },
           },
           (response) => {
             let text = '';
@@ -53,7 +57,10 @@ export function createHttpSink(options: HttpSinkOptions): Sink {
             });
           },
         );
-        const timer = setTimeout(() => request.destroy(new Error(`webhook did not answer within ${options.timeoutMs} ms`)), options.timeoutMs);
+        const timer = setTimeout(
+          () => request.destroy(new Error(`webhook did not answer within ${options.timeoutMs} ms`)),
+          options.timeoutMs,
+        );
         request.on('error', (error) => {
           clearTimeout(timer);
           reject(error);

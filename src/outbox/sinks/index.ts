@@ -20,11 +20,18 @@ export interface SinkWiring {
 const DEFAULT_HTTP_TIMEOUT_MS = 5_000;
 
 /** `FLASHPAY_OUTBOX_SINK`: http (default), nats (needs NATS_URL) or amqp (needs AMQP_URL). */
-export async function createSinkFromConfig(config: Pick<Config, 'outboxSink' | 'natsUrl' | 'amqpUrl'>, wiring: SinkWiring): Promise<Sink> {
+export async function createSinkFromConfig(
+  config: Pick<Config, 'outboxSink' | 'natsUrl' | 'amqpUrl'>,
+  wiring: SinkWiring,
+): Promise<Sink> {
   const topology = { ...DEFAULT_TOPOLOGY, ...wiring.topology };
   switch (config.outboxSink) {
     case 'http':
-      return createHttpSink({ url: wiring.webhookUrl, secret: wiring.secret, timeoutMs: wiring.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS });
+      return createHttpSink({
+        url: wiring.webhookUrl,
+        secret: wiring.secret,
+        timeoutMs: wiring.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS,
+      });
     case 'nats':
       if (!config.natsUrl) throw new Error('FLASHPAY_OUTBOX_SINK=nats needs NATS_URL');
       return createNatsSink({ servers: config.natsUrl, topology });

@@ -1,4 +1,10 @@
-import { jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  jetstream,
+  jetstreamManager,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { OutboxEvent, Sink } from '../outbox.events.ts';
 import { subjectFor, type BrokerTopology } from './topology.ts';
@@ -40,7 +46,12 @@ export async function ensureStream(jsm: JetStreamManager, options: NatsSinkOptio
 export async function createNatsSink(options: NatsSinkOptions): Promise<Sink> {
   // Reconnect forever (the client's default gives up after 10 tries); publishes fail meanwhile
   // and the relay backs them off, so nothing is lost while the broker is away.
-  const connection: NatsConnection = await connect({ servers: options.servers, name: 'flashpay-relay', maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  const connection: NatsConnection = await connect({
+    servers: options.servers,
+    name: 'flashpay-relay',
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+  });
   try {
     await ensureStream(await jetstreamManager(connection), options);
   } catch (error) {
