@@ -7,10 +7,10 @@ export {
   reserve,
   skuKey,
   tryConfirm,
-  tryExpireNow,
   tryRelease,
   tryUnconfirm,
 } from './inventory.repo.ts';
+export { tryExpireNow } from './inventory.expiry.ts';
 export { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';
 export { inventoryRoutes } from './inventory.routes.ts';
 export type { Reservation, ReservationStatus, ReserveRequest, ReserveResult, Sku } from './inventory.types.ts';

@@ -1,14 +1,8 @@
 import { inTx, type Db } from '../platform/db.ts';
 import type { Clock } from '../platform/clock.ts';
 import { AppError } from '../platform/errors.ts';
-import {
-  findSku,
-  releaseExpiredBatch,
-  tryInsertSku,
-  tryUpdateSku,
-  type NewSku,
-  type SkuChange,
-} from './inventory.repo.ts';
+import { findSku, tryInsertSku, tryUpdateSku, type NewSku, type SkuChange } from './inventory.repo.ts';
+import { releaseExpiredBatch } from './inventory.expiry.ts';
 import type { Sku } from './inventory.types.ts';
 
 export const DEFAULT_HOLD_TTL_MS = 60_000;
