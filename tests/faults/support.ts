@@ -15,6 +15,8 @@ export const FAULT_TENANT = 'acme';
 export interface FaultStack {
   proc: StartedProcess;
   db: TestDatabase;
+  /** The process's working directory (its .flashpay data). */
+  dir: string;
   signer: TokenSigner;
   admin: string;
   adminCall(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -42,6 +44,7 @@ export async function startFaultStack(
   const stack: FaultStack = {
     proc,
     db,
+    dir,
     signer,
     admin,
     async adminCall(method, url, body) {
