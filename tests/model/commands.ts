@@ -282,6 +282,7 @@ export const commandArbitraries = [
   fc.array(fc.nat({ max: 9 }), { maxLength: 6 }).map((p) => deliverCmd(p)),
   fc.constant(null).map(() => recoverCmd()),
   ref.map((r) => crashCmd(r)),
+  ref.map((r) => crashCmd(r)),
   fc.array(burstOp, { minLength: 2, maxLength: 4 }).map((ops) => burstCmd(ops)),
   fc.array(burstOp, { minLength: 2, maxLength: 4 }).map((ops) => burstCmd(ops)),
 ];

@@ -7,7 +7,8 @@ import type fc from 'fast-check';
 export function fcParams<T>(defaultRuns: number): fc.Parameters<T> {
   const env = process.env;
   const params: fc.Parameters<T> = {
-    numRuns: env.FLASHPAY_FC_RUNS ? Number(env.FLASHPAY_FC_RUNS) : defaultRuns,
+    // A path replays one run: the failing one, not the ones after it.
+    numRuns: env.FLASHPAY_FC_RUNS ? Number(env.FLASHPAY_FC_RUNS) : env.FLASHPAY_FC_PATH ? 1 : defaultRuns,
     verbose: 1,
     // Shrinking replays whole runs against the real stack: bounded so a failure is still reported in time.
     endOnFailure: env.FLASHPAY_FC_SHRINK !== '1',
