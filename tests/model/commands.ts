@@ -54,16 +54,21 @@ async function armFault(run: Run, orderId: string, fault: PayFault): Promise<voi
   if (rule) await run.world.control('POST', '/_control/faults', { op: 'charge', merchant_order: orderId, ...rule });
 }
 
-function payRequest(run: Run, order: OrderModel, key: string): Promise<HttpResult> {
-  return run
-    .buyer(order.user)
-    .then((token) =>
-      run.world.call('POST', `/v1/orders/${order.id}/pay`, { token, headers: { 'idempotency-key': key } }),
-    );
+/** The answer, and whether the provider call may have timed out (a loaded box makes any call slow). */
+type PayAnswer = HttpResult & { slow: boolean };
+
+async function payRequest(run: Run, order: OrderModel, key: string): Promise<PayAnswer> {
+  const token = await run.buyer(order.user);
+  const started = Date.now();
+  const result = await run.world.call('POST', `/v1/orders/${order.id}/pay`, {
+    token,
+    headers: { 'idempotency-key': key },
+  });
+  return { ...result, slow: Date.now() - started >= PAY_TIMEOUT_MS };
 }
 
 /** What a pay answer binds in the model; `expected` is the answer a fresh order must get. */
-function applyPay(order: OrderModel, result: HttpResult, fault: PayFault | 'crash'): void {
+function applyPay(order: OrderModel, result: PayAnswer, fault: PayFault | 'crash'): void {
   const wasFresh = order.fresh;
   order.fresh = false;
   if (result.status === 409) {
@@ -74,7 +79,9 @@ function applyPay(order: OrderModel, result: HttpResult, fault: PayFault | 'cras
   const status = result.body.status as string;
   if (!['PAID', 'FAILED', 'UNKNOWN'].includes(status)) fail(`pay of ${order.id} answered status ${status}`);
   const expected = { none: 'PAID', decline: 'FAILED', lost: 'UNKNOWN', late: 'UNKNOWN' }[fault as string];
-  if (wasFresh && expected && status !== expected)
+  // UNKNOWN is the truthful answer to any provider call that outlived the pay timeout.
+  const excused = status === 'UNKNOWN' && result.slow;
+  if (wasFresh && expected && status !== expected && !excused)
     fail(`pay of fresh ${order.id} with fault ${fault}: expected ${expected}, got ${status}`);
   if (status === 'PAID') {
     if (order.cancelled) fail(`${order.id} answered CANCELLED and then PAID`);
@@ -170,7 +177,8 @@ export async function deliver(run: Run, model: Model, picks?: number[]): Promise
 
 /** Waits until no notification of these orders is still being delivered (held ones may stay held). */
 export async function settleNotifications(run: Run, ids: Set<string>): Promise<void> {
-  for (let i = 0; i < 500; i++) {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
     const all = (await run.world.control('GET', '/_control/notifications')) as Array<{
       merchant_order: string;
       status: string;
@@ -178,7 +186,7 @@ export async function settleNotifications(run: Run, ids: Set<string>): Promise<v
     if (!all.some((n) => ids.has(n.merchant_order) && n.status === 'PENDING')) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  fail('notifications still PENDING after 5 s');
+  fail('notifications still PENDING after 30 s');
 }
 
 export const recoverCmd = (): Cmd => ({
