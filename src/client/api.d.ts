@@ -7837,6 +7837,22 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "events": [
+                 *         {
+                 *           "event_id": "42",
+                 *           "order_id": "ord_7c1e2b9f4a",
+                 *           "event_type": "ORDER_PAID",
+                 *           "order_version": 3,
+                 *           "payload": {
+                 *             "status": "PAID",
+                 *             "amount": 1990
+                 *           }
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     events: {
                         /** @description the dedup key: the same event may arrive more than once */

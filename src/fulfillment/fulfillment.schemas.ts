@@ -87,7 +87,22 @@ export const BATCH_BODY_LIMIT_BYTES = 512 * 1024;
 
 const OrderEventBatchBody = Type.Object(
   { events: Type.Array(OrderEventBody, { minItems: 1, maxItems: MAX_EVENTS_PER_BATCH }) },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        events: [
+          {
+            event_id: '42',
+            order_id: 'ord_7c1e2b9f4a',
+            event_type: 'ORDER_PAID',
+            order_version: 3,
+            payload: { status: 'PAID', amount: 1990 },
+          },
+        ],
+      },
+    ],
+  },
 );
 
 const BatchOutcome = Type.Object(
