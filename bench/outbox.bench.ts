@@ -74,7 +74,12 @@ async function runHttp(ctx: OutboxContext, relays: number, counts: OutboxCounts)
   await resetOutbox(ctx.db);
   const errors = errorLog();
   const sinks = Array.from({ length: relays }, () =>
-    createHttpSink({ url: ctx.webhookUrl, secret: ctx.secret, timeoutMs: HTTP_TIMEOUT_MS }),
+    createHttpSink({
+      url: ctx.webhookUrl,
+      batchUrl: `${ctx.webhookUrl}/batch`,
+      secret: ctx.secret,
+      timeoutMs: HTTP_TIMEOUT_MS,
+    }),
   );
   const { figures } = await deliverAll(ctx.db, sinks, counts.batchSize, counts.events, errors);
   await Promise.all(sinks.map((sink) => sink.close()));

@@ -45,7 +45,7 @@ export function errorLog(): Errors {
 }
 
 function timedSink(sink: Sink, samplesMs: number[]): Sink {
-  return {
+  const timed: Sink = {
     async deliver(event) {
       const startedAt = performance.now();
       await sink.deliver(event);
@@ -53,6 +53,17 @@ function timedSink(sink: Sink, samplesMs: number[]): Sink {
     },
     close: () => sink.close(),
   };
+  const deliverBatch = sink.deliverBatch?.bind(sink);
+  if (deliverBatch) {
+    // One sample per batch call (one request, or one pipelined round of publishes).
+    timed.deliverBatch = async (events) => {
+      const startedAt = performance.now();
+      const answers = await deliverBatch(events);
+      samplesMs.push(performance.now() - startedAt);
+      return answers;
+    };
+  }
+  return timed;
 }
 
 /** The relay's own drain, pass by pass, so that each pass can be timed. */

@@ -59,7 +59,7 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
       const outboxContext = {
         db: server.deps.db,
         webhookUrl: `${server.url}/v1/fulfillment/events`,
-        secret: server.deps.notifySecret,
+        secret: server.deps.eventsSecret, // the webhook verifies with its own secret, not the provider's
         natsUrl: options.natsUrl,
         log,
       };

@@ -9,6 +9,8 @@ import {
   type Relay,
   type Sink,
   type SinkWiring,
+  listenForWakeups,
+  type WakeupListener,
 } from './outbox/index.ts';
 
 export interface EventPipeline {
@@ -44,12 +46,18 @@ export async function startEventPipeline(config: Config, deps: PipelineDeps): Pr
     await sink.close();
     throw error;
   }
-  if (deps.runRelayLoop) relay.start(config.relayIntervalMs);
+  // Wake the relay on each outbox insert (migration 085); the interval is only the fallback poll.
+  let listener: WakeupListener | undefined;
+  if (deps.runRelayLoop) {
+    listener = listenForWakeups({ db: deps.db, onWake: () => relay.wake(), onError: deps.onError });
+    relay.start(config.relayIntervalMs);
+  }
   return {
     relay,
     sink,
     consumer,
     async stop() {
+      await listener?.stop();
       await relay.stop();
       await consumer?.stop();
       await sink.close();

@@ -89,6 +89,7 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
     db: pool,
     runRelayLoop: options.workers,
     webhookUrl: `${api}/v1/fulfillment/events`,
+    batchWebhookUrl: `${api}/v1/fulfillment/events/batch`,
     secret: secrets.events,
     onError: (error) => log(`outbox: ${(error as Error).message}`),
   });

@@ -4,7 +4,8 @@ import type { Db } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import { SIGNATURE_HEADER, verifySignature } from '../platform/signature.ts';
 import type { OutboxEvent } from '../outbox/index.ts';
-import { fulfillmentEventSchema } from './fulfillment.schemas.ts';
+import { consumeBatch } from './fulfillment.batch.ts';
+import { BATCH_BODY_LIMIT_BYTES, fulfillmentBatchSchema, fulfillmentEventSchema } from './fulfillment.schemas.ts';
 import { consume, type ConsumeFn } from './fulfillment.service.ts';
 
 export interface FulfillmentRoutesOptions {
@@ -22,6 +23,8 @@ export interface FulfillmentRoutesOptions {
  * `POST /v1/fulfillment/events`: the webhook the relay's http sink delivers to. 200 `{effect}` once
  * the event is durably handled (APPLIED, DUPLICATE or STALE — all three are acknowledgements);
  * 400 BAD_SIGNATURE before anything is recorded; 500 on a storage error so the relay retries.
+ * `POST /v1/fulfillment/events/batch`: the same for many events in one transaction (the http
+ * sink's batch mode), 200 `{results}` with one outcome per event.
  */
 export const fulfillmentRoutes: FastifyPluginAsync<FulfillmentRoutesOptions> = async (app, options) => {
   const apply = options.consumeFn ?? consume;
@@ -46,4 +49,12 @@ export const fulfillmentRoutes: FastifyPluginAsync<FulfillmentRoutesOptions> = a
     const effect = await apply(options.db, request.body as OutboxEvent, clock);
     return { effect };
   });
+
+  app.post(
+    '/v1/fulfillment/events/batch',
+    { schema: fulfillmentBatchSchema, preValidation: verify, bodyLimit: BATCH_BODY_LIMIT_BYTES },
+    async (request) => ({
+      results: await consumeBatch(options.db, (request.body as { events: OutboxEvent[] }).events, clock),
+    }),
+  );
 };

@@ -80,6 +80,72 @@ export const orderEventWebhook = {
   },
 };
 
+// A relay's batch: at most its largest claim (MAX_BATCH_SIZE in src/outbox/relay.ts).
+export const MAX_EVENTS_PER_BATCH = 500;
+// 500 events of ~400 bytes; the route's own limit, above the API's default body limit.
+export const BATCH_BODY_LIMIT_BYTES = 512 * 1024;
+
+const OrderEventBatchBody = Type.Object(
+  { events: Type.Array(OrderEventBody, { minItems: 1, maxItems: MAX_EVENTS_PER_BATCH }) },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        events: [
+          {
+            event_id: '42',
+            order_id: 'ord_7c1e2b9f4a',
+            event_type: 'ORDER_PAID',
+            order_version: 3,
+            payload: { status: 'PAID', amount: 1990 },
+          },
+        ],
+      },
+    ],
+  },
+);
+
+const BatchOutcome = Type.Object(
+  {
+    event_id: Type.String(),
+    effect: stringEnum([...EFFECTS, 'ERROR'] as const, {
+      description:
+        'APPLIED, DUPLICATE, STALE acknowledge the event; ERROR means nothing was recorded for it: resend it',
+    }),
+    detail: Type.Optional(Type.String({ description: 'why, for ERROR' })),
+  },
+  { additionalProperties: false },
+);
+
+const BatchAnswer = Type.Object(
+  { results: Type.Array(BatchOutcome, { description: 'one per event, in the order of the request' }) },
+  { additionalProperties: false },
+);
+
+const batchResponses = {
+  200: jsonAnswer('The batch was handled in one transaction; each event has its own outcome', BatchAnswer, {
+    example: {
+      results: [
+        { event_id: '42', effect: 'APPLIED' },
+        { event_id: '43', effect: 'DUPLICATE' },
+      ],
+    },
+  }),
+  ...problemAnswers(['BAD_SIGNATURE', 'VALIDATION', 'PAYLOAD_TOO_LARGE']),
+};
+
+const batchDescription = `A batch of order events (1..${MAX_EVENTS_PER_BATCH}) in one request, applied in one transaction with the guarantees of the single-event webhook for each event: inbox dedup by \`event_id\` (inside the batch and across batches), monotonic \`order_version\`. One event that cannot be applied does not fail the others: it answers \`ERROR\` and is resent. The signature covers the whole body: ${SIGNATURE_DESCRIPTION} A 500 means nothing of the batch was recorded.`;
+
+export const fulfillmentBatchSchema = {
+  operationId: 'receiveOrderEventBatch',
+  summary: 'A batch of order events (relay → built-in fulfillment consumer)',
+  description: batchDescription,
+  tags: ['events'],
+  security: [{ flashpaySignature: [] }],
+  body: OrderEventBatchBody,
+  response: batchResponses,
+};
+
 const Arrival = Type.Object(
   {
     event_id: Type.String(),

@@ -11,3 +11,4 @@ export { assertTopology } from './sinks/amqp.sink.ts';
 export { DEFAULT_TOPOLOGY, type BrokerTopology } from './sinks/topology.ts';
 export { deadSchema, drainSchema, redriveSchema, type RedriveBody } from './outbox.schemas.ts';
 export { outboxLag, type OutboxLag } from './outbox.lag.ts';
+export { listenForWakeups, OUTBOX_CHANNEL, type WakeupListener } from './outbox.wakeup.ts';

@@ -17,8 +17,14 @@ export interface OutboxEvent {
   payload: Record<string, unknown>;
 }
 
-/** Somewhere events go. `deliver` resolves only once the far side has durably accepted the event. */
+/**
+ * Somewhere events go. `deliver` resolves only once the far side has durably accepted the event.
+ * `deliverBatch`, when a sink has it, hands over many events at once and answers per event, in
+ * the order given: null = durably accepted, an Error = not accepted (retry it). It rejects only
+ * when nothing can be said about any event (then all are retried).
+ */
 export interface Sink {
   deliver(event: OutboxEvent): Promise<void>;
+  deliverBatch?(events: readonly OutboxEvent[]): Promise<(Error | null)[]>;
   close(): Promise<void>;
 }

@@ -43,11 +43,25 @@ UPDATE outbox SET claimed_by = $3, claimed_until = $4
 FROM due WHERE outbox.event_id = due.event_id
 RETURNING outbox.event_id, outbox.order_id, outbox.event_type, outbox.order_version, outbox.payload, outbox.attempts`;
 
+// Claims and marks commit with synchronous_commit = off: losing one to a database crash only
+// makes the event deliverable again (a lost claim fences our mark via claimed_by; a lost mark leaves
+// it unpublished), i.e. one more delivery, which the consumer's inbox absorbs. The commit whose
+// durability matters is the consumer's (or the broker's PubAck), and it stays durable. This takes
+// the relay's own fsyncs off the delivery path.
+const ASYNC_COMMIT = 'SET LOCAL synchronous_commit = off';
+
 export async function claimBatch(db: Db, request: ClaimRequest): Promise<OutboxRow[]> {
   const claimedUntil = new Date(request.now.getTime() + request.leaseMs);
   const result = await inTx(
     db,
-    (tx) => tx.query<OutboxRow>(CLAIM_SQL, [request.now, request.limit, request.owner, claimedUntil]),
+    async (tx) => {
+      await tx.query(ASYNC_COMMIT);
+      return tx.query<OutboxRow>({
+        name: 'outbox-claim',
+        text: CLAIM_SQL,
+        values: [request.now, request.limit, request.owner, claimedUntil],
+      });
+    },
     {
       lockTimeoutMs: 2_000,
       statementTimeoutMs: 10_000,
@@ -62,17 +76,21 @@ export async function claimBatch(db: Db, request: ClaimRequest): Promise<OutboxR
  * to mark, and that relay re-sends it. Returns how many were marked.
  */
 export async function markPublishedBatch(
-  db: Executor,
+  db: Db,
   eventIds: readonly number[],
   owner: string,
   now: Date,
 ): Promise<number> {
   if (eventIds.length === 0) return 0;
-  const result = await db.query(
-    `UPDATE outbox SET published_at = $3, claimed_until = NULL
-     WHERE event_id = ANY($1::bigint[]) AND claimed_by = $2 AND published_at IS NULL`,
-    [eventIds, owner, now],
-  );
+  const result = await inTx(db, async (tx) => {
+    await tx.query(ASYNC_COMMIT); // see claimBatch
+    return tx.query({
+      name: 'outbox-mark',
+      text: `UPDATE outbox SET published_at = $3, claimed_until = NULL
+             WHERE event_id = ANY($1::bigint[]) AND claimed_by = $2 AND published_at IS NULL`,
+      values: [eventIds, owner, now],
+    });
+  });
   return result.rowCount ?? 0;
 }
 

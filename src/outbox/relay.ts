@@ -3,17 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { invariant } from '../platform/errors.ts';
 import { systemClock, type Clock } from '../platform/clock.ts';
 import type { Db } from '../platform/db.ts';
-import { backoffDelayMs } from '../platform/backoff.ts';
-import { faultPoint } from '../platform/faultpoints.ts';
-import { isEventType, type OutboxEvent, type Sink } from './outbox.events.ts';
-import {
-  bringDueForward,
-  claimBatch,
-  markPublishedBatch,
-  tryParkDead,
-  tryRecordFailure,
-  type OutboxRow,
-} from './outbox.repo.ts';
+import type { Sink } from './outbox.events.ts';
+import { deliverAsBatch, deliverEach, ids, nowOf, type RelayContext } from './relay.deliver.ts';
+import { bringDueForward, claimBatch, markPublishedBatch } from './outbox.repo.ts';
 
 // Limits, each with its reason.
 const MAX_BATCH_SIZE = 500; // one claim statement locks at most this many rows
@@ -49,79 +41,16 @@ export interface Relay {
   /** Runs passes until nothing is deliverable now. `force` first makes backed-off events due. */
   drain(options?: { force?: boolean }): Promise<PassResult>;
   start(intervalMs: number): void;
+  /**
+   * Something was inserted (LISTEN/NOTIFY): run a drain now instead of at the next poll. Wakes
+   * during a drain coalesce into one more drain right after it.
+   */
+  wake(): void;
   stop(): Promise<void>;
 }
 
 export function defaultOwner(): string {
   return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-}
-
-function toEvent(row: OutboxRow): OutboxEvent {
-  const { event_id, order_id, event_type, order_version, payload } = row;
-  return { event_id: String(event_id), order_id, event_type, order_version, payload };
-}
-
-async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms}ms`)), ms);
-  });
-  try {
-    return await Promise.race([work, expired]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-interface RelayContext {
-  db: Db;
-  sink: Sink;
-  clock: Clock;
-  owner: string;
-  leaseMs: number;
-  batchSize: number;
-  maxAttempts: number;
-  backoffBaseMs: number;
-  backoffMaxMs: number;
-  deliverTimeoutMs: number;
-  onError: (error: unknown) => void;
-}
-
-function nowOf(ctx: RelayContext): Date {
-  return ctx.clock.now();
-}
-
-async function recordFailedAttempt(ctx: RelayContext, row: OutboxRow, error: unknown): Promise<void> {
-  const now = nowOf(ctx);
-  const delayMs = backoffDelayMs(row.attempts + 1, ctx.backoffBaseMs, ctx.backoffMaxMs);
-  await tryRecordFailure(ctx.db, {
-    eventId: row.event_id,
-    owner: ctx.owner,
-    now,
-    error: (error as Error | null)?.message ?? String(error),
-    nextAttemptAt: new Date(now.getTime() + delayMs),
-    maxAttempts: ctx.maxAttempts,
-  });
-}
-
-/** Delivers one claimed event; true = the sink acknowledged it (not yet marked). Throws only on a database fault. */
-async function deliverOne(ctx: RelayContext, row: OutboxRow): Promise<boolean> {
-  if (!isEventType(row.event_type)) {
-    // Never skipped silently: parked with the reason, visible to listDeadEvents and integrity.
-    await tryParkDead(ctx.db, row.event_id, ctx.owner, `unknown event type "${row.event_type}"`, nowOf(ctx));
-    ctx.onError(new Error(`outbox event ${row.event_id} has unknown type "${row.event_type}"; parked as dead`));
-    return false;
-  }
-  const event = toEvent(row);
-  try {
-    await withTimeout(ctx.sink.deliver(event), ctx.deliverTimeoutMs, `delivery of event ${row.event_id}`);
-  } catch (error) {
-    await recordFailedAttempt(ctx, row, error);
-    return false;
-  }
-  // After the sink acknowledged, before the mark: the kill -9 / pause window of C29-12 and the lease test.
-  await faultPoint('relay.after-deliver-before-mark', { owner: ctx.owner, eventId: event.event_id });
-  return true;
 }
 
 async function runPass(ctx: RelayContext): Promise<PassResult> {
@@ -131,18 +60,14 @@ async function runPass(ctx: RelayContext): Promise<PassResult> {
     leaseMs: ctx.leaseMs,
     limit: ctx.batchSize,
   });
-  // The batch holds at most one event per order (the claim's NOT EXISTS), so delivering it
-  // concurrently cannot reorder an order's events.
-  const outcomes = await Promise.allSettled(rows.map((row) => deliverOne(ctx, row)));
+  if (rows.length === 0) return { delivered: 0, failed: 0 };
+  const acknowledged = ctx.sink.deliverBatch
+    ? await deliverAsBatch(ctx, rows, ctx.sink.deliverBatch)
+    : await deliverEach(ctx, rows);
   // Marked only after the ack (at least once), all of the pass in one statement. An event not
   // marked because our lease was taken over is re-sent by its new owner; the consumer's inbox
   // absorbs the copy.
-  const acknowledged = rows
-    .filter((_, i) => outcomes[i]?.status === 'fulfilled' && (outcomes[i] as PromiseFulfilledResult<boolean>).value)
-    .map((row) => row.event_id);
-  await markPublishedBatch(ctx.db, acknowledged, ctx.owner, nowOf(ctx));
-  const broken = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
-  if (broken) throw broken.reason; // a database fault; unmarked events come back after their lease
+  await markPublishedBatch(ctx.db, ids(acknowledged), ctx.owner, nowOf(ctx));
   return { delivered: acknowledged.length, failed: rows.length - acknowledged.length };
 }
 
@@ -190,21 +115,26 @@ export function createRelay(options: RelayOptions): Relay {
   let stopping = false;
   let loop: Promise<void> | undefined;
   let wake: (() => void) | undefined;
+  let wokenDuringDrain = false;
 
   async function run(intervalMs: number): Promise<void> {
     while (!stopping) {
+      wokenDuringDrain = false;
       try {
         await drainPasses(ctx, false, () => stopping);
       } catch (error) {
         ctx.onError(error); // a database fault: keep polling, the next pass may succeed
       }
       if (stopping) break;
+      if (wokenDuringDrain) continue; // rows may have committed after our last empty claim
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, intervalMs);
-        wake = () => {
+        const timer = setTimeout(done, intervalMs);
+        function done(): void {
           clearTimeout(timer);
+          wake = undefined;
           resolve();
-        };
+        }
+        wake = done;
       });
     }
   }
@@ -218,6 +148,10 @@ export function createRelay(options: RelayOptions): Relay {
       invariant(intervalMs >= 1, 'intervalMs must be >= 1');
       stopping = false;
       loop = run(intervalMs);
+    },
+    wake() {
+      if (wake) wake();
+      else wokenDuringDrain = true;
     },
     async stop() {
       stopping = true;

@@ -5,6 +5,7 @@ import type { Db } from '../../platform/db.ts';
 import { ensureStream } from '../../outbox/index.ts';
 import type { BrokerTopology } from '../../outbox/index.ts';
 import { parseEvent } from '../fulfillment.event.ts';
+import { consumeBatch } from '../fulfillment.batch.ts';
 import { consume, type ConsumeFn } from '../fulfillment.service.ts';
 import type { RunningConsumer } from './running.ts';
 
@@ -85,6 +86,64 @@ function orderedPool(options: JetStreamConsumerOptions, apply: ConsumeFn) {
   };
 }
 
+// Messages applied in one transaction (consumeBatch); all that were pulled ahead, at most.
+const MAX_BATCH = MAX_IN_FLIGHT;
+
+/**
+ * The production path: messages queue while a batch is being applied, and the next batch takes
+ * everything queued, in stream order, as ONE transaction (consumeBatch: inbox, version guard and
+ * arrival line per event; a failing event is rolled back alone). One batch at a time, so each
+ * order's events are applied in stream order. Each message is acked after the commit, or nak'ed
+ * (redelivered) when its own outcome, or the whole transaction, failed.
+ */
+function batchedPool(options: JetStreamConsumerOptions) {
+  const queue: { message: JsMsg; event: Event }[] = [];
+  let running: Promise<void> | undefined;
+
+  async function settle(batch: { message: JsMsg; event: Event }[]): Promise<void> {
+    try {
+      const outcomes = await consumeBatch(
+        options.db,
+        batch.map((entry) => entry.event),
+      );
+      outcomes.forEach((outcome, i) => {
+        const { message } = batch[i]!;
+        if (outcome.effect !== 'ERROR') return message.ack(); // after the commit
+        message.nak(RETRY_DELAY_MS);
+        options.onError?.(new Error(`event ${outcome.event_id} not applied: ${outcome.detail}`));
+      });
+    } catch (error) {
+      for (const { message } of batch) message.nak(RETRY_DELAY_MS);
+      options.onError?.(error);
+    }
+  }
+
+  function kick(): void {
+    if (running || queue.length === 0) return;
+    running = (async () => {
+      while (queue.length > 0) await settle(queue.splice(0, MAX_BATCH));
+    })()
+      .catch((error: unknown) => options.onError?.(error)) // an ack on a closed connection: redelivered later
+      .finally(() => {
+        running = undefined;
+        kick();
+      });
+  }
+
+  return {
+    async submit(message: JsMsg): Promise<void> {
+      const event = parseOrTerminate(message, options);
+      if (!event) return;
+      queue.push({ message, event });
+      kick();
+      while (queue.length >= MAX_BATCH && running) await running; // back-pressure on the pull loop
+    },
+    async idle(): Promise<void> {
+      while (running) await running;
+    },
+  };
+}
+
 /** Mirrors the connection's state into the component's health (metric and /readyz). */
 async function watchConnection(
   connection: NatsConnection,
@@ -129,7 +188,8 @@ export async function startJetStreamConsumer(options: JetStreamConsumerOptions):
     const consumer = await jetstream(connection).consumers.get(stream, durable);
     // Pull requests expire every PULL_EXPIRES_MS: after a reconnect a fresh pull is never far off.
     const messages = await consumer.consume({ max_messages: MAX_IN_FLIGHT, expires: PULL_EXPIRES_MS });
-    const pool = orderedPool(options, apply);
+    // A test's consumeFn (the C29-18 negative control) goes through the one-message-per-transaction pool.
+    const pool = options.consumeFn ? orderedPool(options, apply) : batchedPool(options);
     const loop = (async () => {
       for await (const message of messages) await pool.submit(message);
       await pool.idle();

@@ -82,6 +82,21 @@ export async function createAmqpSink(options: AmqpSinkOptions): Promise<Sink> {
     async deliver(event: OutboxEvent): Promise<void> {
       await publishConfirmed(await session(), options.topology.exchange, event);
     },
+    // Every publish of the pass goes out before any confirm is awaited (confirms in flight on one
+    // channel); each event is acknowledged by its own confirm.
+    async deliverBatch(events: readonly OutboxEvent[]): Promise<(Error | null)[]> {
+      const open = await session();
+      const settled = await Promise.allSettled(
+        events.map((event) => publishConfirmed(open, options.topology.exchange, event)),
+      );
+      return settled.map((outcome) =>
+        outcome.status === 'fulfilled'
+          ? null
+          : outcome.reason instanceof Error
+            ? outcome.reason
+            : new Error(String(outcome.reason)),
+      );
+    },
     async close(): Promise<void> {
       const open = await current?.catch(() => undefined);
       current = undefined;

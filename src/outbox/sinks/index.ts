@@ -10,6 +10,8 @@ export { createAmqpSink, createHttpSink, createNatsSink, DEFAULT_TOPOLOGY, type 
 export interface SinkWiring {
   /** The fulfillment webhook the http sink POSTs to (in `flashpay start`: <api>/v1/fulfillment/events). */
   webhookUrl: string;
+  /** Its batch route (<api>/v1/fulfillment/events/batch); when set, a relay pass is one request. */
+  batchWebhookUrl?: string;
   /** HMAC secret shared with the webhook consumer. */
   secret: string;
   /** http request timeout; default 5 s, below the default 30 s lease. */
@@ -29,6 +31,7 @@ export async function createSinkFromConfig(
     case 'http':
       return createHttpSink({
         url: wiring.webhookUrl,
+        ...(wiring.batchWebhookUrl ? { batchUrl: wiring.batchWebhookUrl } : {}),
         secret: wiring.secret,
         timeoutMs: wiring.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS,
       });

@@ -39,6 +39,8 @@ export async function ensureStream(jsm: JetStreamManager, options: NatsSinkOptio
   }
 }
 
+const toError = (reason: unknown): Error => (reason instanceof Error ? reason : new Error(String(reason)));
+
 /**
  * Publishes to JetStream with `Nats-Msg-Id` = event id and resolves only on the stream's PubAck
  * (the message is stored). A PubAck marked duplicate also counts: the stream already holds it.
@@ -64,6 +66,18 @@ export async function createNatsSink(options: NatsSinkOptions): Promise<Sink> {
     async deliver(event: OutboxEvent): Promise<void> {
       const subject = subjectFor(options.topology.subjectPrefix, event.event_type);
       await js.publish(subject, JSON.stringify(event), { msgID: event.event_id, timeout });
+    },
+    // Pipelined: every publish of the pass is sent before any PubAck is awaited (many acks in
+    // flight on one connection); each event is acknowledged by its own PubAck, Msg-Id dedup as above.
+    async deliverBatch(events: readonly OutboxEvent[]): Promise<(Error | null)[]> {
+      const acks = events.map((event) =>
+        js.publish(subjectFor(options.topology.subjectPrefix, event.event_type), JSON.stringify(event), {
+          msgID: event.event_id,
+          timeout,
+        }),
+      );
+      const settled = await Promise.allSettled(acks);
+      return settled.map((outcome) => (outcome.status === 'fulfilled' ? null : toError(outcome.reason)));
     },
     async close(): Promise<void> {
       if (!connection.isClosed()) await connection.drain();
