@@ -43,10 +43,33 @@ function toSku(row: SkuRow | undefined): BatchSku | undefined {
   };
 }
 
+interface DoneRow {
+  user_id: string;
+  key: string;
+  digest: string;
+  status: number;
+  body: string;
+  location: string | null;
+}
+
+/** A key completed before this batch's statement: its stored answer, for a replay without a transaction of its own. */
+export interface DoneKey {
+  digest: string;
+  response: { status: number; body: string; location?: string };
+}
+
+function toDoneKey(row: DoneRow): DoneKey {
+  return {
+    digest: row.digest,
+    response: { status: row.status, body: row.body, ...(row.location ? { location: row.location } : {}) },
+  };
+}
+
 /**
  * Claims every buyer's key (PROCESSING, as tryInsertKey) and reads the SKU, in one statement and
  * without its row lock. A key that exists (a replay, or another process's request in flight: the
- * insert waits on it, bounded by lock_timeout) is not ours and is answered after the batch.
+ * insert waits on it, bounded by lock_timeout) is not ours and is answered after the batch; one
+ * that was DONE before the statement comes back with its stored answer (`done`) for the replay.
  */
 export async function claimKeysAndReadSku(
   tx: Tx,
@@ -55,16 +78,23 @@ export async function claimKeysAndReadSku(
   keys: readonly BatchKey[],
   now: Date,
   lockedUntil: Date,
-): Promise<{ owned: Set<string>; sku: BatchSku | undefined }> {
-  const result = await tx.query<SkuRow & { owned: string[] }>({
+): Promise<{ owned: Set<string>; sku: BatchSku | undefined; done: Map<string, DoneKey> }> {
+  const result = await tx.query<SkuRow & { owned: string[]; done: DoneRow[] | null }>({
     name: 'batch-claim-keys-read-sku',
     text: `WITH k AS (
        INSERT INTO idempotency_keys (tenant_id, user_id, operation, idempotency_key, request_digest, state, locked_until, created_at)
        SELECT $1, u.user_id, '${OPERATION}', u.key, u.digest, 'PROCESSING', $6, $7
        FROM unnest($3::text[], $4::text[], $5::text[]) AS u(user_id, key, digest)
-       ON CONFLICT DO NOTHING RETURNING user_id, idempotency_key)
+       ON CONFLICT DO NOTHING RETURNING user_id, idempotency_key),
+     done AS (
+       SELECT i.user_id, i.idempotency_key AS key, i.request_digest AS digest, i.response_status AS status,
+              i.response_body AS body, i.response_location AS location
+       FROM idempotency_keys i JOIN unnest($3::text[], $4::text[]) AS u(user_id, key)
+         ON i.tenant_id = $1 AND i.user_id = u.user_id AND i.operation = '${OPERATION}' AND i.idempotency_key = u.key
+       WHERE i.state = 'DONE')
      SELECT s.name, s.price, s.available, s.per_user_limit, s.hold_ttl_ms,
-            coalesce((SELECT array_agg(k.user_id || E'\\n' || k.idempotency_key) FROM k), '{}') AS owned
+            coalesce((SELECT array_agg(k.user_id || E'\\n' || k.idempotency_key) FROM k), '{}') AS owned,
+            (SELECT json_agg(done) FROM done) AS done
      FROM (SELECT 1) AS one LEFT JOIN skus s ON s.tenant_id = $1 AND s.sku = $2`,
     values: [
       tenantId,
@@ -77,7 +107,8 @@ export async function claimKeysAndReadSku(
     ],
   });
   const row = result.rows[0];
-  return { owned: new Set(row?.owned ?? []), sku: toSku(row) };
+  const done = new Map((row?.done ?? []).map((d) => [batchKeyId(d.user_id, d.key), toDoneKey(d)]));
+  return { owned: new Set(row?.owned ?? []), sku: toSku(row), done };
 }
 
 /** The SKU row locked (lock order 3): the pessimistic pass, after an optimistic one lost a race. */

@@ -21,6 +21,7 @@ import {
   type BatchAnswer,
   type BatchGrant,
   type BatchSku,
+  type DoneKey,
 } from './orders.batch.repo.ts';
 import { lineReservationKeyFor } from './orders.keys.ts';
 import { newOrderId } from './orders.repo.ts';
@@ -154,6 +155,8 @@ class SkuMissing extends Error {}
 interface Decided {
   answers: Map<string, StoredResponse>;
   available: number;
+  /** Keys that were DONE before the batch: replayed from the batch's own read. */
+  done: Map<string, DoneKey>;
 }
 
 async function runBatch(deps: KeyedDeps, lane: Lane, batch: Pending[]): Promise<void> {
@@ -169,9 +172,14 @@ async function runBatch(deps: KeyedDeps, lane: Lane, batch: Pending[]): Promise<
   }
   if (decided.available === 0) lane.soldOut = true;
   for (const p of batch) {
-    const answer = decided.answers.get(batchKeyId(p.principal.userId, p.scope.key));
+    const id = batchKeyId(p.principal.userId, p.scope.key);
+    const answer = decided.answers.get(id);
+    const done = decided.done.get(id);
     if (answer) p.resolve({ ...answer, replayed: false });
-    else runAlone(deps, p); // the key existed: replay it (or wait for its owner) as the contract says
+    else if (done && done.digest === p.digest) p.resolve({ ...done.response, replayed: true });
+    // The key is in flight elsewhere, or reused with another request: the one-buyer path answers
+    // (it waits for the owner, takes over an abandoned key, or refuses the reuse) as the contract says.
+    else runAlone(deps, p);
   }
 }
 
@@ -193,7 +201,7 @@ async function applyBatch(
   );
   if (!claimed.sku) throw new SkuMissing(`no SKU ${lane.sku}`);
   const mine = batch.filter((p) => claimed.owned.has(batchKeyId(p.principal.userId, p.scope.key)));
-  if (mine.length === 0) return { answers: new Map(), available: claimed.sku.available };
+  if (mine.length === 0) return { answers: new Map(), available: claimed.sku.available, done: claimed.done };
   let sku: BatchSku = claimed.sku;
   let holdings = new Map<string, number>();
   let locked = false;
@@ -222,7 +230,8 @@ async function applyBatch(
     }
     if (available !== undefined) {
       await faultPoint('create.batch.before-commit', { sku: lane.sku, batch: mine.length });
-      return { answers: new Map(plan.answers.map((a) => [batchKeyId(a.userId, a.key), a])), available };
+      const answers = new Map(plan.answers.map((a) => [batchKeyId(a.userId, a.key), a]));
+      return { answers, available, done: claimed.done };
     }
     // Fewer units than the plain read said (another process or path took some): decide again
     // on the locked row. Nothing of the failed statement was written.
