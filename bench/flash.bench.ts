@@ -78,11 +78,11 @@ function buyers(
 }
 
 async function withRss<T>(work: () => Promise<T>): Promise<{ result: T; peakRssMb: number }> {
-  let peak = process.memoryUsage().rss;
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), RSS_SAMPLE_MS);
+  let peak = process.memoryUsage.rss();
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), RSS_SAMPLE_MS);
   try {
     const result = await work();
-    peak = Math.max(peak, process.memoryUsage().rss);
+    peak = Math.max(peak, process.memoryUsage.rss());
     return { result, peakRssMb: round(peak / 2 ** 20, 1) };
   } finally {
     clearInterval(timer);

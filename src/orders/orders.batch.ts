@@ -51,6 +51,9 @@ const MAX_BATCH = 256;
 // Batches of one SKU in flight at once: the second claims its keys and reads while the first
 // holds the row and commits, then its decrement waits on the row lock.
 const MAX_IN_FLIGHT = 2;
+// Sold-out waves of one SKU in flight at once: each is one durable commit, so two overlap the
+// fsync of one with the next; each wave still reads only after all of its buyers arrived.
+const MAX_WAVES_IN_FLIGHT = 2;
 
 export interface BatchedCreate {
   principal: Principal;
@@ -73,7 +76,7 @@ interface Lane {
   soldOut: boolean;
   refusals: Pending[];
   waveScheduled: boolean;
-  waveInFlight: boolean;
+  wavesInFlight: number;
 }
 
 const lanesByDb = new WeakMap<Db, Map<string, Lane>>();
@@ -93,7 +96,7 @@ function laneFor(db: Db, tenantId: string, sku: string): Lane {
       soldOut: false,
       refusals: [],
       waveScheduled: false,
-      waveInFlight: false,
+      wavesInFlight: 0,
     };
     lanes.set(id, lane);
   }
@@ -293,16 +296,16 @@ function decide(lane: Lane, mine: readonly Pending[], sku: BatchSku, held: Reado
 }
 
 function scheduleWave(deps: KeyedDeps, lane: Lane): void {
-  if (lane.waveScheduled || lane.waveInFlight || lane.refusals.length === 0) return;
+  if (lane.waveScheduled || lane.wavesInFlight >= MAX_WAVES_IN_FLIGHT || lane.refusals.length === 0) return;
   lane.waveScheduled = true;
   setImmediate(() => {
     lane.waveScheduled = false;
-    if (lane.waveInFlight || lane.refusals.length === 0) return;
+    if (lane.wavesInFlight >= MAX_WAVES_IN_FLIGHT || lane.refusals.length === 0) return;
     // Only buyers who arrived before the wave's statement starts share its read.
     const wave = lane.refusals.splice(0, MAX_BATCH);
-    lane.waveInFlight = true;
+    lane.wavesInFlight++;
     void runWave(deps, lane, wave).finally(() => {
-      lane.waveInFlight = false;
+      lane.wavesInFlight--;
       scheduleWave(deps, lane);
     });
   });
