@@ -303,6 +303,19 @@ export async function runFlashBench(ctx: OrdersContext, counts: OrdersCounts): P
     const tokens = await Promise.all(
       Array.from({ length: counts.users }, (_, i) => ctx.flashpay.buyerToken(`flash-${i}`)),
     );
+    // Untimed: JIT, sockets and prepared statements of every route these runs use.
+    await seedSkus(ctx.flashpay.deps.db, [{ sku: 'p0/sku', stock: 2 * counts.warmup }]);
+    await seedBaselineStock(baseline.db, [{ sku: 'p0/sku', stock: 2 * counts.warmup }]);
+    for (const [origin, path] of [
+      [ctx.flashpay.url, '/v1/orders'],
+      [baseline.url, BASELINE_PATH],
+      [bare.url, BARE_PATH],
+    ] as const)
+      await ctx.driver.run({
+        origin,
+        concurrency: counts.concurrency,
+        requests: buyers(counts.warmup, tokens, path, `p0${path}`, () => 'p0/sku'),
+      });
     ctx.log(`orders (issue 16): P1 hot SKU, ${counts.requests} requests, ${counts.concurrency} buyers`);
     const hot = await hotRun(ctx, baseline, bare, counts, tokens);
     ctx.log('orders (issue 16): P5 replays of P1');

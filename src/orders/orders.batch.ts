@@ -103,6 +103,13 @@ function laneFor(db: Db, tenantId: string, sku: string): Lane {
   return lane;
 }
 
+/** A lane with nothing queued, nothing running and no sold-out mark is dropped: the map holds busy and sold-out SKUs only. */
+function forgetIfIdle(db: Db, lane: Lane): void {
+  const idle = lane.queue.length === 0 && lane.inFlight === 0 && !lane.scheduled && lane.refusals.length === 0;
+  if (idle && !lane.soldOut && lane.wavesInFlight === 0 && !lane.waveScheduled)
+    lanesByDb.get(db)?.delete(`${lane.tenantId}\u0000${lane.sku}`);
+}
+
 /** Whether the process currently routes this SKU's buyers to the sold-out waves (for tests). */
 export function isMarkedSoldOut(db: Db, tenantId: string, sku: string): boolean {
   return lanesByDb.get(db)?.get(`${tenantId}\u0000${sku}`)?.soldOut ?? false;
@@ -149,6 +156,7 @@ function scheduleBatch(deps: KeyedDeps, lane: Lane): void {
     void runBatch(deps, lane, batch).finally(() => {
       lane.inFlight--;
       scheduleBatch(deps, lane);
+      forgetIfIdle(deps.db, lane);
     });
   });
 }
