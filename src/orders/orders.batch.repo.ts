@@ -43,6 +43,14 @@ function toSku(row: SkuRow | undefined): BatchSku | undefined {
   };
 }
 
+// The keys of the statement's buyers ($1 tenant, $3 users, $4 keys) that were DONE before it began.
+const DONE_KEYS = `done AS (
+       SELECT i.user_id, i.idempotency_key AS key, i.request_digest AS digest, i.response_status AS status,
+              i.response_body AS body, i.response_location AS location
+       FROM idempotency_keys i JOIN unnest($3::text[], $4::text[]) AS u(user_id, key)
+         ON i.tenant_id = $1 AND i.user_id = u.user_id AND i.operation = '${OPERATION}' AND i.idempotency_key = u.key
+       WHERE i.state = 'DONE')`;
+
 interface DoneRow {
   user_id: string;
   key: string;
@@ -56,6 +64,10 @@ interface DoneRow {
 export interface DoneKey {
   digest: string;
   response: { status: number; body: string; location?: string };
+}
+
+function doneKeys(rows: DoneRow[] | null | undefined): Map<string, DoneKey> {
+  return new Map((rows ?? []).map((d) => [batchKeyId(d.user_id, d.key), toDoneKey(d)]));
 }
 
 function toDoneKey(row: DoneRow): DoneKey {
@@ -86,12 +98,7 @@ export async function claimKeysAndReadSku(
        SELECT $1, u.user_id, '${OPERATION}', u.key, u.digest, 'PROCESSING', $6, $7
        FROM unnest($3::text[], $4::text[], $5::text[]) AS u(user_id, key, digest)
        ON CONFLICT DO NOTHING RETURNING user_id, idempotency_key),
-     done AS (
-       SELECT i.user_id, i.idempotency_key AS key, i.request_digest AS digest, i.response_status AS status,
-              i.response_body AS body, i.response_location AS location
-       FROM idempotency_keys i JOIN unnest($3::text[], $4::text[]) AS u(user_id, key)
-         ON i.tenant_id = $1 AND i.user_id = u.user_id AND i.operation = '${OPERATION}' AND i.idempotency_key = u.key
-       WHERE i.state = 'DONE')
+     ${DONE_KEYS}
      SELECT s.name, s.price, s.available, s.per_user_limit, s.hold_ttl_ms,
             coalesce((SELECT array_agg(k.user_id || E'\\n' || k.idempotency_key) FROM k), '{}') AS owned,
             (SELECT json_agg(done) FROM done) AS done
@@ -107,8 +114,7 @@ export async function claimKeysAndReadSku(
     ],
   });
   const row = result.rows[0];
-  const done = new Map((row?.done ?? []).map((d) => [batchKeyId(d.user_id, d.key), toDoneKey(d)]));
-  return { owned: new Set(row?.owned ?? []), sku: toSku(row), done };
+  return { owned: new Set(row?.owned ?? []), sku: toSku(row), done: doneKeys(row?.done) };
 }
 
 /** The SKU row locked (lock order 3): the pessimistic pass, after an optimistic one lost a race. */
@@ -272,8 +278,8 @@ export async function tryRefuseSoldOut(
   buyers: readonly (BatchKey & { quantity: number })[],
   body: string,
   now: Date,
-): Promise<{ available: number | undefined; refused: Set<string> }> {
-  const result = await db.query<{ available: number | null; refused: string[] }>({
+): Promise<{ available: number | undefined; refused: Set<string>; done: Map<string, DoneKey> }> {
+  const result = await db.query<{ available: number | null; refused: string[]; done: DoneRow[] | null }>({
     name: 'batch-refuse-sold-out',
     text: `WITH s AS (SELECT available FROM skus WHERE tenant_id = $1 AND sku = $2),
      ins AS (
@@ -282,9 +288,11 @@ export async function tryRefuseSoldOut(
        SELECT $1, u.user_id, '${OPERATION}', u.key, u.digest, 'DONE', 409, $7, $8, $8
        FROM unnest($3::text[], $4::text[], $5::text[], $6::int[]) AS u(user_id, key, digest, quantity), s
        WHERE u.quantity > s.available
-       ON CONFLICT DO NOTHING RETURNING user_id, idempotency_key)
+       ON CONFLICT DO NOTHING RETURNING user_id, idempotency_key),
+     ${DONE_KEYS}
      SELECT (SELECT available FROM s) AS available,
-            coalesce((SELECT array_agg(ins.user_id || E'\\n' || ins.idempotency_key) FROM ins), '{}') AS refused`,
+            coalesce((SELECT array_agg(ins.user_id || E'\\n' || ins.idempotency_key) FROM ins), '{}') AS refused,
+            (SELECT json_agg(done) FROM done) AS done`,
     values: [
       tenantId,
       sku,
@@ -297,5 +305,5 @@ export async function tryRefuseSoldOut(
     ],
   });
   const row = result.rows[0];
-  return { available: row?.available ?? undefined, refused: new Set(row?.refused ?? []) };
+  return { available: row?.available ?? undefined, refused: new Set(row?.refused ?? []), done: doneKeys(row?.done) };
 }

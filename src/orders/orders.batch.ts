@@ -337,7 +337,10 @@ async function runWave(deps: KeyedDeps, lane: Lane, wave: Pending[]): Promise<vo
   const available = outcome.available;
   let back = false;
   for (const p of wave) {
-    if (outcome.refused.has(batchKeyId(p.principal.userId, p.scope.key))) p.resolve({ ...refusal, replayed: false });
+    const id = batchKeyId(p.principal.userId, p.scope.key);
+    const done = outcome.done.get(id);
+    if (outcome.refused.has(id)) p.resolve({ ...refusal, replayed: false });
+    else if (done && done.digest === p.digest) p.resolve({ ...done.response, replayed: true });
     else if (available === undefined || p.line.quantity > available) runAlone(deps, p);
     else {
       // Units came back since the lane was marked: this buyer goes to a batch.
