@@ -21,7 +21,11 @@ function agentFor(origin: string, concurrency: number): http.Agent {
   return agent;
 }
 
-function send(agent: http.Agent, origin: URL, request: DriverRequest): Promise<{ status: number; body: string }> {
+function send(
+  agent: http.Agent,
+  origin: URL,
+  request: DriverRequest,
+): Promise<{ status: number; body: string; replayed: string | undefined }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string | number> = { ...request.headers };
     if (request.body !== undefined) headers['content-length'] = Buffer.byteLength(request.body);
@@ -33,7 +37,14 @@ function send(agent: http.Agent, origin: URL, request: DriverRequest): Promise<{
         response.on('data', (chunk: string) => {
           if (body.length < MAX_KEPT_BODY_CHARS) body += chunk;
         });
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+        const replayed = response.headers['idempotent-replayed'];
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            body,
+            replayed: typeof replayed === 'string' ? replayed : undefined,
+          }),
+        );
         response.on('error', reject);
       },
     );
@@ -52,6 +63,7 @@ async function run(spec: DriverSpec): Promise<DriverRun> {
   const latencies: number[] = new Array<number>(spec.requests.length).fill(0);
   const statuses: Record<string, number> = {};
   const codes: Record<string, number> = {};
+  const replayed: Record<string, number> = {};
   let firstError: string | undefined;
   let next = 0;
   async function buyer(): Promise<void> {
@@ -63,6 +75,7 @@ async function run(spec: DriverSpec): Promise<DriverRun> {
         const answer = await send(agent, origin, request);
         latencies[index] = performance.now() - startedAt;
         increment(statuses, String(answer.status));
+        if (answer.replayed !== undefined) increment(replayed, answer.replayed);
         if (answer.status >= 300) increment(codes, CODE_PATTERN.exec(answer.body)?.[1] ?? 'none');
       } catch (error) {
         latencies[index] = performance.now() - startedAt;
@@ -82,6 +95,7 @@ async function run(spec: DriverSpec): Promise<DriverRun> {
     ...summarize(latencies),
     statuses,
     codes,
+    replayed,
     latenciesMs: latencies,
     ...(firstError ? { firstError } : {}),
   };

@@ -37,6 +37,8 @@ export interface DriverResult {
   statuses: Record<string, number>;
   /** problem+json `code` of non-2xx answers → count. */
   codes: Record<string, number>;
+  /** Idempotent-Replayed header value → count (absent on routes without keys). */
+  replayed?: Record<string, number>;
   firstError?: string;
 }
 
@@ -64,9 +66,11 @@ export function mergeRuns(runs: readonly DriverRun[]): DriverResult {
   const elapsedMs = runs.reduce((sum, run) => sum + run.elapsedMs, 0);
   const statuses: Record<string, number> = {};
   const codes: Record<string, number> = {};
+  const replayed: Record<string, number> = {};
   for (const run of runs) {
     addCounts(statuses, run.statuses);
     addCounts(codes, run.codes);
+    addCounts(replayed, run.replayed ?? {});
   }
   const firstError = runs.find((run) => run.firstError)?.firstError;
   const latency = summarize(runs.flatMap((run) => run.latenciesMs));
@@ -77,6 +81,7 @@ export function mergeRuns(runs: readonly DriverRun[]): DriverResult {
     ...latency,
     statuses,
     codes,
+    replayed,
     ...(firstError ? { firstError } : {}),
   };
 }

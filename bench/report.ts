@@ -1,4 +1,6 @@
 import type { DriverResult } from './driver.ts';
+import type { FlashReport } from './flash.bench.ts';
+import { formatFlash } from './flash.report.ts';
 import type { OrdersReport, OrdersRun } from './orders.bench.ts';
 import type { OrdersCounts } from './options.ts';
 import type { OutboxReport, OutboxRun } from './outbox.bench.ts';
@@ -13,6 +15,8 @@ export interface BenchReport {
   machine: MachineInfo;
   orders?: OrdersReport & { counts: OrdersCounts };
   outbox?: OutboxReport;
+  /** Issue 16's create-path runs (P1, P2, P5, P7). */
+  flash?: FlashReport;
   ok: boolean;
 }
 
@@ -139,6 +143,7 @@ export function formatReport(report: BenchReport): string {
     `driver: ${m.driver}`,
   ];
   if (report.orders) lines.push('', formatOrders(report.orders));
+  if (report.flash) lines.push('', formatFlash(report.flash));
   if (report.outbox) lines.push('', formatOutbox(report.outbox));
   lines.push(
     '',

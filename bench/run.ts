@@ -7,6 +7,7 @@ import { startDriver } from './driver.ts';
 import type { BenchOptions } from './options.ts';
 import { runOrdersBench } from './orders.bench.ts';
 import { runOutboxBench } from './outbox.bench.ts';
+import { runFlashBench } from './flash.bench.ts';
 import type { BenchReport, MachineInfo } from './report.ts';
 import { startFlashpayServer } from './servers.ts';
 import { round } from './stats.ts';
@@ -53,9 +54,10 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
       const info = await machineInfo(server.deps.db, database.where, config.poolSize);
       const ordersContext = { databaseUrl: database.url, poolSize: config.poolSize, flashpay: server, driver, log };
       const orders =
-        options.only === 'outbox'
+        options.only === 'outbox' || options.only === 'flash'
           ? undefined
           : { ...(await runOrdersBench(ordersContext, options.orders)), counts: options.orders };
+      const flash = options.only === 'outbox' ? undefined : await runFlashBench(ordersContext, options.orders);
       const outboxContext = {
         db: server.deps.db,
         webhookUrl: `${server.url}/v1/fulfillment/events`,
@@ -63,8 +65,11 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
         natsUrl: options.natsUrl,
         log,
       };
-      const outbox = options.only === 'orders' ? undefined : await runOutboxBench(outboxContext, options.outbox);
-      const ok = (orders?.ok ?? true) && (outbox?.ok ?? true);
+      const outbox =
+        options.only === 'orders' || options.only === 'flash'
+          ? undefined
+          : await runOutboxBench(outboxContext, options.outbox);
+      const ok = (orders?.ok ?? true) && (outbox?.ok ?? true) && (flash?.ok ?? true);
       const machine = { ...info, loadAverage: { start: round(loadAtStart, 2), end: round(os.loadavg()[0] ?? 0, 2) } };
       return {
         date: new Date().toISOString(),
@@ -73,6 +78,7 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
         machine,
         orders,
         outbox,
+        flash,
         ok,
       };
     } finally {

@@ -2,10 +2,13 @@ import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
 import type { AppDeps } from '../src/app.deps.ts';
-import { tokenSigner } from '../src/platform/auth.ts';
+import { principalOf, requirePrincipal, tokenSigner } from '../src/platform/auth.ts';
+import { keyedDeps } from '../src/app.deps.ts';
+import { executeKeyed, requestDigest } from '../src/idempotency/index.ts';
+import { createOrderResponse } from '../src/orders/index.ts';
 import { systemClock } from '../src/platform/clock.ts';
 import type { Config } from '../src/platform/config.ts';
-import { createPool, type Db } from '../src/platform/db.ts';
+import { createPool, inTx, type Db } from '../src/platform/db.ts';
 
 export const BENCH_TENANT = 'bench';
 
@@ -116,4 +119,55 @@ export async function startBaselineServer(databaseUrl: string, poolSize: number)
       await db.end();
     },
   };
+}
+
+export const BARE_PATH = '/bare/orders';
+export const SINGLE_KEYED_PATH = '/single/orders-keyed';
+export const SINGLE_UNKEYED_PATH = '/single/orders-unkeyed';
+
+/**
+ * The ceiling: a Fastify route with flashpay's authentication hook (same signer, same verified-
+ * token cache) that answers 201 with a small JSON body and never touches the database. Next to
+ * it, for P5, flashpay's one-transaction create with and without the key layer (no batching).
+ */
+export async function startBareServer(flashpay: FlashpayServer): Promise<BaselineServer> {
+  const { deps } = flashpay;
+  const auth = requirePrincipal(deps.signer);
+  const app = Fastify({ logger: false });
+  app.post<{ Body: { sku: string; quantity?: number } }>(BARE_PATH, { onRequest: auth }, async (request, reply) =>
+    reply.code(201).send({ order_id: 'bare', sku: request.body.sku, status: 'CREATED' }),
+  );
+  const lineOf = (body: { sku: string; quantity?: number }) => [{ sku: body.sku, quantity: body.quantity ?? 1 }];
+  app.post<{ Body: { sku: string; quantity?: number } }>(
+    SINGLE_UNKEYED_PATH,
+    { onRequest: auth },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const answer = await inTx(deps.db, (tx) =>
+        createOrderResponse(tx, principal, lineOf(request.body), deps.clock.now()),
+      );
+      return reply.code(answer.status).type('application/json').send(answer.body);
+    },
+  );
+  app.post<{ Body: { sku: string; quantity?: number } }>(
+    SINGLE_KEYED_PATH,
+    { onRequest: auth },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const key = String(request.headers['idempotency-key'] ?? '');
+      const lines = lineOf(request.body);
+      const answer = await executeKeyed(keyedDeps(deps), {
+        scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },
+        digest: requestDigest('create_order', {}, lines[0]),
+        start: async (tx) => ({ final: await createOrderResponse(tx, principal, lines, deps.clock.now()) }),
+      });
+      return reply
+        .code(answer.status)
+        .header('Idempotent-Replayed', String(answer.replayed))
+        .type('application/json')
+        .send(answer.body);
+    },
+  );
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return { url: urlOf(app), db: deps.db, close: () => app.close() };
 }

@@ -156,23 +156,33 @@ async function waitForSameKey(previous: Promise<unknown>, waitMs: number): Promi
 }
 
 /**
- * Runs an operation at most once per (tenant, user, operation, key). The key record and the
- * effect commit together, so "key completed" and "order exists" are one fact (seed 001).
+ * Runs `run` as the only request with this key in this process: a same-key request that arrives
+ * while it runs waits for it (bounded), then runs its own `run` (which finds the key and replays).
+ * The batched create path shares this map, so two requests with one key never meet in one batch.
  */
-export async function executeKeyed(deps: KeyedDeps, op: KeyedOperation): Promise<KeyedResult> {
-  const id = JSON.stringify([op.scope.tenantId, op.scope.userId, op.scope.operation, op.scope.key]);
+export async function oncePerKeyInProcess<T>(scope: KeyScope, waitMs: number, run: () => Promise<T>): Promise<T> {
+  const id = JSON.stringify([scope.tenantId, scope.userId, scope.operation, scope.key]);
   const previous = executing.get(id);
-  if (previous) await waitForSameKey(previous, deps.waitMs);
-  const run = executeKeyedNow(deps, op);
-  executing.set(id, run);
+  if (previous) await waitForSameKey(previous, waitMs);
+  const running = run();
+  executing.set(id, running);
   try {
-    return await run;
+    return await running;
   } finally {
-    if (executing.get(id) === run) executing.delete(id);
+    if (executing.get(id) === running) executing.delete(id);
   }
 }
 
-async function executeKeyedNow(deps: KeyedDeps, op: KeyedOperation): Promise<KeyedResult> {
+/**
+ * Runs an operation at most once per (tenant, user, operation, key). The key record and the
+ * effect commit together, so "key completed" and "order exists" are one fact (seed 001).
+ */
+export function executeKeyed(deps: KeyedDeps, op: KeyedOperation): Promise<KeyedResult> {
+  return oncePerKeyInProcess(op.scope, deps.waitMs, () => executeKeyedNow(deps, op));
+}
+
+/** executeKeyed without the in-process wait: for a caller already inside oncePerKeyInProcess. */
+export async function executeKeyedNow(deps: KeyedDeps, op: KeyedOperation): Promise<KeyedResult> {
   const claimed = await claim(deps, op);
   if (!claimed.owned) return awaitCompletion(deps, op, claimed.record);
   const step = claimed.step;

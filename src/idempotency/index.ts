@@ -2,4 +2,12 @@
 export { requestDigest } from './digest.ts';
 export { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from './idempotency.http.ts';
 export { purgeCompletedKeys, type StoredResponse } from './idempotency.repo.ts';
-export { executeKeyed, type KeyedDeps, type KeyedStep } from './idempotency.service.ts';
+export {
+  executeKeyed,
+  executeKeyedNow,
+  oncePerKeyInProcess,
+  type KeyedDeps,
+  type KeyedResult,
+  type KeyedStep,
+} from './idempotency.service.ts';
+export type { KeyScope } from './idempotency.repo.ts';

@@ -24,6 +24,8 @@ export {
 } from './orders.repo.ts';
 export { cancelOrder, createOrder, getOrderFor, orderView, timelineFor, type CreateOutcome } from './orders.service.ts';
 export { MAX_QUANTITY, ordersRoutes } from './orders.routes.ts';
+export { createOrderResponse } from './orders.create.ts';
+export { isMarkedSoldOut } from './orders.batch.ts';
 export {
   COMPENSATION_STATUSES,
   EVENT_STATUSES,

@@ -3,7 +3,8 @@ import { AppError } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
 import { findSku, reserve, skuKey, type Reservation, type Sku } from '../inventory/index.ts';
 import { lineReservationKeyFor } from './orders.keys.ts';
-import { insertLines, type OrderLine } from './orders.lines.ts';
+import { insertLines, lineView, type OrderLine } from './orders.lines.ts';
+import { jsonResponse, problemResponse, type StoredResponse } from '../idempotency/index.ts';
 import { insertOrder, newOrderId } from './orders.repo.ts';
 import type { Order } from './orders.types.ts';
 
@@ -119,4 +120,49 @@ export async function createOrderOfLines(
     lines,
     reservations,
   };
+}
+
+/** The stored answer of a refusal: the same bytes from the one-buyer path and the batch. */
+export function refusalResponse(kind: 'SOLD_OUT' | 'USER_LIMIT', sku: string): StoredResponse {
+  const detail = kind === 'SOLD_OUT' ? `no stock left for ${sku}` : `per-user limit reached for ${sku}`;
+  return problemResponse(kind, detail, { sku });
+}
+
+/** The stored 201 of a created order: the same bytes from the one-buyer path and the batch. */
+export function createdResponse(
+  order: Pick<Order, 'orderId' | 'status' | 'sku' | 'quantity' | 'amount'>,
+  lines: readonly OrderLine[],
+  reservations: readonly Reservation[],
+) {
+  const reservation = reservations[0] as Reservation;
+  const view = {
+    order_id: order.orderId,
+    status: order.status,
+    sku: order.sku,
+    quantity: order.quantity,
+    amount: order.amount,
+    reservation: { key: reservation.key, status: reservation.status, expires_at: reservation.expiresAt.toISOString() },
+    lines: lines.map(lineView),
+    reservations: reservations.map((r) => ({
+      sku: r.sku,
+      key: r.key,
+      status: r.status,
+      expires_at: r.expiresAt.toISOString(),
+    })),
+  };
+  return jsonResponse(201, view, `/v1/orders/${order.orderId}`);
+}
+
+/** The sync create in the caller's transaction (the key's transaction), as the answer to store. */
+export async function createOrderResponse(
+  tx: Tx,
+  principal: Principal,
+  lines: readonly RequestedLine[],
+  now: Date,
+): Promise<StoredResponse> {
+  const outcome = await createOrderOfLines(tx, principal, lines, now);
+  // A refusal is committed durably: one the client saw must survive a crash, or the retry with the
+  // same key could get 201 once a unit came back (docs/security.md).
+  if (outcome.kind !== 'CREATED') return refusalResponse(outcome.kind, outcome.sku);
+  return createdResponse(outcome.order, outcome.lines, outcome.reservations);
 }

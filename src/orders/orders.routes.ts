@@ -6,10 +6,10 @@ import { inTx } from '../platform/db.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { AppError } from '../platform/errors.ts';
 import { requestDigest } from '../idempotency/index.ts';
-import { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from '../idempotency/index.ts';
+import { idempotencyKeyOf, sendKeyed } from '../idempotency/index.ts';
 import { executeKeyed } from '../idempotency/index.ts';
-import { canonicalLines, createOrderOfLines, type RequestedLine } from './orders.create.ts';
-import { lineView } from './orders.lines.ts';
+import { canonicalLines, createOrderResponse, type RequestedLine } from './orders.create.ts';
+import { createBatched } from './orders.batch.ts';
 import { queuedCreateResponse, wantsAsync } from './orders.queued.ts';
 import { cancelOrder, expireHoldNow, getOrderFor, orderView, timelineFor } from './orders.service.ts';
 
@@ -56,44 +56,21 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
       const key = idempotencyKeyOf(request, reply);
       const { lines, canonical } = requestedLines(request.body);
       const queued = wantsAsync(request.headers.prefer, deps.config.orderMode);
-      const result = await executeKeyed(keyedDeps(deps), {
-        scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },
-        digest: requestDigest('create_order', queued ? { respond: 'async' } : {}, canonical),
-        async start(tx) {
-          if (queued) return { final: await queuedCreateResponse(tx, principal, lines, deps.clock.now()) };
-          const outcome = await createOrderOfLines(tx, principal, lines, deps.clock.now());
-          if (outcome.kind !== 'CREATED') {
-            const detail =
-              outcome.kind === 'SOLD_OUT'
-                ? `no stock left for ${outcome.sku}`
-                : `per-user limit reached for ${outcome.sku}`;
-            // Committed durably: a refusal the client saw must survive a crash, or the retry with the
-            // same key could get 201 once a unit came back (docs/security.md).
-            return { final: problemResponse(outcome.kind, detail, { sku: outcome.sku }) };
-          }
-          const { order, reservation } = outcome;
-          const view = {
-            order_id: order.orderId,
-            status: order.status,
-            sku: order.sku,
-            quantity: order.quantity,
-            amount: order.amount,
-            reservation: {
-              key: reservation.key,
-              status: reservation.status,
-              expires_at: reservation.expiresAt.toISOString(),
-            },
-            lines: outcome.lines.map(lineView),
-            reservations: outcome.reservations.map((r) => ({
-              sku: r.sku,
-              key: r.key,
-              status: r.status,
-              expires_at: r.expiresAt.toISOString(),
-            })),
-          };
-          return { final: jsonResponse(201, view, `/v1/orders/${order.orderId}`) };
-        },
-      });
+      const scope = { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key };
+      const digest = requestDigest('create_order', queued ? { respond: 'async' } : {}, canonical);
+      const [only] = lines;
+      // One-line sync creates go through the group commit per SKU (orders.batch.ts).
+      const result =
+        !queued && only && lines.length === 1 && deps.config.createBatch
+          ? await createBatched(keyedDeps(deps), { principal, line: only, scope, digest })
+          : await executeKeyed(keyedDeps(deps), {
+              scope,
+              digest,
+              async start(tx) {
+                if (queued) return { final: await queuedCreateResponse(tx, principal, lines, deps.clock.now()) };
+                return { final: await createOrderResponse(tx, principal, lines, deps.clock.now()) };
+              },
+            });
       if (!result.replayed) businessMetrics.orders.inc({ status: String(result.status) });
       if (result.status === 202) reply.header('Preference-Applied', 'respond-async');
       return sendKeyed(reply, result);

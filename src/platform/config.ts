@@ -49,6 +49,8 @@ export interface Config {
   compensationDeadlineMs: number;
   /** `async`: every create answers 202 PENDING, as with `Prefer: respond-async` (docs/queued-orders.md). */
   orderMode: 'sync' | 'async';
+  /** Group commit of concurrent one-line creates per SKU (src/orders/orders.batch.ts); off: one transaction per buyer. */
+  createBatch: boolean;
   /** A claim on a queued-order outbox row older than this is taken over by another process. */
   claimLeaseMs: number;
   /** A PENDING / RELEASING order with no stock answer for this long gets its request sent again. */
@@ -161,6 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     // A day of retries with backoff before a stuck fulfilment or compensation is a person's job.
     compensationDeadlineMs: int(env, 'FLASHPAY_COMPENSATION_DEADLINE_MS', 24 * 3600 * 1000, 1),
     orderMode: orderMode(env.FLASHPAY_ORDER_MODE),
+    createBatch: env.FLASHPAY_CREATE_BATCH !== '0',
     // The contract's 30 s: far above one delivery, short enough that a dead process's claims come back soon.
     claimLeaseMs: int(env, 'FLASHPAY_CLAIM_LEASE_MS', 30_000, 100),
     stockResendAfterMs: int(env, 'FLASHPAY_STOCK_RESEND_AFTER_MS', 30_000, 100),

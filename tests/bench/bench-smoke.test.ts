@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startDriver, type Driver } from '../../bench/driver.ts';
 import { runOrdersBench } from '../../bench/orders.bench.ts';
+import { runFlashBench } from '../../bench/flash.bench.ts';
 import { runOutboxBench } from '../../bench/outbox.bench.ts';
 import { startFlashpayServer, type FlashpayServer } from '../../bench/servers.ts';
 import { loadConfig } from '../../src/platform/config.ts';
@@ -73,5 +74,20 @@ it('delivers outbox events through relays to the webhook exactly once, next to i
       arrivals: { APPLIED: 60 },
     });
   }
+  expect(report.ok).toBe(true);
+});
+
+it("runs issue 16's create-path runs (P1, P2, P5, P7) with their checks", async () => {
+  const counts = { requests: 40, concurrency: 8, warmup: 8, users: 5 };
+  const report = await runFlashBench(
+    { databaseUrl: db.url, poolSize: POOL_SIZE, flashpay: server, driver, log: () => undefined },
+    counts,
+  );
+  expect(report.runs.map((run) => run.id)).toEqual(['P1', 'P5-replay', 'P2', 'P5', 'P7']);
+  for (const run of report.runs) {
+    expect(run.ok, `${run.id}: ${run.checks.join('; ')}`).toBe(true);
+    for (const target of run.targets) expect(target.perSecond).toBeGreaterThan(0);
+  }
+  expect(report.runs[0]?.ratios['vs bare route']).toBeGreaterThan(0);
   expect(report.ok).toBe(true);
 });

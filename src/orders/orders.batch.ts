@@ -1,0 +1,355 @@
+import type { Principal } from '../platform/auth.ts';
+import { inTx, type Db } from '../platform/db.ts';
+import { faultPoint } from '../platform/faultpoints.ts';
+import {
+  executeKeyedNow,
+  oncePerKeyInProcess,
+  type KeyedDeps,
+  type KeyedResult,
+  type KeyScope,
+  type StoredResponse,
+} from '../idempotency/index.ts';
+import { createdResponse, createOrderResponse, refusalResponse, type RequestedLine } from './orders.create.ts';
+import {
+  batchKeyId,
+  claimKeysAndReadSku,
+  completeBatchKeys,
+  lockHoldings,
+  lockSkuForBatch,
+  tryApplyBatch,
+  tryRefuseSoldOut,
+  type BatchAnswer,
+  type BatchGrant,
+  type BatchSku,
+  type DoneKey,
+} from './orders.batch.repo.ts';
+import { lineReservationKeyFor } from './orders.keys.ts';
+import { newOrderId } from './orders.repo.ts';
+
+/*
+ * GROUP COMMIT PER SKU for one-line sync creates. Concurrent buyers of one SKU are queued in this
+ * process and applied as one transaction (orders.batch.repo.ts): the keys claimed and the SKU read
+ * in one statement, then one statement that takes the units for the whole batch and writes every
+ * buyer's rows, then one durable commit; each buyer gets its own answer, stored with its key in
+ * that commit. There is no timer: a batch starts as soon as fewer than MAX_IN_FLIGHT batches of
+ * the SKU are running, and takes everybody who queued meanwhile, so the batch grows with the load.
+ *
+ * Lock order (inventory.repo.ts): key rows, then the SKU row (taken by the batch's decrement, or by
+ * FOR UPDATE in the pessimistic pass), then holding rows only while the SKU row is locked. Several
+ * processes batch on their own; their batches queue on the SKU's row lock like single buyers did.
+ *
+ * SOLD-OUT FAST PATH: once a batch leaves the SKU at 0, the lane is marked sold out and later
+ * buyers do not queue for a batch: a wave of them is answered by one autocommit statement that
+ * reads the committed `available` and stores their 409 keys (tryRefuseSoldOut), without the SKU's
+ * row lock. The mark is only a routing hint: every wave reads the committed state taken after its
+ * buyers arrived, so a unit that came back (cancel, expiry, restock, in any process) is seen by
+ * the next wave, whose buyers then go to a batch and clear the mark.
+ */
+
+// Rows per batch statement: bounds one statement's size and one commit's latency.
+const MAX_BATCH = 256;
+// Batches of one SKU in flight at once: the second claims its keys and reads while the first
+// holds the row and commits, then its decrement waits on the row lock.
+const MAX_IN_FLIGHT = 2;
+// Sold-out waves of one SKU in flight at once: each is one durable commit, so two overlap the
+// fsync of one with the next; each wave still reads only after all of its buyers arrived.
+const MAX_WAVES_IN_FLIGHT = 2;
+
+export interface BatchedCreate {
+  principal: Principal;
+  line: RequestedLine;
+  scope: KeyScope;
+  digest: string;
+}
+
+interface Pending extends BatchedCreate {
+  resolve(result: KeyedResult): void;
+  reject(error: unknown): void;
+}
+
+interface Lane {
+  tenantId: string;
+  sku: string;
+  queue: Pending[];
+  inFlight: number;
+  scheduled: boolean;
+  soldOut: boolean;
+  refusals: Pending[];
+  waveScheduled: boolean;
+  wavesInFlight: number;
+}
+
+const lanesByDb = new WeakMap<Db, Map<string, Lane>>();
+
+function laneFor(db: Db, tenantId: string, sku: string): Lane {
+  let lanes = lanesByDb.get(db);
+  if (!lanes) lanesByDb.set(db, (lanes = new Map()));
+  const id = `${tenantId}\u0000${sku}`;
+  let lane = lanes.get(id);
+  if (!lane) {
+    lane = {
+      tenantId,
+      sku,
+      queue: [],
+      inFlight: 0,
+      scheduled: false,
+      soldOut: false,
+      refusals: [],
+      waveScheduled: false,
+      wavesInFlight: 0,
+    };
+    lanes.set(id, lane);
+  }
+  return lane;
+}
+
+/** A lane with nothing queued, nothing running and no sold-out mark is dropped: the map holds busy and sold-out SKUs only. */
+function forgetIfIdle(db: Db, lane: Lane): void {
+  const idle = lane.queue.length === 0 && lane.inFlight === 0 && !lane.scheduled && lane.refusals.length === 0;
+  if (idle && !lane.soldOut && lane.wavesInFlight === 0 && !lane.waveScheduled)
+    lanesByDb.get(db)?.delete(`${lane.tenantId}\u0000${lane.sku}`);
+}
+
+/** Whether the process currently routes this SKU's buyers to the sold-out waves (for tests). */
+export function isMarkedSoldOut(db: Db, tenantId: string, sku: string): boolean {
+  return lanesByDb.get(db)?.get(`${tenantId}\u0000${sku}`)?.soldOut ?? false;
+}
+
+/** A one-line sync create, answered by the SKU's next batch (or wave). Same contract as executeKeyed. */
+export function createBatched(deps: KeyedDeps, request: BatchedCreate): Promise<KeyedResult> {
+  return oncePerKeyInProcess(
+    request.scope,
+    deps.waitMs,
+    () =>
+      new Promise<KeyedResult>((resolve, reject) => {
+        const lane = laneFor(deps.db, request.principal.tenantId, request.line.sku);
+        const pending = { ...request, resolve, reject };
+        if (lane.soldOut) {
+          lane.refusals.push(pending);
+          scheduleWave(deps, lane);
+        } else {
+          lane.queue.push(pending);
+          scheduleBatch(deps, lane);
+        }
+      }),
+  );
+}
+
+/** One buyer alone, the one-transaction path: for keys that exist already and for failed batches. */
+function runAlone(deps: KeyedDeps, p: Pending): void {
+  executeKeyedNow(deps, {
+    scope: p.scope,
+    digest: p.digest,
+    start: async (tx) => ({ final: await createOrderResponse(tx, p.principal, [p.line], deps.clock.now()) }),
+  }).then(p.resolve, p.reject);
+}
+
+function scheduleBatch(deps: KeyedDeps, lane: Lane): void {
+  if (lane.scheduled || lane.inFlight >= MAX_IN_FLIGHT || lane.queue.length === 0) return;
+  lane.scheduled = true;
+  // setImmediate: the requests whose bytes arrived in this turn of the event loop join the batch.
+  setImmediate(() => {
+    lane.scheduled = false;
+    if (lane.inFlight >= MAX_IN_FLIGHT || lane.queue.length === 0) return;
+    const batch = lane.queue.splice(0, MAX_BATCH);
+    lane.inFlight++;
+    void runBatch(deps, lane, batch).finally(() => {
+      lane.inFlight--;
+      scheduleBatch(deps, lane);
+      forgetIfIdle(deps.db, lane);
+    });
+  });
+}
+
+class SkuMissing extends Error {}
+
+interface Decided {
+  answers: Map<string, StoredResponse>;
+  available: number;
+  /** Keys that were DONE before the batch: replayed from the batch's own read. */
+  done: Map<string, DoneKey>;
+}
+
+async function runBatch(deps: KeyedDeps, lane: Lane, batch: Pending[]): Promise<void> {
+  let decided: Decided;
+  try {
+    decided = await inTx(deps.db, (tx) => applyBatch(tx, deps, lane, batch), { lockTimeoutMs: deps.waitMs });
+  } catch {
+    // Whatever failed the batch (a key row locked by another process past lock_timeout, a
+    // missing SKU, a lost connection), nothing of it committed — or, if the COMMIT's answer was
+    // lost, each key tells: every buyer runs alone and gets the answer the one-buyer path gives.
+    for (const p of batch) runAlone(deps, p);
+    return;
+  }
+  if (decided.available === 0) lane.soldOut = true;
+  for (const p of batch) {
+    const id = batchKeyId(p.principal.userId, p.scope.key);
+    const answer = decided.answers.get(id);
+    const done = decided.done.get(id);
+    if (answer) p.resolve({ ...answer, replayed: false });
+    else if (done && done.digest === p.digest) p.resolve({ ...done.response, replayed: true });
+    // The key is in flight elsewhere, or reused with another request: the one-buyer path answers
+    // (it waits for the owner, takes over an abandoned key, or refuses the reuse) as the contract says.
+    else runAlone(deps, p);
+  }
+}
+
+async function applyBatch(
+  tx: Parameters<typeof claimKeysAndReadSku>[0],
+  deps: KeyedDeps,
+  lane: Lane,
+  batch: Pending[],
+) {
+  const now = deps.clock.now();
+  const keys = batch.map((p) => ({ userId: p.principal.userId, key: p.scope.key, digest: p.digest }));
+  const claimed = await claimKeysAndReadSku(
+    tx,
+    lane.tenantId,
+    lane.sku,
+    keys,
+    now,
+    new Date(now.getTime() + deps.leaseMs),
+  );
+  if (!claimed.sku) throw new SkuMissing(`no SKU ${lane.sku}`);
+  const mine = batch.filter((p) => claimed.owned.has(batchKeyId(p.principal.userId, p.scope.key)));
+  if (mine.length === 0) return { answers: new Map(), available: claimed.sku.available, done: claimed.done };
+  let sku: BatchSku = claimed.sku;
+  let holdings = new Map<string, number>();
+  let locked = false;
+  if (sku.perUserLimit !== null) {
+    // Holdings need the SKU row locked first (lock order 4): the pessimistic pass from the start.
+    sku = (await lockSkuForBatch(tx, lane.tenantId, lane.sku)) ?? sku;
+    holdings = await lockHoldings(tx, lane.tenantId, lane.sku, [...new Set(mine.map((p) => p.principal.userId))]);
+    locked = true;
+  }
+  for (;;) {
+    const plan = decide(lane, mine, sku, holdings, now);
+    let available: number | undefined = sku.available;
+    if (plan.grants.length === 0) await completeBatchKeys(tx, lane.tenantId, plan.answers, now);
+    else {
+      const applied = await tryApplyBatch(tx, {
+        tenantId: lane.tenantId,
+        sku: lane.sku,
+        name: sku.name,
+        price: sku.price,
+        grants: plan.grants,
+        holdings: plan.holdings,
+        answers: plan.answers,
+        now,
+      });
+      available = applied?.available;
+    }
+    if (available !== undefined) {
+      await faultPoint('create.batch.before-commit', { sku: lane.sku, batch: mine.length });
+      const answers = new Map(plan.answers.map((a) => [batchKeyId(a.userId, a.key), a]));
+      return { answers, available, done: claimed.done };
+    }
+    // Fewer units than the plain read said (another process or path took some): decide again
+    // on the locked row. Nothing of the failed statement was written.
+    if (locked) throw new Error('batch: the locked SKU row refused the decrement it allowed');
+    const relocked = await lockSkuForBatch(tx, lane.tenantId, lane.sku);
+    if (!relocked) throw new SkuMissing(`no SKU ${lane.sku}`);
+    sku = relocked;
+    locked = true;
+  }
+}
+
+interface Plan {
+  grants: BatchGrant[];
+  holdings: Map<string, number>;
+  answers: BatchAnswer[];
+}
+
+/** Buyers in arrival order: each gets a unit while units last, within the per-user limit. */
+function decide(lane: Lane, mine: readonly Pending[], sku: BatchSku, held: ReadonlyMap<string, number>, now: Date) {
+  const plan: Plan = { grants: [], holdings: new Map(), answers: [] };
+  const holding = new Map(held);
+  let remaining = sku.available;
+  for (const p of mine) {
+    const { userId } = p.principal;
+    const quantity = p.line.quantity;
+    const answer = (response: StoredResponse) =>
+      plan.answers.push({ userId, key: p.scope.key, ...response, location: response.location ?? null });
+    if (quantity > remaining) {
+      answer(refusalResponse('SOLD_OUT', lane.sku));
+      continue;
+    }
+    if (sku.perUserLimit !== null && (holding.get(userId) ?? 0) + quantity > sku.perUserLimit) {
+      answer(refusalResponse('USER_LIMIT', lane.sku));
+      continue;
+    }
+    remaining -= quantity;
+    if (sku.perUserLimit !== null) {
+      holding.set(userId, (holding.get(userId) ?? 0) + quantity);
+      plan.holdings.set(userId, (plan.holdings.get(userId) ?? 0) + quantity);
+    }
+    const orderId = newOrderId();
+    const reservationKey = lineReservationKeyFor(orderId, 1, 1);
+    const expiresAt = new Date(now.getTime() + sku.holdTtlMs);
+    const amount = sku.price * quantity;
+    plan.grants.push({ orderId, reservationKey, userId, quantity, amount, expiresAt });
+    const line = { lineNo: 1, sku: lane.sku, name: sku.name, unitPrice: sku.price, quantity, amount, reservationKey };
+    const reservation = {
+      tenantId: lane.tenantId,
+      key: reservationKey,
+      userId,
+      sku: lane.sku,
+      quantity,
+      status: 'HELD' as const,
+      expiresAt,
+    };
+    answer(createdResponse({ orderId, status: 'CREATED', sku: lane.sku, quantity, amount }, [line], [reservation]));
+  }
+  return plan;
+}
+
+function scheduleWave(deps: KeyedDeps, lane: Lane): void {
+  if (lane.waveScheduled || lane.wavesInFlight >= MAX_WAVES_IN_FLIGHT || lane.refusals.length === 0) return;
+  lane.waveScheduled = true;
+  setImmediate(() => {
+    lane.waveScheduled = false;
+    if (lane.wavesInFlight >= MAX_WAVES_IN_FLIGHT || lane.refusals.length === 0) return;
+    // Only buyers who arrived before the wave's statement starts share its read.
+    const wave = lane.refusals.splice(0, MAX_BATCH);
+    lane.wavesInFlight++;
+    void runWave(deps, lane, wave).finally(() => {
+      lane.wavesInFlight--;
+      scheduleWave(deps, lane);
+    });
+  });
+}
+
+async function runWave(deps: KeyedDeps, lane: Lane, wave: Pending[]): Promise<void> {
+  const refusal = refusalResponse('SOLD_OUT', lane.sku);
+  let outcome: Awaited<ReturnType<typeof tryRefuseSoldOut>>;
+  try {
+    const buyers = wave.map((p) => ({
+      userId: p.principal.userId,
+      key: p.scope.key,
+      digest: p.digest,
+      quantity: p.line.quantity,
+    }));
+    outcome = await tryRefuseSoldOut(deps.db, lane.tenantId, lane.sku, buyers, refusal.body, deps.clock.now());
+  } catch {
+    for (const p of wave) runAlone(deps, p);
+    return;
+  }
+  const available = outcome.available;
+  let back = false;
+  for (const p of wave) {
+    const id = batchKeyId(p.principal.userId, p.scope.key);
+    const done = outcome.done.get(id);
+    if (outcome.refused.has(id)) p.resolve({ ...refusal, replayed: false });
+    else if (done && done.digest === p.digest) p.resolve({ ...done.response, replayed: true });
+    else if (available === undefined || p.line.quantity > available) runAlone(deps, p);
+    else {
+      // Units came back since the lane was marked: this buyer goes to a batch.
+      lane.queue.push(p);
+      back = true;
+    }
+  }
+  if (back) {
+    lane.soldOut = false;
+    scheduleBatch(deps, lane);
+  }
+}

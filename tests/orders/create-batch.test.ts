@@ -1,0 +1,197 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isMarkedSoldOut } from '../../src/orders/index.ts';
+import { armFaultPoint } from '../../src/platform/faultpoints.ts';
+import { buyBatched, crashCreateBatch, inFlight } from '../support/create-batch.ts';
+import { createSku, placeOrder, skuCounters, TENANT } from '../support/fixtures.ts';
+import { countRows, startStack, type Stack } from '../support/stack.ts';
+
+// The group commit per SKU (src/orders/orders.batch.ts) and its sold-out fast path. Buyers go
+// through the batcher directly (keyed exactly as POST /v1/orders keys them) where thousands are
+// needed; every other create test of the suite goes through it over HTTP.
+
+const bodyOf = (text: string) => JSON.parse(text) as { order_id?: string; code?: string };
+
+describe('group commit of creates per SKU', () => {
+  let stack: Stack;
+  let other: pg.Pool;
+  beforeAll(async () => {
+    stack = await startStack();
+    // Another process's connection: it changes stock behind this process's back.
+    other = new pg.Pool({ connectionString: stack.db.url, max: 2 });
+  });
+  afterAll(async () => {
+    await other.end();
+    await stack.close();
+  });
+
+  it('CB-01 10,000 buyers for 1,000 units: exactly 1,000 orders, and each key replays its own answer', async () => {
+    await createSku(stack, { sku: 'flash', stock: 1_000 });
+    const buyers = Array.from({ length: 10_000 }, (_, i) => ({ user: `b${i % 2_500}`, key: `cb1-${i}` }));
+    const first = await inFlight(
+      buyers.map((b) => () => buyBatched(stack, TENANT, b.user, b.key, 'flash')),
+      512,
+    );
+    expect(first.filter((a) => a.status === 201)).toHaveLength(1_000);
+    expect(first.filter((a) => a.status === 409 && bodyOf(a.body).code === 'SOLD_OUT')).toHaveLength(9_000);
+    expect(first.every((a) => !a.replayed)).toBe(true);
+    expect(new Set(first.filter((a) => a.status === 201).map((a) => bodyOf(a.body).order_id)).size).toBe(1_000);
+    expect(await countRows(stack.db, 'orders', 'sku = $1', ['flash'])).toBe(1_000);
+    expect(await skuCounters(stack, 'flash')).toMatchObject({ total: 1_000, available: 0, held: 1_000 });
+    // Every 201 names an order of its own buyer; every key is DONE with what its buyer was told.
+    const mismatched = await stack.db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM idempotency_keys k WHERE k.idempotency_key LIKE 'cb1-%' AND (k.state <> 'DONE'
+         OR (k.response_status = 201 AND NOT EXISTS (SELECT 1 FROM orders o
+               WHERE o.order_id = k.response_body::jsonb->>'order_id' AND o.user_id = k.user_id)))`,
+    );
+    expect(mismatched.rows[0]?.n).toBe(0);
+    const again = await inFlight(
+      buyers.map((b) => () => buyBatched(stack, TENANT, b.user, b.key, 'flash')),
+      512,
+    );
+    for (const [i, answer] of again.entries()) {
+      expect(answer.replayed).toBe(true);
+      expect(answer.status).toBe(first[i]?.status);
+      expect(answer.body).toBe(first[i]?.body);
+    }
+    expect(await countRows(stack.db, 'orders', 'sku = $1', ['flash'])).toBe(1_000);
+    // ~17 s on a quiet 2-core machine; the bound is for a machine shared with other suites.
+  }, 120_000);
+
+  it('CB-02 the per-user limit holds inside one batch: two buyers of one user in it, in arrival order', async () => {
+    await createSku(stack, { sku: 'limited-batch', stock: 100, per_user_limit: 2 });
+    const sizes: number[] = [];
+    const disarm = armFaultPoint('create.batch.before-commit', async (detail) => {
+      if (detail.sku === 'limited-batch') sizes.push(detail.batch as number);
+    });
+    try {
+      // All in one turn of the event loop: one batch.
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          buyBatched(stack, TENANT, i % 2 === 0 ? 'greedy' : `calm-${i}`, `cb2-${i}`, 'limited-batch'),
+        ),
+      );
+      expect(sizes).toEqual([10]);
+      const greedy = answers.filter((_, i) => i % 2 === 0);
+      expect(greedy.map((a) => a.status)).toEqual([201, 201, 409, 409, 409]);
+      expect(greedy.slice(2).every((a) => bodyOf(a.body).code === 'USER_LIMIT')).toBe(true);
+      expect(answers.filter((_, i) => i % 2 === 1).every((a) => a.status === 201)).toBe(true);
+      const later = await buyBatched(stack, TENANT, 'greedy', 'cb2-later', 'limited-batch');
+      expect(bodyOf(later.body).code).toBe('USER_LIMIT');
+    } finally {
+      disarm();
+    }
+    const holding = await stack.db.pool.query<{ quantity: number }>(
+      `SELECT quantity FROM user_holdings WHERE sku = 'limited-batch' AND user_id = 'greedy'`,
+    );
+    expect(holding.rows[0]?.quantity).toBe(2);
+    expect(await countRows(stack.db, 'orders', 'sku = $1', ['limited-batch'])).toBe(7);
+    expect(await skuCounters(stack, 'limited-batch')).toMatchObject({ total: 100, available: 93, held: 7 });
+  });
+
+  it('CB-03 a same-key duplicate in one batch makes one order; the second answer is its replay', async () => {
+    await createSku(stack, { sku: 'dup-batch', stock: 10 });
+    const [a, b] = await Promise.all([
+      buyBatched(stack, TENANT, 'twice', 'cb3', 'dup-batch'),
+      buyBatched(stack, TENANT, 'twice', 'cb3', 'dup-batch'),
+    ]);
+    expect(a?.body).toBe(b?.body);
+    expect([a?.replayed, b?.replayed].sort()).toEqual([false, true]);
+    expect(await countRows(stack.db, 'orders', 'sku = $1', ['dup-batch'])).toBe(1);
+  });
+
+  it('CB-04 after sell-out, refusals take no SKU row lock and replay their 409 by key', async () => {
+    await createSku(stack, { sku: 'gone', stock: 3 });
+    const sale = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => buyBatched(stack, TENANT, `s${i}`, `cb4-${i}`, 'gone')),
+    );
+    expect(sale.filter((a) => a.status === 201)).toHaveLength(3);
+    expect(isMarkedSoldOut(stack.db.pool, TENANT, 'gone')).toBe(true);
+    // Another connection holds the SKU's row lock for the whole burst of refusals.
+    const locker = await other.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM skus WHERE sku = 'gone' FOR UPDATE`);
+      const refusals = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => buyBatched(stack, TENANT, `late${i}`, `cb4-late-${i}`, 'gone')),
+      );
+      expect(refusals.every((a) => a.status === 409 && bodyOf(a.body).code === 'SOLD_OUT' && !a.replayed)).toBe(true);
+      await locker.query('COMMIT');
+      const replays = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => buyBatched(stack, TENANT, `late${i}`, `cb4-late-${i}`, 'gone')),
+      );
+      expect(replays.every((a, i) => a.replayed && a.body === refusals[i]?.body)).toBe(true);
+    } finally {
+      locker.release();
+    }
+    // Over HTTP too: the stored refusal replays with its header.
+    const token = await stack.token(TENANT, 'late0');
+    const http = await placeOrder(stack, token, 'cb4-late-0', { sku: 'gone' });
+    expect(http.status).toBe(409);
+    expect(http.headers.get('idempotent-replayed')).toBe('true');
+    expect(await countRows(stack.db, 'idempotency_keys', `idempotency_key LIKE 'cb4-late-%' AND state = 'DONE'`)).toBe(
+      50,
+    );
+  });
+
+  it('CB-05 no false SOLD_OUT when units come back from another connection or a cancel (C29-14 style)', async () => {
+    await createSku(stack, { sku: 'comeback', stock: 1 });
+    await buyBatched(stack, TENANT, 'first', 'cb5-first', 'comeback');
+    for (let round = 0; round < 30; round++) {
+      await buyBatched(stack, TENANT, `mark-${round}`, `cb5-mark-${round}`, 'comeback'); // a refusal: marked
+      expect(isMarkedSoldOut(stack.db.pool, TENANT, 'comeback')).toBe(true);
+      // Refusals in flight while the unit comes back: they may or may not get it (arrival order).
+      const background = Array.from({ length: 16 }, (_, i) =>
+        buyBatched(stack, TENANT, `bg-${round}-${i}`, `cb5-bg-${round}-${i}`, 'comeback'),
+      );
+      if (round % 2 === 0) {
+        // Another process restocks one unit and commits.
+        await other.query(
+          `UPDATE skus SET total = total + 1, available = available + 1 WHERE tenant_id = $1 AND sku = 'comeback'`,
+          [TENANT],
+        );
+      } else {
+        // This process cancels an order: its unit is back on sale.
+        const order = await stack.db.pool.query<{ order_id: string; user_id: string }>(
+          `SELECT order_id, user_id FROM orders WHERE sku = 'comeback' AND status = 'CREATED' LIMIT 1`,
+        );
+        const row = order.rows[0]!;
+        const cancelled = await stack.call('POST', `/v1/orders/${row.order_id}/cancel`, {
+          token: await stack.token(TENANT, row.user_id),
+        });
+        expect(cancelled.status).toBe(200);
+      }
+      // Committed: from here on, a refusal of a buyer who arrives now would be false.
+      const probe = buyBatched(stack, TENANT, `probe-${round}`, `cb5-probe-${round}`, 'comeback');
+      const answers = await Promise.all([...background, probe]);
+      expect(answers.filter((a) => a.status === 201)).toHaveLength(1);
+      const counters = await skuCounters(stack, 'comeback');
+      expect(counters.available).toBe(0);
+      expect(counters.total).toBe(counters.available + counters.held + counters.confirmed);
+    }
+  }, 60_000);
+
+  it('CB-06 kill -9 mid-batch: answered orders stay, nothing of the batch is left, its buyers retry cleanly', async () => {
+    await createSku(stack, { sku: 'k9-batch', stock: 10 });
+    const answered = await Promise.all(
+      Array.from({ length: 3 }, (_, i) => buyBatched(stack, TENANT, `early${i}`, `cb6-early-${i}`, 'k9-batch')),
+    );
+    expect(answered.every((a) => a.status === 201)).toBe(true);
+    const doomed = Array.from({ length: 8 }, (_, i) => ({ userId: `doomed${i}`, key: `cb6-doomed-${i}` }));
+    await crashCreateBatch(stack.db.url, { tenantId: TENANT, sku: 'k9-batch', buyers: doomed });
+
+    expect(await countRows(stack.db, 'orders', 'sku = $1', ['k9-batch'])).toBe(3);
+    expect(await countRows(stack.db, 'reservations', 'sku = $1', ['k9-batch'])).toBe(3);
+    expect(await countRows(stack.db, 'idempotency_keys', `idempotency_key LIKE 'cb6-doomed-%'`)).toBe(0);
+    expect(await skuCounters(stack, 'k9-batch')).toMatchObject({ total: 10, available: 7, held: 3 });
+    for (const [i, first] of answered.entries()) {
+      const replay = await buyBatched(stack, TENANT, `early${i}`, `cb6-early-${i}`, 'k9-batch');
+      expect(replay).toMatchObject({ status: 201, body: first.body, replayed: true });
+    }
+    const retried = await Promise.all(doomed.map((d) => buyBatched(stack, TENANT, d.userId, d.key, 'k9-batch')));
+    expect(retried.filter((a) => a.status === 201)).toHaveLength(7);
+    expect(retried.filter((a) => bodyOf(a.body).code === 'SOLD_OUT')).toHaveLength(1);
+    expect(await countRows(stack.db, 'orders', 'sku = $1', ['k9-batch'])).toBe(10);
+    expect(await skuCounters(stack, 'k9-batch')).toMatchObject({ total: 10, available: 0, held: 10 });
+  }, 60_000);
+});
