@@ -42,6 +42,8 @@ export interface Driven {
   users: Record<string, string>;
   /** The request in flight when the process was killed: resolves with its status or 'no answer'. */
   lost?: Promise<number | 'no answer'>;
+  /** What a scenario needs again after the restart (e.g. the keys to resend). */
+  retry?: { sku: string; buyers: { user: string; key: string }[] };
 }
 
 export interface CrashScenario {
@@ -273,6 +275,52 @@ const stockBatch: CrashScenario = {
   },
 };
 
+/** Sync creates grouped into one batch that dies before its COMMIT: nothing of it stays; the same keys then buy afresh. */
+const createBatch: CrashScenario = {
+  async drive(t) {
+    const name = key('b');
+    await sku(t, name, 3);
+    const buyers = Array.from({ length: 5 }, (_, i) => ({ user: `b-${i}`, key: key('b') }));
+    const answers = buyers.map((b) =>
+      t
+        .token(b.user)
+        .then((token) =>
+          request(t.api, 'POST', '/v1/orders', { token, body: { sku: name }, headers: { 'idempotency-key': b.key } }),
+        ),
+    );
+    // Every buyer is in the parked batch or queued behind it: nobody hears back from the doomed process.
+    const lost = Promise.all(answers.map(noAnswer)).then((all) =>
+      all.every((a) => a === 'no answer') ? ('no answer' as const) : 200,
+    );
+    return { orders: [], users: {}, lost, retry: { sku: name, buyers } };
+  },
+  async settled(t, d) {
+    const { sku: name, buyers } = d.retry!;
+    const answers = await Promise.all(
+      buyers.map(async (b) =>
+        request(t.api, 'POST', '/v1/orders', {
+          token: await t.token(b.user),
+          body: { sku: name },
+          headers: { 'idempotency-key': b.key },
+        }),
+      ),
+    );
+    const ids = answers.filter((a) => a.status === 201).map((a) => a.body.order_id as string);
+    d.orders.splice(0, d.orders.length, ...ids);
+    return answers.every((a) => a.status === 201 || a.body?.code === 'SOLD_OUT');
+  },
+  async check(t, d) {
+    const wrong: string[] = [];
+    if (d.orders.length !== 3) wrong.push(`${d.orders.length} orders for 3 units after the retries`);
+    const all = await one(t, 'SELECT count(*)::int AS n FROM orders WHERE sku = $1', [d.retry!.sku]);
+    if (all !== 3) wrong.push(`${all} orders of the SKU in the database (a half batch survived?)`);
+    // One reservation per order (HELD, or RELEASED once its hold expired): none from the dead batch.
+    const reserved = await one(t, 'SELECT count(*)::int AS n FROM reservations WHERE sku = $1', [d.retry!.sku]);
+    if (reserved !== 3) wrong.push(`${reserved} reservations for 3 orders`);
+    return wrong;
+  },
+};
+
 /** Every fault point and the scenario that reaches it: a new point without one fails the matrix. */
 export const CRASH_SCENARIOS: Readonly<Record<FaultPointName, CrashScenario>> = {
   'charged.before-commit': cardPay,
@@ -283,4 +331,5 @@ export const CRASH_SCENARIOS: Readonly<Record<FaultPointName, CrashScenario>> = 
   'saga.after-refund-call': compensation,
   'saga.between-undos': compensation,
   'stock.batch.before-commit': stockBatch,
+  'create.batch.before-commit': createBatch,
 };
