@@ -5,7 +5,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { tokenSigner } from '../../src/platform/auth.ts';
 import { listSplitDisagreements } from '../../src/reconcile/index.ts';
-import { freshDatabase, type TestDatabase } from '../support/db.ts';
+import { freshDatabase } from '../support/db.ts';
 import { waitFor } from '../support/poll.ts';
 import { spawnInventory, spawnStart, waitForExit, type StartedProcess } from '../support/process.ts';
 import { TEST_EVENTS_SECRET, TEST_JWT_SECRET, TEST_NOTIFY_SECRET } from '../support/stack.ts';
