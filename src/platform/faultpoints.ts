@@ -14,6 +14,7 @@ export const FAULT_POINTS = [
   'saga.after-refund-call',
   'saga.between-undos',
   'stock.batch.before-commit',
+  'recovery.after-claim',
 ] as const;
 export type FaultPointName = (typeof FAULT_POINTS)[number];
 

@@ -3,8 +3,8 @@ import { TENANT } from '../support/fixtures.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
 import { stockPumpFor } from '../../src/stock.pipeline.ts';
-import { applyStockBatch, createSku, releaseExpired } from '../../src/inventory/index.ts';
-import { applyOrderEvent } from '../../src/orders/index.ts';
+import { applyStockBatch, createSku, markMirrorSynced, releaseExpired } from '../../src/inventory/index.ts';
+import { applyOrderEvent, syncMirrorMoves } from '../../src/orders/index.ts';
 import { listSplitDisagreements } from '../../src/reconcile/index.ts';
 import { inTx } from '../../src/platform/db.ts';
 import { loadConfig } from '../../src/platform/config.ts';
@@ -206,6 +206,51 @@ describe('queued orders with a stock service on its own database', () => {
     await settle();
     expect(await stockHold(id)).toEqual(['RELEASED']);
     expect(await stockSku('qs3')).toEqual({ total: 1, available: 1, held: 0, confirmed: 0 });
+    expect(await listSplitDisagreements(s.db.pool, stock.pool)).toEqual([]);
+  });
+
+  it('QS-04 three shop processes sync the same 15 mirror moves at once: each becomes exactly one request; a late mark from a stale read is refused', async () => {
+    await createSku(
+      stock.pool,
+      { tenantId: TENANT, sku: 'qs4', name: 'Sync', price: 100, stock: 15, perUserLimit: null, holdTtlMs: 600_000 },
+      s.clock,
+    );
+    await settle();
+    const answers = await Promise.all(Array.from({ length: 15 }, (_, i) => queue(`qs4-u${i}`, `qs4-k${i}`, 'qs4')));
+    await settle();
+    const ids = answers.map((a) => a.body.order_id as string);
+    for (const id of ids)
+      await inTx(s.db.pool, (tx) => applyOrderEvent(tx, id, { type: 'CANCEL_REQUESTED' }, s.clock.now()));
+    const written = await Promise.all([1, 2, 3].map(() => syncMirrorMoves(s.db.pool, s.clock.now())));
+    expect(written.reduce((a, b) => a + b, 0)).toBe(15);
+    expect(
+      await countRows(
+        s.db,
+        'stock_requests_out',
+        "event_type = 'STOCK_HOLD_RELEASE_REQUESTED' AND order_id = ANY($1)",
+        [ids],
+      ),
+    ).toBe(15);
+    // A process that read the move before another marked it: its guarded mark matches nothing.
+    const key = (
+      await s.db.pool.query<{ request_key: string }>('SELECT request_key FROM stock_mirror_holds WHERE order_id = $1', [
+        ids[0],
+      ])
+    ).rows[0]!.request_key;
+    const late = await inTx(s.db.pool, (tx) =>
+      markMirrorSynced(tx, {
+        tenantId: TENANT,
+        key,
+        orderId: ids[0]!,
+        sku: 'qs4',
+        quantity: 1,
+        from: 'HELD',
+        to: 'RELEASED',
+      }),
+    );
+    expect(late).toBe(false);
+    await settle();
+    expect(await stockSku('qs4')).toEqual({ total: 15, available: 15, held: 0, confirmed: 0 });
     expect(await listSplitDisagreements(s.db.pool, stock.pool)).toEqual([]);
   });
 });
