@@ -212,6 +212,13 @@ export async function applyStockBatch(
             ? await release(tx, r.payload, now)
             : await follow(tx, r.event_type as 'STOCK_CONFIRM_REQUESTED', r.payload, now);
       const mirror = options.apart && result.type === 'STOCK_RESERVED' ? { mirror: true } : {};
+      // Split databases: the shop alone expires (its mirror carries the expiry); here the hold
+      // never lapses, so no sweep or operator's early expiry can release it behind the shop's back.
+      if (options.apart && result.type === 'STOCK_RESERVED')
+        await tx.query(
+          `UPDATE reservations SET expires_at = 'infinity' WHERE tenant_id = $1 AND request_key = ANY($2) AND status = 'HELD'`,
+          [r.payload.tenant_id, r.payload.lines.map((l) => l.key)],
+        );
       const payload = { request_key: r.request_key, ...result.payload, ...mirror };
       await tx.query('UPDATE stock_inbox SET applied_at = $2, result_type = $3, result = $4 WHERE request_key = $1', [
         r.request_key,

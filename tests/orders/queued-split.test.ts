@@ -102,6 +102,9 @@ describe('queued orders with a stock service on its own database', () => {
     expect(statuses.filter((x) => x === 'REJECTED')).toHaveLength(20);
     expect(await stockSku('qs1')).toEqual({ total: 10, available: 0, held: 10, confirmed: 0 });
     expect(await countRows(s.db, 'stock_mirror_holds')).toBe(10);
+    // The shop's mirror carries the expiry; the stock service's holds never lapse on their own.
+    expect(await countRows(s.db, 'reservations', "sku = 'qs1' AND expires_at < 'infinity'")).toBe(10);
+    expect(await countRows(stock, 'reservations', "sku = 'qs1' AND expires_at = 'infinity'")).toBe(10);
     expect(await listSplitDisagreements(s.db.pool, stock.pool)).toEqual([]);
 
     const winners = ids.filter((_, i) => statuses[i] === 'CREATED').map((id) => ({ id, user: '' }));
