@@ -15,7 +15,9 @@ import {
   parkStockRequest,
   resendUnansweredRequests,
   STOCK_RESULT_TYPES,
+  syncMirrorMoves,
 } from './orders/index.ts';
+import { createPool } from './platform/db.ts';
 import { databaseTransport, type StockTransport } from './stock.transport.ts';
 import { amqpStockTransport } from './stock.amqp.ts';
 import { jetStreamStockTransport } from './stock.jetstream.ts';
@@ -43,9 +45,18 @@ export interface StockPumpOptions {
   resendAfterMs: number;
   onError?: (error: unknown) => void;
   /** Which steps this process runs: the shop's (relay requests, apply results), the stock service's (apply batches), or both. */
-  roles?: { shop: boolean; stock: boolean };
+  roles?: PumpRoles;
   /** Default: the database carries requests and results (stock.transport.ts). */
   transport?: StockTransport;
+}
+
+export interface PumpRoles {
+  shop: boolean;
+  stock: boolean;
+  /** Relay the stock service's results (default: with `stock`). Split databases over the database transport: the shop does. */
+  results?: boolean;
+  /** The stock service has its own database (FLASHPAY_STOCK_SERVICE=separate): the shop sends its mirror's moves, the stock service asks for mirrors and publishes SKU definitions. */
+  apart?: boolean;
 }
 
 export interface PumpPass {
@@ -138,11 +149,16 @@ export function createStockPump(options: StockPumpOptions): StockPump {
     const resent = roles.shop
       ? await resendUnansweredRequests(options.shopDb, options.clock.now(), options.resendAfterMs)
       : 0;
+    // Split databases: what the decider, the sweep or an operator did to a mirror becomes requests.
+    const mirrored = roles.shop && roles.apart ? await syncMirrorMoves(options.shopDb, options.clock.now()) : 0;
     const requests = roles.shop ? await relayRequests() : 0;
-    const applied = roles.stock ? await applyStockBatch(options.stockDb, options.clock.now()) : 0;
+    const applied = roles.stock
+      ? await applyStockBatch(options.stockDb, options.clock.now(), undefined, { apart: roles.apart === true })
+      : 0;
     await transport.start?.();
     // Results are the stock service's outbox: it publishes them, the shop's inbox takes them.
-    const results = roles.stock ? await relayResults() : 0;
+    const results = (roles.results ?? roles.stock) ? await relayResults() : 0;
+    if (mirrored > 0 && requests === 0) return { requests: mirrored, applied, results, resent };
     return { requests, applied, results, resent };
   }
 
@@ -177,6 +193,7 @@ type PumpDeps = {
     | 'stockQueuePrefix'
     | 'amqpUrl'
     | 'natsUrl'
+    | 'stockDatabaseUrl'
   >;
 };
 // One pump per process and deps: the loop and the operator's drain share its broker connection.
@@ -186,11 +203,17 @@ const PUMPS = new WeakMap<object, StockPump>();
 export function stockPumpFor(
   deps: PumpDeps,
   onError?: (error: unknown) => void,
-  roles = { shop: true, stock: deps.config.stockService === 'inside' },
+  roles: PumpRoles = shopRoles(deps.config),
 ): StockPump {
   const known = PUMPS.get(deps);
   if (known) return known;
   const { config } = deps;
+  // Split databases over the database transport: the shop delivers into, and reads results from,
+  // the stock service's own database; over a broker it never needs it.
+  const reachStock = config.stockService === 'separate' && config.stockTransport === 'database' && roles.shop;
+  if (reachStock && !config.stockDatabaseUrl)
+    throw new Error('FLASHPAY_STOCK_SERVICE=separate with the database transport needs FLASHPAY_STOCK_DATABASE_URL');
+  const stockDb = reachStock ? createPool(config.stockDatabaseUrl ?? '', STOCK_POOL_SIZE) : deps.db;
   if (config.stockTransport === 'amqp' && !config.amqpUrl)
     throw new Error('FLASHPAY_STOCK_TRANSPORT=amqp needs AMQP_URL');
   if (config.stockTransport === 'jetstream' && !config.natsUrl)
@@ -198,7 +221,7 @@ export function stockPumpFor(
   const sides = {
     prefix: config.stockQueuePrefix,
     shopDb: deps.db,
-    stockDb: deps.db,
+    stockDb,
     consume: { requests: roles.stock, results: roles.shop },
     ...(onError ? { onError } : {}),
   };
@@ -208,9 +231,9 @@ export function stockPumpFor(
       : config.stockTransport === 'jetstream'
         ? jetStreamStockTransport({ servers: config.natsUrl ?? '', ...sides })
         : undefined;
-  const pump = createStockPump({
+  const made = createStockPump({
     shopDb: deps.db,
-    stockDb: deps.db,
+    stockDb,
     clock: deps.clock,
     leaseMs: config.claimLeaseMs,
     resendAfterMs: config.stockResendAfterMs,
@@ -218,6 +241,36 @@ export function stockPumpFor(
     ...(transport ? { transport } : {}),
     ...(onError ? { onError } : {}),
   });
+  const pump: StockPump =
+    stockDb === deps.db
+      ? made
+      : {
+          ...made,
+          async close() {
+            await made.close();
+            await stockDb.end();
+          },
+        };
   PUMPS.set(deps, pump);
   return pump;
+}
+
+// The shop's connections to a separate stock database: one relay pass at a time uses one or two.
+const STOCK_POOL_SIZE = 3;
+
+/** The steps `flashpay start` runs, from FLASHPAY_STOCK_SERVICE. */
+function shopRoles(config: PumpDeps['config']): PumpRoles {
+  const apart = config.stockService === 'separate';
+  return {
+    shop: true,
+    stock: config.stockService === 'inside',
+    results: config.stockService === 'inside' || (apart && config.stockTransport === 'database'),
+    apart,
+  };
+}
+
+/** The steps `flashpay inventory` runs: apply batches, and relay results unless the shops read them from its database. */
+export function inventoryRoles(config: PumpDeps['config']): PumpRoles {
+  const apart = config.stockService === 'separate';
+  return { shop: false, stock: true, results: !(apart && config.stockTransport === 'database'), apart };
 }

@@ -8,7 +8,9 @@ import { createPool } from '../platform/db.ts';
 import { buildHttp } from '../platform/http.ts';
 import { migrate } from '../platform/migrate.ts';
 import { loadSecrets } from '../platform/secrets.ts';
-import { stockPumpFor } from '../stock.pipeline.ts';
+import { inventoryRoles, stockPumpFor } from '../stock.pipeline.ts';
+import { ensureDatabase, startEmbedded, type EmbeddedCluster } from '../platform/embedded.ts';
+import path from 'node:path';
 import { stockRoutes } from '../stock.routes.ts';
 import { every } from '../workers.ts';
 
@@ -16,6 +18,8 @@ const USAGE = 'usage: flashpay inventory [--port 8082] [--host 127.0.0.1] [--dat
 const KNOWN_FLAGS = new Set(['port', 'host', 'database-url']);
 // The applier holds one connection per batch; the admin routes a few more.
 const INVENTORY_POOL_SIZE = 6;
+// The embedded cluster's database when the stock service runs apart with no URL given.
+const STOCK_DB = 'flashpay_stock';
 const log = (line: string) => process.stderr.write(`flashpay inventory: ${line}\n`);
 
 /**
@@ -30,10 +34,30 @@ export async function inventoryCommand(argv: string[]): Promise<void> {
   if (unknown.length > 0 || args.positional.length > 0)
     throw new UsageError(`unexpected ${[...unknown.map((n) => `--${n}`), ...args.positional].join(' ')}\n${USAGE}`);
   const config = loadConfig();
-  const url = stringFlag(args, 'database-url') ?? config.databaseUrl;
-  // The stock service shares the reservations the shops' order decider locks: it needs their database.
+  const apart = config.stockService === 'separate';
+  // Shared (FLASHPAY_STOCK_SERVICE=external): the shops' database, whose reservations their decider
+  // locks. Separate: a database of its own (the flag, FLASHPAY_STOCK_DATABASE_URL, or its own
+  // embedded cluster) — never DATABASE_URL, which names the shops'.
+  let embedded: EmbeddedCluster | undefined;
+  let url = stringFlag(args, 'database-url') ?? (apart ? config.stockDatabaseUrl : config.databaseUrl);
+  if (!url && apart) {
+    embedded = await startEmbedded({
+      dataDir: path.join(config.dataDir, 'stock-pg'),
+      persistent: true,
+      log: (line) => {
+        if (/FATAL|PANIC/.test(line)) log(line.trim());
+      },
+      notice: log,
+      supervise: true,
+      onGiveUp: () => process.exit(1),
+    });
+    await ensureDatabase(embedded.url('postgres'), STOCK_DB);
+    url = embedded.url(STOCK_DB);
+  }
   if (!url)
-    throw new UsageError(`flashpay inventory needs --database-url or DATABASE_URL (the shops' database)\n${USAGE}`);
+    throw new UsageError(
+      `flashpay inventory needs --database-url or DATABASE_URL (the shops' database), or FLASHPAY_STOCK_SERVICE=separate\n${USAGE}`,
+    );
   await migrate(url);
   const db = createPool(url, INVENTORY_POOL_SIZE);
   const secrets = await loadSecrets(config);
@@ -58,7 +82,7 @@ export async function inventoryCommand(argv: string[]): Promise<void> {
   await app.listen({ host: stringFlag(args, 'host') ?? config.host, port: intFlag(args, 'port', 8082) });
   const address = app.server.address();
   const api = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const pump = stockPumpFor(deps, (error) => log((error as Error).message), { shop: false, stock: true });
+  const pump = stockPumpFor(deps, (error) => log((error as Error).message), inventoryRoles(config));
   const loop = every('stock', config.stockIntervalMs, () => pump.drain(), log);
   process.stdout.write(`${JSON.stringify({ inventory: api })}\n`);
 
@@ -70,6 +94,7 @@ export async function inventoryCommand(argv: string[]): Promise<void> {
     await pump.close();
     await app.close();
     await db.end();
+    await embedded?.stop();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop());

@@ -27,3 +27,13 @@ export {
   STOCK_REQUEST_KINDS,
   type StockRequest,
 } from './stock.service.ts';
+export {
+  claimMirrorMoves,
+  isMirrored,
+  listMirrorHolds,
+  markMirrorSynced,
+  mirrorHolds,
+  type GrantedHold,
+  type MirrorMove,
+} from './stock.mirror.ts';
+export { applySkuDefinition, SKU_DEFINED, type SkuDefinition } from './stock.replica.ts';

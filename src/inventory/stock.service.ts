@@ -8,7 +8,8 @@ import {
   type LeasedRow,
   type LeaseTable,
 } from '../platform/lease-queue.ts';
-import { reserve, tryRelease } from './inventory.repo.ts';
+import { reserve, tryConfirm, tryRelease, tryUnconfirm } from './inventory.repo.ts';
+import { publishSkuChanges } from './stock.replica.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 
 // The stock service (seed 004): takes stock requests from its inbox, applies each at most once by
@@ -22,7 +23,18 @@ const APPLIER_LOCK = 0x5_70c4; // pg_try_advisory_xact_lock key, shared by every
 // One batch locks at most this many inbox rows and their SKU rows; the next batch takes the rest.
 export const STOCK_BATCH = 200;
 
-export const STOCK_REQUEST_KINDS = ['STOCK_DEDUCTION_REQUESTED', 'STOCK_RELEASE_REQUESTED'] as const;
+export const STOCK_REQUEST_KINDS = [
+  'STOCK_DEDUCTION_REQUESTED',
+  'STOCK_RELEASE_REQUESTED',
+  // Split databases only: the shop's mirror confirmed or released a hold; the stock service follows.
+  'STOCK_CONFIRM_REQUESTED',
+  'STOCK_HOLD_RELEASE_REQUESTED',
+] as const;
+
+export interface ApplyOptions {
+  /** This stock service has its own database: its RESERVED results ask the shop to mirror the holds, and SKU definitions are published. */
+  apart?: boolean;
+}
 
 export interface StockRequest {
   request_key: string;
@@ -147,15 +159,47 @@ async function release(
 }
 
 /**
+ * Split databases: the shop's mirror confirmed a hold (a pay) or released it (cancel, expiry,
+ * compensation). The shop alone decides; its mirror already moved, so here a confirm of a HELD unit
+ * or a release of a HELD or CONFIRMED one is applied, and anything else (already done) is counted
+ * as such. The stock service never expires a mirrored hold itself: who expires is the shop.
+ */
+async function follow(
+  tx: Tx,
+  type: 'STOCK_CONFIRM_REQUESTED' | 'STOCK_HOLD_RELEASE_REQUESTED',
+  p: RequestPayload,
+  now: Date,
+): Promise<{ type: string; payload: Record<string, unknown> }> {
+  let moved = 0;
+  for (const line of p.lines) {
+    const done =
+      type === 'STOCK_CONFIRM_REQUESTED'
+        ? await tryConfirm(tx, p.tenant_id, line.key, now)
+        : (await tryRelease(tx, p.tenant_id, line.key, now)) || (await tryUnconfirm(tx, p.tenant_id, line.key, now));
+    if (done) moved++;
+  }
+  return type === 'STOCK_CONFIRM_REQUESTED'
+    ? { type: 'STOCK_CONFIRMED', payload: { confirmed: moved } }
+    : { type: 'STOCK_HOLD_RELEASED', payload: { released: moved } };
+}
+
+/**
  * One batch, one transaction: the oldest unapplied requests in arrival order, each applied and its
  * result written to the outbox beside the inbox row that says it was applied. A crash before the
  * commit leaves all of the batch unapplied; after it, none is applied again. Returns how many were applied
  * (0 when another process is applying right now).
  */
-export async function applyStockBatch(db: Db, now: Date, limit = STOCK_BATCH): Promise<number> {
+export async function applyStockBatch(
+  db: Db,
+  now: Date,
+  limit = STOCK_BATCH,
+  options: ApplyOptions = {},
+): Promise<number> {
   return inTx(db, async (tx) => {
     const turn = await tx.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [APPLIER_LOCK]);
     if (!turn.rows[0]?.ok) return 0;
+    // Definitions first: a SKU's definition leaves before any hold of it granted after the change.
+    if (options.apart) await publishSkuChanges(tx, now);
     const todo = await tx.query<{ request_key: string; order_id: string; event_type: string; payload: RequestPayload }>(
       `SELECT request_key, order_id, event_type, payload FROM stock_inbox WHERE applied_at IS NULL AND parked_at IS NULL ORDER BY seq LIMIT $1`,
       [limit],
@@ -164,8 +208,18 @@ export async function applyStockBatch(db: Db, now: Date, limit = STOCK_BATCH): P
       const result =
         r.event_type === 'STOCK_DEDUCTION_REQUESTED'
           ? await deduct(tx, r.payload, now)
-          : await release(tx, r.payload, now);
-      const payload = { request_key: r.request_key, ...result.payload };
+          : r.event_type === 'STOCK_RELEASE_REQUESTED'
+            ? await release(tx, r.payload, now)
+            : await follow(tx, r.event_type as 'STOCK_CONFIRM_REQUESTED', r.payload, now);
+      const mirror = options.apart && result.type === 'STOCK_RESERVED' ? { mirror: true } : {};
+      // Split databases: the shop alone expires (its mirror carries the expiry); here the hold
+      // never lapses, so no sweep or operator's early expiry can release it behind the shop's back.
+      if (options.apart && result.type === 'STOCK_RESERVED')
+        await tx.query(
+          `UPDATE reservations SET expires_at = 'infinity' WHERE tenant_id = $1 AND request_key = ANY($2) AND status = 'HELD'`,
+          [r.payload.tenant_id, r.payload.lines.map((l) => l.key)],
+        );
+      const payload = { request_key: r.request_key, ...result.payload, ...mirror };
       await tx.query('UPDATE stock_inbox SET applied_at = $2, result_type = $3, result = $4 WHERE request_key = $1', [
         r.request_key,
         now,

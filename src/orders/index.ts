@@ -73,3 +73,4 @@ export {
   type ResultEffect,
   type StockResult,
 } from './orders.stock-results.ts';
+export { mirrorRequestKey, syncMirrorMoves } from './orders.stock-mirror.ts';

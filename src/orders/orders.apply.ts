@@ -2,7 +2,7 @@ import type { Tx } from '../platform/db.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 import { AppError, invariant } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
-import { lockReservations, reserve, tryConfirm, tryRelease, tryUnconfirm } from '../inventory/index.ts';
+import { isMirrored, lockReservations, reserve, tryConfirm, tryRelease, tryUnconfirm } from '../inventory/index.ts';
 import {
   decide,
   type Decision,
@@ -79,6 +79,9 @@ async function move(tx: Tx, order: Order, m: StockMove, now: Date): Promise<stri
     invariant(done, `${m.op} of ${m.key} for ${order.orderId} matched no HELD reservation although it was locked HELD`);
     return undefined;
   }
+  // Split databases: only the stock service takes units; a late success on a mirrored order whose
+  // hold is gone is refused here, so the decider's fallback refunds it (fixed refund key).
+  if (order.queued && (await isMirrored(tx, order.orderId))) return 'STOCK_SERVICE_SEPARATE';
   const [result] = await reserve(
     tx,
     [{ tenantId: order.tenantId, key: m.key, userId: order.userId, sku: m.sku, quantity: m.quantity }],

@@ -10,6 +10,8 @@ export interface Candidate {
   orderId: string;
   status: OrderStatus;
   attempts: number;
+  /** The claim's expiry as written: the fencing token finishAttempt checks (a claim taken over has another). */
+  claim?: Date;
 }
 
 // One pass examines a bounded number of orders; the next pass takes the rest.
@@ -40,7 +42,12 @@ export async function claimUnfinished(
      WHERE o.order_id = c.order_id RETURNING o.order_id, o.status, o.recovery_attempts`,
     [now, staleBefore, claimUntil, tenantId ?? null],
   );
-  return result.rows.map((r) => ({ orderId: r.order_id, status: r.status, attempts: r.recovery_attempts }));
+  return result.rows.map((r) => ({
+    orderId: r.order_id,
+    status: r.status,
+    attempts: r.recovery_attempts,
+    claim: claimUntil,
+  }));
 }
 
 /** CREATED orders with a line whose unit is gone (reservation released, or HELD past its expiry). */
@@ -61,24 +68,29 @@ export async function claimAbandonedCreated(tx: Tx, now: Date, tenantId?: string
 /** Notes recovery writes about itself start with this; they are cleared once the order converges. */
 export const STUCK_PREFIX = 'cannot converge';
 
-/** Records the outcome of an attempt: done clears the bookkeeping; pending backs off. */
+/**
+ * Records the outcome of an attempt: done clears the bookkeeping; pending backs off. Fenced by the
+ * claim: a recovery whose claim lapsed and was taken over by another writes nothing (false).
+ */
 export async function finishAttempt(
   db: Executor,
   orderId: string,
   pending: boolean,
   nextAt: Date | null,
   attention: string | null,
-): Promise<void> {
-  await db.query(
+  claim?: Date,
+): Promise<boolean> {
+  const result = await db.query(
     `UPDATE orders SET recovery_claimed_until = NULL,
        recovery_attempts = CASE WHEN $2 THEN recovery_attempts + 1 ELSE 0 END,
        next_recovery_at = $3,
        attention = CASE WHEN $4::text IS NOT NULL THEN $4
                         WHEN NOT $2 AND attention LIKE $5 THEN NULL
                         ELSE attention END
-     WHERE order_id = $1`,
-    [orderId, pending, nextAt, attention, `${STUCK_PREFIX}%`],
+     WHERE order_id = $1 AND ($6::timestamptz IS NULL OR recovery_claimed_until = $6)`,
+    [orderId, pending, nextAt, attention, `${STUCK_PREFIX}%`, claim ?? null],
   );
+  return result.rowCount === 1;
 }
 
 export async function countUnfinished(db: Executor, tenantId?: string): Promise<number> {

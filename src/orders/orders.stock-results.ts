@@ -11,13 +11,31 @@ import {
 } from '../platform/lease-queue.ts';
 import type { OrderEvent } from './decider.ts';
 import { applyOrderEvent } from './orders.apply.ts';
+import { lockOrder } from './orders.repo.ts';
+import {
+  applySkuDefinition,
+  mirrorHolds,
+  SKU_DEFINED,
+  type GrantedHold,
+  type SkuDefinition,
+} from '../inventory/index.ts';
 
 // The shop's side of the queue: its stock outbox (claimed by any shop process) and its result inbox
 // (deduplicated by event id; every result applied through the decider, or recorded as a no-op).
 
 const REQUESTS: LeaseTable = { table: 'stock_requests_out', key: 'request_key', order: 'created_at' };
 
-export const STOCK_RESULT_TYPES = ['STOCK_RESERVED', 'STOCK_REJECTED', 'STOCK_RELEASED'] as const;
+export const STOCK_RESULT_TYPES = [
+  'STOCK_RESERVED',
+  'STOCK_REJECTED',
+  'STOCK_RELEASED',
+  // Split databases: acknowledgements of what the shop's mirror already did, and SKU definitions.
+  'STOCK_CONFIRMED',
+  'STOCK_HOLD_RELEASED',
+  SKU_DEFINED,
+] as const;
+/** Results that never go through the decider: recorded ACKNOWLEDGED (a SKU definition also updates the replica). */
+const ACKNOWLEDGEMENTS = new Set(['STOCK_CONFIRMED', 'STOCK_HOLD_RELEASED', SKU_DEFINED]);
 
 /** A result as it travels from the stock service: `event_id` is its dedup key everywhere. */
 export interface StockResult {
@@ -27,7 +45,7 @@ export interface StockResult {
   payload: Record<string, unknown>;
 }
 
-export type ResultEffect = 'APPLIED' | 'IGNORED' | 'UNKNOWN_ORDER' | 'DUPLICATE';
+export type ResultEffect = 'APPLIED' | 'IGNORED' | 'UNKNOWN_ORDER' | 'DUPLICATE' | 'ACKNOWLEDGED';
 
 export const claimStockRequests = (db: Db, claim: LeaseClaim): Promise<LeasedRow[]> => claimLeased(db, REQUESTS, claim);
 export const markStockRequestsSent = (db: Db, keys: readonly string[], owner: string, now: Date) =>
@@ -57,14 +75,32 @@ function eventOf(result: StockResult): OrderEvent | undefined {
  */
 export async function receiveStockResult(db: Db, result: StockResult, now: Date): Promise<ResultEffect> {
   const event = eventOf(result);
-  if (!event) throw new Error(`unknown stock result type "${result.event_type}"`);
+  const ack = ACKNOWLEDGEMENTS.has(result.event_type);
+  if (!event && !ack) throw new Error(`unknown stock result type "${result.event_type}"`);
   return inTx(db, async (tx) => {
     const fresh = await tx.query(
-      `INSERT INTO stock_results_in (event_id, order_id, event_type, effect, received_at) VALUES ($1, $2, $3, 'APPLIED', $4)
+      `INSERT INTO stock_results_in (event_id, order_id, event_type, effect, received_at) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (event_id) DO NOTHING RETURNING event_id`,
-      [result.event_id, result.order_id, result.event_type, now],
+      [result.event_id, result.order_id, result.event_type, ack ? 'ACKNOWLEDGED' : 'APPLIED', now],
     );
     if (fresh.rowCount === 0) return 'DUPLICATE';
+    if (ack || !event) {
+      if (result.event_type === SKU_DEFINED)
+        await applySkuDefinition(tx, result.payload as unknown as SkuDefinition, now);
+      return 'ACKNOWLEDGED';
+    }
+    // Split databases: the holds live in the stock service's database; the shop mirrors them
+    // (under the order's lock, and only while it waits for them) so the decider sees them.
+    if (event.type === 'STOCK_RESERVED' && result.payload.mirror === true) {
+      const order = await lockOrder(tx, result.order_id);
+      if (order?.status === 'PENDING')
+        await mirrorHolds(
+          tx,
+          { tenantId: order.tenantId, userId: order.userId, orderId: order.orderId },
+          (result.payload.holds ?? []) as GrantedHold[],
+          now,
+        );
+    }
     const applied = await applyOrderEvent(tx, result.order_id, event, now);
     const effect: ResultEffect =
       applied.outcome === 'UNKNOWN_ORDER' ? 'UNKNOWN_ORDER' : applied.decision?.to ? 'APPLIED' : 'IGNORED';

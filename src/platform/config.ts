@@ -60,7 +60,9 @@ export interface Config {
   /** The base URL the provider reaches this service at (several instances behind one address); else this process's own. */
   publicUrl: string | undefined;
   /** `external`: a `flashpay inventory` process applies the stock requests; `inside` (default): this process does. */
-  stockService: 'inside' | 'external';
+  stockService: 'inside' | 'external' | 'separate';
+  /** `separate` with the database transport: the stock service's own database, where the shop delivers requests and reads results. */
+  stockDatabaseUrl: string | undefined;
   /** What carries stock requests and results: the database (default) or RabbitMQ (AMQP_URL). */
   stockTransport: 'database' | 'amqp' | 'jetstream';
   /** RabbitMQ queue names `<prefix>.requests|results|dlq` (distinct per deployment or test run). */
@@ -162,14 +164,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     fulfilmentUrl: env.FLASHPAY_FULFILMENT_URL || undefined,
     // A day of retries with backoff before a stuck fulfilment or compensation is a person's job.
     compensationDeadlineMs: int(env, 'FLASHPAY_COMPENSATION_DEADLINE_MS', 24 * 3600 * 1000, 1),
-    orderMode: orderMode(env.FLASHPAY_ORDER_MODE),
+    // A shop whose stock service has its own database cannot reserve in the create: every create is queued.
+    orderMode: env.FLASHPAY_STOCK_SERVICE === 'separate' ? 'async' : orderMode(env.FLASHPAY_ORDER_MODE),
     createBatch: env.FLASHPAY_CREATE_BATCH !== '0',
     // The contract's 30 s: far above one delivery, short enough that a dead process's claims come back soon.
     claimLeaseMs: int(env, 'FLASHPAY_CLAIM_LEASE_MS', 30_000, 100),
     stockResendAfterMs: int(env, 'FLASHPAY_STOCK_RESEND_AFTER_MS', 30_000, 100),
     stockIntervalMs: int(env, 'FLASHPAY_STOCK_INTERVAL_MS', 100, 10),
     publicUrl: publicUrl(env.FLASHPAY_PUBLIC_URL),
-    stockService: env.FLASHPAY_STOCK_SERVICE === 'external' ? 'external' : 'inside',
+    stockService:
+      env.FLASHPAY_STOCK_SERVICE === 'external' || env.FLASHPAY_STOCK_SERVICE === 'separate'
+        ? env.FLASHPAY_STOCK_SERVICE
+        : 'inside',
+    stockDatabaseUrl: env.FLASHPAY_STOCK_DATABASE_URL || undefined,
     stockTransport: stockTransport(env.FLASHPAY_STOCK_TRANSPORT),
     stockQueuePrefix: env.FLASHPAY_STOCK_QUEUE_PREFIX || 'flashpay.stock',
   };

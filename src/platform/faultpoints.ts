@@ -15,6 +15,7 @@ export const FAULT_POINTS = [
   'saga.between-undos',
   'stock.batch.before-commit',
   'create.batch.before-commit',
+  'recovery.after-claim',
 ] as const;
 export type FaultPointName = (typeof FAULT_POINTS)[number];
 

@@ -4,3 +4,4 @@ export { reconcileRoutes } from './reconcile.routes.ts';
 export { checkEventIntegrity, type EventIntegrity } from './reconcile.events.ts';
 export { ReconciliationReport as ReconciliationReportSchema, reconciliationExample } from './reconcile.schemas.ts';
 export { whenChanged } from './reconcile.schedule.ts';
+export { listSplitDisagreements, type SplitDisagreement } from './reconcile.queued.ts';

@@ -11,6 +11,7 @@ import {
   STUCK_PREFIX,
   type Candidate,
 } from '../orders/index.ts';
+import { faultPoint } from '../platform/faultpoints.ts';
 import { convergeRefunding, convergeUnknown, type Convergence, type PaymentDeps } from '../payments/index.ts';
 
 export interface RecoveryOptions {
@@ -42,8 +43,13 @@ function nextAttemptAt(now: Date, attempts: number): Date | null {
   return new Date(now.getTime() + backoffDelayMs(attempts - FREE_RETRIES + 1, 1000, MAX_BACKOFF_MS));
 }
 
+// A recovery paused past its claim (CLAIM_MS) is overtaken by another; when it wakes, its order
+// writes go through the decider under the order lock (the guarded transition is the fence: it acts
+// on the status it finds, so a result already applied is a no-op), its provider calls are
+// idempotent (query, close, refund with the fixed key), and its bookkeeping is fenced by the claim.
 async function examine(deps: PaymentDeps, candidate: Candidate): Promise<Convergence> {
   try {
+    await faultPoint('recovery.after-claim', { orderId: candidate.orderId });
     const result =
       candidate.status === 'REFUNDING'
         ? await convergeRefunding(deps, candidate.orderId)
@@ -59,6 +65,7 @@ async function examine(deps: PaymentDeps, candidate: Candidate): Promise<Converg
       result.pending !== undefined,
       result.pending ? nextAttemptAt(deps.clock.now(), attempts) : null,
       attention,
+      candidate.claim,
     );
     return result;
   } catch (error) {
@@ -68,6 +75,7 @@ async function examine(deps: PaymentDeps, candidate: Candidate): Promise<Converg
       true,
       nextAttemptAt(deps.clock.now(), candidate.attempts + 1),
       null,
+      candidate.claim,
     ).catch(() => undefined);
     return { orderId: candidate.orderId, status: candidate.status, pending: `error: ${(error as Error).message}` };
   }

@@ -101,6 +101,9 @@ async function crashAt(point: FaultPointName): Promise<void> {
       `UPDATE sagas SET claimed_until = now() - interval '1 second' WHERE claimed_until IS NOT NULL`,
     );
     await doomed.db.pool.query(
+      `UPDATE orders SET recovery_claimed_until = now() - interval '1 second' WHERE recovery_claimed_until IS NOT NULL`,
+    );
+    await doomed.db.pool.query(
       `UPDATE outbox SET claimed_until = now() - interval '1 second' WHERE published_at IS NULL AND claimed_until IS NOT NULL`,
     );
 

@@ -321,6 +321,23 @@ const createBatch: CrashScenario = {
   },
 };
 
+/** A pay whose answer was lost (UNKNOWN); recovery dies right after claiming it; the restarted one converges it, PAID once. */
+const recoveryClaim: CrashScenario = {
+  async drive(t) {
+    const name = key('rc');
+    await sku(t, name, 3);
+    const orderId = await createOrder(t, 'rc-buyer', name);
+    await control(t, '/_control/callbacks', { mode: 'HOLD' });
+    // The charge happens, its answer arrives after the pay timeout: the pay says UNKNOWN, recovery takes it up.
+    await control(t, '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: orderId, ms: 3_000 });
+    const paid = await pay(t, 'rc-buyer', orderId);
+    if (paid.body?.status !== 'UNKNOWN') throw new Error(`pay: ${paid.status} ${JSON.stringify(paid.body)}`);
+    return { orders: [orderId], users: { [orderId]: 'rc-buyer' } };
+  },
+  settled: async (t, d) => (await statusOf(t, d.orders)).every((s) => s === 'PAID'),
+  check: (t, d) => cardPay.check(t, d),
+};
+
 /** Every fault point and the scenario that reaches it: a new point without one fails the matrix. */
 export const CRASH_SCENARIOS: Readonly<Record<FaultPointName, CrashScenario>> = {
   'charged.before-commit': cardPay,
@@ -332,4 +349,5 @@ export const CRASH_SCENARIOS: Readonly<Record<FaultPointName, CrashScenario>> = 
   'saga.between-undos': compensation,
   'stock.batch.before-commit': stockBatch,
   'create.batch.before-commit': createBatch,
+  'recovery.after-claim': recoveryClaim,
 };
