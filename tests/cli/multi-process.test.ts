@@ -1,6 +1,4 @@
 import type { ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import amqp from 'amqplib';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,11 +8,6 @@ import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/poll.ts';
 import { spawnInventory, spawnStart, waitForExit, type StartedProcess } from '../support/process.ts';
 import { TEST_EVENTS_SECRET, TEST_JWT_SECRET, TEST_NOTIFY_SECRET } from '../support/stack.ts';
-import { brokerTest } from '../outbox/broker-gate.ts';
-import { stockQueues } from '../../src/stock.amqp.ts';
-import { stockStream } from '../../src/stock.jetstream.ts';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 
 const TENANT = 'mp';
 const signer = tokenSigner(TEST_JWT_SECRET);
@@ -193,50 +186,6 @@ describe('three processes: two `flashpay start` on one database and `flashpay in
   it('MP-01 (database transport) 100 buyers for 20 units across both shops, one shop killed -9 mid-sale: 20 held, 80 REJECTED, each request applied once; wallets too low released; reconciliation clean', async () => {
     await runSale({});
   }, 180_000);
-
-  brokerTest(
-    'MP-02 the same over RabbitMQ (publisher confirms, durable queues, manual acks)',
-    'AMQP_URL',
-    async (url) => {
-      const prefix = `flashpay.stock.t${randomBytes(4).toString('hex')}`;
-      try {
-        await runSale({ FLASHPAY_STOCK_TRANSPORT: 'amqp', AMQP_URL: url, FLASHPAY_STOCK_QUEUE_PREFIX: prefix });
-      } finally {
-        const connection = await amqp.connect(url);
-        const channel = await connection.createChannel();
-        // The queues this run's processes declared exist, and nothing is left unacknowledged on them.
-        const q = stockQueues(prefix);
-        expect([
-          (await channel.checkQueue(q.requests)).messageCount,
-          (await channel.checkQueue(q.results)).messageCount,
-          (await channel.checkQueue(q.dlq)).messageCount,
-        ]).toEqual([0, 0, 0]);
-        for (const queue of Object.values(stockQueues(prefix))) await channel.deleteQueue(queue).catch(() => undefined);
-        await connection.close();
-      }
-    },
-    180_000,
-  );
-
-  brokerTest(
-    'MP-03 the same over JetStream (Msg-Id dedup, durable consumers, explicit acks)',
-    'NATS_URL',
-    async (url) => {
-      const prefix = `flashpay.stock.t${randomBytes(4).toString('hex')}`;
-      const names = stockStream(prefix);
-      await runSale({ FLASHPAY_STOCK_TRANSPORT: 'jetstream', NATS_URL: url, FLASHPAY_STOCK_QUEUE_PREFIX: prefix });
-      const nc = await connect({ servers: url });
-      try {
-        // The processes created the stream and their durable consumers; both consumers have acked everything.
-        const jsm = await jetstreamManager(nc);
-        for (const durable of [names.durableRequests, names.durableResults])
-          expect((await jsm.consumers.info(names.stream, durable)).num_ack_pending).toBe(0);
-        expect((await jsm.streams.info(names.stream)).state.messages).toBeGreaterThanOrEqual(100 + 100 + 5 + 5);
-      } finally {
-        await (await jetstreamManager(nc)).streams.delete(names.stream).catch(() => undefined);
-        await nc.close();
-      }
-    },
-    180_000,
-  );
+  // The same sale over RabbitMQ and JetStream: tests/cli/split-amqp.test.ts and split-jetstream.test.ts (SP-02,
+  // SP-03) run it with the stock service on its own database, through the same adapters, at 500 buyers.
 });
