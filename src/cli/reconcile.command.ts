@@ -1,22 +1,38 @@
-import { reconcile, summaryLine } from '../reconcile/index.ts';
-import { parseArgs } from '../platform/args.ts';
+import { listSplitDisagreements, reconcile, summaryLine } from '../reconcile/index.ts';
+import { parseArgs, stringFlag } from '../platform/args.ts';
+import { createPool } from '../platform/db.ts';
 import { connectOps } from './ops.ts';
 
-/** `flashpay reconcile [--json]`: exit 0 when nothing mismatches and nothing is pending. */
+/**
+ * `flashpay reconcile [--json] [--stock-database-url URL]`: exit 0 when nothing mismatches and
+ * nothing is pending. With the stock service on its own database (FLASHPAY_STOCK_SERVICE=separate),
+ * the shops never reach it; the operator's run does, and compares the shop's mirrored holds with the
+ * stock service's reservations, hold by hold (`--stock-database-url`, or FLASHPAY_STOCK_DATABASE_URL).
+ */
 export async function reconcileCommand(argv: string[]): Promise<void> {
   const args = parseArgs(argv, ['json']);
   const ops = await connectOps();
+  const stockUrl = stringFlag(args, 'stock-database-url') ?? ops.config.stockDatabaseUrl;
+  const stockDb = stockUrl ? createPool(stockUrl, 2) : undefined;
   try {
     const report = await reconcile(ops.db, ops.payments.channel);
-    if (args.flags.has('json')) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    const split = stockDb ? await listSplitDisagreements(ops.db, stockDb) : undefined;
+    const ok = report.ok && (split?.length ?? 0) === 0;
+    if (args.flags.has('json'))
+      process.stdout.write(
+        `${JSON.stringify(split ? { ...report, ok, split_disagreements: split } : report, null, 2)}\n`,
+      );
     else {
       for (const m of report.mismatches)
         process.stdout.write(`mismatch ${m.order_id} ${m.status ?? '-'} ${m.class} ${m.detail}\n`);
       for (const p of report.pending_orders.slice(0, 20)) process.stdout.write(`pending ${p.order_id} ${p.status}\n`);
+      for (const d of split ?? []) process.stdout.write(`split-disagreement ${d.tenant_id} ${d.key} ${d.detail}\n`);
+      if (split) process.stdout.write(`stock service: ${split.length} disagreements\n`);
       process.stdout.write(`${summaryLine(report)}\n`);
     }
-    process.exitCode = report.ok ? 0 : 1;
+    process.exitCode = ok ? 0 : 1;
   } finally {
+    await stockDb?.end();
     await ops.close();
   }
 }

@@ -1,4 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,7 +7,7 @@ import { tokenSigner } from '../../src/platform/auth.ts';
 import { listSplitDisagreements } from '../../src/reconcile/index.ts';
 import { freshDatabase } from '../support/db.ts';
 import { waitFor } from '../support/poll.ts';
-import { spawnInventory, spawnStart, waitForExit, type StartedProcess } from '../support/process.ts';
+import { BIN, spawnInventory, spawnStart, waitForExit, type StartedProcess } from '../support/process.ts';
 import { TEST_EVENTS_SECRET, TEST_JWT_SECRET, TEST_NOTIFY_SECRET } from '../support/stack.ts';
 
 // The issue's three-process sale with split databases (FLASHPAY_STOCK_SERVICE=separate): two
@@ -50,7 +50,23 @@ async function inWaves<T>(items: readonly T[], width: number, work: (item: T, i:
     await Promise.all(items.slice(i, i + width).map((item, j) => work(item, i + j)));
 }
 
-export async function runSplitSale(extraEnv: NodeJS.ProcessEnv): Promise<void> {
+/** A `flashpay` command as an operator runs it: its own process; its exit code and output. */
+function runCli(cwd: string, env: NodeJS.ProcessEnv, args: string[]) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export async function runSplitSale(
+  extraEnv: NodeJS.ProcessEnv,
+  options: { operatorCli?: boolean } = {},
+): Promise<void> {
   const shopDb = await freshDatabase({ poolSize: 2 });
   const stockDb = await freshDatabase({ poolSize: 2 });
   const dirs: string[] = [];
@@ -233,6 +249,30 @@ export async function runSplitSale(extraEnv: NodeJS.ProcessEnv): Promise<void> {
     );
     expect(report).toMatchObject({ mismatches: [], pending: 0 });
     expect(ids).toHaveLength(BUYERS);
+    if (options.operatorCli) {
+      // The operator's `flashpay reconcile` reaches both databases (the shops never do): clean, exit 0 ...
+      const cli = (extra: string[]) =>
+        runCli(dirs[0] as string, { ...env, FLASHPAY_CHANNEL_URL: shopA.channel }, [
+          'reconcile',
+          '--stock-database-url',
+          stockDb.url,
+          ...extra,
+        ]);
+      const clean = await cli(['--json']);
+      expect(clean.code, clean.stderr).toBe(0);
+      expect(JSON.parse(clean.stdout)).toMatchObject({ ok: true, mismatches: [], split_disagreements: [] });
+      // ... and a hold the stock service lost (planted) is named, exit 1.
+      const lost = await stockDb.pool.query<{ key: string }>(
+        `UPDATE reservations SET status = 'RELEASED'
+          WHERE request_key = (SELECT request_key FROM reservations WHERE status = 'CONFIRMED' ORDER BY 1 LIMIT 1)
+          RETURNING request_key AS key`,
+      );
+      const broken = await cli([]);
+      expect(broken.code).toBe(1);
+      expect(broken.stdout).toContain(
+        `split-disagreement ${TENANT} ${lost.rows[0]?.key} shop mirror CONFIRMED, stock service RELEASED`,
+      );
+    }
   } finally {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) await kill9(child);
     await shopDb.drop();
