@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './tests/support/sequencer.ts';
 
 // Servers in child processes append what the document does not describe here (src/platform/contract.ts).
 const contractLog = path.join(os.tmpdir(), `flashpay-contract-${process.pid}.log`);
@@ -20,5 +21,6 @@ export default defineConfig({
     fileParallelism: true,
     // it.concurrent (the simulated sales) three at a time: a default PostgreSQL allows 100 connections.
     maxConcurrency: 3,
+    sequence: { sequencer: LongestFirst },
   },
 });

@@ -1,0 +1,36 @@
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+// On a fresh clone vitest has no record of how long each file took, so a two-minute file can start
+// last and run alone at the end. These files take longest (measured in CI); they start first, the
+// rest keep vitest's own order. Only the wall time changes, never what runs.
+const LONGEST_FIRST = [
+  'tests/faults/crash-matrix.test.ts',
+  'tests/faults/db-restart.test.ts',
+  'tests/sim/sim.test.ts',
+  'tests/cli/split-jetstream.test.ts',
+  'tests/reconcile/classes.test.ts',
+  'tests/web/ops.browser.test.ts',
+  'tests/sim/sim-async.test.ts',
+  'tests/sim/sim-crash.test.ts',
+  'tests/cli/multi-process.test.ts',
+  'tests/model/orders.model.test.ts',
+  'tests/security/security.test.ts',
+  'tests/cli/split-amqp.test.ts',
+  'tests/orders/create-batch.test.ts',
+  'tests/cli/split-database.test.ts',
+  'tests/cli/start-crash.test.ts',
+];
+
+export default class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (file: TestSpecification) => {
+      const i = LONGEST_FIRST.findIndex((name) => file.moduleId.replaceAll('\\', '/').endsWith(name));
+      return i === -1 ? LONGEST_FIRST.length : i;
+    };
+    return sorted
+      .map((file, index) => ({ file, index }))
+      .sort((a, b) => rank(a.file) - rank(b.file) || a.index - b.index)
+      .map(({ file }) => file);
+  }
+}
