@@ -47,6 +47,7 @@ export {
 export {
   AT_EXAMPLE,
   ORDER_ID_EXAMPLE,
+  PAID_ORDER_EXAMPLE,
   OrderIdParams,
   OrderStatusSchema,
   OrderView,

@@ -186,7 +186,8 @@ const createdExample = {
   lines: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', unit_price: 1990, quantity: 1, amount: 1990 }],
   reservations: [{ sku: 'tee-black-m', key: 'rsv_7c1e2b9f4a_0', status: 'HELD', expires_at: AT_EXAMPLE }],
 };
-const viewExample = {
+/** A paid order as `GET /v1/orders/{id}` shows it: the example every order view in the documents starts from. */
+export const PAID_ORDER_EXAMPLE = {
   order_id: ORDER_ID_EXAMPLE,
   status: 'PAID',
   version: 3,
@@ -247,7 +248,7 @@ export const getOrderSchema = {
   tags: ['orders'],
   params: OrderIdParams,
   response: {
-    200: jsonAnswer('The order', OrderView, { example: viewExample }),
+    200: jsonAnswer('The order', OrderView, { example: PAID_ORDER_EXAMPLE }),
     ...problemAnswers([...PARAM_ERRORS, ...BUYER_AUTH, 'ORDER_NOT_FOUND']),
   },
 };

@@ -17,6 +17,7 @@ import {
   AT_EXAMPLE,
   EFFECTS,
   ORDER_ID_EXAMPLE,
+  PAID_ORDER_EXAMPLE,
   OrderIdParams,
   OrderStatusSchema,
   OrderView,
@@ -223,18 +224,7 @@ export const adminOrderSchema = {
   response: {
     200: jsonAnswer('The order', AdminOrderView, {
       example: {
-        order_id: ORDER_ID_EXAMPLE,
-        status: 'PAID',
-        version: 3,
-        sku: 'tee-black-m',
-        quantity: 1,
-        amount: 1990,
-        reservation: { key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED', expires_at: AT_EXAMPLE },
-        lines: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', unit_price: 1990, quantity: 1, amount: 1990 }],
-        reservations: [{ sku: 'tee-black-m', key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED' }],
-        fulfilment: { status: 'FULFILLED', ref: 'ful_3b9e' },
-        created_at: AT_EXAMPLE,
-        updated_at: AT_EXAMPLE,
+        ...PAID_ORDER_EXAMPLE,
         user_id: 'alice',
         attention: null,
         recovery_attempts: 0,

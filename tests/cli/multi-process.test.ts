@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { tokenSigner } from '../../src/platform/auth.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/poll.ts';
-import { spawnInventory, spawnStart, waitForExit, type StartedProcess } from '../support/process.ts';
+import { callApi, kill9, spawnInventory, spawnStart, type StartedProcess } from '../support/process.ts';
 import { TEST_EVENTS_SECRET, TEST_JWT_SECRET, TEST_NOTIFY_SECRET } from '../support/stack.ts';
 
 const TENANT = 'mp';
@@ -14,23 +14,7 @@ const signer = tokenSigner(TEST_JWT_SECRET);
 const token = (user: string, scope: 'buyer' | 'admin' | 'operator' = 'buyer') =>
   signer.sign({ tenantId: TENANT, userId: user, scope });
 
-async function call(base: string, method: string, route: string, auth: string, body?: unknown, key?: string) {
-  const headers: Record<string, string> = { authorization: `Bearer ${auth}` };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  if (key) headers['idempotency-key'] = key;
-  const response = await fetch(`${base}${route}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
-const kill9 = async (child: ChildProcess) => {
-  if (child.pid) process.kill(-child.pid, 'SIGKILL');
-  await waitForExit(child);
-};
+const call = callApi;
 
 // Seed 004's deployment: two shops (separate ports, one database) and the stock service as its own
 // process. Proves each order is decided once, every request applied once, and a shop killed with

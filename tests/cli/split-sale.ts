@@ -7,7 +7,7 @@ import { tokenSigner } from '../../src/platform/auth.ts';
 import { listSplitDisagreements } from '../../src/reconcile/index.ts';
 import { freshDatabase } from '../support/db.ts';
 import { waitFor } from '../support/poll.ts';
-import { BIN, spawnInventory, spawnStart, waitForExit, type StartedProcess } from '../support/process.ts';
+import { BIN, callApi, kill9, spawnInventory, spawnStart, type StartedProcess } from '../support/process.ts';
 import { TEST_EVENTS_SECRET, TEST_JWT_SECRET, TEST_NOTIFY_SECRET } from '../support/stack.ts';
 
 // The issue's three-process sale with split databases (FLASHPAY_STOCK_SERVICE=separate): two
@@ -26,23 +26,7 @@ const signer = tokenSigner(TEST_JWT_SECRET);
 const token = (user: string, scope: 'buyer' | 'admin' | 'operator' = 'buyer') =>
   signer.sign({ tenantId: TENANT, userId: user, scope });
 
-async function call(base: string, method: string, route: string, auth: string, body?: unknown, key?: string) {
-  const headers: Record<string, string> = { authorization: `Bearer ${auth}` };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  if (key) headers['idempotency-key'] = key;
-  const response = await fetch(`${base}${route}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
-const kill9 = async (child: ChildProcess) => {
-  if (child.pid) process.kill(-child.pid, 'SIGKILL');
-  await waitForExit(child);
-};
+const call = callApi;
 
 /** Runs `work` over `items`, `width` at a time. */
 async function inWaves<T>(items: readonly T[], width: number, work: (item: T, i: number) => Promise<void>) {

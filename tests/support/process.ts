@@ -78,3 +78,23 @@ export async function spawnInventory(
   });
   return { child, url, stdout: () => out };
 }
+
+/** kill -9 to a spawned process group (a `flashpay` command and its children), then waits for its exit. */
+export async function kill9(child: ChildProcess): Promise<void> {
+  if (child.pid) process.kill(-child.pid, 'SIGKILL');
+  await waitForExit(child);
+}
+
+/** One JSON call to a spawned process's API, as a client makes it: bearer token, optional body and key. */
+export async function callApi(base: string, method: string, route: string, auth: string, body?: unknown, key?: string) {
+  const headers: Record<string, string> = { authorization: `Bearer ${auth}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (key) headers['idempotency-key'] = key;
+  const response = await fetch(`${base}${route}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
