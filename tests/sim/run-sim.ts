@@ -1,0 +1,44 @@
+import { spawn } from 'node:child_process';
+import { freshDatabase } from '../support/db.ts';
+import { BIN } from '../support/process.ts';
+
+/** What `flashpay sim --json` prints. */
+export interface SimJson {
+  ok: boolean;
+  final: Record<string, number>;
+  reconciliation: {
+    pending: number;
+    mismatches: unknown[];
+    totals: {
+      channel_net: number;
+      wallet_net: number;
+      paid_sum: number;
+      confirmed: number;
+      paid: number;
+      drift: number;
+    };
+  };
+  lines: string[];
+}
+
+/** Runs `flashpay sim` as a user would, on a fresh database, and returns its exit code and JSON report. */
+export async function runSim(
+  seed: number,
+  flags: string[] = [],
+): Promise<{ code: number | null; report: SimJson; stderr: string }> {
+  const db = await freshDatabase({ poolSize: 1 });
+  // Small pools: several sales run at once, and a default PostgreSQL allows only 100 connections.
+  const env = { ...process.env, DATABASE_URL: db.url, FLASHPAY_POOL_SIZE: '6' };
+  const child = spawn(process.execPath, [BIN, 'sim', '--seed', String(seed), '--json', ...flags], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  await db.drop();
+  if (!out.trim()) throw new Error(`sim printed nothing (exit ${code}):\n${err}`);
+  return { code, report: JSON.parse(out) as SimJson, stderr: err };
+}
