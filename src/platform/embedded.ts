@@ -1,19 +1,26 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { sleep } from './db.ts';
-import { isRoot, postgresUser, reachableByOthers, resolveBinaries, type RunAs } from './embedded.binaries.ts';
+import { isRoot, postgresUser, resolveBinaries, type RunAs } from './embedded.binaries.ts';
+import {
+  clusterDirFor,
+  EMBEDDED_USER,
+  initialise,
+  LEGACY_PASSWORD,
+  newPassword,
+  passwordFileOf,
+  rotateLegacyPassword,
+  stopOrphanedPostmaster,
+  writePassword,
+} from './embedded.files.ts';
 
 // The embedded cluster listens on 127.0.0.1 only (no Unix socket: the data path may exceed its
 // limit). Its superuser's password is random per cluster, kept 0600 next to the data directory;
 // a cluster initialised before that (with the old constant) gets a random one on its next start.
-const EMBEDDED_USER = 'postgres';
-const LEGACY_PASSWORD = 'flashpay-dev-only';
 const READY = 'database system is ready to accept connections';
 
 export interface EmbeddedCluster {
@@ -52,88 +59,6 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
     });
   });
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * A postmaster left behind by a `kill -9` of our Node process still owns the data directory.
- * Ask it to shut down fast (SIGINT), and only if it refuses, immediately (SIGQUIT). A pid file
- * whose process is gone is stale; PostgreSQL itself replaces it.
- */
-async function stopOrphanedPostmaster(dataDir: string): Promise<void> {
-  const pidFile = path.join(dataDir, 'postmaster.pid');
-  if (!existsSync(pidFile)) return;
-  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
-  process.kill(pid, 'SIGINT');
-  for (let waited = 0; waited < 15_000 && alive(pid); waited += 100) await sleep(100);
-  if (alive(pid)) {
-    process.kill(pid, 'SIGQUIT');
-    for (let waited = 0; waited < 5_000 && alive(pid); waited += 100) await sleep(100);
-  }
-}
-
-/** Where the cluster lives: the asked-for directory, unless the `postgres` user cannot reach it (root, private home). */
-function clusterDirFor(dataDir: string, log: (line: string) => void): string {
-  if (!isRoot() || reachableByOthers(dataDir)) return dataDir;
-  const moved = path.join('/var/lib/flashpay', createHash('sha256').update(dataDir).digest('hex').slice(0, 12), 'pg');
-  log(`${dataDir} is not reachable by the postgres user; the embedded cluster lives in ${moved}`);
-  return moved;
-}
-
-function runToCompletion(command: string, args: string[], runAs: RunAs): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { ...runAs, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    child.once('error', reject);
-    child.once('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`${path.basename(command)} failed (${code}): ${output}`)),
-    );
-  });
-}
-
-const newPassword = () => randomBytes(24).toString('base64url');
-
-/** The password file of a cluster: beside its data directory, readable by this user only. */
-const passwordFileOf = (dataDir: string) => `${dataDir.replace(/[/\\]+$/, '')}.password`;
-
-async function writePassword(file: string, password: string): Promise<void> {
-  await writeFile(file, `${password}\n`, { mode: 0o600 });
-  await chmod(file, 0o600); // an existing file keeps its old mode through writeFile
-}
-
-async function initialise(initdb: string, dataDir: string, runAs: RunAs, password: string): Promise<void> {
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  if (runAs.uid !== undefined) await chown(dataDir, runAs.uid, runAs.gid ?? runAs.uid);
-  const passwordFile = path.join(os.tmpdir(), `flashpay-pg-${process.pid}-${Date.now()}`);
-  await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
-  if (runAs.uid !== undefined) await chown(passwordFile, runAs.uid, runAs.gid ?? runAs.uid);
-  try {
-    await runToCompletion(
-      initdb,
-      [
-        `--pgdata=${dataDir}`,
-        '--auth=password',
-        `--username=${EMBEDDED_USER}`,
-        `--pwfile=${passwordFile}`,
-        '--encoding=UTF8',
-        '--locale=C',
-      ],
-      runAs,
-    );
-  } finally {
-    await rm(passwordFile, { force: true });
-  }
 }
 
 /** Starts the postmaster and resolves once it accepts connections; its log lines go to `log`. */
@@ -260,23 +185,6 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
       }
     },
   };
-}
-
-/** A cluster made with the old constant password gets a random one, written before it is set. */
-async function rotateLegacyPassword(port: number, passwordFile: string, log: (line: string) => void): Promise<string> {
-  const fresh = newPassword();
-  await writePassword(passwordFile, fresh);
-  const client = new pg.Client({
-    connectionString: `postgres://${EMBEDDED_USER}:${LEGACY_PASSWORD}@127.0.0.1:${port}/postgres`,
-  });
-  await client.connect();
-  try {
-    await client.query(`ALTER ROLE ${EMBEDDED_USER} PASSWORD ${pg.escapeLiteral(fresh)}`);
-  } finally {
-    await client.end();
-  }
-  log(`the embedded PostgreSQL had the old constant password; it now has a random one in ${passwordFile}`);
-  return fresh;
 }
 
 /** Creates the database if it does not exist (CREATE DATABASE has no IF NOT EXISTS). */
