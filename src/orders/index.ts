@@ -40,7 +40,10 @@ export {
   claimUnfinished,
   countUnfinished,
   finishAttempt,
+  finishAttempts,
+  type AttemptOutcome,
   listNeedingAttention,
+  RECOVERY_BATCH,
   STUCK_PREFIX,
   type Candidate,
 } from './orders.recovery.ts';
