@@ -35,6 +35,7 @@ export {
 } from './orders.states.ts';
 export { listUnfulfilledPaid, trySetFulfilment } from './orders.fulfilment.ts';
 export type { Order, TimelineEntry } from './orders.types.ts';
+export { applyOrderEvents } from './orders.apply-many.ts';
 export {
   claimAbandonedCreated,
   claimUnfinished,
