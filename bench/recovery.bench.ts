@@ -27,6 +27,7 @@ import { perSecond, ratio, round, summarize } from './stats.ts';
 const LOOP_INTERVAL_MS = 100;
 const POLL_MS = 50;
 const CONVERGE_TIMEOUT_MS = 600_000;
+const SEED_TIMEOUT_MS = 30_000;
 
 export interface RecoveryContext {
   flashpay: FlashpayServer;
@@ -118,7 +119,12 @@ export async function runRecoveryBench(ctx: RecoveryContext, counts: RecoveryCou
     const db = ctx.flashpay.deps.db;
     ctx.log(`recovery: seeding ${counts.orders} UNKNOWN orders, every ${counts.unchargedEvery}th never charged`);
     await seedUnknownOrders(db, counts.orders);
-    const charged = await chargeAtProvider(channel, counts.orders, counts.unchargedEvery);
+    // Set-up, not timed: a patient client (a loaded machine must not fail the seeding).
+    const charged = await chargeAtProvider(
+      channelClient(provider.url, SEED_TIMEOUT_MS),
+      counts.orders,
+      counts.unchargedEvery,
+    );
     ctx.log(`recovery: baseline (${counts.orders} queries, ${concurrency} in flight), recovery, baseline`);
     const before = await queryBaseline(channel, counts.orders, concurrency);
     const calls = await callTotals(provider);
