@@ -51,10 +51,14 @@ async function applyGroup(deps: PaymentDeps, group: Waiting[]): Promise<void> {
 export function answerApplier(deps: PaymentDeps): { apply(orderId: string, answer: Answer): Promise<AppliedEvent> } {
   const queue: Waiting[] = [];
   let writers = 0;
+  // applyGroup settles every answer it takes (resolve or reject) and does not throw itself.
   const flush = async () => {
     writers++;
-    while (queue.length > 0) await applyGroup(deps, queue.splice(0, ANSWER_GROUP_MAX));
-    writers--;
+    try {
+      while (queue.length > 0) await applyGroup(deps, queue.splice(0, ANSWER_GROUP_MAX));
+    } finally {
+      writers--;
+    }
   };
   return {
     apply(orderId, answer) {
