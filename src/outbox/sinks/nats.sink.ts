@@ -42,7 +42,12 @@ function ackError(msg: Msg): Error | null {
     const code = msg.headers?.code ?? 0;
     return new Error(code === 503 ? 'no responders: no stream captures the subject' : `PubAck status ${code}`);
   }
-  const ack = msg.json<{ stream?: string; error?: { code?: number; description?: string } }>();
+  let ack: { stream?: string; error?: { code?: number; description?: string } };
+  try {
+    ack = msg.json();
+  } catch {
+    return new Error('invalid PubAck (not JSON)');
+  }
   if (ack.error)
     return new Error(`JetStream refused the publish: ${ack.error.code ?? ''} ${ack.error.description ?? ''}`);
   return ack.stream ? null : new Error('invalid PubAck');
