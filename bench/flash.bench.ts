@@ -77,7 +77,7 @@ function buyers(
   );
 }
 
-async function withRss<T>(work: () => Promise<T>): Promise<{ result: T; peakRssMb: number }> {
+export async function withRss<T>(work: () => Promise<T>): Promise<{ result: T; peakRssMb: number }> {
   let peak = process.memoryUsage.rss();
   const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), RSS_SAMPLE_MS);
   try {

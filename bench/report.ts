@@ -1,6 +1,7 @@
 import type { DriverResult } from './driver.ts';
 import type { FlashReport } from './flash.bench.ts';
 import { formatFlash } from './flash.report.ts';
+import { formatRecovery, type RecoveryReport } from './recovery.bench.ts';
 import type { OrdersReport, OrdersRun } from './orders.bench.ts';
 import type { OrdersCounts } from './options.ts';
 import type { OutboxReport, OutboxRun } from './outbox.bench.ts';
@@ -17,6 +18,8 @@ export interface BenchReport {
   outbox?: OutboxReport;
   /** Issue 16's create-path runs (P1, P2, P5, P7). */
   flash?: FlashReport;
+  /** Issue 16's P6: recovery of UNKNOWN orders against the provider's query rate. */
+  recovery?: RecoveryReport;
   ok: boolean;
 }
 
@@ -145,6 +148,7 @@ export function formatReport(report: BenchReport): string {
   if (report.orders) lines.push('', formatOrders(report.orders));
   if (report.flash) lines.push('', formatFlash(report.flash));
   if (report.outbox) lines.push('', formatOutbox(report.outbox));
+  if (report.recovery) lines.push('', formatRecovery(report.recovery));
   lines.push(
     '',
     'Ratios are flashpay / baseline from this same run: req/s or events/s above 1 means faster, p99 above 1 means slower.',

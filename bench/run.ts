@@ -8,6 +8,7 @@ import type { BenchOptions } from './options.ts';
 import { runOrdersBench } from './orders.bench.ts';
 import { runOutboxBench } from './outbox.bench.ts';
 import { runFlashBench } from './flash.bench.ts';
+import { runRecoveryBench } from './recovery.bench.ts';
 import type { BenchReport, MachineInfo } from './report.ts';
 import { startFlashpayServer } from './servers.ts';
 import { round } from './stats.ts';
@@ -54,10 +55,13 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
       const info = await machineInfo(server.deps.db, database.where, config.poolSize);
       const ordersContext = { databaseUrl: database.url, poolSize: config.poolSize, flashpay: server, driver, log };
       const orders =
-        options.only === 'outbox' || options.only === 'flash'
+        options.only === 'outbox' || options.only === 'flash' || options.only === 'recovery'
           ? undefined
           : { ...(await runOrdersBench(ordersContext, options.orders)), counts: options.orders };
-      const flash = options.only === 'outbox' ? undefined : await runFlashBench(ordersContext, options.orders);
+      const flash =
+        options.only === 'outbox' || options.only === 'recovery'
+          ? undefined
+          : await runFlashBench(ordersContext, options.orders);
       const outboxContext = {
         db: server.deps.db,
         webhookUrl: `${server.url}/v1/fulfillment/events`,
@@ -66,10 +70,14 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
         log,
       };
       const outbox =
-        options.only === 'orders' || options.only === 'flash'
+        options.only === 'orders' || options.only === 'flash' || options.only === 'recovery'
           ? undefined
           : await runOutboxBench(outboxContext, options.outbox);
-      const ok = (orders?.ok ?? true) && (outbox?.ok ?? true) && (flash?.ok ?? true);
+      const recovery =
+        options.only === undefined || options.only === 'recovery'
+          ? await runRecoveryBench({ flashpay: server, provider: 'process', log }, options.recovery)
+          : undefined;
+      const ok = (orders?.ok ?? true) && (outbox?.ok ?? true) && (flash?.ok ?? true) && (recovery?.ok ?? true);
       const machine = { ...info, loadAverage: { start: round(loadAtStart, 2), end: round(os.loadavg()[0] ?? 0, 2) } };
       return {
         date: new Date().toISOString(),
@@ -79,6 +87,7 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
         orders,
         outbox,
         flash,
+        recovery,
         ok,
       };
     } finally {

@@ -72,6 +72,16 @@ function stockLoop(deps: AppDeps, log: (line: string) => void): Loop {
   };
 }
 
+/** Recovery's loop as `flashpay start` runs it (the bench's P6 run starts it alone). */
+export function recoveryLoop(deps: AppDeps, log: (line: string) => void): Loop {
+  return every(
+    'recovery',
+    deps.config.recoveryIntervalMs,
+    () => runRecoveryPass(paymentDeps(deps), { staleAfterMs: deps.config.staleAfterMs }),
+    log,
+  );
+}
+
 export type WorkerFactory = (deps: AppDeps, log: (line: string) => void) => Loop[];
 
 /** The background loops of `flashpay start`; later modules add theirs to this list. */
@@ -79,12 +89,7 @@ export const WORKERS: WorkerFactory[] = [
   (deps, log) => [
     every('expiry', deps.config.expiryIntervalMs, () => releaseExpired(deps.db, deps.clock), log),
     // The relay runs its own loop (outbox pipeline); recovery here converges orders only.
-    every(
-      'recovery',
-      deps.config.recoveryIntervalMs,
-      () => runRecoveryPass(paymentDeps(deps), { staleAfterMs: deps.config.staleAfterMs }),
-      log,
-    ),
+    recoveryLoop(deps, log),
     // Seed 002: fulfil PAID orders, compensate refused ones, retry stalled refunds (with backoff).
     every('saga', deps.config.recoveryIntervalMs, () => runSagaPass(sagaDeps(deps)), log),
     // The system checks itself: a mismatch is logged with its class, for a person to look at.

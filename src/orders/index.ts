@@ -35,12 +35,16 @@ export {
 } from './orders.states.ts';
 export { listUnfulfilledPaid, trySetFulfilment } from './orders.fulfilment.ts';
 export type { Order, TimelineEntry } from './orders.types.ts';
+export { applyOrderEvents } from './orders.apply-many.ts';
 export {
   claimAbandonedCreated,
   claimUnfinished,
   countUnfinished,
   finishAttempt,
+  finishAttempts,
+  type AttemptOutcome,
   listNeedingAttention,
+  RECOVERY_BATCH,
   STUCK_PREFIX,
   type Candidate,
 } from './orders.recovery.ts';

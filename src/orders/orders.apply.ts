@@ -2,7 +2,15 @@ import type { Tx } from '../platform/db.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 import { AppError, invariant } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
-import { isMirrored, lockReservations, reserve, tryConfirm, tryRelease, tryUnconfirm } from '../inventory/index.ts';
+import {
+  isMirrored,
+  lockReservations,
+  reserve,
+  tryConfirm,
+  tryRelease,
+  tryUnconfirm,
+  type Reservation,
+} from '../inventory/index.ts';
 import {
   decide,
   type Decision,
@@ -13,7 +21,7 @@ import {
   type StockMove,
 } from './decider.ts';
 import { lockOrder, noteAttention, transition } from './orders.repo.ts';
-import { findLines, setLineReservation } from './orders.lines.ts';
+import { findLines, setLineReservation, type OrderLine } from './orders.lines.ts';
 import type { Order } from './orders.types.ts';
 import { queueStockRequest } from './orders.queued.ts';
 
@@ -47,6 +55,11 @@ async function lockHolds(tx: Tx, order: Order): Promise<Hold[]> {
     order.tenantId,
     lines.map((l) => l.reservationKey),
   );
+  return holdsOf(lines, found);
+}
+
+/** The decider's view of an order's lines and their locked reservations. */
+export function holdsOf(lines: readonly OrderLine[], found: readonly Reservation[]): Hold[] {
   return lines.map((l) => {
     const row = found.find((r) => r.key === l.reservationKey);
     return row
@@ -94,7 +107,7 @@ async function move(tx: Tx, order: Order, m: StockMove, now: Date): Promise<stri
 }
 
 /** Applies the moves in order; the first refusal stops them and is returned. */
-async function moves(tx: Tx, order: Order, stock: readonly StockMove[], now: Date): Promise<string | undefined> {
+export async function moves(tx: Tx, order: Order, stock: readonly StockMove[], now: Date): Promise<string | undefined> {
   for (const m of stock) {
     const refused = await move(tx, order, m, now);
     if (refused) return refused;

@@ -40,7 +40,13 @@ export async function insertLines(
 
 /** The order's lines in line (= SKU) order; an order without line rows is read as its one line. */
 export async function findLines(db: Executor, order: Order): Promise<OrderLine[]> {
+  return (await findLinesOf(db, [order])).get(order.orderId) ?? [];
+}
+
+/** findLines for many orders in one read: order id → its lines. */
+export async function findLinesOf(db: Executor, orders: readonly Order[]): Promise<Map<string, OrderLine[]>> {
   const result = await db.query<{
+    order_id: string;
     line_no: number;
     sku: string;
     name: string;
@@ -49,31 +55,40 @@ export async function findLines(db: Executor, order: Order): Promise<OrderLine[]
     amount: number;
     reservation_key: string | null;
   }>(
-    'SELECT line_no, sku, name, unit_price, quantity, amount, reservation_key FROM order_lines WHERE order_id = $1 ORDER BY line_no',
-    [order.orderId],
+    'SELECT order_id, line_no, sku, name, unit_price, quantity, amount, reservation_key FROM order_lines WHERE order_id = ANY($1::text[]) ORDER BY order_id, line_no',
+    [orders.map((o) => o.orderId)],
   );
-  if (result.rows.length === 0) {
-    return [
-      {
-        lineNo: 1,
-        sku: order.sku,
-        name: order.sku,
-        unitPrice: Math.floor(order.amount / order.quantity),
-        quantity: order.quantity,
-        amount: order.amount,
-        reservationKey: order.reservationKey,
-      },
-    ];
+  const byOrder = new Map<string, typeof result.rows>();
+  for (const r of result.rows) byOrder.set(r.order_id, [...(byOrder.get(r.order_id) ?? []), r]);
+  const out = new Map<string, OrderLine[]>();
+  for (const order of orders) {
+    const rows = byOrder.get(order.orderId) ?? [];
+    out.set(
+      order.orderId,
+      rows.length === 0
+        ? [
+            {
+              lineNo: 1,
+              sku: order.sku,
+              name: order.sku,
+              unitPrice: Math.floor(order.amount / order.quantity),
+              quantity: order.quantity,
+              amount: order.amount,
+              reservationKey: order.reservationKey,
+            },
+          ]
+        : rows.map((r) => ({
+            lineNo: r.line_no,
+            sku: r.sku,
+            name: r.name,
+            unitPrice: r.unit_price,
+            quantity: r.quantity,
+            amount: r.amount,
+            reservationKey: r.reservation_key ?? order.reservationKey,
+          })),
+    );
   }
-  return result.rows.map((r) => ({
-    lineNo: r.line_no,
-    sku: r.sku,
-    name: r.name,
-    unitPrice: r.unit_price,
-    quantity: r.quantity,
-    amount: r.amount,
-    reservationKey: r.reservation_key ?? order.reservationKey,
-  }));
+  return out;
 }
 
 /** A re-reserved line points at its new reservation; line 1's lives on the order row. */

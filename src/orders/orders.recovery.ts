@@ -30,6 +30,8 @@ export async function claimUnfinished(
   staleBefore: Date,
   claimUntil: Date,
   tenantId?: string,
+  /** Orders this pass already examined: a miss is retried by the next pass, not by this one. */
+  exclude: readonly string[] = [],
 ): Promise<Candidate[]> {
   const result = await tx.query<{ order_id: string; status: OrderStatus; recovery_attempts: number }>(
     `UPDATE orders o SET recovery_claimed_until = $3
@@ -37,10 +39,10 @@ export async function claimUnfinished(
            WHERE status IN (${UNFINISHED_SQL}) AND status NOT IN ('PENDING', 'RELEASING') AND (status <> 'PAYING' OR updated_at <= $2)
              AND (recovery_claimed_until IS NULL OR recovery_claimed_until < $1)
              AND (next_recovery_at IS NULL OR next_recovery_at <= $1)
-             AND ($4::text IS NULL OR tenant_id = $4)
+             AND ($4::text IS NULL OR tenant_id = $4) AND order_id <> ALL($5::text[])
            ORDER BY updated_at LIMIT ${RECOVERY_BATCH} FOR UPDATE SKIP LOCKED) c
      WHERE o.order_id = c.order_id RETURNING o.order_id, o.status, o.recovery_attempts`,
-    [now, staleBefore, claimUntil, tenantId ?? null],
+    [now, staleBefore, claimUntil, tenantId ?? null, exclude],
   );
   return result.rows.map((r) => ({
     orderId: r.order_id,
@@ -68,10 +70,46 @@ export async function claimAbandonedCreated(tx: Tx, now: Date, tenantId?: string
 /** Notes recovery writes about itself start with this; they are cleared once the order converges. */
 export const STUCK_PREFIX = 'cannot converge';
 
+/** One attempt's outcome: pending backs off (nextAt), done clears the bookkeeping. */
+export interface AttemptOutcome {
+  orderId: string;
+  pending: boolean;
+  nextAt: Date | null;
+  attention: string | null;
+  /** The claim this attempt was made under (its fencing token); absent: unfenced. */
+  claim?: Date;
+}
+
 /**
- * Records the outcome of an attempt: done clears the bookkeeping; pending backs off. Fenced by the
- * claim: a recovery whose claim lapsed and was taken over by another writes nothing (false).
+ * Records the outcomes of attempts in one statement: done clears the bookkeeping; pending backs
+ * off. Fenced per order by its claim: a recovery whose claim lapsed and was taken over by another
+ * writes nothing for that order. Returns the orders written.
  */
+export async function finishAttempts(db: Executor, outcomes: readonly AttemptOutcome[]): Promise<number> {
+  if (outcomes.length === 0) return 0;
+  const result = await db.query(
+    `UPDATE orders o SET recovery_claimed_until = NULL,
+       recovery_attempts = CASE WHEN a.pending THEN o.recovery_attempts + 1 ELSE 0 END,
+       next_recovery_at = a.next_at,
+       attention = CASE WHEN a.attention IS NOT NULL THEN a.attention
+                        WHEN NOT a.pending AND o.attention LIKE $6 THEN NULL
+                        ELSE o.attention END
+     FROM unnest($1::text[], $2::boolean[], $3::timestamptz[], $4::text[], $5::timestamptz[])
+            AS a(order_id, pending, next_at, attention, claim)
+     WHERE o.order_id = a.order_id AND (a.claim IS NULL OR o.recovery_claimed_until = a.claim)`,
+    [
+      outcomes.map((o) => o.orderId),
+      outcomes.map((o) => o.pending),
+      outcomes.map((o) => o.nextAt),
+      outcomes.map((o) => o.attention),
+      outcomes.map((o) => o.claim ?? null),
+      `${STUCK_PREFIX}%`,
+    ],
+  );
+  return result.rowCount ?? 0;
+}
+
+/** One order's outcome (finishAttempts for one); false when its claim was taken over. */
 export async function finishAttempt(
   db: Executor,
   orderId: string,
@@ -80,17 +118,7 @@ export async function finishAttempt(
   attention: string | null,
   claim?: Date,
 ): Promise<boolean> {
-  const result = await db.query(
-    `UPDATE orders SET recovery_claimed_until = NULL,
-       recovery_attempts = CASE WHEN $2 THEN recovery_attempts + 1 ELSE 0 END,
-       next_recovery_at = $3,
-       attention = CASE WHEN $4::text IS NOT NULL THEN $4
-                        WHEN NOT $2 AND attention LIKE $5 THEN NULL
-                        ELSE attention END
-     WHERE order_id = $1 AND ($6::timestamptz IS NULL OR recovery_claimed_until = $6)`,
-    [orderId, pending, nextAt, attention, `${STUCK_PREFIX}%`, claim ?? null],
-  );
-  return result.rowCount === 1;
+  return (await finishAttempts(db, [{ orderId, pending, nextAt, attention, claim }])) === 1;
 }
 
 export async function countUnfinished(db: Executor, tenantId?: string): Promise<number> {

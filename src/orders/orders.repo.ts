@@ -85,6 +85,15 @@ export async function lockOrder(tx: Tx, orderId: string): Promise<Order | undefi
   return result.rows[0] ? toOrder(result.rows[0]) : undefined;
 }
 
+/** Many orders locked at once, in id order (two callers locking overlapping sets never wait in a cycle). */
+export async function lockOrders(tx: Tx, orderIds: readonly string[]): Promise<Map<string, Order>> {
+  const result = await tx.query<OrderRow>(
+    'SELECT * FROM orders WHERE order_id = ANY($1::text[]) ORDER BY order_id FOR UPDATE',
+    [orderIds],
+  );
+  return new Map(result.rows.map((row) => [row.order_id, toOrder(row)]));
+}
+
 export async function setReservation(tx: Tx, orderId: string, key: string, attempt: number): Promise<void> {
   await tx.query('UPDATE orders SET reservation_key = $2, reserve_attempt = $3 WHERE order_id = $1', [
     orderId,
@@ -98,11 +107,54 @@ export interface TransitionResult {
   version?: number;
 }
 
+export interface TransitionRequest {
+  orderId: string;
+  from: OrderStatus;
+  to: OrderStatus;
+  reason: string;
+}
+
 /**
  * The one way an order changes state: a guarded UPDATE on the expected prior state, version + 1,
  * a transition-log row, and for PAID/FAILED/CANCELLED/REFUNDED an outbox event — all in the
- * caller's transaction. Zero rows updated means the precondition failed: refused, not overwritten.
+ * caller's transaction, one statement for any number of orders. An order whose precondition
+ * failed is absent from the answer: refused, not overwritten. Answers order id → new version.
  */
+export async function transitionMany(
+  tx: Tx,
+  requests: readonly TransitionRequest[],
+  now: Date,
+): Promise<Map<string, number>> {
+  for (const r of requests)
+    invariant(isAllowed(r.from, r.to), `transition ${r.from} -> ${r.to} is not in the state machine`);
+  if (requests.length === 0) return new Map();
+  const result = await tx.query<{ order_id: string; version: number }>(
+    `WITH t AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS t(order_id, from_status, to_status, reason)),
+     u AS (UPDATE orders o SET status = t.to_status, version = o.version + 1, updated_at = $5
+           FROM t WHERE o.order_id = t.order_id AND o.status = t.from_status
+           RETURNING o.*, t.from_status, t.reason),
+     logged AS (INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at)
+                SELECT order_id, from_status, status, version, reason, $5 FROM u),
+     evented AS (INSERT INTO outbox (order_id, event_type, order_version, payload, created_at, next_attempt_at)
+                 SELECT order_id, 'ORDER_' || status, version,
+                        jsonb_build_object('order_id', order_id, 'tenant_id', tenant_id, 'user_id', user_id, 'sku', sku,
+                                           'quantity', quantity, 'amount', amount, 'status', status, 'version', version),
+                        $5, $5
+                 FROM u WHERE status = ANY($6::text[]) ORDER BY order_id)
+     SELECT order_id, version FROM u`,
+    [
+      requests.map((r) => r.orderId),
+      requests.map((r) => r.from),
+      requests.map((r) => r.to),
+      requests.map((r) => r.reason),
+      now,
+      [...EVENT_STATUSES],
+    ],
+  );
+  return new Map(result.rows.map((r) => [r.order_id, r.version]));
+}
+
+/** One order's guarded transition (transitionMany for one). */
 export async function transition(
   tx: Tx,
   orderId: string,
@@ -111,35 +163,8 @@ export async function transition(
   reason: string,
   now: Date,
 ): Promise<TransitionResult> {
-  invariant(isAllowed(from, to), `transition ${from} -> ${to} is not in the state machine`);
-  const result = await tx.query<OrderRow>(
-    `UPDATE orders SET status = $3, version = version + 1, updated_at = $4
-     WHERE order_id = $1 AND status = $2 RETURNING *`,
-    [orderId, from, to, now],
-  );
-  const row = result.rows[0];
-  if (!row) return { ok: false };
-  await tx.query(
-    'INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at) VALUES ($1, $2, $3, $4, $5, $6)',
-    [orderId, from, to, row.version, reason, now],
-  );
-  if (EVENT_STATUSES.has(to)) {
-    const payload = {
-      order_id: row.order_id,
-      tenant_id: row.tenant_id,
-      user_id: row.user_id,
-      sku: row.sku,
-      quantity: row.quantity,
-      amount: row.amount,
-      status: to,
-      version: row.version,
-    };
-    await tx.query(
-      `INSERT INTO outbox (order_id, event_type, order_version, payload, created_at, next_attempt_at) VALUES ($1, $2, $3, $4, $5, $5)`,
-      [orderId, `ORDER_${to}`, row.version, payload, now],
-    );
-  }
-  return { ok: true, version: row.version };
+  const version = (await transitionMany(tx, [{ orderId, from, to, reason }], now)).get(orderId);
+  return version === undefined ? { ok: false } : { ok: true, version };
 }
 
 export async function getTimeline(db: Executor, orderId: string): Promise<TimelineEntry[]> {

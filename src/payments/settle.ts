@@ -31,7 +31,7 @@ function refundAnswer(reply: RefundReply) {
   return answerEvent('refund', 'REFUNDED', 'refund reply');
 }
 
-type Answer = ReturnType<typeof answerEvent>;
+export type Answer = ReturnType<typeof answerEvent>;
 
 /**
  * Makes the provider calls a committed decision asked for (close after NOT_FOUND, the refund with
@@ -83,4 +83,5 @@ export async function settle(
 }
 
 export const queryAnswer = (reply: StatusReply) => statusAnswer('query', reply);
+export const closeAnswer = (reply: StatusReply) => statusAnswer('close', reply);
 export const refundReplyAnswer = refundAnswer;

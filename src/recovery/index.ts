@@ -2,4 +2,9 @@
 export { recoverAll, type FullRecoveryReport } from './recovery.full.ts';
 export { recoveryRoutes, staleFloorMs } from './recovery.routes.ts';
 export { sagaDeps } from './recovery.saga.ts';
-export { runRecoveryPass, type RecoveryOptions, type RecoveryReport } from './recovery.service.ts';
+export {
+  RECOVERY_PROVIDER_CONCURRENCY,
+  runRecoveryPass,
+  type RecoveryOptions,
+  type RecoveryReport,
+} from './recovery.service.ts';

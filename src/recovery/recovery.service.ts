@@ -6,17 +6,28 @@ import {
   claimAbandonedCreated,
   claimUnfinished,
   countUnfinished,
-  finishAttempt,
+  findOrder,
+  finishAttempts,
   listNeedingAttention,
+  RECOVERY_BATCH,
   STUCK_PREFIX,
+  type AttemptOutcome,
   type Candidate,
 } from '../orders/index.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
-import { convergeRefunding, convergeUnknown, type Convergence, type PaymentDeps } from '../payments/index.ts';
+import {
+  closeAnswer,
+  convergeRefunding,
+  followUp,
+  queryAnswer,
+  type Convergence,
+  type PaymentDeps,
+} from '../payments/index.ts';
+import { answerApplier } from './recovery.apply.ts';
 
 export interface RecoveryOptions {
   staleAfterMs: number;
-  /** Parallel provider calls within one pass. */
+  /** Provider calls in flight within one pass (default RECOVERY_PROVIDER_CONCURRENCY). */
   concurrency?: number;
   /** Only this tenant's orders (a tenant's admin); every tenant when absent (an operator, the loop). */
   tenantId?: string;
@@ -29,6 +40,15 @@ export interface RecoveryReport {
   still_pending: Array<{ order_id: string; status: string | undefined; reason: string }>;
   needs_attention: Array<{ order_id: string; status: string; attention: string }>;
 }
+
+/**
+ * Provider calls one recovery pass has in flight at most (queries, closes, refunds together). An
+ * outage leaves thousands of UNKNOWN orders: this many at once keeps a provider answering in
+ * tens of ms busy without flooding it.
+ */
+export const RECOVERY_PROVIDER_CONCURRENCY = 32;
+// Batches claimed and examined at once by one pass.
+const CLAIM_LANES = 2;
 
 // A claim outlives one provider round trip many times over; a recovery that died frees it soon.
 const CLAIM_MS = 30_000;
@@ -43,48 +63,118 @@ function nextAttemptAt(now: Date, attempts: number): Date | null {
   return new Date(now.getTime() + backoffDelayMs(attempts - FREE_RETRIES + 1, 1000, MAX_BACKOFF_MS));
 }
 
+/** A bound on calls in flight: a provider limits its callers, and recovery must not flood it. */
+function callLimit(max: number): <T>(call: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const waiting: Array<() => void> = [];
+  return async (call) => {
+    if (active >= max) await new Promise<void>((resolve) => waiting.push(resolve));
+    else active++;
+    try {
+      return await call();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else active--;
+    }
+  };
+}
+
+interface Pass {
+  deps: PaymentDeps;
+  limit: <T>(call: () => Promise<T>) => Promise<T>;
+  answers: ReturnType<typeof answerApplier>;
+  serial: ReturnType<typeof serially>;
+}
+
+/** An UNKNOWN or stale PAYING order: query, apply the answer; NOT_FOUND asks for a close, whose answer decides. */
+async function convergeCard(pass: Pass, orderId: string): Promise<Convergence> {
+  const { deps, limit, answers } = pass;
+  let applied = await answers.apply(orderId, queryAnswer(await limit(() => deps.channel.query(orderId))));
+  if (applied.calls.length === 1 && applied.calls[0] === 'CLOSE')
+    applied = await answers.apply(orderId, closeAnswer(await limit(() => deps.channel.close(orderId))));
+  // Anything else (a refund a late success asks for) follows the one-order path.
+  if (applied.calls.length > 0) applied = await followUp(deps, orderId, applied);
+  const status = applied.order?.status ?? (await findOrder(deps.db, orderId))?.status;
+  return { orderId, status, ...(applied.pending !== undefined ? { pending: applied.pending } : {}) };
+}
+
 // A recovery paused past its claim (CLAIM_MS) is overtaken by another; when it wakes, its order
 // writes go through the decider under the order lock (the guarded transition is the fence: it acts
 // on the status it finds, so a result already applied is a no-op), its provider calls are
 // idempotent (query, close, refund with the fixed key), and its bookkeeping is fenced by the claim.
-async function examine(deps: PaymentDeps, candidate: Candidate): Promise<Convergence> {
+async function examine(pass: Pass, candidate: Candidate): Promise<[Convergence, AttemptOutcome]> {
+  const { deps } = pass;
+  const { orderId, claim } = candidate;
+  const attempts = candidate.attempts + 1;
   try {
-    await faultPoint('recovery.after-claim', { orderId: candidate.orderId });
+    await faultPoint('recovery.after-claim', { orderId });
     const result =
       candidate.status === 'REFUNDING'
-        ? await convergeRefunding(deps, candidate.orderId)
-        : await convergeUnknown(deps, candidate.orderId);
-    const attempts = candidate.attempts + 1;
+        ? await pass.limit(() => convergeRefunding(deps, orderId))
+        : await convergeCard(pass, orderId);
     const attention =
       result.pending && attempts >= ATTENTION_AFTER
         ? `${STUCK_PREFIX} after ${attempts} attempts: ${result.pending}`
         : null;
-    await finishAttempt(
-      deps.db,
-      candidate.orderId,
-      result.pending !== undefined,
-      result.pending ? nextAttemptAt(deps.clock.now(), attempts) : null,
-      attention,
-      candidate.claim,
-    );
-    return result;
+    const nextAt = result.pending ? nextAttemptAt(deps.clock.now(), attempts) : null;
+    return [result, { orderId, pending: result.pending !== undefined, nextAt, attention, claim }];
   } catch (error) {
-    await finishAttempt(
-      deps.db,
-      candidate.orderId,
-      true,
-      nextAttemptAt(deps.clock.now(), candidate.attempts + 1),
-      null,
-      candidate.claim,
-    ).catch(() => undefined);
-    return { orderId: candidate.orderId, status: candidate.status, pending: `error: ${(error as Error).message}` };
+    const nextAt = nextAttemptAt(deps.clock.now(), attempts);
+    return [
+      { orderId, status: candidate.status, pending: `error: ${(error as Error).message}` },
+      { orderId, pending: true, nextAt, attention: null, claim },
+    ];
   }
 }
 
-async function inBatches<T, R>(items: T[], size: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = [];
-  for (let i = 0; i < items.length; i += size) out.push(...(await Promise.all(items.slice(i, i + size).map(fn))));
-  return out;
+/**
+ * Claims batches and examines them until no candidate is left that this pass has not tried. An
+ * order this pass missed is released by its bookkeeping and excluded from this pass's later claims
+ * (the next pass retries it); claims and bookkeeping of one pass run one after another (`serial`),
+ * so a claim never sees a miss released before it was added to `missed`.
+ */
+async function claimAndExamine(pass: Pass, options: RecoveryOptions, missed: Set<string>): Promise<Convergence[]> {
+  const out: Convergence[] = [];
+  for (;;) {
+    const candidates = await pass.serial(() => {
+      const now = pass.deps.clock.now();
+      return inTx(pass.deps.db, (tx) =>
+        claimUnfinished(
+          tx,
+          now,
+          new Date(now.getTime() - options.staleAfterMs),
+          new Date(now.getTime() + CLAIM_MS),
+          options.tenantId,
+          [...missed],
+        ),
+      );
+    });
+    const examined = await Promise.all(candidates.map((c) => examine(pass, c)));
+    for (const [result] of examined) if (result.pending !== undefined) missed.add(result.orderId);
+    // One statement for the batch's bookkeeping, each order fenced by its own claim. If it fails,
+    // the claims lapse (CLAIM_MS) and a later pass examines the orders again, as after a crash.
+    await pass
+      .serial(() =>
+        finishAttempts(
+          pass.deps.db,
+          examined.map(([, outcome]) => outcome),
+        ),
+      )
+      .catch(() => undefined);
+    out.push(...examined.map(([result]) => result));
+    if (candidates.length < RECOVERY_BATCH) return out;
+  }
+}
+
+/** Runs calls one after another, in the order they were made. */
+function serially(): <T>(fn: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return (fn) => {
+    const run = tail.then(fn, fn);
+    tail = run.catch(() => undefined);
+    return run;
+  };
 }
 
 /** CREATED orders whose unit is gone are cancelled; a still-HELD one is released in the same transaction. */
@@ -106,17 +196,16 @@ async function cancelAbandoned(deps: PaymentDeps, tenantId?: string): Promise<nu
  * callbacks, and in several processes at once.
  */
 export async function runRecoveryPass(deps: PaymentDeps, options: RecoveryOptions): Promise<RecoveryReport> {
-  const now = deps.clock.now();
-  const candidates = await inTx(deps.db, (tx) =>
-    claimUnfinished(
-      tx,
-      now,
-      new Date(now.getTime() - options.staleAfterMs),
-      new Date(now.getTime() + CLAIM_MS),
-      options.tenantId,
-    ),
-  );
-  const results = await inBatches(candidates, options.concurrency ?? 8, (candidate) => examine(deps, candidate));
+  const pass: Pass = {
+    deps,
+    limit: callLimit(options.concurrency ?? RECOVERY_PROVIDER_CONCURRENCY),
+    answers: answerApplier(deps),
+    serial: serially(),
+  };
+  // Two claimers: one examines its batch while the other claims and starts the next.
+  const missed = new Set<string>();
+  const lanes = await Promise.all(Array.from({ length: CLAIM_LANES }, () => claimAndExamine(pass, options, missed)));
+  const results = lanes.flat();
   const resolved: Record<string, number> = {};
   for (const r of results) if (!r.pending && r.status) resolved[r.status] = (resolved[r.status] ?? 0) + 1;
   const cancelled = await cancelAbandoned(deps, options.tenantId);
@@ -125,7 +214,7 @@ export async function runRecoveryPass(deps: PaymentDeps, options: RecoveryOption
   for (const [status, n] of Object.entries(resolved)) businessMetrics.recovered.inc({ status }, n);
   if (options.tenantId === undefined) businessMetrics.unfinished.set(pending);
   return {
-    examined: candidates.length + cancelled,
+    examined: results.length + cancelled,
     resolved,
     pending,
     still_pending: results

@@ -3,6 +3,7 @@ import { startDriver, type Driver } from '../../bench/driver.ts';
 import { runOrdersBench } from '../../bench/orders.bench.ts';
 import { runFlashBench } from '../../bench/flash.bench.ts';
 import { runOutboxBench } from '../../bench/outbox.bench.ts';
+import { runRecoveryBench } from '../../bench/recovery.bench.ts';
 import { startFlashpayServer, type FlashpayServer } from '../../bench/servers.ts';
 import { loadConfig } from '../../src/platform/config.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
@@ -90,4 +91,24 @@ it("runs issue 16's create-path runs (P1, P2, P5, P7) with their checks", async 
   }
   expect(report.runs[0]?.ratios['vs bare route']).toBeGreaterThan(0);
   expect(report.ok).toBe(true);
+});
+
+it("runs issue 16's P6: recovery converges every UNKNOWN order to the provider's answer, next to its query baseline", async () => {
+  const report = await runRecoveryBench(
+    { flashpay: server, provider: 'in-process', log: () => undefined },
+    { orders: 100, unchargedEvery: 5, providerLatencyMs: 2 },
+  );
+  expect(report.check).toMatchObject({
+    byStatus: { PAID: 80, FAILED: 20 },
+    wrongOutcome: 0,
+    countersConserved: true,
+    eventsNotOne: 0,
+    reconciliationMismatches: 0,
+    ok: true,
+  });
+  // A call lost to a busy machine is retried by the next pass: at least one query each, a close per never-charged order.
+  expect(report.recovery.queries).toBeGreaterThanOrEqual(100);
+  expect(report.recovery.closes).toBeGreaterThanOrEqual(20);
+  expect(report.baseline.perSecond).toBeGreaterThan(0);
+  expect(report.ratio).toBeGreaterThan(0);
 });

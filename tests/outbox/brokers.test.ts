@@ -137,6 +137,37 @@ describe('broker sinks end to end', () => {
       }
     },
   );
+  // The JetStream sink settles each publish from its own PubAck on one reply subscription: a
+  // publish no stream captures (a 503 status reply) is a failed delivery, never an ack.
+  brokerTest(
+    'JetStream: a publish no stream captures is a failed delivery, not an ack',
+    'NATS_URL',
+    async (servers) => {
+      const topology = { stream: `FLASHPAY_NOSTREAM_${suffix}`, subjectPrefix: `flashpay.nostream${suffix}.orders` };
+      const sink = await createNatsSink({ servers, topology, publishTimeoutMs: 2_000 });
+      const admin = await connect({ servers });
+      try {
+        const event = {
+          event_id: '778',
+          order_id: 'js-nostream',
+          event_type: 'ORDER_PAID',
+          order_version: 4,
+          payload: {},
+        };
+        expect(await sink.deliverBatch?.([event])).toEqual([null]);
+        await (await jetstreamManager(admin)).streams.delete(topology.stream); // now nothing stores the subject
+        const answers = await sink.deliverBatch?.([event, { ...event, event_id: '779' }]);
+        expect(answers?.map((a) => a?.message)).toEqual([
+          'no responders: no stream captures the subject',
+          'no responders: no stream captures the subject',
+        ]);
+      } finally {
+        await sink.close();
+        await admin.close();
+      }
+    },
+  );
+
   // A confirm alone is not enough: RabbitMQ confirms an unroutable message too. With `mandatory`
   // the broker returns it first, and the sink turns that into a failed delivery (retried, never lost).
   brokerTest('RabbitMQ: an unroutable publish is a failed delivery, not an ack', 'AMQP_URL', async (url) => {

@@ -72,6 +72,46 @@ describe('the recovery job', () => {
     expect((await s.order(o.orderId)).attention).toBeNull();
   });
 
+  it('answers are applied in one group; a group that fails falls back to one transaction per order, so one poisoned order holds back no other', async () => {
+    // Proves recovery's group commit keeps each order's outcome its own: a transition the database refuses fails its order alone.
+    await createSku(s, { sku: 'r4', stock: 6 });
+    const orders = await Promise.all(Array.from({ length: 6 }, (_, i) => s.buy(`r4-${i}`, 'r4')));
+    const [poisoned, ...rest] = orders.map((o) => o.orderId);
+    const charged = new Set(orders.slice(0, 4).map((o) => o.orderId));
+    for (const o of orders) {
+      // Four charges go through but answer after the pay timeout; two never reach the ledger.
+      const fault = charged.has(o.orderId) ? { kind: 'DELAY_RESPONSE', ms: 400 } : { kind: 'RESET_CONNECTION' };
+      await s.control('POST', '/_control/faults', { op: 'charge', merchant_order: o.orderId, ...fault });
+    }
+    const paid = await Promise.all(orders.map((o) => s.pay(o.token, o.orderId)));
+    expect(paid.map((p) => p.body.status)).toEqual(Array(6).fill('UNKNOWN'));
+    await s.deps.db.query(
+      `CREATE FUNCTION r4_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN IF NEW.order_id = '${poisoned}' AND NEW.status <> OLD.status THEN RAISE EXCEPTION 'r4 poisoned'; END IF; RETURN NEW; END $$;
+       CREATE TRIGGER r4_poison BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION r4_poison()`,
+    );
+    const deps = paymentDeps(s.deps);
+    let report;
+    try {
+      report = await runRecoveryPass(deps, { staleAfterMs: 0 });
+    } finally {
+      await s.deps.db.query('DROP TRIGGER r4_poison ON orders; DROP FUNCTION r4_poison()');
+    }
+    expect(report.still_pending).toEqual([
+      { order_id: poisoned, status: 'UNKNOWN', reason: expect.stringContaining('r4 poisoned') },
+    ]);
+    for (const id of rest) expect((await s.order(id)).status).toBe(charged.has(id) ? 'PAID' : 'FAILED');
+    // The next pass converges the order the trigger held back; every order has exactly one event.
+    await runRecoveryPass(deps, { staleAfterMs: 0 });
+    expect((await s.order(poisoned ?? '')).status).toBe('PAID');
+    const events = await s.deps.db.query<{ order_id: string; n: number }>(
+      'SELECT order_id, count(*)::int AS n FROM outbox WHERE order_id = ANY($1) GROUP BY order_id',
+      [orders.map((o) => o.orderId)],
+    );
+    expect(events.rows.map((r) => r.n)).toEqual(Array(6).fill(1));
+    expect(await skuCounters(s, 'r4')).toMatchObject({ confirmed: 4, held: 0, available: 2 });
+  });
+
   it('a CREATED order whose hold expired is cancelled, its unit released in the same transaction', async () => {
     // Proves recovery step 4: abandoned orders do not keep stock off sale.
     await createSku(s, { sku: 'r3', stock: 3, hold_ttl_ms: 1000 });

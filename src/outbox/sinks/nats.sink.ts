@@ -1,11 +1,5 @@
-import {
-  jetstream,
-  jetstreamManager,
-  JetStreamApiCodes,
-  JetStreamApiError,
-  type JetStreamManager,
-} from '@nats-io/jetstream';
-import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager, JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
+import { connect, createInbox, headers, nanos, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import type { OutboxEvent, Sink } from '../outbox.events.ts';
 import { subjectFor, type BrokerTopology } from './topology.ts';
 
@@ -41,6 +35,81 @@ export async function ensureStream(jsm: JetStreamManager, options: NatsSinkOptio
 
 const toError = (reason: unknown): Error => (reason instanceof Error ? reason : new Error(String(reason)));
 
+/** A PubAck as the stream sends it: stored (or a duplicate of a stored one), or refused. */
+function ackError(msg: Msg): Error | null {
+  if (msg.data.length === 0) {
+    // An empty reply is a status: 503 = no stream listens on the subject.
+    const code = msg.headers?.code ?? 0;
+    return new Error(code === 503 ? 'no responders: no stream captures the subject' : `PubAck status ${code}`);
+  }
+  let ack: { stream?: string; error?: { code?: number; description?: string } };
+  try {
+    ack = msg.json();
+  } catch {
+    return new Error('invalid PubAck (not JSON)');
+  }
+  if (ack.error)
+    return new Error(`JetStream refused the publish: ${ack.error.code ?? ''} ${ack.error.description ?? ''}`);
+  return ack.stream ? null : new Error('invalid PubAck');
+}
+
+/**
+ * Pipelined JetStream publishes with one reply subscription for all of them: each publish carries
+ * a reply subject `<inbox>.<n>` and its PubAck settles it; one timer bounds a whole batch. The
+ * client's own js.publish is a request per message (a subscription entry, a timer and a promise
+ * each), which measured as the largest cost of a pass.
+ */
+function ackPipeline(connection: NatsConnection) {
+  const inbox = createInbox();
+  const waiting = new Map<string, (error: Error | null) => void>();
+  let next = 0;
+  connection.subscribe(`${inbox}.*`, {
+    callback: (error, msg) => {
+      if (error) return; // the subscription ends with the connection; pending batches time out
+      const settle = waiting.get(msg.subject.slice(inbox.length + 1));
+      settle?.(ackError(msg));
+    },
+  });
+  return function publishAll(
+    messages: ReadonlyArray<{ subject: string; msgId: string; payload: string }>,
+    timeoutMs: number,
+  ): Promise<(Error | null)[]> {
+    return new Promise((resolve) => {
+      const answers: Array<Error | null | undefined> = messages.map(() => undefined);
+      const tokens: string[] = [];
+      let left = messages.length;
+      const done = () => {
+        clearTimeout(timer);
+        for (const token of tokens) waiting.delete(token);
+        resolve(answers.map((a) => (a === undefined ? new Error('no PubAck') : a)));
+      };
+      const answer = (i: number, error: Error | null) => {
+        if (answers[i] !== undefined) return;
+        answers[i] = error;
+        if (--left === 0) done();
+      };
+      const timer = setTimeout(() => {
+        for (let i = 0; i < answers.length; i++)
+          if (answers[i] === undefined) answers[i] = new Error(`no PubAck within ${timeoutMs}ms`);
+        done();
+      }, timeoutMs);
+      messages.forEach((m, i) => {
+        const token = String(++next);
+        tokens.push(token);
+        waiting.set(token, (error) => answer(i, error));
+        const h = headers();
+        h.set('Nats-Msg-Id', m.msgId);
+        try {
+          connection.publish(m.subject, m.payload, { reply: `${inbox}.${token}`, headers: h });
+        } catch (error) {
+          answer(i, toError(error));
+        }
+      });
+      if (messages.length === 0) done();
+    });
+  };
+}
+
 /**
  * Publishes to JetStream with `Nats-Msg-Id` = event id and resolves only on the stream's PubAck
  * (the message is stored). A PubAck marked duplicate also counts: the stream already holds it.
@@ -61,24 +130,32 @@ export async function createNatsSink(options: NatsSinkOptions): Promise<Sink> {
     throw error;
   }
   const timeout = options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
-  const js = jetstream(connection, { timeout });
+  const publishAll = ackPipeline(connection);
+  const subjects = new Map<string, string>();
+  const subjectOf = (eventType: string) => {
+    let subject = subjects.get(eventType);
+    if (subject === undefined)
+      subjects.set(eventType, (subject = subjectFor(options.topology.subjectPrefix, eventType)));
+    return subject;
+  };
+  // Pipelined: every publish of the pass is sent before any PubAck is awaited (many acks in
+  // flight on one connection, written in one socket write); each event is acknowledged by its own
+  // PubAck, Msg-Id dedup as above.
+  const deliverBatch = (events: readonly OutboxEvent[]) =>
+    publishAll(
+      events.map((event) => ({
+        subject: subjectOf(event.event_type),
+        msgId: event.event_id,
+        payload: JSON.stringify(event),
+      })),
+      timeout,
+    );
   return {
     async deliver(event: OutboxEvent): Promise<void> {
-      const subject = subjectFor(options.topology.subjectPrefix, event.event_type);
-      await js.publish(subject, JSON.stringify(event), { msgID: event.event_id, timeout });
+      const [error] = await deliverBatch([event]);
+      if (error) throw error;
     },
-    // Pipelined: every publish of the pass is sent before any PubAck is awaited (many acks in
-    // flight on one connection); each event is acknowledged by its own PubAck, Msg-Id dedup as above.
-    async deliverBatch(events: readonly OutboxEvent[]): Promise<(Error | null)[]> {
-      const acks = events.map((event) =>
-        js.publish(subjectFor(options.topology.subjectPrefix, event.event_type), JSON.stringify(event), {
-          msgID: event.event_id,
-          timeout,
-        }),
-      );
-      const settled = await Promise.allSettled(acks);
-      return settled.map((outcome) => (outcome.status === 'fulfilled' ? null : toError(outcome.reason)));
-    },
+    deliverBatch,
     async close(): Promise<void> {
       if (!connection.isClosed()) await connection.drain();
     },

@@ -1,0 +1,82 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { startChannel } from '../src/channel/index.ts';
+
+// The provider recovery asks: the fake channel (`flashpay channel --control`, memory ledger) in a
+// process of its own, as a provider is, or in this process for the smoke test (no process start).
+// Every query and close answers after a fixed latency: a provider is tens of ms away, not a
+// loopback call, and recovery's job is to keep that latency busy, not to out-run a local stub.
+
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/flashpay.js');
+const START_TIMEOUT_MS = 30_000;
+// A fault rule hits this many requests at most (the channel's limit): enough for any run.
+const EVERY_REQUEST = 1_000_000;
+
+export interface Provider {
+  url: string;
+  /** POST/GET on the control API. */
+  control(method: 'GET' | 'POST', route: string, body?: unknown): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+async function controlCall(url: string, method: 'GET' | 'POST', route: string, body?: unknown): Promise<unknown> {
+  const response = await fetch(`${url}${route}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (response.status >= 300) throw new Error(`provider ${method} ${route}: HTTP ${response.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+async function childChannel(secret: string): Promise<{ url: string; close(): Promise<void> }> {
+  const child = spawn(process.execPath, [BIN, 'channel', '--port', '0', '--control'], {
+    env: { ...process.env, FLASHPAY_NOTIFY_SECRET: secret, FLASHPAY_CONTROL_TOKEN: '' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the channel process did not start')), START_TIMEOUT_MS);
+    child.once('exit', (code) => reject(new Error(`the channel process exited (${code})`)));
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const parsed = /^\{"channel":"([^"]+)"\}$/.exec(line.trim());
+      if (parsed?.[1]) {
+        clearTimeout(timer);
+        resolve(parsed[1]);
+      }
+    });
+  }).catch((error: unknown) => {
+    child.kill('SIGKILL');
+    throw error;
+  });
+  return {
+    url,
+    async close() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** The channel with callbacks held (recovery alone converges) and `latencyMs` on every query and close. */
+export async function startProvider(where: 'process' | 'in-process', latencyMs: number): Promise<Provider> {
+  const secret = randomBytes(32).toString('hex');
+  const channel =
+    where === 'process' ? await childChannel(secret) : await startChannel({ notifySecret: secret, control: true });
+  const control = (method: 'GET' | 'POST', route: string, body?: unknown) =>
+    controlCall(channel.url, method, route, body);
+  try {
+    await control('POST', '/_control/callbacks', { mode: 'HOLD' });
+    if (latencyMs > 0)
+      for (const op of ['query', 'close'])
+        await control('POST', '/_control/faults', { op, kind: 'DELAY_RESPONSE', ms: latencyMs, times: EVERY_REQUEST });
+  } catch (error) {
+    await channel.close();
+    throw error;
+  }
+  return { url: channel.url, control, close: () => channel.close() };
+}

@@ -1,0 +1,89 @@
+import type { Tx } from '../platform/db.ts';
+import { faultPoint } from '../platform/faultpoints.ts';
+import { invariant } from '../platform/errors.ts';
+import { lockReservations, type Reservation } from '../inventory/index.ts';
+import { decide, type Decision, type OrderEvent } from './decider.ts';
+import { applyOrderEvent, holdsOf, moves, type AppliedEvent } from './orders.apply.ts';
+import { findLinesOf } from './orders.lines.ts';
+import { lockOrders, noteAttention, transitionMany, type TransitionRequest } from './orders.repo.ts';
+import type { Order } from './orders.types.ts';
+
+// applyOrderEvent for many orders in the caller's transaction (recovery applies thousands of
+// provider answers after an outage): the same locks, the same decider, the same stock moves and
+// guarded transitions, but the orders, their lines and their reservations are read and locked
+// in one statement each, and the transitions (with their log and outbox rows) written in one.
+
+/** A decision the set-based path applies; one with a fallback or a stock request takes the one-order path. */
+const setBased = (d: Decision) => !d.orElse && !d.emits.includes('STOCK_RELEASE_REQUESTED');
+
+/**
+ * Applies each event to its order, as applyOrderEvent would, in the caller's transaction. Orders
+ * are locked first, in id order, then their reservations, in key order. Answers in input order.
+ */
+export async function applyOrderEvents(
+  tx: Tx,
+  items: ReadonlyArray<{ orderId: string; event: OrderEvent }>,
+  now: Date,
+): Promise<AppliedEvent[]> {
+  invariant(new Set(items.map((i) => i.orderId)).size === items.length, 'one event per order in a group');
+  const orders = await lockOrders(
+    tx,
+    items.map((i) => i.orderId),
+  );
+  const found = [...orders.values()];
+  const lines = await findLinesOf(tx, found);
+  const reservations: Reservation[] = [];
+  for (const tenantId of new Set(found.map((o) => o.tenantId))) {
+    const keys = found.filter((o) => o.tenantId === tenantId).flatMap((o) => lines.get(o.orderId) ?? []);
+    reservations.push(
+      ...(await lockReservations(
+        tx,
+        tenantId,
+        keys.map((l) => l.reservationKey),
+      )),
+    );
+  }
+  const decided = new Map<string, { order: Order; d: Decision; event: OrderEvent }>();
+  const out = new Map<string, AppliedEvent>();
+  for (const { orderId, event } of items) {
+    const order = orders.get(orderId);
+    if (!order) {
+      out.set(orderId, { outcome: 'UNKNOWN_ORDER', calls: [] });
+      continue;
+    }
+    const mine = reservations.filter((r) => r.tenantId === order.tenantId);
+    const d = decide(order, holdsOf(lines.get(orderId) ?? [], mine), event, now);
+    if (!setBased(d)) {
+      out.set(orderId, await applyOrderEvent(tx, orderId, event, now));
+      continue;
+    }
+    invariant(!(await moves(tx, order, d.stock, now)), `moves of ${orderId} refused`);
+    decided.set(orderId, { order, d, event });
+  }
+  const requests: TransitionRequest[] = [];
+  for (const [orderId, { order, d, event }] of decided)
+    if (d.to) requests.push({ orderId, from: order.status, to: d.to, reason: d.reason ?? event.type });
+  const versions = await transitionMany(tx, requests, now);
+  for (const [orderId, { order, d }] of decided) {
+    let after = order;
+    if (d.to) {
+      const version = versions.get(orderId);
+      invariant(
+        version !== undefined,
+        `transition ${order.status} -> ${d.to} of ${orderId} matched no row under its lock`,
+      );
+      after = { ...order, status: d.to, version, updatedAt: now };
+    }
+    if (d.attention) await noteAttention(tx, orderId, d.attention);
+    out.set(orderId, {
+      outcome: d.outcome,
+      order: after,
+      calls: d.calls,
+      decision: d,
+      ...(d.pending ? { pending: d.pending } : {}),
+      ...(d.attention ? { attention: d.attention } : {}),
+    });
+  }
+  if ([...decided.values()].some(({ d }) => d.outcome === 'PAID')) await faultPoint('charged.before-commit');
+  return items.map((i) => out.get(i.orderId) ?? { outcome: 'UNKNOWN_ORDER', calls: [] });
+}
