@@ -56,10 +56,22 @@ export const queryParams = {
   properties: { merchant_order: merchantOrder },
 } as const;
 
+// A paged statement answers at most this many lines (the default when only `after` is given).
+export const STATEMENT_PAGE_DEFAULT = 1_000;
+export const STATEMENT_PAGE_MAX = 10_000;
+
 export const statementQuery = {
   type: 'object',
   additionalProperties: false,
-  properties: { merchant_order: merchantOrder },
+  properties: {
+    merchant_order: merchantOrder,
+    after: {
+      type: 'string',
+      pattern: '^[0-9]{1,15}$',
+      description: 'a cursor: a `next` this statement answered ("0": from the start)',
+    },
+    limit: { type: 'integer', minimum: 1, maximum: STATEMENT_PAGE_MAX, description: 'at most this many lines' },
+  },
 } as const;
 
 export const faultBody = {
