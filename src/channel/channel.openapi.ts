@@ -216,7 +216,9 @@ const statementSchema = {
           ),
           net: Type.Integer({ description: 'charges minus refunds' }),
           next: Type.Optional(
-            Type.String({ description: 'paged answers only: the `after` of the next page (unchanged when nothing is new)' }),
+            Type.String({
+              description: 'paged answers only: the `after` of the next page (unchanged when nothing is new)',
+            }),
           ),
         },
         { additionalProperties: false },

@@ -70,7 +70,12 @@ export const statementQuery = {
       pattern: '^[0-9]{1,15}$',
       description: 'a cursor: a `next` this statement answered ("0": from the start)',
     },
-    limit: { type: 'integer', minimum: 1, maximum: STATEMENT_PAGE_MAX, description: 'at most this many lines' },
+    // A string: query values arrive as text and this validator does not coerce them.
+    limit: {
+      type: 'string',
+      pattern: '^[1-9][0-9]{0,4}$',
+      description: `at most this many lines (1–${STATEMENT_PAGE_MAX}; more is read as ${STATEMENT_PAGE_MAX})`,
+    },
   },
 } as const;
 
