@@ -7,14 +7,15 @@ import { answersGrow, startLoad } from './load.ts';
 import { answeredMatchDatabase, convergeClean, FAULT_TENANT, simConverges, type FaultStack } from './support.ts';
 
 /**
- * The process both cases run. A pay whose answer was lost with the server stays PAYING until its
- * recovery claim's lease runs out: 2 s, not the default 30 s, so convergence is not a half-minute
- * wait (the crash matrix does the same).
+ * The process both cases run. A pay whose answer was lost with the server stays PAYING until the
+ * background recovery finds it stale: after 2 s here, not the default 60 s (convergeClean's own
+ * `stale_after_ms: 1000` is under the route's floor, pay timeout + 1 s, and is refused), so
+ * convergence is not a minute's wait.
  */
 export const RESTART_STACK_ENV = {
   FLASHPAY_POOL_SIZE: '8',
   FLASHPAY_RECOVERY_INTERVAL_MS: '500',
-  FLASHPAY_CLAIM_LEASE_MS: '2000',
+  FLASHPAY_STALE_AFTER_MS: '2000',
 };
 
 export interface ServerFault {
