@@ -109,7 +109,9 @@ export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient
     },
     async statementPage(after, limit) {
       const query = new URLSearchParams({ after: after ?? '0', limit: String(limit) });
-      const response = await fetch(`${baseUrl}/statement?${query}`, { signal: AbortSignal.timeout(STATEMENT_TIMEOUT_MS) });
+      const response = await fetch(`${baseUrl}/statement?${query}`, {
+        signal: AbortSignal.timeout(STATEMENT_TIMEOUT_MS),
+      });
       if (response.status !== 200) throw new Error(`provider statement page: HTTP ${response.status}`);
       const body = (await response.json()) as { lines: StatementLine[]; net: number; next?: string };
       // A provider that ignores the cursor answers the whole statement without `next`: not resumable.

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createPool } from '../../src/platform/db.ts';
 import { ensureDatabase, freePort, startEmbedded, type EmbeddedCluster } from '../../src/platform/embedded.ts';
 import { migrate } from '../../src/platform/migrate.ts';

@@ -70,7 +70,7 @@ async function settle(s: PaymentStack): Promise<void> {
 }
 
 describe('incremental reconciliation', () => {
-  it('agrees with the full pass over rounds of random traffic, finds a mismatch planted between passes, and reads nothing when nothing changed', async () => {
+  it('IR-01: agrees with the full pass over rounds of random traffic, finds a mismatch planted between passes, and reads nothing when nothing changed', async () => {
     const s = await startPaymentStack();
     try {
       await createSku(s, { sku: SKU, stock: 500, price: PRICE, hold_ttl_ms: HOLD_TTL_MS });
@@ -144,7 +144,7 @@ describe('incremental reconciliation', () => {
     }
   });
 
-  it('a pass that dies half way commits nothing: the next one reads the same lines', async () => {
+  it('IR-02: a pass that dies half way commits nothing: the next one reads the same lines', async () => {
     const s = await startPaymentStack();
     try {
       await createSku(s, { sku: SKU, stock: 10, price: PRICE, hold_ttl_ms: HOLD_TTL_MS });
