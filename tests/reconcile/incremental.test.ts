@@ -12,7 +12,7 @@ import { createSku } from '../support/fixtures.ts';
 // it reaches the full pass's verdict, reading only what changed.
 
 const SKU = 'inc';
-const SEED = Number(process.env.FLASHPAY_TEST_SEED ?? 10);
+const SEED = Number(process.env.FLASHPAY_IR_SEED ?? 10);
 
 async function incremental(s: PaymentStack): Promise<ReconciliationReport> {
   const result = await s.call('GET', '/v1/admin/reconciliation?pass=incremental', { token: s.operator });
@@ -70,7 +70,7 @@ async function settle(s: PaymentStack): Promise<void> {
 }
 
 describe('incremental reconciliation', () => {
-  it('IR-01: agrees with the full pass over rounds of random traffic, finds a mismatch planted between passes, and reads nothing when nothing changed', async () => {
+  it(`IR-01 (seed ${SEED}): agrees with the full pass over rounds of random traffic, finds a mismatch planted between passes, and reads nothing when nothing changed`, async () => {
     const s = await startPaymentStack();
     try {
       await createSku(s, { sku: SKU, stock: 500, price: PRICE, hold_ttl_ms: HOLD_TTL_MS });
