@@ -7,10 +7,9 @@ import { answersGrow, startLoad } from './load.ts';
 import { answeredMatchDatabase, convergeClean, FAULT_TENANT, simConverges, type FaultStack } from './support.ts';
 
 /**
- * The process both cases run. A pay whose answer was lost with the server stays PAYING until the
- * background recovery finds it stale: after 2 s here, not the default 60 s (convergeClean's own
- * `stale_after_ms: 1000` is under the route's floor, pay timeout + 1 s, and is refused), so
- * convergence is not a minute's wait.
+ * The process both cases run. A pay whose answer was lost with the server stays PAYING until
+ * recovery finds it stale: after 2 s here (the background loop and convergeClean's own runs), not
+ * the default minute.
  */
 export const RESTART_STACK_ENV = {
   FLASHPAY_POOL_SIZE: '8',
