@@ -5,7 +5,7 @@ import { paymentDeps } from './payments/index.ts';
 import { runRecoveryPass, sagaDeps } from './recovery/index.ts';
 import { runSagaPass } from './saga/index.ts';
 import { channelClient } from './payments/index.ts';
-import { reconcile, summaryLine, whenChanged } from './reconcile/index.ts';
+import { fullEveryNth, reconcilePass, summaryLine, whenChanged } from './reconcile/index.ts';
 import { backoffDelayMs } from './platform/backoff.ts';
 import { stockPumpFor } from './stock.pipeline.ts';
 import { runAsSingleton, SINGLETON_LOCKS } from './platform/singleton.ts';
@@ -98,12 +98,18 @@ export const WORKERS: WorkerFactory[] = [
     every(
       'reconciliation',
       deps.config.reconcileIntervalMs,
-      whenChanged(deps.db, () =>
-        runAsSingleton(deps.db, SINGLETON_LOCKS.reconciliation, async () => {
-          const report = await reconcile(deps.db, channelClient(deps.channelUrl, deps.config.payTimeoutMs));
-          for (const m of report.mismatches.slice(0, 20))
-            log(`reconciliation mismatch ${m.order_id} ${m.status ?? '-'} ${m.class}: ${m.detail}`);
-          if (report.mismatches.length > 0) log(summaryLine(report));
+      // Each pass reads what changed since the last (reconcilePass); every Nth reads everything.
+      whenChanged(
+        deps.db,
+        fullEveryNth(async (full) => {
+          await runAsSingleton(deps.db, SINGLETON_LOCKS.reconciliation, async () => {
+            const channel = channelClient(deps.channelUrl, deps.config.payTimeoutMs);
+            const report = await reconcilePass(deps.db, channel, { full });
+            for (const m of report.mismatches.slice(0, 20))
+              log(`reconciliation mismatch ${m.order_id} ${m.status ?? '-'} ${m.class}: ${m.detail}`);
+            for (const d of report.state_drift ?? []) log(`reconciliation state drifted (rebuilt): ${d}`);
+            if (report.mismatches.length > 0) log(summaryLine(report));
+          });
         }),
       ),
       log,

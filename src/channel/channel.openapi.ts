@@ -192,7 +192,8 @@ const refundSchema = {
 const statementSchema = {
   operationId: 'getStatement',
   summary: 'Every money movement, oldest first, and the net',
-  description: 'What reconciliation compares the orders with; `merchant_order` narrows it to one.',
+  description:
+    'What reconciliation compares the orders with; `merchant_order` narrows it to one. With `after` and/or `limit` (an extension): the lines after that cursor, oldest first, at most `limit` (default 1000), `net` of those lines, and `next`, the cursor to resume from. A line gets its place when it commits, so a cursor never skips a line that commits later. Without them: the whole statement, as before.',
   tags: ['ledger'],
   security: [],
   querystring: statementQuery,
@@ -214,6 +215,11 @@ const statementSchema = {
             ),
           ),
           net: Type.Integer({ description: 'charges minus refunds' }),
+          next: Type.Optional(
+            Type.String({
+              description: 'paged answers only: the `after` of the next page (unchanged when nothing is new)',
+            }),
+          ),
         },
         { additionalProperties: false },
       ),

@@ -16,7 +16,7 @@ import type { Notifier } from './notifier.ts';
 import type { Accounts } from './accounts.ts';
 import type { FulfilmentStore } from './fulfilments.ts';
 import { channelProblem } from './problems.ts';
-import type { ChargeBody, RefundBody } from './channel.schemas.ts';
+import { STATEMENT_PAGE_DEFAULT, STATEMENT_PAGE_MAX, type ChargeBody, type RefundBody } from './channel.schemas.ts';
 import { channelSchemas } from './channel.openapi.ts';
 
 /** Everything one running channel owns; shared by the ledger and the control routes. */
@@ -146,7 +146,15 @@ export function registerLedgerRoutes(app: FastifyInstance, deps: ChannelDeps): v
   });
 
   app.get('/statement', { schema: channelSchemas.statement }, async (request) => {
-    const { merchant_order: mo } = request.query as { merchant_order?: string };
-    return statementBody(await store.statement(mo));
+    const q = request.query as { merchant_order?: string; after?: string; limit?: string };
+    // Without a cursor or a limit: the whole statement, exactly as the contract's first form.
+    const page =
+      q.after === undefined && q.limit === undefined
+        ? undefined
+        : {
+            after: Number(q.after ?? 0),
+            limit: Math.min(Number(q.limit ?? STATEMENT_PAGE_DEFAULT), STATEMENT_PAGE_MAX),
+          };
+    return statementBody(await store.statement(q.merchant_order, page), page);
   });
 }

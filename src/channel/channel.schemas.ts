@@ -56,10 +56,27 @@ export const queryParams = {
   properties: { merchant_order: merchantOrder },
 } as const;
 
+// A paged statement answers at most this many lines (the default when only `after` is given).
+export const STATEMENT_PAGE_DEFAULT = 1_000;
+export const STATEMENT_PAGE_MAX = 10_000;
+
 export const statementQuery = {
   type: 'object',
   additionalProperties: false,
-  properties: { merchant_order: merchantOrder },
+  properties: {
+    merchant_order: merchantOrder,
+    after: {
+      type: 'string',
+      pattern: '^[0-9]{1,15}$',
+      description: 'a cursor: a `next` this statement answered ("0": from the start)',
+    },
+    // A string: query values arrive as text and this validator does not coerce them.
+    limit: {
+      type: 'string',
+      pattern: '^[1-9][0-9]{0,4}$',
+      description: `at most this many lines (1–${STATEMENT_PAGE_MAX}; more is read as ${STATEMENT_PAGE_MAX})`,
+    },
+  },
 } as const;
 
 export const faultBody = {

@@ -25,7 +25,7 @@ export function createMemoryLedger(): LedgerStore {
       refundKeys.set(record.refundKey, record.merchantOrder);
     }
     records.set(record.merchantOrder, { ...record });
-    if (line) lines.push({ ...line, at: new Date().toISOString() });
+    if (line) lines.push({ ...line, at: new Date().toISOString(), seq: lines.length + 1 });
   }
 
   return {
@@ -40,9 +40,11 @@ export function createMemoryLedger(): LedgerStore {
         return decision.outcome;
       });
     },
-    async statement(merchantOrder) {
-      const chosen = merchantOrder === undefined ? lines : lines.filter((line) => line.merchantOrder === merchantOrder);
-      return chosen.map((line) => ({ ...line }));
+    async statement(merchantOrder, page) {
+      // seq n is lines[n - 1]: a page starts right after its cursor.
+      const from = page ? lines.slice(page.after) : lines;
+      const chosen = merchantOrder === undefined ? from : from.filter((line) => line.merchantOrder === merchantOrder);
+      return (page ? chosen.slice(0, page.limit) : chosen).map((line) => ({ ...line }));
     },
     async reset() {
       records.clear();

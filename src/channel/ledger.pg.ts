@@ -38,6 +38,9 @@ CREATE TABLE IF NOT EXISTS channel_lines (
 // one-int key space the migrator uses). Key 0 guards schema creation; orders use hashtext().
 const LOCK_CLASS = 7_294_630;
 const SCHEMA_LOCK_KEY = 0;
+// Key 1 orders the lines: held from a line's seq to its commit, so seqs become visible in order and
+// a statement cursor never passes a line that commits later. Only money movements take it.
+const LINE_ORDER_LOCK_KEY = 1;
 // A merchant order is held only for a few statements; waiting longer than this is a fault.
 const ORDER_LOCK_TIMEOUT_MS = 10_000;
 
@@ -108,6 +111,7 @@ async function saveCharge(tx: Tx, record: ChargeRecord): Promise<void> {
 }
 
 async function insertLine(tx: Tx, line: LineDraft): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_CLASS, LINE_ORDER_LOCK_KEY]);
   await tx.query('INSERT INTO channel_lines (type, merchant_order, amount, ref) VALUES ($1, $2, $3, $4)', [
     line.type,
     line.merchantOrder,
@@ -135,19 +139,21 @@ export async function createPgLedger(pool: Db): Promise<LedgerStore> {
       const run = (tx: Tx) => transact(tx, merchantOrder, decide);
       return mutex.run(merchantOrder, () => inTx(pool, run, { lockTimeoutMs: ORDER_LOCK_TIMEOUT_MS }));
     },
-    async statement(merchantOrder) {
+    async statement(merchantOrder, page) {
       const result = await pool.query<{
         type: LineDraft['type'];
         merchant_order: string;
         amount: number;
         ref: string;
         at: Date;
+        seq: string;
       }>(
-        `SELECT type, merchant_order, amount, ref, at FROM channel_lines
-         WHERE $1::text IS NULL OR merchant_order = $1 ORDER BY seq`,
-        [merchantOrder ?? null],
+        `SELECT type, merchant_order, amount, ref, at, seq FROM channel_lines
+         WHERE ($1::text IS NULL OR merchant_order = $1) AND seq > $2 ORDER BY seq LIMIT $3`,
+        [merchantOrder ?? null, page?.after ?? 0, page?.limit ?? null],
       );
       return result.rows.map((row): StatementLine => ({
+        seq: Number(row.seq),
         type: row.type,
         merchantOrder: row.merchant_order,
         amount: row.amount,

@@ -32,6 +32,14 @@ export interface LineDraft {
 
 export interface StatementLine extends LineDraft {
   at: string;
+  /** Its place in the ledger: increasing in the order lines became visible (the statement cursor). */
+  seq: number;
+}
+
+/** A page of the statement: the lines after `after` (a seq), at most `limit` of them. */
+export interface StatementPage {
+  after: number;
+  limit: number;
 }
 
 /** What the HTTP layer sends back, and the notification the change calls for, if any. */
@@ -55,7 +63,7 @@ export interface OrderView {
 export interface LedgerStore {
   /** Runs `decide` under the merchant order's lock; its write is committed before this resolves. */
   withOrder(merchantOrder: string, decide: (view: OrderView) => Promise<Decision>): Promise<Outcome>;
-  statement(merchantOrder?: string): Promise<StatementLine[]>;
+  statement(merchantOrder?: string, page?: StatementPage): Promise<StatementLine[]>;
   reset(): Promise<void>;
   /** Seed 002: where the fulfilment double keeps its records beside this ledger (memory when absent). */
   fulfilments?: FulfilmentStore;
@@ -217,11 +225,19 @@ export async function decideRefund(view: OrderView, request: RefundRequest): Pro
   return { outcome, write: { record, line: { type: 'REFUND', merchantOrder: mo, amount, ref: refundId } } };
 }
 
-export function statementBody(lines: StatementLine[]): { lines: Record<string, unknown>[]; net: number } {
+/**
+ * The statement's answer. Paged (`page` given), it adds `next`: the cursor to resume from (the last
+ * line's seq, or `after` itself when nothing is new), and `net` is the net of these lines.
+ */
+export function statementBody(
+  lines: StatementLine[],
+  page?: StatementPage,
+): { lines: Record<string, unknown>[]; net: number; next?: string } {
   let net = 0;
   const out = lines.map((line) => {
     net += line.type === 'CHARGE' ? line.amount : -line.amount;
     return { type: line.type, merchant_order: line.merchantOrder, amount: line.amount, ref: line.ref, at: line.at };
   });
-  return { lines: out, net };
+  if (!page) return { lines: out, net };
+  return { lines: out, net, next: String(lines.at(-1)?.seq ?? page.after) };
 }

@@ -1,21 +1,27 @@
-import { listSplitDisagreements, reconcile, summaryLine } from '../reconcile/index.ts';
+import { listSplitDisagreements, reconcile, reconcilePass, summaryLine } from '../reconcile/index.ts';
 import { parseArgs, stringFlag } from '../platform/args.ts';
 import { createPool } from '../platform/db.ts';
 import { connectOps } from './ops.ts';
 
 /**
- * `flashpay reconcile [--json] [--stock-database-url URL]`: exit 0 when nothing mismatches and
- * nothing is pending. With the stock service on its own database (FLASHPAY_STOCK_SERVICE=separate),
+ * `flashpay reconcile [--json] [--full | --incremental] [--stock-database-url URL]`: exit 0 when
+ * nothing mismatches and nothing is pending. `--full` (the default) reads every order and the whole
+ * statement; `--incremental` runs the scheduler's pass: from the stored cursor of what changed, then
+ * stores the new one (docs/reconciliation.md, "Incremental passes"). With the stock service on its own database (FLASHPAY_STOCK_SERVICE=separate),
  * the shops never reach it; the operator's run does, and compares the shop's mirrored holds with the
  * stock service's reservations, hold by hold (`--stock-database-url`, or FLASHPAY_STOCK_DATABASE_URL).
  */
 export async function reconcileCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['json']);
+  const args = parseArgs(argv, ['json', 'full', 'incremental']);
+  if (args.flags.has('full') && args.flags.has('incremental'))
+    throw new Error('--full and --incremental exclude each other');
   const ops = await connectOps();
   const stockUrl = stringFlag(args, 'stock-database-url') ?? ops.config.stockDatabaseUrl;
   const stockDb = stockUrl ? createPool(stockUrl, 2) : undefined;
   try {
-    const report = await reconcile(ops.db, ops.payments.channel);
+    const report = args.flags.has('incremental')
+      ? await reconcilePass(ops.db, ops.payments.channel)
+      : await reconcile(ops.db, ops.payments.channel);
     const split = stockDb ? await listSplitDisagreements(ops.db, stockDb) : undefined;
     const ok = report.ok && (split?.length ?? 0) === 0;
     if (args.flags.has('json'))

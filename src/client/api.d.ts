@@ -4292,6 +4292,19 @@ export interface operations {
                                 pending: number;
                                 dead: number;
                             };
+                            /**
+                             * @description full: every order and the whole statement; incremental: what changed
+                             * @enum {string}
+                             */
+                            pass?: "full" | "incremental";
+                            scanned?: {
+                                /** @description order rows this pass read */
+                                orders: number;
+                                /** @description provider statement lines this pass read */
+                                statement_lines: number;
+                            };
+                            /** @description a rebuilding full pass: the running totals the incremental state had wrong */
+                            state_drift?: string[];
                         };
                         /** @description seed 002: fulfilments and compensations advanced by this pass (an operator's pass only) */
                         saga?: {
@@ -4494,7 +4507,10 @@ export interface operations {
     };
     getReconciliation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description full (default): read everything; incremental (operator only): from the stored cursor of what changed, then store the new one */
+                pass?: "full" | "incremental";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4547,6 +4563,43 @@ export interface operations {
                             pending: number;
                             dead: number;
                         };
+                        /**
+                         * @description full: every order and the whole statement; incremental: what changed
+                         * @enum {string}
+                         */
+                        pass?: "full" | "incremental";
+                        scanned?: {
+                            /** @description order rows this pass read */
+                            orders: number;
+                            /** @description provider statement lines this pass read */
+                            statement_lines: number;
+                        };
+                        /** @description a rebuilding full pass: the running totals the incremental state had wrong */
+                        state_drift?: string[];
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
                     };
                 };
             };

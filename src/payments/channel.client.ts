@@ -25,6 +25,8 @@ export interface ChannelClient {
   refund(merchantOrder: string, refundKey: string, amount: number): Promise<RefundReply>;
   /** The provider's ledger, for reconciliation; throws when it cannot be read. */
   statement(): Promise<{ lines: StatementLine[]; net: number }>;
+  /** The lines after a cursor (null: from the start), at most `limit`, and the cursor to resume from. */
+  statementPage?(after: string | null, limit: number): Promise<{ lines: StatementLine[]; net: number; next: string }>;
   /** Orders the fulfilment double lists as FULFILLED (seed 002's reconciliation); undefined when it cannot list them. */
   fulfilled?(): Promise<Set<string> | undefined>;
 }
@@ -104,6 +106,17 @@ export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient
       const response = await fetch(`${baseUrl}/statement`, { signal: AbortSignal.timeout(STATEMENT_TIMEOUT_MS) });
       if (response.status !== 200) throw new Error(`provider statement: HTTP ${response.status}`);
       return (await response.json()) as { lines: StatementLine[]; net: number };
+    },
+    async statementPage(after, limit) {
+      const query = new URLSearchParams({ after: after ?? '0', limit: String(limit) });
+      const response = await fetch(`${baseUrl}/statement?${query}`, {
+        signal: AbortSignal.timeout(STATEMENT_TIMEOUT_MS),
+      });
+      if (response.status !== 200) throw new Error(`provider statement page: HTTP ${response.status}`);
+      const body = (await response.json()) as { lines: StatementLine[]; net: number; next?: string };
+      // A provider that ignores the cursor answers the whole statement without `next`: not resumable.
+      if (typeof body.next !== 'string') throw new Error('provider statement page: no `next` cursor in the answer');
+      return { lines: body.lines, net: body.net, next: body.next };
     },
     async fulfilled() {
       try {

@@ -21,6 +21,7 @@ export const ORDER_PAGE_SIZE = 5_000;
  * order_lines), folded into one status as the rules judge it: all lines alike give that status; a
  * HELD line makes it HELD; otherwise a PAID order with any line not CONFIRMED is judged RELEASED,
  * any other order with a CONFIRMED line CONFIRMED; a missing row, none.
+ * `ids` narrows the page to those orders (the incremental pass's changed set).
  * Every read takes `tenantId`: a tenant's admin reconciles its own tenant; undefined is every tenant.
  */
 export async function listOrdersWithReservationPage(
@@ -28,6 +29,7 @@ export async function listOrdersWithReservationPage(
   tenantId: string | undefined,
   after: string | null,
   limit = ORDER_PAGE_SIZE,
+  ids?: string[],
 ): Promise<OrderRow[]> {
   const result = await db.query<OrderRow>(
     `SELECT o.order_id, o.status, o.amount,
@@ -44,9 +46,10 @@ export async function listOrdersWithReservationPage(
      LEFT JOIN reservations r ON r.tenant_id = o.tenant_id AND r.request_key = k.key
      LEFT JOIN sagas s ON s.saga_id = o.order_id
      WHERE ($1::text IS NULL OR o.tenant_id = $1) AND ($2::text IS NULL OR o.order_id > $2)
+       AND ($4::text[] IS NULL OR o.order_id = ANY($4))
      GROUP BY o.order_id
      ORDER BY o.order_id LIMIT $3`,
-    [tenantId ?? null, after, limit],
+    [tenantId ?? null, after, limit, ids ?? null],
   );
   return result.rows;
 }

@@ -3,6 +3,7 @@ import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts';
 import { channelClient } from '../payments/index.ts';
 import { reconcile } from './reconcile.service.ts';
+import { reconcilePass } from './reconcile.incremental.ts';
 import { reconciliationSchema } from './reconcile.schemas.ts';
 
 export function reconcileRoutes(app: FastifyInstance, deps: AppDeps): void {
@@ -11,6 +12,12 @@ export function reconcileRoutes(app: FastifyInstance, deps: AppDeps): void {
   app.get(
     '/v1/admin/reconciliation',
     { onRequest: requirePrincipal(deps.signer, 'admin'), schema: reconciliationSchema },
-    async (request) => reconcile(deps.db, channel, tenantScope(principalOf(request))),
+    async (request) => {
+      const tenantId = tenantScope(principalOf(request));
+      // The incremental state covers every tenant: a tenant's admin always gets its own full pass.
+      if ((request.query as { pass?: string }).pass === 'incremental' && tenantId === undefined)
+        return reconcilePass(deps.db, channel);
+      return reconcile(deps.db, channel, tenantId);
+    },
   );
 }

@@ -26,3 +26,20 @@ export function whenChanged(
     return 'RAN';
   };
 }
+
+// Every Nth pass the scheduler runs is a full one: it reads everything, rebuilds the incremental
+// state and says what the running totals had wrong (state_drift), so drift is caught and mended.
+export const RECONCILE_FULL_EVERY_PASSES = 10;
+
+/** Calls `pass(full)` with full = true on the first call and every `n`th after it. */
+export function fullEveryNth(
+  pass: (full: boolean) => Promise<void>,
+  n = RECONCILE_FULL_EVERY_PASSES,
+): () => Promise<void> {
+  let count = 0;
+  return async () => {
+    const full = count % n === 0;
+    await pass(full);
+    count++;
+  };
+}

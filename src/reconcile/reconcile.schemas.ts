@@ -46,6 +46,25 @@ export const ReconciliationReport = Type.Object(
       },
       { additionalProperties: false },
     ),
+    pass: Type.Optional(
+      stringEnum(['full', 'incremental'], {
+        description: 'full: every order and the whole statement; incremental: what changed',
+      }),
+    ),
+    scanned: Type.Optional(
+      Type.Object(
+        {
+          orders: Type.Integer({ description: 'order rows this pass read' }),
+          statement_lines: Type.Integer({ description: 'provider statement lines this pass read' }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    state_drift: Type.Optional(
+      Type.Array(Type.String(), {
+        description: 'a rebuilding full pass: the running totals the incremental state had wrong',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -71,14 +90,27 @@ export const reconciliationExample = {
   },
 };
 
+export const reconciliationQuery = Type.Object(
+  {
+    pass: Type.Optional(
+      stringEnum(['full', 'incremental'], {
+        description:
+          'full (default): read everything; incremental (operator only): from the stored cursor of what changed, then store the new one',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const reconciliationSchema = {
   operationId: 'getReconciliation',
   summary: 'Three-way reconciliation: provider statement × orders × stock (+ events)',
   description:
     '`ok` when there is no mismatch and nothing pending; orders still converging are counted as pending, not judged. docs/reconciliation.md describes every class.',
   tags: ['admin'],
+  querystring: reconciliationQuery,
   response: {
     200: jsonAnswer('The report', ReconciliationReport, { example: reconciliationExample }),
-    ...problemAnswers(ADMIN_AUTH),
+    ...problemAnswers([...ADMIN_AUTH, 'VALIDATION']),
   },
 };

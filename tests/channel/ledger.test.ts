@@ -19,6 +19,33 @@ describe.each(storeKinds())('channel ledger rules ($name store)', (kind) => {
     expect((await ctx.api.query('mo-1')).body).toMatchObject({ status: 'CHARGED', amount: 1990, txn: first.body.txn });
   });
 
+  it('pages the statement from a cursor: every line once, in order, and nothing new reads nothing', async () => {
+    // Proves the cursor extension (docs/channel.md): concurrent charges and a refund, read in pages
+    // of 3, give exactly the full statement; without parameters the answer keeps its old shape.
+    const orders = Array.from({ length: 8 }, (_, i) => `mo-page-${i}`);
+    await Promise.all(orders.map((mo) => ctx.api.charge(mo, 100)));
+    expect((await ctx.api.refund('mo-page-0', 'rk-page-0', 100)).status).toBe(200);
+    const full = await ctx.api.statement();
+    expect(Object.keys(full).sort()).toEqual(['lines', 'net']);
+    const paged: unknown[] = [];
+    let after = '0';
+    let net = 0;
+    for (;;) {
+      const page = await ctx.api.get(`/statement?after=${after}&limit=3`);
+      expect(page.status).toBe(200);
+      paged.push(...page.body.lines);
+      net += page.body.net;
+      if (page.body.lines.length === 0) {
+        expect(page.body.next).toBe(after); // nothing new: resume from where you are
+        break;
+      }
+      after = page.body.next;
+    }
+    expect(paged).toEqual(full.lines);
+    expect(net).toBe(full.net);
+    expect((await ctx.api.get('/statement?limit=0')).status).toBe(400);
+  });
+
   it('refuses the same merchant order with another amount with 422 and changes nothing', async () => {
     // Proves a reused merchant order with a different amount is a client error, not a second charge.
     const first = await ctx.api.charge('mo-2', 500);

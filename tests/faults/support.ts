@@ -99,7 +99,9 @@ export async function terminateBackends(databases: string[], url?: string): Prom
 export async function convergeClean(stack: FaultStack, timeoutMs = 60_000) {
   return eventually(
     async () => {
-      await stack.adminCall('POST', '/v1/admin/recovery/run', { stale_after_ms: 1_000 });
+      // At least the route's floor (pay timeout 300 ms + 1 s): 1,000 was refused with 400, so only
+      // the background loop recovered, after its own stale age and any backoff.
+      await stack.adminCall('POST', '/v1/admin/recovery/run', { stale_after_ms: 2_000 });
       await stack.adminCall('POST', '/v1/admin/outbox/drain');
       return (await stack.adminCall('GET', '/v1/admin/reconciliation')).body as {
         ok: boolean;

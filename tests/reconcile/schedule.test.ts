@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RECONCILE_FULL_EVERY_MS, whenChanged } from '../../src/reconcile/reconcile.schedule.ts';
+import { fullEveryNth, RECONCILE_FULL_EVERY_MS, whenChanged } from '../../src/reconcile/reconcile.schedule.ts';
 import { eventually } from '../support/payments.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 
@@ -35,5 +35,12 @@ describe('reconciliation schedule', () => {
     now += RECONCILE_FULL_EVERY_MS;
     expect(await tick()).toBe('RAN');
     expect(passes).toBe(3);
+  });
+
+  it('R-02: the scheduled passes are incremental, with a full rebuild first and every Nth after it', async () => {
+    const kinds: boolean[] = [];
+    const tick = fullEveryNth(async (full) => void kinds.push(full), 3);
+    for (let i = 0; i < 7; i++) await tick();
+    expect(kinds).toEqual([true, false, false, true, false, false, true]);
   });
 });

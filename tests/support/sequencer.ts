@@ -6,6 +6,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const LONGEST_FIRST = [
   'tests/faults/crash-matrix.test.ts',
   'tests/faults/db-restart.test.ts',
+  'tests/faults/db-restart-external.test.ts',
   'tests/sim/sim.test.ts',
   'tests/cli/split-jetstream.test.ts',
   'tests/reconcile/classes.test.ts',

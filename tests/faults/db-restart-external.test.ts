@@ -1,0 +1,95 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createPool } from '../../src/platform/db.ts';
+import { ensureDatabase } from '../../src/platform/embedded.ts';
+import { migrate } from '../../src/platform/migrate.ts';
+import type { TestDatabase } from '../support/db.ts';
+import { eventually } from '../support/payments.ts';
+import { adminSql, startFaultStack, type FaultStack } from './support.ts';
+import { RESTART_STACK_ENV, runCommand, serverRestartUnderLoad } from './restart.ts';
+
+// F-02b: F-02 against an external PostgreSQL server restarted by its own service command — in CI
+// the machine's PostgreSQL (FLASHPAY_EXTERNAL_PG_URL, FLASHPAY_EXTERNAL_PG_RESTART, and
+// FLASHPAY_EXTERNAL_PG_START to bring it back if the restart left it stopped). The test makes its
+// own database there and drops it after. Nothing else in the suite uses that server (the suite runs
+// on its embedded one), so restarting it disturbs no other test. Without the variables it says
+// "skipped: no external PostgreSQL to restart"; FLASHPAY_REQUIRE_EXTERNAL_PG=1 makes that a failure.
+const SERVER_URL = process.env.FLASHPAY_EXTERNAL_PG_URL;
+const RESTART = process.env.FLASHPAY_EXTERNAL_PG_RESTART;
+const START = process.env.FLASHPAY_EXTERNAL_PG_START;
+const NAME = 'F-02b: the external PostgreSQL server restarted by its service command under load: it resumes';
+
+/** The server's postmaster start time: a restart really happened when it moves. */
+async function startedAt(url: string): Promise<string> {
+  return adminSql(
+    async (c) => (await c.query<{ t: string }>('SELECT pg_postmaster_start_time()::text AS t')).rows[0]?.t ?? '',
+    url,
+  );
+}
+
+async function reachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+describe('database fault: the external PostgreSQL server restarts under load', () => {
+  if (!SERVER_URL || !RESTART) {
+    if (process.env.FLASHPAY_REQUIRE_EXTERNAL_PG === '1')
+      it(NAME, () => {
+        throw new Error(
+          'FLASHPAY_REQUIRE_EXTERNAL_PG=1 but FLASHPAY_EXTERNAL_PG_URL / FLASHPAY_EXTERNAL_PG_RESTART are not set',
+        );
+      });
+    else it.skip(`${NAME} — skipped: no external PostgreSQL to restart`, () => undefined);
+    return;
+  }
+  const serverUrl = SERVER_URL;
+  const name = `flashpay_f02b_${randomBytes(4).toString('hex')}`;
+  const url = (() => {
+    const u = new URL(serverUrl);
+    u.pathname = `/${name}`;
+    return u.toString();
+  })();
+  let s: FaultStack | undefined;
+  // However the test ends, the server is left running (a restart that failed half way is started).
+  const restore = async () => {
+    if (await reachable(serverUrl)) return;
+    if (START) await runCommand(START);
+    await eventually(
+      () => reachable(serverUrl),
+      (ok) => ok,
+      30_000,
+    );
+  };
+  afterAll(async () => {
+    await s?.close();
+    await restore();
+    for (const db of [name, `${name}_channel`])
+      await adminSql((c) => c.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`), serverUrl);
+  }, 120_000);
+
+  it(
+    NAME,
+    async () => {
+      await ensureDatabase(serverUrl, name);
+      await migrate(url);
+      const pool = createPool(url, 2);
+      const db: TestDatabase = { url, name, pool, drop: () => pool.end() };
+      s = await startFaultStack({ db, env: RESTART_STACK_ENV });
+      const before = await startedAt(serverUrl);
+      await serverRestartUnderLoad(s, { interrupt: () => runCommand(RESTART), restore, awayBetween: false });
+      // The server really went down and came back while the process ran (not a no-op command).
+      expect(await startedAt(serverUrl)).not.toBe(before);
+    },
+    150_000,
+  );
+});
