@@ -55,7 +55,7 @@ const DONE_KEYS = `done AS (
          WHERE i.tenant_id = $1 AND i.user_id = u.user_id AND i.operation = '${OPERATION}' AND i.idempotency_key = u.key
            AND i.state = 'DONE' OFFSET 0) AS i)`;
 
-interface DoneRow {
+export interface DoneRow {
   user_id: string;
   key: string;
   digest: string;
@@ -70,7 +70,7 @@ export interface DoneKey {
   response: { status: number; body: string; location?: string };
 }
 
-function doneKeys(rows: DoneRow[] | null | undefined): Map<string, DoneKey> {
+export function doneKeys(rows: DoneRow[] | null | undefined): Map<string, DoneKey> {
   return new Map((rows ?? []).map((d) => [batchKeyId(d.user_id, d.key), toDoneKey(d)]));
 }
 

@@ -23,6 +23,7 @@ import {
   type BatchSku,
   type DoneKey,
 } from './orders.batch.repo.ts';
+import { rememberDefinition, tryOneStatementBatch } from './orders.batch.fast.ts';
 import { lineReservationKeyFor } from './orders.keys.ts';
 import { newOrderId } from './orders.repo.ts';
 
@@ -171,6 +172,24 @@ interface Decided {
 }
 
 async function runBatch(deps: KeyedDeps, lane: Lane, batch: Pending[]): Promise<void> {
+  let fast: Awaited<ReturnType<typeof tryOneStatementBatch>>;
+  try {
+    fast = await tryOneStatementBatch(deps, lane.tenantId, lane.sku, batch);
+  } catch {
+    // Nothing of the statement was written (a key claimed by another process meanwhile, a lock
+    // timeout, a lost connection before its commit): every buyer runs alone, as below.
+    for (const p of batch) runAlone(deps, p);
+    return;
+  }
+  if (fast) {
+    if (fast.availableAfter === 0) lane.soldOut = true;
+    for (const [i, p] of batch.entries()) {
+      const answer = fast.answers[i];
+      if (answer) p.resolve(answer);
+      else runAlone(deps, p);
+    }
+    return;
+  }
   let decided: Decided;
   try {
     decided = await inTx(deps.db, (tx) => applyBatch(tx, deps, lane, batch), { lockTimeoutMs: deps.waitMs });
@@ -211,6 +230,7 @@ async function applyBatch(
     new Date(now.getTime() + deps.leaseMs),
   );
   if (!claimed.sku) throw new SkuMissing(`no SKU ${lane.sku}`);
+  rememberDefinition(deps.db, lane.tenantId, lane.sku, claimed.sku);
   const mine = batch.filter((p) => claimed.owned.has(batchKeyId(p.principal.userId, p.scope.key)));
   if (mine.length === 0) return { answers: new Map(), available: claimed.sku.available, done: claimed.done };
   let sku: BatchSku = claimed.sku;
