@@ -22,6 +22,12 @@ import type { BatchedCreate } from './orders.batch.ts';
  * current definition; the batch then runs on the transactional path, which reads the row itself.
  * A SKU this process has not read yet also takes the transactional path once.
  *
+ * Lock order: the statement locks the SKU row, then inserts the keys (their answers depend on the
+ * row), the reverse of the transactional paths. Two processes with the same key in flight at once
+ * can therefore deadlock; PostgreSQL breaks it after deadlock_timeout (1 s, below the statement's
+ * lock_timeout): this statement fails whole and its buyers go to the one-buyer path, or the other
+ * transaction fails and is retried (inTx retries 40P01). A stall, never a wrong answer.
+ *
  * Crash: the statement is atomic. Killed before it is sent, nothing happened; killed after, the
  * database commits it or not as a whole, and no buyer had an answer: each retry replays its key or
  * executes. There is no moment "rows written, COMMIT not sent" in this form.
