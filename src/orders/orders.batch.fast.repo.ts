@@ -36,8 +36,9 @@ export type FastOutcome =
   | { kind: 'stale'; definition: SkuDefinition }
   | {
       kind: 'applied';
-      /** Units on sale when the row was locked; the first `granted` new keys, in arrival order, got one. */
-      availableBefore: number;
+      /** Units on sale when the row was locked (undefined: every key existed, the row was not locked);
+       * the first `granted` new keys, in arrival order, got one. */
+      availableBefore: number | undefined;
       granted: number;
       /** Keys that existed before the statement (a replay, or a request in flight elsewhere): not written. */
       existing: Set<string>;
@@ -46,6 +47,7 @@ export type FastOutcome =
 
 interface Row {
   found: boolean;
+  candidates: number;
   same: boolean | null;
   available: number | null;
   name: string | null;
@@ -99,7 +101,8 @@ export async function tryFastBatch(
      s AS (
        SELECT k.available, k.name, k.price, k.hold_ttl_ms, k.per_user_limit,
               (k.name = $11::text AND k.price = $12::bigint AND k.hold_ttl_ms = $13::bigint AND k.per_user_limit IS NULL) AS same
-       FROM skus k, cfg WHERE k.tenant_id = $1 AND k.sku = $2 AND cfg.v IS NOT NULL FOR UPDATE OF k),
+       FROM skus k, cfg WHERE k.tenant_id = $1 AND k.sku = $2 AND cfg.v IS NOT NULL
+         AND EXISTS (SELECT 1 FROM cand) FOR UPDATE OF k),
      g AS (SELECT cand.* FROM cand, s WHERE s.same AND cand.rn <= s.available),
      n AS (SELECT count(*)::int AS n FROM g),
      taken AS (
@@ -127,7 +130,7 @@ export async function tryFastBatch(
               CASE WHEN c.rn <= s.available THEN c.location END, $14, $14
        FROM cand c, s WHERE s.same
        RETURNING 1)
-     SELECT s.available IS NOT NULL AS found, s.same, s.available, s.name, s.price, s.hold_ttl_ms, s.per_user_limit,
+     SELECT s.available IS NOT NULL AS found, (SELECT count(*) FROM cand)::int AS candidates, s.same, s.available, s.name, s.price, s.hold_ttl_ms, s.per_user_limit,
             (SELECT n FROM n) AS granted,
             (SELECT array_agg(ex.user_id || E'\\n' || ex.key) FROM ex) AS existing,
             (SELECT json_agg(ex) FROM ex WHERE ex.state = 'DONE') AS done
@@ -152,6 +155,15 @@ export async function tryFastBatch(
     ],
   });
   const row = result.rows[0];
+  if (row && row.candidates === 0)
+    // Replays (or keys in flight elsewhere) only: the SKU's row was not even locked.
+    return {
+      kind: 'applied',
+      availableBefore: undefined,
+      granted: 0,
+      existing: new Set(row.existing ?? []),
+      done: doneKeys(row.done),
+    };
   if (!row?.found) return { kind: 'missing' };
   if (!row.same)
     return {

@@ -58,8 +58,8 @@ export function knownDefinition(db: Db, tenantId: string, sku: string): SkuDefin
 /** Per buyer of the batch, in the batch's order: an answer, or undefined for the one-buyer path. */
 export interface FastAnswers {
   answers: (KeyedResult | undefined)[];
-  /** Units left once the statement committed. */
-  availableAfter: number;
+  /** Units left once the statement committed; undefined when it did not lock the row (replays only). */
+  availableAfter: number | undefined;
 }
 
 /**
@@ -128,5 +128,6 @@ export async function tryOneStatementBatch(
     const buyer = buyers[i]!;
     return { status: 201, body: buyer.created.body, location: buyer.created.location, replayed: false };
   });
-  return { answers, availableAfter: outcome.availableBefore - outcome.granted };
+  const before = outcome.availableBefore;
+  return { answers, availableAfter: before === undefined ? undefined : before - outcome.granted };
 }
