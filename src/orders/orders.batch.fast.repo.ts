@@ -1,13 +1,11 @@
 import type { Executor } from '../platform/db.ts';
-import { doneKeys, type DoneKey, type DoneRow } from './orders.batch.repo.ts';
+import { doneKeys, OPERATION, type DoneKey, type DoneRow } from './orders.batch.repo.ts';
 
 // The group commit's ONE-STATEMENT form (orders.batch.fast.ts): a batch of quantity-1 buyers of a
 // SKU without a per-user limit, claimed, decided and written by one autocommit statement — one
 // round trip and one durable commit; the SKU's row lock is held inside that statement only. The
 // rows are the ones the transactional batch writes (orders.batch.repo.ts tryApplyBatch), keys
 // inserted DONE at once.
-
-const OPERATION = 'create_order';
 
 /** What the caller read and built the buyers' 201 bodies from; the statement checks it on the locked row. */
 export interface SkuDefinition {

@@ -5,7 +5,7 @@ import { batchKeyId } from './orders.batch.repo.ts';
 import { tryFastBatch, type FastBuyer, type SkuDefinition } from './orders.batch.fast.repo.ts';
 import { lineReservationKeyFor } from './orders.keys.ts';
 import { newOrderId } from './orders.repo.ts';
-import type { BatchedCreate } from './orders.batch.ts';
+import type { BatchedCreate } from './orders.batch.lanes.ts';
 
 /*
  * THE ONE-STATEMENT BATCH. A batch whose buyers each want one unit of a SKU without a per-user
