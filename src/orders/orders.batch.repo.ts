@@ -1,11 +1,11 @@
-import type { Executor, Tx } from '../platform/db.ts';
+import type { Tx } from '../platform/db.ts';
 
 // The statements of the group commit per SKU (orders.batch.ts). They write the rows of three
 // domains (keys, stock, orders) in one statement each, on purpose: on a hot SKU every round trip
 // inside the SKU's row lock is paid once per batch, and the batch is the unit of the hot path. The
 // rows are exactly the ones the one-buyer path writes (inventory.repo, orders.repo, idempotency.repo).
 
-const OPERATION = 'create_order';
+export const OPERATION = 'create_order';
 
 /** One buyer's key in a batch; `id` is `user\nkey` (both are visible ASCII, never a newline). */
 export interface BatchKey {
@@ -44,14 +44,18 @@ function toSku(row: SkuRow | undefined): BatchSku | undefined {
 }
 
 // The keys of the statement's buyers ($1 tenant, $3 users, $4 keys) that were DONE before it began.
-const DONE_KEYS = `done AS (
+// LATERAL: one primary-key probe per buyer. A plain join let the planner (statistics taken while the
+// table was small, a generic plan) hash the tenant's every key: 12 ms per batch at 11,500 keys, growing.
+export const DONE_KEYS = `done AS (
        SELECT i.user_id, i.idempotency_key AS key, i.request_digest AS digest, i.response_status AS status,
               i.response_body AS body, i.response_location AS location
-       FROM idempotency_keys i JOIN unnest($3::text[], $4::text[]) AS u(user_id, key)
-         ON i.tenant_id = $1 AND i.user_id = u.user_id AND i.operation = '${OPERATION}' AND i.idempotency_key = u.key
-       WHERE i.state = 'DONE')`;
+       FROM unnest($3::text[], $4::text[]) AS u(user_id, key)
+       CROSS JOIN LATERAL (
+         SELECT * FROM idempotency_keys i
+         WHERE i.tenant_id = $1 AND i.user_id = u.user_id AND i.operation = '${OPERATION}' AND i.idempotency_key = u.key
+           AND i.state = 'DONE' OFFSET 0) AS i)`;
 
-interface DoneRow {
+export interface DoneRow {
   user_id: string;
   key: string;
   digest: string;
@@ -66,7 +70,7 @@ export interface DoneKey {
   response: { status: number; body: string; location?: string };
 }
 
-function doneKeys(rows: DoneRow[] | null | undefined): Map<string, DoneKey> {
+export function doneKeys(rows: DoneRow[] | null | undefined): Map<string, DoneKey> {
   return new Map((rows ?? []).map((d) => [batchKeyId(d.user_id, d.key), toDoneKey(d)]));
 }
 
@@ -262,48 +266,4 @@ export async function completeBatchKeys(tx: Tx, tenantId: string, answers: reado
     values: [tenantId, now, ...answerColumns(answers)],
   });
   if (result.rowCount !== answers.length) throw new Error('batch: an owned key was not PROCESSING');
-}
-
-/**
- * The sold-out fast path's one statement (autocommit, a durable commit): reads the SKU's committed
- * `available` and stores a completed 409 key for every buyer who wants more than that, in one go.
- * The read's snapshot is taken after every one of these buyers arrived, so no refusal is answered
- * for a moment at which the committed state had their units. No row lock is taken on the SKU.
- * A key that exists already is not written (it replays, or waits, on the one-buyer path).
- */
-export async function tryRefuseSoldOut(
-  db: Executor,
-  tenantId: string,
-  sku: string,
-  buyers: readonly (BatchKey & { quantity: number })[],
-  body: string,
-  now: Date,
-): Promise<{ available: number | undefined; refused: Set<string>; done: Map<string, DoneKey> }> {
-  const result = await db.query<{ available: number | null; refused: string[]; done: DoneRow[] | null }>({
-    name: 'batch-refuse-sold-out',
-    text: `WITH s AS (SELECT available FROM skus WHERE tenant_id = $1 AND sku = $2),
-     ins AS (
-       INSERT INTO idempotency_keys (tenant_id, user_id, operation, idempotency_key, request_digest, state,
-                                     response_status, response_body, created_at, completed_at)
-       SELECT $1, u.user_id, '${OPERATION}', u.key, u.digest, 'DONE', 409, $7, $8, $8
-       FROM unnest($3::text[], $4::text[], $5::text[], $6::int[]) AS u(user_id, key, digest, quantity), s
-       WHERE u.quantity > s.available
-       ON CONFLICT DO NOTHING RETURNING user_id, idempotency_key),
-     ${DONE_KEYS}
-     SELECT (SELECT available FROM s) AS available,
-            coalesce((SELECT array_agg(ins.user_id || E'\\n' || ins.idempotency_key) FROM ins), '{}') AS refused,
-            (SELECT json_agg(done) FROM done) AS done`,
-    values: [
-      tenantId,
-      sku,
-      buyers.map((b) => b.userId),
-      buyers.map((b) => b.key),
-      buyers.map((b) => b.digest),
-      buyers.map((b) => b.quantity),
-      body,
-      now,
-    ],
-  });
-  const row = result.rows[0];
-  return { available: row?.available ?? undefined, refused: new Set(row?.refused ?? []), done: doneKeys(row?.done) };
 }

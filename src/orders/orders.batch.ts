@@ -1,15 +1,13 @@
-import type { Principal } from '../platform/auth.ts';
-import { inTx, type Db } from '../platform/db.ts';
+import { inTx } from '../platform/db.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 import {
   executeKeyedNow,
   oncePerKeyInProcess,
   type KeyedDeps,
   type KeyedResult,
-  type KeyScope,
   type StoredResponse,
 } from '../idempotency/index.ts';
-import { createdResponse, createOrderResponse, refusalResponse, type RequestedLine } from './orders.create.ts';
+import { createOrderResponse, refusalResponse } from './orders.create.ts';
 import {
   batchKeyId,
   claimKeysAndReadSku,
@@ -17,14 +15,13 @@ import {
   lockHoldings,
   lockSkuForBatch,
   tryApplyBatch,
-  tryRefuseSoldOut,
-  type BatchAnswer,
-  type BatchGrant,
   type BatchSku,
   type DoneKey,
 } from './orders.batch.repo.ts';
-import { lineReservationKeyFor } from './orders.keys.ts';
-import { newOrderId } from './orders.repo.ts';
+import { tryRefuseSoldOut } from './orders.batch.waves.repo.ts';
+import { rememberDefinition, tryOneStatementBatch } from './orders.batch.fast.ts';
+import { decide } from './orders.batch.decide.ts';
+import { forgetIfIdle, laneFor, type BatchedCreate, type Lane, type Pending } from './orders.batch.lanes.ts';
 
 /*
  * GROUP COMMIT PER SKU for one-line sync creates. Concurrent buyers of one SKU are queued in this
@@ -55,65 +52,7 @@ const MAX_IN_FLIGHT = 2;
 // fsync of one with the next; each wave still reads only after all of its buyers arrived.
 const MAX_WAVES_IN_FLIGHT = 2;
 
-export interface BatchedCreate {
-  principal: Principal;
-  line: RequestedLine;
-  scope: KeyScope;
-  digest: string;
-}
-
-interface Pending extends BatchedCreate {
-  resolve(result: KeyedResult): void;
-  reject(error: unknown): void;
-}
-
-interface Lane {
-  tenantId: string;
-  sku: string;
-  queue: Pending[];
-  inFlight: number;
-  scheduled: boolean;
-  soldOut: boolean;
-  refusals: Pending[];
-  waveScheduled: boolean;
-  wavesInFlight: number;
-}
-
-const lanesByDb = new WeakMap<Db, Map<string, Lane>>();
-
-function laneFor(db: Db, tenantId: string, sku: string): Lane {
-  let lanes = lanesByDb.get(db);
-  if (!lanes) lanesByDb.set(db, (lanes = new Map()));
-  const id = `${tenantId}\u0000${sku}`;
-  let lane = lanes.get(id);
-  if (!lane) {
-    lane = {
-      tenantId,
-      sku,
-      queue: [],
-      inFlight: 0,
-      scheduled: false,
-      soldOut: false,
-      refusals: [],
-      waveScheduled: false,
-      wavesInFlight: 0,
-    };
-    lanes.set(id, lane);
-  }
-  return lane;
-}
-
-/** A lane with nothing queued, nothing running and no sold-out mark is dropped: the map holds busy and sold-out SKUs only. */
-function forgetIfIdle(db: Db, lane: Lane): void {
-  const idle = lane.queue.length === 0 && lane.inFlight === 0 && !lane.scheduled && lane.refusals.length === 0;
-  if (idle && !lane.soldOut && lane.wavesInFlight === 0 && !lane.waveScheduled)
-    lanesByDb.get(db)?.delete(`${lane.tenantId}\u0000${lane.sku}`);
-}
-
-/** Whether the process currently routes this SKU's buyers to the sold-out waves (for tests). */
-export function isMarkedSoldOut(db: Db, tenantId: string, sku: string): boolean {
-  return lanesByDb.get(db)?.get(`${tenantId}\u0000${sku}`)?.soldOut ?? false;
-}
+export { isMarkedSoldOut, type BatchedCreate } from './orders.batch.lanes.ts';
 
 /** A one-line sync create, answered by the SKU's next batch (or wave). Same contract as executeKeyed. */
 export function createBatched(deps: KeyedDeps, request: BatchedCreate): Promise<KeyedResult> {
@@ -171,6 +110,24 @@ interface Decided {
 }
 
 async function runBatch(deps: KeyedDeps, lane: Lane, batch: Pending[]): Promise<void> {
+  let fast: Awaited<ReturnType<typeof tryOneStatementBatch>>;
+  try {
+    fast = await tryOneStatementBatch(deps, lane.tenantId, lane.sku, batch);
+  } catch {
+    // Nothing of the statement was written (a key claimed by another process meanwhile, a lock
+    // timeout, a lost connection before its commit): every buyer runs alone, as below.
+    for (const p of batch) runAlone(deps, p);
+    return;
+  }
+  if (fast) {
+    if (fast.availableAfter === 0) lane.soldOut = true;
+    for (const [i, p] of batch.entries()) {
+      const answer = fast.answers[i];
+      if (answer) p.resolve(answer);
+      else runAlone(deps, p);
+    }
+    return;
+  }
   let decided: Decided;
   try {
     decided = await inTx(deps.db, (tx) => applyBatch(tx, deps, lane, batch), { lockTimeoutMs: deps.waitMs });
@@ -211,6 +168,7 @@ async function applyBatch(
     new Date(now.getTime() + deps.leaseMs),
   );
   if (!claimed.sku) throw new SkuMissing(`no SKU ${lane.sku}`);
+  rememberDefinition(deps.db, lane.tenantId, lane.sku, claimed.sku);
   const mine = batch.filter((p) => claimed.owned.has(batchKeyId(p.principal.userId, p.scope.key)));
   if (mine.length === 0) return { answers: new Map(), available: claimed.sku.available, done: claimed.done };
   let sku: BatchSku = claimed.sku;
@@ -223,7 +181,7 @@ async function applyBatch(
     locked = true;
   }
   for (;;) {
-    const plan = decide(lane, mine, sku, holdings, now);
+    const plan = decide(lane.tenantId, lane.sku, mine, sku, holdings, now);
     let available: number | undefined = sku.available;
     if (plan.grants.length === 0) await completeBatchKeys(tx, lane.tenantId, plan.answers, now);
     else {
@@ -252,55 +210,6 @@ async function applyBatch(
     sku = relocked;
     locked = true;
   }
-}
-
-interface Plan {
-  grants: BatchGrant[];
-  holdings: Map<string, number>;
-  answers: BatchAnswer[];
-}
-
-/** Buyers in arrival order: each gets a unit while units last, within the per-user limit. */
-function decide(lane: Lane, mine: readonly Pending[], sku: BatchSku, held: ReadonlyMap<string, number>, now: Date) {
-  const plan: Plan = { grants: [], holdings: new Map(), answers: [] };
-  const holding = new Map(held);
-  let remaining = sku.available;
-  for (const p of mine) {
-    const { userId } = p.principal;
-    const quantity = p.line.quantity;
-    const answer = (response: StoredResponse) =>
-      plan.answers.push({ userId, key: p.scope.key, ...response, location: response.location ?? null });
-    if (quantity > remaining) {
-      answer(refusalResponse('SOLD_OUT', lane.sku));
-      continue;
-    }
-    if (sku.perUserLimit !== null && (holding.get(userId) ?? 0) + quantity > sku.perUserLimit) {
-      answer(refusalResponse('USER_LIMIT', lane.sku));
-      continue;
-    }
-    remaining -= quantity;
-    if (sku.perUserLimit !== null) {
-      holding.set(userId, (holding.get(userId) ?? 0) + quantity);
-      plan.holdings.set(userId, (plan.holdings.get(userId) ?? 0) + quantity);
-    }
-    const orderId = newOrderId();
-    const reservationKey = lineReservationKeyFor(orderId, 1, 1);
-    const expiresAt = new Date(now.getTime() + sku.holdTtlMs);
-    const amount = sku.price * quantity;
-    plan.grants.push({ orderId, reservationKey, userId, quantity, amount, expiresAt });
-    const line = { lineNo: 1, sku: lane.sku, name: sku.name, unitPrice: sku.price, quantity, amount, reservationKey };
-    const reservation = {
-      tenantId: lane.tenantId,
-      key: reservationKey,
-      userId,
-      sku: lane.sku,
-      quantity,
-      status: 'HELD' as const,
-      expiresAt,
-    };
-    answer(createdResponse({ orderId, status: 'CREATED', sku: lane.sku, quantity, amount }, [line], [reservation]));
-  }
-  return plan;
 }
 
 function scheduleWave(deps: KeyedDeps, lane: Lane): void {

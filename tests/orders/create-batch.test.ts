@@ -1,10 +1,15 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isMarkedSoldOut } from '../../src/orders/index.ts';
+import { knownDefinition } from '../../src/orders/orders.batch.fast.ts';
+import { tryFastBatch } from '../../src/orders/orders.batch.fast.repo.ts';
 import { armFaultPoint } from '../../src/platform/faultpoints.ts';
 import { buyBatched, crashCreateBatch, inFlight } from '../support/create-batch.ts';
 import { createSku, placeOrder, skuCounters, TENANT } from '../support/fixtures.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
+import { keyedDeps } from '../../src/app.deps.ts';
+import { requestDigest } from '../../src/idempotency/index.ts';
+import { createBatched } from '../../src/orders/orders.batch.ts';
 
 // The group commit per SKU (src/orders/orders.batch.ts) and its sold-out fast path. Buyers go
 // through the batcher directly (keyed exactly as POST /v1/orders keys them) where thousands are
@@ -194,4 +199,104 @@ describe('group commit of creates per SKU', () => {
     expect(await countRows(stack.db, 'orders', 'sku = $1', ['k9-batch'])).toBe(10);
     expect(await skuCounters(stack, 'k9-batch')).toMatchObject({ total: 10, available: 0, held: 10 });
   }, 60_000);
+
+  it('CB-07 the SKU definition cache: a price or name changed by another instance is seen by the next batch', async () => {
+    // A second app instance on the same database, with its own pool (its own cache).
+    const poolB = new pg.Pool({ connectionString: stack.db.url, max: 4 });
+    const b = await startStack({ db: { ...stack.db, pool: poolB } });
+    const transactional: string[] = [];
+    const disarm = armFaultPoint('create.batch.before-commit', async (detail) => {
+      if (detail.sku === 'repriced') transactional.push(String(detail.batch));
+    });
+    const buyOn = (on: Stack, user: string, key: string) =>
+      createBatched(keyedDeps(on.deps), {
+        principal: { tenantId: TENANT, userId: user, scope: 'buyer' },
+        line: { sku: 'repriced', quantity: 1 },
+        scope: { tenantId: TENANT, userId: user, operation: 'create_order', key },
+        digest: requestDigest('create_order', {}, { sku: 'repriced', quantity: 1 }),
+      });
+    const lineOf = async (answer: { body: string }) => {
+      const orderId = bodyOf(answer.body).order_id;
+      const row = await stack.db.pool.query<{ name: string; unit_price: number; amount: number }>(
+        'SELECT l.name, l.unit_price, o.amount FROM order_lines l JOIN orders o USING (order_id) WHERE order_id = $1',
+        [orderId],
+      );
+      const body = JSON.parse(answer.body) as { amount: number; lines: { name: string; unit_price: number }[] };
+      return { ...row.rows[0], answered: { amount: body.amount, name: body.lines[0]?.name } };
+    };
+    try {
+      await createSku(stack, { sku: 'repriced', name: 'Old name', price: 1000, stock: 50 });
+      const first = await buyOn(stack, 'p1', 'cb7-1'); // unknown to A: the transactional batch reads it
+      const second = await buyOn(stack, 'p2', 'cb7-2'); // known: one statement
+      expect(transactional).toHaveLength(1);
+      expect(knownDefinition(stack.db.pool, TENANT, 'repriced')).toMatchObject({ price: 1000, name: 'Old name' });
+      for (const answer of [first, second])
+        expect(await lineOf(answer)).toMatchObject({ unit_price: 1000, amount: 1000, answered: { amount: 1000 } });
+
+      const adminB = await b.token(TENANT, 'ops', 'admin');
+      const patched = await b.call('PATCH', '/v1/admin/skus/repriced', { token: adminB, body: { price: 1500 } });
+      expect(patched.status).toBe(200);
+      // A's cache says 1000: its statement sees 1500 on the locked row, writes nothing, and the
+      // batch runs on the transactional path with the new price.
+      const third = await buyOn(stack, 'p3', 'cb7-3');
+      expect(await lineOf(third)).toMatchObject({ unit_price: 1500, amount: 1500, answered: { amount: 1500 } });
+      expect(transactional).toHaveLength(2);
+      const fourth = await buyOn(stack, 'p4', 'cb7-4'); // the cache learnt 1500: one statement again
+      expect(await lineOf(fourth)).toMatchObject({ unit_price: 1500, amount: 1500 });
+      expect(transactional).toHaveLength(2);
+
+      // The other way round: B caches, A renames.
+      await buyOn(b, 'p5', 'cb7-5');
+      const adminA = await stack.token(TENANT, 'ops', 'admin');
+      const renamed = await stack.call('PATCH', '/v1/admin/skus/repriced', {
+        token: adminA,
+        body: { name: 'New name' },
+      });
+      expect(renamed.status).toBe(200);
+      const sixth = await buyOn(b, 'p6', 'cb7-6');
+      expect(await lineOf(sixth)).toMatchObject({ name: 'New name', unit_price: 1500, answered: { name: 'New name' } });
+      expect(await skuCounters(stack, 'repriced')).toMatchObject({ total: 50, available: 44, held: 6 });
+    } finally {
+      disarm();
+      await b.close();
+      await poolB.end();
+    }
+  });
+
+  it('CB-08 the one-statement batch waits for the SKU row lock at most its lock timeout, and writes nothing then', async () => {
+    await createSku(stack, { sku: 'locked-fast', price: 700, stock: 5 });
+    const locker = await other.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM skus WHERE sku = 'locked-fast' FOR UPDATE`);
+      const started = Date.now();
+      const attempt = tryFastBatch(stack.db.pool, {
+        tenantId: TENANT,
+        sku: 'locked-fast',
+        definition: { name: 'SKU locked-fast', price: 700, holdTtlMs: 600_000, perUserLimit: null },
+        buyers: [
+          {
+            userId: 'w1',
+            key: 'cb8-1',
+            digest: 'd'.repeat(64),
+            orderId: 'ord_cb8_1',
+            reservationKey: 'ord_cb8_1/r1',
+            expiresAt: new Date(Date.now() + 600_000),
+            created: { body: '{}', location: '/v1/orders/ord_cb8_1' },
+          },
+        ],
+        refusalBody: '{}',
+        now: new Date(),
+        lockTimeoutMs: 200,
+      });
+      await expect(attempt).rejects.toMatchObject({ code: '55P03' });
+      expect(Date.now() - started).toBeLessThan(4_000);
+      await locker.query('COMMIT');
+    } finally {
+      locker.release();
+    }
+    expect(await countRows(stack.db, 'idempotency_keys', `idempotency_key = 'cb8-1'`)).toBe(0);
+    expect(await countRows(stack.db, 'orders', 'sku = $1', ['locked-fast'])).toBe(0);
+    expect(await skuCounters(stack, 'locked-fast')).toMatchObject({ total: 5, available: 5, held: 0 });
+  });
 });

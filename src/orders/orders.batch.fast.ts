@@ -1,0 +1,133 @@
+import type { Db } from '../platform/db.ts';
+import type { KeyedDeps, KeyedResult } from '../idempotency/index.ts';
+import { createdResponse, refusalResponse } from './orders.create.ts';
+import { batchKeyId } from './orders.batch.repo.ts';
+import { tryFastBatch, type FastBuyer, type SkuDefinition } from './orders.batch.fast.repo.ts';
+import { lineReservationKeyFor } from './orders.keys.ts';
+import { newOrderId } from './orders.repo.ts';
+import type { BatchedCreate } from './orders.batch.lanes.ts';
+
+/*
+ * THE ONE-STATEMENT BATCH. A batch whose buyers each want one unit of a SKU without a per-user
+ * limit needs no decision that the database cannot take itself: the first LEAST(available, n)
+ * new keys, in arrival order, get a unit. So claim, decision and writes go in one autocommit
+ * statement (orders.batch.fast.repo.ts): one round trip and one durable commit per batch, where the
+ * transactional batch needs four (BEGIN, claim + read, apply, COMMIT), and the SKU's row lock is
+ * held for that one statement and its commit.
+ *
+ * The buyers' 201 bodies (name, price, hold expiry) are built before the statement from the SKU's
+ * definition as this process last read it (SKU DEFINITION CACHE, per pool). The cache is never
+ * trusted: the statement compares the definition with the row it locked and, if a price, name,
+ * hold time or limit changed (an admin PATCH, from any process), writes nothing and returns the
+ * current definition; the batch then runs on the transactional path, which reads the row itself.
+ * A SKU this process has not read yet also takes the transactional path once.
+ *
+ * Lock order: the statement locks the SKU row, then inserts the keys (their answers depend on the
+ * row), the reverse of the transactional paths. Two processes with the same key in flight at once
+ * can therefore deadlock; PostgreSQL breaks it after deadlock_timeout (1 s, below the statement's
+ * lock_timeout): this statement fails whole and its buyers go to the one-buyer path, or the other
+ * transaction fails and is retried (inTx retries 40P01). A stall, never a wrong answer.
+ *
+ * Crash: the statement is atomic. Killed before it is sent, nothing happened; killed after, the
+ * database commits it or not as a whole, and no buyer had an answer: each retry replays its key or
+ * executes. There is no moment "rows written, COMMIT not sent" in this form.
+ */
+
+// Per pool: tests run several stacks (databases) in one process.
+const definitionsByDb = new WeakMap<Db, Map<string, SkuDefinition>>();
+
+const definitionId = (tenantId: string, sku: string) => `${tenantId}\u0000${sku}`;
+
+/** What the transactional batch read (or the statement reported): the next batch builds its answers from it. */
+export function rememberDefinition(db: Db, tenantId: string, sku: string, definition: SkuDefinition): void {
+  let definitions = definitionsByDb.get(db);
+  if (!definitions) definitionsByDb.set(db, (definitions = new Map()));
+  const { name, price, holdTtlMs, perUserLimit } = definition;
+  definitions.set(definitionId(tenantId, sku), { name, price, holdTtlMs, perUserLimit });
+}
+
+function forgetDefinition(db: Db, tenantId: string, sku: string): void {
+  definitionsByDb.get(db)?.delete(definitionId(tenantId, sku));
+}
+
+/** The definition this process would build answers from (for tests). */
+export function knownDefinition(db: Db, tenantId: string, sku: string): SkuDefinition | undefined {
+  return definitionsByDb.get(db)?.get(definitionId(tenantId, sku));
+}
+
+/** Per buyer of the batch, in the batch's order: an answer, or undefined for the one-buyer path. */
+export interface FastAnswers {
+  answers: (KeyedResult | undefined)[];
+  /** Units left once the statement committed; undefined when it did not lock the row (replays only). */
+  availableAfter: number | undefined;
+}
+
+/**
+ * Runs the batch as one statement when it qualifies and the definition is known. Undefined: it
+ * did not run, or wrote nothing (unknown or changed definition, no SKU row); the caller runs the
+ * transactional batch. Throws when the statement failed: nothing of it was written.
+ */
+export async function tryOneStatementBatch(
+  deps: KeyedDeps,
+  tenantId: string,
+  sku: string,
+  batch: readonly BatchedCreate[],
+): Promise<FastAnswers | undefined> {
+  const definition = definitionsByDb.get(deps.db)?.get(definitionId(tenantId, sku));
+  if (!definition || definition.perUserLimit !== null || batch.some((p) => p.line.quantity !== 1)) return undefined;
+  const now = deps.clock.now();
+  const expiresAt = new Date(now.getTime() + definition.holdTtlMs);
+  const buyers: FastBuyer[] = batch.map((p) => {
+    const orderId = newOrderId();
+    const reservationKey = lineReservationKeyFor(orderId, 1, 1);
+    const { userId } = p.principal;
+    const line = { lineNo: 1, sku, name: definition.name, unitPrice: definition.price, quantity: 1 };
+    const created = createdResponse(
+      { orderId, status: 'CREATED', sku, quantity: 1, amount: definition.price },
+      [{ ...line, amount: definition.price, reservationKey }],
+      [{ tenantId, key: reservationKey, userId, sku, quantity: 1, status: 'HELD', expiresAt }],
+    );
+    return {
+      userId,
+      key: p.scope.key,
+      digest: p.digest,
+      orderId,
+      reservationKey,
+      expiresAt,
+      created: { body: created.body, location: created.location ?? '' },
+    };
+  });
+  const refusal = refusalResponse('SOLD_OUT', sku);
+  const outcome = await tryFastBatch(deps.db, {
+    tenantId,
+    sku,
+    definition,
+    buyers,
+    refusalBody: refusal.body,
+    now,
+    lockTimeoutMs: deps.waitMs,
+  });
+  if (outcome.kind === 'missing') {
+    forgetDefinition(deps.db, tenantId, sku);
+    return undefined;
+  }
+  if (outcome.kind === 'stale') {
+    rememberDefinition(deps.db, tenantId, sku, outcome.definition);
+    return undefined;
+  }
+  let rank = 0;
+  const answers = batch.map((p, i): KeyedResult | undefined => {
+    const id = batchKeyId(p.principal.userId, p.scope.key);
+    if (outcome.existing.has(id)) {
+      const done = outcome.done.get(id);
+      // In flight elsewhere, abandoned, or reused with another request: the one-buyer path answers.
+      return done && done.digest === p.digest ? { ...done.response, replayed: true } : undefined;
+    }
+    rank++;
+    if (rank > outcome.granted) return { ...refusal, replayed: false };
+    const buyer = buyers[i]!;
+    return { status: 201, body: buyer.created.body, location: buyer.created.location, replayed: false };
+  });
+  const before = outcome.availableBefore;
+  return { answers, availableAfter: before === undefined ? undefined : before - outcome.granted };
+}
