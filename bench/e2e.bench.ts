@@ -13,7 +13,7 @@ import { perSecond, ratio, round, summarize } from './stats.ts';
 import { launchStack, type RunningStack } from '../src/stack.ts';
 import { loadConfig } from '../src/platform/config.ts';
 import { withDatabase } from '../src/platform/embedded.ts';
-import { channelClient } from '../src/payments/channel.client.ts';
+import { channelClient } from '../src/payments/index.ts';
 import { reconcile } from '../src/reconcile/index.ts';
 
 // Issue 16, P3: an order end to end, as `flashpay start` runs it — launchStack with its workers,
