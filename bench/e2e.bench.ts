@@ -89,7 +89,7 @@ async function checkOrders(stack: RunningStack, sku: string): Promise<E2eCheck> 
   const result = await stack.deps.db.query<E2eCheck>(
     `WITH o AS (SELECT order_id, status FROM orders WHERE tenant_id = $1 AND sku = $2),
           e AS (SELECT x.event_id, x.published_at FROM outbox x JOIN o USING (order_id) WHERE x.event_type = 'ORDER_PAID'),
-          a AS (SELECT r.event_id, count(*) AS n FROM ful_received r JOIN e USING (event_id) WHERE r.effect = 'APPLIED' GROUP BY r.event_id)
+          a AS (SELECT r.event_id, count(*) AS n FROM ful_received r JOIN e ON r.event_id = e.event_id::text WHERE r.effect = 'APPLIED' GROUP BY r.event_id)
      SELECT (SELECT count(*) FROM o)::int AS orders,
             (SELECT count(*) FROM o WHERE status = 'PAID')::int AS paid,
             (SELECT count(*) FROM fulfillment f JOIN o USING (order_id) WHERE f.ship_count = 1)::int AS "shippedOnce",

@@ -1,5 +1,12 @@
 import type { Executor, Tx } from '../platform/db.ts';
-import type { Reservation, ReservationStatus, ReserveRequest, ReserveResult, Sku, SkuTerms } from './inventory.types.ts';
+import type {
+  Reservation,
+  ReservationStatus,
+  ReserveRequest,
+  ReserveResult,
+  Sku,
+  SkuTerms,
+} from './inventory.types.ts';
 
 /*
  * LOCK ORDER — every path that touches reservations, SKU counters and per-user holdings takes
@@ -314,4 +321,3 @@ function compareSkus(a: ReserveRequest, b: ReserveRequest): number {
   if (a.tenantId !== b.tenantId) return a.tenantId < b.tenantId ? -1 : 1;
   return a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0;
 }
-
