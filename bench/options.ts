@@ -5,7 +5,7 @@ export interface BenchOptions {
   quick: boolean;
   json: boolean;
   /** Run only one part (handy while iterating); default both. */
-  only: 'orders' | 'outbox' | 'flash' | undefined;
+  only: 'orders' | 'outbox' | 'flash' | 'p3' | undefined;
   orders: OrdersCounts;
   outbox: OutboxCounts;
   /** JetStream for the outbox's broker runs; without it they are reported as skipped. */
@@ -36,7 +36,7 @@ const FULL_OUTBOX: OutboxCounts = { events: 10_000, relayCounts: [1, 2, 4], batc
 const QUICK_DIVISOR = 10;
 
 const USAGE =
-  'usage: flashpay bench [--quick] [--json] [--only orders|outbox|flash] [--requests N] [--events N] [--concurrency N]';
+  'usage: flashpay bench [--quick] [--json] [--only orders|outbox|flash|p3] [--requests N] [--events N] [--concurrency N]';
 
 export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv = process.env): BenchOptions {
   const args = parseArgs(argv, ['quick', 'json']);
@@ -46,8 +46,8 @@ export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv = proce
   }
   const quick = args.flags.has('quick') || env.FLASHPAY_BENCH_QUICK === '1';
   const only = stringFlag(args, 'only');
-  if (only !== undefined && only !== 'orders' && only !== 'outbox' && only !== 'flash')
-    throw new UsageError(`--only must be orders, outbox or flash\n${USAGE}`);
+  if (only !== undefined && only !== 'orders' && only !== 'outbox' && only !== 'flash' && only !== 'p3')
+    throw new UsageError(`--only must be orders, outbox, flash or p3\n${USAGE}`);
   const scale = (n: number) => (quick ? Math.max(1, Math.round(n / QUICK_DIVISOR)) : n);
   const requests = intFlag(args, 'requests', scale(FULL_ORDERS.requests));
   const events = intFlag(args, 'events', scale(FULL_OUTBOX.events));
