@@ -188,7 +188,12 @@ export async function runEndToEndRun(ctx: OrdersContext, counts: OrdersCounts): 
     for (const run of e2eRuns)
       for (const [k, v] of Object.entries(run.chained?.outcomes ?? {})) outcomes[k] = (outcomes[k] ?? 0) + v;
     const uncontended = mergeRuns(createRuns);
-    const check = await checkOrders(stack, 'p3/sku');
+    // The relay marks what it delivered after the consumer committed it: give the last marks a moment.
+    let check = await checkOrders(stack, 'p3/sku');
+    for (let i = 0; i < 100 && check.published < check.paid; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      check = await checkOrders(stack, 'p3/sku');
+    }
     const stock = await checkSkus(db, 'p3/');
     const report = await reconcile(db, channelClient(stack.channel, stack.deps.config.payTimeoutMs), BENCH_TENANT);
     // A buyer's whole order: create, then pay, as the buyer waited for them.
@@ -219,6 +224,7 @@ export async function runEndToEndRun(ctx: OrdersContext, counts: OrdersCounts): 
       check.paid === n &&
       check.shippedOnce === n &&
       check.shippedTwice === 0 &&
+      check.published === n &&
       check.applied === n &&
       check.appliedTwice === 0 &&
       stock.ok &&
