@@ -23,8 +23,8 @@ import { reconcile } from '../src/reconcile/index.ts';
 // is shipped: orders/s is the round's orders over the time until its last one shipped. The
 // uncontended create (a SKU per buyer, same stack, same buyers) runs in alternating rounds.
 
-/** The issue measured P3 at 20 buyers; `--concurrency` lower than that lowers it. */
-const E2E_BUYERS = 20;
+/** The issue's range: 20 buyers (where it measured P3 before) and 64 (the other runs' load). */
+export const E2E_BUYERS = [20, 64] as const;
 const ROUNDS = 2;
 const SHIP_WAIT_MS = 60_000;
 const POLL_MS = 5;
@@ -112,43 +112,69 @@ function target(
   return { ...base, name, perSecond: perSecondValue, peakRssMb: rss, ...summarize(latencies.filter((ms) => ms > 0)) };
 }
 
-/** P3 with its checks; the stack is launched on the bench's database and stopped afterwards. */
-export async function runEndToEndRun(ctx: OrdersContext, counts: OrdersCounts): Promise<FlashRun> {
-  const buyers = Math.min(E2E_BUYERS, counts.concurrency);
+/**
+ * P3 at each number of buyers, with its checks, on one stack launched on the bench's database (one
+ * provider ledger for all of them, so reconciliation sees every charge); stopped afterwards.
+ */
+export async function runEndToEndBench(ctx: OrdersContext, counts: OrdersCounts): Promise<FlashRun[]> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-bench-e2e-'));
+  const stack = await launch(ctx.databaseUrl, dataDir);
+  try {
+    const runs: FlashRun[] = [];
+    for (const buyers of new Set(E2E_BUYERS.map((b) => Math.min(b, counts.concurrency)))) {
+      ctx.log(`orders (issue 16): P3 end to end, ${buyers} buyers`);
+      runs.push(await runEndToEndRun(ctx, stack, counts, buyers));
+    }
+    return runs;
+  } finally {
+    await stack.stop();
+    await dropChannelDatabase(ctx.databaseUrl);
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function runEndToEndRun(
+  ctx: OrdersContext,
+  stack: RunningStack,
+  counts: OrdersCounts,
+  buyers: number,
+): Promise<FlashRun> {
+  // SKUs and keys of their own per run, so that two runs share one database.
+  const at = `p3b${buyers}`;
   const n = Math.max(buyers, Math.round(counts.requests / 5));
   const rounds = counts.requests >= 1_000 ? ROUNDS : 1;
   // Peak RSS of this process (the stack, its provider double and relay, the bench's other servers).
   let peak = process.memoryUsage.rss();
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 25);
   const peakRssMb = () => round(peak / 2 ** 20, 1);
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-bench-e2e-'));
-  const stack = await launch(ctx.databaseUrl, dataDir);
   try {
     const db = stack.deps.db;
     const tokens = await Promise.all(
       Array.from({ length: counts.users }, (_, i) =>
-        stack.signer.sign({ tenantId: BENCH_TENANT, userId: `e2e-${i}`, scope: 'buyer' }, 24 * 3600),
+        stack.signer.sign({ tenantId: BENCH_TENANT, userId: `e2e-${buyers}-${i}`, scope: 'buyer' }, 24 * 3600),
       ),
     );
     const token = (i: number) => tokens[i % tokens.length] ?? '';
     const warm = Math.max(buyers, Math.round(counts.warmup / 5));
     await seedSkus(db, [
-      { sku: 'p3/warm', stock: 2 * warm },
-      { sku: 'p3/sku', stock: 2 * n },
-      ...Array.from({ length: n + warm }, (_, i) => ({ sku: `p3u/${i}`, stock: 1 })),
+      { sku: `${at}/warm`, stock: 2 * warm },
+      { sku: `${at}/sku`, stock: 2 * n },
+      ...Array.from({ length: n + warm }, (_, i) => ({ sku: `${at}u/${i}`, stock: 1 })),
     ]);
     // Untimed: JIT, sockets, prepared statements, the provider's and the relay's first calls.
     await ctx.driver.run({
       origin: stack.api,
       concurrency: buyers,
-      requests: Array.from({ length: warm }, (_, i) => orderRequest(token(i), `p3w-${i}`, 'p3/warm', true)),
+      requests: Array.from({ length: warm }, (_, i) => orderRequest(token(i), `${at}w-${i}`, `${at}/warm`, true)),
     });
     await ctx.driver.run({
       origin: stack.api,
       concurrency: buyers,
-      requests: Array.from({ length: warm }, (_, i) => orderRequest(token(i), `p3uw-${i}`, `p3u/${n + i}`, false)),
+      requests: Array.from({ length: warm }, (_, i) =>
+        orderRequest(token(i), `${at}uw-${i}`, `${at}u/${n + i}`, false),
+      ),
     });
-    await waitShipped(stack, 'p3/warm');
+    await waitShipped(stack, `${at}/warm`);
     const e2eRuns: DriverRun[] = [];
     const createRuns: DriverRun[] = [];
     let e2eMs = 0;
@@ -162,11 +188,11 @@ export async function runEndToEndRun(ctx: OrdersContext, counts: OrdersCounts): 
             origin: stack.api,
             concurrency: buyers,
             requests: Array.from({ length: to - from }, (_, j) =>
-              orderRequest(token(from + j), `p3-${from + j}`, 'p3/sku', true),
+              orderRequest(token(from + j), `${at}-${from + j}`, `${at}/sku`, true),
             ),
           }),
         );
-        await waitShipped(stack, 'p3/sku');
+        await waitShipped(stack, `${at}/sku`);
         e2eMs += performance.now() - startedAt;
       };
       const uncontended = async () => {
@@ -175,7 +201,7 @@ export async function runEndToEndRun(ctx: OrdersContext, counts: OrdersCounts): 
             origin: stack.api,
             concurrency: buyers,
             requests: Array.from({ length: to - from }, (_, j) =>
-              orderRequest(token(from + j), `p3u-${from + j}`, `p3u/${from + j}`, false),
+              orderRequest(token(from + j), `${at}u-${from + j}`, `${at}u/${from + j}`, false),
             ),
           }),
         );
@@ -189,12 +215,12 @@ export async function runEndToEndRun(ctx: OrdersContext, counts: OrdersCounts): 
       for (const [k, v] of Object.entries(run.chained?.outcomes ?? {})) outcomes[k] = (outcomes[k] ?? 0) + v;
     const uncontended = mergeRuns(createRuns);
     // The relay marks what it delivered after the consumer committed it: give the last marks a moment.
-    let check = await checkOrders(stack, 'p3/sku');
+    let check = await checkOrders(stack, `${at}/sku`);
     for (let i = 0; i < 100 && check.published < check.paid; i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
-      check = await checkOrders(stack, 'p3/sku');
+      check = await checkOrders(stack, `${at}/sku`);
     }
-    const stock = await checkSkus(db, 'p3/');
+    const stock = await checkSkus(db, `${at}/`);
     const report = await reconcile(db, channelClient(stack.channel, stack.deps.config.payTimeoutMs), BENCH_TENANT);
     // A buyer's whole order: create, then pay, as the buyer waited for them.
     const orderLatencies = e2eRuns.flatMap((run) =>
@@ -240,7 +266,7 @@ export async function runEndToEndRun(ctx: OrdersContext, counts: OrdersCounts): 
         `pays ended ${Object.entries(outcomes)
           .map(([k, v]) => `${k}×${v}`)
           .join(' ')} (UNKNOWN ${unknown})`,
-        `p3/: ${stock.orders} ordered ≤ ${stock.stock} stock, counter mismatches ${stock.counterMismatches}`,
+        `${at}/: ${stock.orders} ordered ≤ ${stock.stock} stock, counter mismatches ${stock.counterMismatches}`,
         `reconciliation (tenant ${BENCH_TENANT}): ${report.mismatches.length} mismatches${
           report.mismatches[0] ? `, first ${report.mismatches[0].class}: ${report.mismatches[0].detail}` : ''
         }`,
@@ -250,9 +276,6 @@ export async function runEndToEndRun(ctx: OrdersContext, counts: OrdersCounts): 
     };
   } finally {
     clearInterval(sampler);
-    await stack.stop();
-    await dropChannelDatabase(ctx.databaseUrl);
-    await rm(dataDir, { recursive: true, force: true });
   }
 }
 
