@@ -8,7 +8,6 @@ import type { FlashRun, FlashTarget } from './flash.bench.ts';
 import type { OrdersContext } from './orders.bench.ts';
 import type { OrdersCounts } from './options.ts';
 import { checkSkus, seedSkus } from './orders.stock.ts';
-import { BENCH_TENANT } from './servers.ts';
 import { perSecond, ratio, round, summarize } from './stats.ts';
 import { launchStack, type RunningStack } from '../src/stack.ts';
 import { loadConfig } from '../src/platform/config.ts';
@@ -26,6 +25,8 @@ import { reconcile } from '../src/reconcile/index.ts';
 /** The issue's range: 20 buyers (where it measured P3 before) and 64 (the other runs' load). */
 export const E2E_BUYERS = [20, 64] as const;
 const ROUNDS = 2;
+/** A tenant of its own: reconciliation judges P3's orders alone (other runs seed PAID orders with no charge). */
+const P3_TENANT = 'bench-p3';
 const SHIP_WAIT_MS = 60_000;
 const POLL_MS = 5;
 
@@ -67,7 +68,7 @@ async function waitShipped(stack: RunningStack, sku: string): Promise<number> {
         `SELECT count(*) FILTER (WHERE o.status = 'PAID')::int AS paid, count(f.order_id)::int AS shipped
          FROM orders o LEFT JOIN fulfillment f ON f.order_id = o.order_id AND f.ship_count >= 1
          WHERE o.tenant_id = $1 AND o.sku = $2`,
-        [BENCH_TENANT, sku],
+        [P3_TENANT, sku],
       )
     ).rows[0] ?? { paid: 0, shipped: 0 };
     if (row.shipped >= row.paid || performance.now() > deadline) return row.shipped;
@@ -97,7 +98,7 @@ async function checkOrders(stack: RunningStack, sku: string): Promise<E2eCheck> 
             (SELECT count(*) FROM a)::int AS applied,
             (SELECT count(*) FROM a WHERE n > 1)::int AS "appliedTwice",
             (SELECT count(*) FROM e WHERE published_at IS NOT NULL)::int AS published`,
-    [BENCH_TENANT, sku],
+    [P3_TENANT, sku],
   );
   return result.rows[0]!;
 }
@@ -151,16 +152,20 @@ async function runEndToEndRun(
     const db = stack.deps.db;
     const tokens = await Promise.all(
       Array.from({ length: counts.users }, (_, i) =>
-        stack.signer.sign({ tenantId: BENCH_TENANT, userId: `e2e-${buyers}-${i}`, scope: 'buyer' }, 24 * 3600),
+        stack.signer.sign({ tenantId: P3_TENANT, userId: `e2e-${buyers}-${i}`, scope: 'buyer' }, 24 * 3600),
       ),
     );
     const token = (i: number) => tokens[i % tokens.length] ?? '';
     const warm = Math.max(buyers, Math.round(counts.warmup / 5));
-    await seedSkus(db, [
-      { sku: `${at}/warm`, stock: 2 * warm },
-      { sku: `${at}/sku`, stock: 2 * n },
-      ...Array.from({ length: n + warm }, (_, i) => ({ sku: `${at}u/${i}`, stock: 1 })),
-    ]);
+    await seedSkus(
+      db,
+      [
+        { sku: `${at}/warm`, stock: 2 * warm },
+        { sku: `${at}/sku`, stock: 2 * n },
+        ...Array.from({ length: n + warm }, (_, i) => ({ sku: `${at}u/${i}`, stock: 1 })),
+      ],
+      P3_TENANT,
+    );
     // Untimed: JIT, sockets, prepared statements, the provider's and the relay's first calls.
     await ctx.driver.run({
       origin: stack.api,
@@ -220,8 +225,8 @@ async function runEndToEndRun(
       await new Promise((resolve) => setTimeout(resolve, 50));
       check = await checkOrders(stack, `${at}/sku`);
     }
-    const stock = await checkSkus(db, `${at}/`);
-    const report = await reconcile(db, channelClient(stack.channel, stack.deps.config.payTimeoutMs), BENCH_TENANT);
+    const stock = await checkSkus(db, `${at}/`, P3_TENANT);
+    const report = await reconcile(db, channelClient(stack.channel, stack.deps.config.payTimeoutMs), P3_TENANT);
     // A buyer's whole order: create, then pay, as the buyer waited for them.
     const orderLatencies = e2eRuns.flatMap((run) =>
       run.latenciesMs.map((ms, i) => ms + (run.chained?.latenciesMs[i] ?? 0)),
@@ -267,7 +272,7 @@ async function runEndToEndRun(
           .map(([k, v]) => `${k}×${v}`)
           .join(' ')} (UNKNOWN ${unknown})`,
         `${at}/: ${stock.orders} ordered ≤ ${stock.stock} stock, counter mismatches ${stock.counterMismatches}`,
-        `reconciliation (tenant ${BENCH_TENANT}): ${report.mismatches.length} mismatches${
+        `reconciliation (tenant ${P3_TENANT}): ${report.mismatches.length} mismatches${
           report.mismatches[0] ? `, first ${report.mismatches[0].class}: ${report.mismatches[0].detail}` : ''
         }`,
         `time to ship ${round(e2eMs / 1000, 2)} s`,
