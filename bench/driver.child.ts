@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { perSecond, summarize } from './stats.ts';
-import type { DriverMessage, DriverReply, DriverRequest, DriverRun, DriverSpec } from './driver.ts';
+import type { ChainedRun, DriverMessage, DriverReply, DriverRequest, DriverRun, DriverSpec } from './driver.ts';
 
 // The driver process (see driver.ts). Every buyer is a loop that sends its next request as soon as
 // the previous answer is read; latency is measured from write to the last byte of the answer.
@@ -10,6 +10,8 @@ const agents = new Map<string, http.Agent>();
 // Only the start of an answer is kept for its problem `code`; a flashpay problem body is small.
 const MAX_KEPT_BODY_CHARS = 512;
 const CODE_PATTERN = /"code"\s*:\s*"([A-Z_]+)"/;
+const ORDER_ID_PATTERN = /"order_id"\s*:\s*"([^"]+)"/;
+const STATUS_PATTERN = /"status"\s*:\s*"([A-Z_]+)"/;
 
 function agentFor(origin: string, concurrency: number): http.Agent {
   const key = `${origin} ${concurrency}`;
@@ -57,6 +59,29 @@ function increment(counts: Record<string, number>, key: string): void {
   counts[key] = (counts[key] ?? 0) + 1;
 }
 
+/** A request's `then`, sent for the order its answer named; recorded in `chained` at `index`. */
+async function sendThen(
+  agent: http.Agent,
+  origin: URL,
+  next: DriverRequest,
+  firstBody: string,
+  chained: ChainedRun,
+  index: number,
+): Promise<void> {
+  const orderId = ORDER_ID_PATTERN.exec(firstBody)?.[1];
+  if (!orderId) return increment(chained.statuses, 'no order_id');
+  const startedAt = performance.now();
+  try {
+    const answer = await send(agent, origin, { ...next, path: next.path.replace('{order_id}', orderId) });
+    chained.latenciesMs[index] = performance.now() - startedAt;
+    increment(chained.statuses, String(answer.status));
+    increment(chained.outcomes, STATUS_PATTERN.exec(answer.body)?.[1] ?? CODE_PATTERN.exec(answer.body)?.[1] ?? 'none');
+  } catch {
+    chained.latenciesMs[index] = performance.now() - startedAt;
+    increment(chained.statuses, 'error');
+  }
+}
+
 async function run(spec: DriverSpec): Promise<DriverRun> {
   const agent = agentFor(spec.origin, spec.concurrency);
   const origin = new URL(spec.origin);
@@ -65,6 +90,9 @@ async function run(spec: DriverSpec): Promise<DriverRun> {
   const codes: Record<string, number> = {};
   const replayed: Record<string, number> = {};
   let firstError: string | undefined;
+  const chained: ChainedRun | undefined = spec.requests.some((r) => r.then)
+    ? { latenciesMs: new Array<number>(spec.requests.length).fill(0), statuses: {}, outcomes: {} }
+    : undefined;
   let next = 0;
   async function buyer(): Promise<void> {
     for (let index = next++; index < spec.requests.length; index = next++) {
@@ -77,6 +105,8 @@ async function run(spec: DriverSpec): Promise<DriverRun> {
         increment(statuses, String(answer.status));
         if (answer.replayed !== undefined) increment(replayed, answer.replayed);
         if (answer.status >= 300) increment(codes, CODE_PATTERN.exec(answer.body)?.[1] ?? 'none');
+        if (request.then && chained && answer.status < 300)
+          await sendThen(agent, origin, request.then, answer.body, chained, index);
       } catch (error) {
         latencies[index] = performance.now() - startedAt;
         increment(statuses, 'error');
@@ -97,6 +127,7 @@ async function run(spec: DriverSpec): Promise<DriverRun> {
     codes,
     replayed,
     latenciesMs: latencies,
+    ...(chained ? { chained } : {}),
     ...(firstError ? { firstError } : {}),
   };
 }

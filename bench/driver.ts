@@ -17,6 +17,19 @@ export interface DriverRequest {
   path: string;
   headers: Record<string, string>;
   body?: string;
+  /**
+   * Sent by the same buyer right after a 2xx answer to this one, with `{order_id}` in its path
+   * replaced by the answer's `order_id` (P3: create, then pay that order). Timed on its own.
+   */
+  then?: DriverRequest;
+}
+
+/** The `then` requests of a run: latency each (0 where none was sent), HTTP statuses and body `status`es. */
+export interface ChainedRun {
+  latenciesMs: number[];
+  statuses: Record<string, number>;
+  /** The answer body's `status` field (an order's state: PAID, UNKNOWN, FAILED…) → count. */
+  outcomes: Record<string, number>;
 }
 
 export interface DriverSpec {
@@ -45,6 +58,8 @@ export interface DriverResult {
 /** One run with every request's latency, so that several runs (rounds) can be merged. */
 export interface DriverRun extends DriverResult {
   latenciesMs: number[];
+  /** Only when some request had a `then`. */
+  chained?: ChainedRun;
 }
 
 export type DriverMessage = { kind: 'run'; id: number; spec: DriverSpec } | { kind: 'exit' };

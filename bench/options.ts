@@ -5,7 +5,7 @@ export interface BenchOptions {
   quick: boolean;
   json: boolean;
   /** Run only one part (handy while iterating); default both. */
-  only: 'orders' | 'outbox' | 'flash' | 'recovery' | undefined;
+  only: 'orders' | 'outbox' | 'flash' | 'recovery' | 'p3' | undefined;
   orders: OrdersCounts;
   outbox: OutboxCounts;
   recovery: RecoveryCounts;
@@ -48,7 +48,7 @@ const FULL_RECOVERY: RecoveryCounts = { orders: 10_000, unchargedEvery: 5, provi
 const QUICK_DIVISOR = 10;
 
 const USAGE =
-  'usage: flashpay bench [--quick] [--json] [--only orders|outbox|flash|recovery] [--requests N] [--events N] [--concurrency N]';
+  'usage: flashpay bench [--quick] [--json] [--only orders|outbox|flash|recovery|p3] [--requests N] [--events N] [--concurrency N]';
 
 export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv = process.env): BenchOptions {
   const args = parseArgs(argv, ['quick', 'json']);
@@ -58,8 +58,16 @@ export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv = proce
   }
   const quick = args.flags.has('quick') || env.FLASHPAY_BENCH_QUICK === '1';
   const only = stringFlag(args, 'only');
-  if (only !== undefined && only !== 'orders' && only !== 'outbox' && only !== 'flash' && only !== 'recovery')
-    throw new UsageError(`--only must be orders, outbox, flash or recovery\n${USAGE}`);
+  if (
+    only !== undefined &&
+    only !== 'orders' &&
+    only !== 'outbox' &&
+    only !== 'flash' &&
+    only !== 'recovery' &&
+    only !== 'p3'
+  )
+    throw new UsageError(`--only must be orders, outbox, flash, recovery or p3
+${USAGE}`);
   const scale = (n: number) => (quick ? Math.max(1, Math.round(n / QUICK_DIVISOR)) : n);
   const requests = intFlag(args, 'requests', scale(FULL_ORDERS.requests));
   const events = intFlag(args, 'events', scale(FULL_OUTBOX.events));

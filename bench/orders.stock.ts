@@ -14,12 +14,12 @@ const HOLD_TTL_MS = 3_600_000;
 const PRICE_MINOR = 1990;
 
 /** Bulk insert of flashpay SKUs, columns as inventory.repo's tryInsertSku writes them. */
-export async function seedSkus(db: Db, rows: readonly StockRow[]): Promise<void> {
+export async function seedSkus(db: Db, rows: readonly StockRow[], tenant = BENCH_TENANT): Promise<void> {
   await db.query(
-    `INSERT INTO skus (tenant_id, sku, name, price, total, available, held, confirmed, per_user_limit, hold_ttl_ms, created_at)
-     SELECT $1, s.sku, 'bench ' || s.sku, $2, s.stock, s.stock, 0, 0, NULL, $3, now()
+    `INSERT INTO skus (tenant_id, sku, name, price, total, available, held, per_user_limit, hold_ttl_ms, created_at)
+     SELECT $1, s.sku, 'bench ' || s.sku, $2, s.stock, s.stock, 0, NULL, $3, now()
      FROM unnest($4::text[], $5::int[]) AS s(sku, stock)`,
-    [BENCH_TENANT, PRICE_MINOR, HOLD_TTL_MS, rows.map((r) => r.sku), rows.map((r) => r.stock)],
+    [tenant, PRICE_MINOR, HOLD_TTL_MS, rows.map((r) => r.sku), rows.map((r) => r.stock)],
   );
 }
 
@@ -63,15 +63,15 @@ function toCheck(row: CheckRow | undefined): StockCheck {
   return { ...check, ok: check.oversoldSkus === 0 && check.counterMismatches === 0 && check.orders <= check.stock };
 }
 
-export async function checkSkus(db: Db, prefix: string): Promise<StockCheck> {
+export async function checkSkus(db: Db, prefix: string, tenant = BENCH_TENANT): Promise<StockCheck> {
   const result = await db.query<CheckRow>(
     `SELECT count(*)::int AS skus, coalesce(sum(s.total), 0)::int AS stock, coalesce(sum(o.units), 0)::int AS orders,
             count(*) FILTER (WHERE coalesce(o.units, 0) > s.total)::int AS oversold_skus,
             count(*) FILTER (WHERE s.total <> s.available + s.held + s.confirmed OR coalesce(o.units, 0) <> s.held + s.confirmed)::int AS counter_mismatches
-     FROM skus s
+     FROM sku_counters s
      LEFT JOIN (SELECT tenant_id, sku, sum(quantity) AS units FROM orders GROUP BY tenant_id, sku) o ON o.tenant_id = s.tenant_id AND o.sku = s.sku
      WHERE s.tenant_id = $1 AND starts_with(s.sku, $2)`,
-    [BENCH_TENANT, prefix],
+    [tenant, prefix],
   );
   return toCheck(result.rows[0]);
 }
@@ -79,7 +79,7 @@ export async function checkSkus(db: Db, prefix: string): Promise<StockCheck> {
 /** total = available + held + confirmed over every SKU in the database, not only one run's. */
 export async function countBrokenSkus(db: Db): Promise<number> {
   const result = await db.query<{ n: number }>(
-    'SELECT count(*)::int AS n FROM skus WHERE total <> available + held + confirmed',
+    'SELECT count(*)::int AS n FROM sku_counters WHERE total <> available + held + confirmed',
   );
   return result.rows[0]?.n ?? 0;
 }

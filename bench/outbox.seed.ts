@@ -12,8 +12,8 @@ const PAID_VERSION = 3;
 
 export async function seedPaidOrders(db: Db, events: number): Promise<void> {
   await db.query(
-    `INSERT INTO skus (tenant_id, sku, name, price, total, available, held, confirmed, hold_ttl_ms, created_at)
-     VALUES ($1, $2, 'bench outbox SKU', $3, $4, 0, 0, $4, 3600000, now())`,
+    `INSERT INTO skus (tenant_id, sku, name, price, total, available, held, hold_ttl_ms, created_at)
+     VALUES ($1, $2, 'bench outbox SKU', $3, $4, 0, $4, 3600000, now())`,
     [BENCH_TENANT, SKU, PRICE_MINOR, events],
   );
   await db.query(

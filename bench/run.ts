@@ -9,6 +9,7 @@ import { runOrdersBench } from './orders.bench.ts';
 import { runOutboxBench } from './outbox.bench.ts';
 import { runFlashBench } from './flash.bench.ts';
 import { runRecoveryBench } from './recovery.bench.ts';
+import { runEndToEndBench } from './e2e.bench.ts';
 import type { BenchReport, MachineInfo } from './report.ts';
 import { startFlashpayServer } from './servers.ts';
 import { round } from './stats.ts';
@@ -55,13 +56,21 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
       const info = await machineInfo(server.deps.db, database.where, config.poolSize);
       const ordersContext = { databaseUrl: database.url, poolSize: config.poolSize, flashpay: server, driver, log };
       const orders =
-        options.only === 'outbox' || options.only === 'flash' || options.only === 'recovery'
+        options.only === 'outbox' || options.only === 'flash' || options.only === 'recovery' || options.only === 'p3'
           ? undefined
           : { ...(await runOrdersBench(ordersContext, options.orders)), counts: options.orders };
       const flash =
         options.only === 'outbox' || options.only === 'recovery'
           ? undefined
-          : await runFlashBench(ordersContext, options.orders);
+          : options.only === 'p3'
+            ? { runs: [], ok: true } // P3 alone (issue 16), while working on the pay path
+            : await runFlashBench(ordersContext, options.orders);
+      if (flash) {
+        // Issue 16, P3: the order end to end on a stack launched as `flashpay start` runs it (bench/e2e.bench.ts).
+        const p3 = await runEndToEndBench(ordersContext, options.orders);
+        flash.runs.push(...p3);
+        flash.ok &&= p3.every((run) => run.ok);
+      }
       const outboxContext = {
         db: server.deps.db,
         webhookUrl: `${server.url}/v1/fulfillment/events`,
@@ -70,7 +79,7 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
         log,
       };
       const outbox =
-        options.only === 'orders' || options.only === 'flash' || options.only === 'recovery'
+        options.only === 'orders' || options.only === 'flash' || options.only === 'recovery' || options.only === 'p3'
           ? undefined
           : await runOutboxBench(outboxContext, options.outbox);
       const recovery =

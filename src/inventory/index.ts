@@ -1,19 +1,19 @@
 // The inventory domain's public surface: SKUs, reservations and their counters. Other modules
 // move stock only through these functions; the tables (skus, reservations, user_holdings) are ours.
-export {
-  findReservation,
-  findSku,
-  lockReservations,
-  reserve,
-  skuKey,
-  tryConfirm,
-  tryRelease,
-  tryUnconfirm,
-} from './inventory.repo.ts';
+export { findReservation, lockReservations, reserve, skuKey } from './inventory.repo.ts';
+export { tryConfirm, tryRelease, tryUnconfirm } from './inventory.finish.ts';
+export { findSku, findSkuTerms } from './inventory.skus.ts';
 export { tryExpireNow } from './inventory.expiry.ts';
 export { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';
 export { inventoryRoutes } from './inventory.routes.ts';
-export type { Reservation, ReservationStatus, ReserveRequest, ReserveResult, Sku } from './inventory.types.ts';
+export type {
+  Reservation,
+  ReservationStatus,
+  ReserveRequest,
+  ReserveResult,
+  Sku,
+  SkuTerms,
+} from './inventory.types.ts';
 export { listCatalogue, type CatalogueEntry } from './inventory.catalogue.ts';
 export {
   applyStockBatch,

@@ -1,5 +1,5 @@
 import type { Executor, Tx } from '../platform/db.ts';
-import type { Reservation, ReservationStatus, ReserveRequest, ReserveResult, Sku } from './inventory.types.ts';
+import type { Reservation, ReservationStatus, ReserveRequest, ReserveResult } from './inventory.types.ts';
 
 /*
  * LOCK ORDER — every path that touches reservations, SKU counters and per-user holdings takes
@@ -11,6 +11,10 @@ import type { Reservation, ReservationStatus, ReserveRequest, ReserveResult, Sku
  *   3. the SKU rows, several in (tenant_id, sku) order;
  *   4. a holding row (user_holdings) only while its SKU's row is already locked.
  *
+ * A pay stops at 2: confirming changes the reservation row only (inventory.finish.ts, migration
+ * 110), so it never waits on a hot SKU's row behind the creates' batches. It reaches 3 only when
+ * its hold was lost and it re-reserves (a late success), and then in the same order.
+ *
  * Rule 4 is what makes holdings never contended: whoever locks a holding row already owns its
  * SKU row. Create therefore takes the stock first and the per-user limit second (and gives the
  * stock back on USER_LIMIT); cancel and decline (`tryRelease`) go reservation → SKU → holding; the
@@ -21,83 +25,6 @@ import type { Reservation, ReservationStatus, ReserveRequest, ReserveResult, Sku
  * tests/inventory/lock-order.test.ts races all three on one hot SKU and counts deadlocks; the
  * create side of that race goes through the batcher.
  */
-
-interface SkuRow {
-  tenant_id: string;
-  sku: string;
-  name: string;
-  price: number;
-  total: number;
-  available: number;
-  held: number;
-  confirmed: number;
-  released: number;
-  per_user_limit: number | null;
-  hold_ttl_ms: number;
-}
-
-function toSku(row: SkuRow): Sku {
-  return {
-    tenantId: row.tenant_id,
-    sku: row.sku,
-    name: row.name,
-    price: row.price,
-    total: row.total,
-    available: row.available,
-    held: row.held,
-    confirmed: row.confirmed,
-    released: row.released,
-    perUserLimit: row.per_user_limit,
-    holdTtlMs: row.hold_ttl_ms,
-  };
-}
-
-export interface NewSku {
-  tenantId: string;
-  sku: string;
-  name: string;
-  price: number;
-  stock: number;
-  perUserLimit: number | null;
-  holdTtlMs: number;
-}
-
-/** Inserts a SKU; false when it already exists in the tenant. */
-export async function tryInsertSku(db: Executor, sku: NewSku, now: Date): Promise<boolean> {
-  const result = await db.query(
-    `INSERT INTO skus (tenant_id, sku, name, price, total, available, held, confirmed, per_user_limit, hold_ttl_ms, created_at)
-     VALUES ($1, $2, $3, $4, $5, $5, 0, 0, $6, $7, $8) ON CONFLICT DO NOTHING`,
-    [sku.tenantId, sku.sku, sku.name, sku.price, sku.stock, sku.perUserLimit, sku.holdTtlMs, now],
-  );
-  return result.rowCount === 1;
-}
-
-export interface SkuChange {
-  price?: number;
-  name?: string;
-  /** New units put on sale: total and available grow together, so the counters' CHECK holds. */
-  addStock?: number;
-}
-
-/** Changes a SKU's price, name or stock in one statement; false when there is no such SKU. Orders keep their snapshot. */
-export async function tryUpdateSku(db: Executor, tenantId: string, sku: string, change: SkuChange): Promise<boolean> {
-  const result = await db.query(
-    `UPDATE skus SET price = coalesce($3, price), name = coalesce($4, name), total = total + $5, available = available + $5
-     WHERE tenant_id = $1 AND sku = $2`,
-    [tenantId, sku, change.price ?? null, change.name ?? null, change.addStock ?? 0],
-  );
-  return result.rowCount === 1;
-}
-
-export async function findSku(db: Executor, tenantId: string, sku: string): Promise<Sku | undefined> {
-  const result = await db.query<SkuRow>({
-    name: 'sku-find',
-    text: `SELECT tenant_id, sku, name, price, total, available, held, confirmed, released, per_user_limit, hold_ttl_ms
-           FROM skus WHERE tenant_id = $1 AND sku = $2`,
-    values: [tenantId, sku],
-  });
-  return result.rows[0] ? toSku(result.rows[0]) : undefined;
-}
 
 export async function findReservation(db: Executor, tenantId: string, key: string): Promise<Reservation | undefined> {
   const result = await db.query<{
@@ -223,13 +150,6 @@ async function tryAddHolding(tx: Tx, request: ReserveRequest, limit: number): Pr
   return result.rowCount === 1;
 }
 
-async function subtractHolding(tx: Tx, tenantId: string, sku: string, userId: string, quantity: number): Promise<void> {
-  await tx.query(
-    'UPDATE user_holdings SET quantity = quantity - $4 WHERE tenant_id = $1 AND sku = $2 AND user_id = $3',
-    [tenantId, sku, userId, quantity],
-  );
-}
-
 async function reserveOne(
   tx: Tx,
   request: ReserveRequest,
@@ -297,63 +217,4 @@ export async function reserve(
 function compareSkus(a: ReserveRequest, b: ReserveRequest): number {
   if (a.tenantId !== b.tenantId) return a.tenantId < b.tenantId ? -1 : 1;
   return a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0;
-}
-
-/**
- * HELD → CONFIRMED or HELD → RELEASED, moving the counters in the same statement. Acts only on a
- * HELD reservation and reports whether it did: callers decide from that, never assume.
- */
-async function tryFinishHeld(
-  tx: Tx,
-  tenantId: string,
-  key: string,
-  to: 'CONFIRMED' | 'RELEASED',
-  now: Date,
-): Promise<boolean> {
-  const counters =
-    to === 'CONFIRMED'
-      ? 'held = s.held - r.quantity, confirmed = s.confirmed + r.quantity'
-      : 'held = s.held - r.quantity, available = s.available + r.quantity, released = s.released + r.quantity';
-  const result = await tx.query<{ user_id: string; sku: string; quantity: number }>(
-    `WITH r AS (
-       UPDATE reservations SET status = $3, updated_at = $4
-       WHERE tenant_id = $1 AND request_key = $2 AND status = 'HELD'
-       RETURNING tenant_id, sku, user_id, quantity)
-     UPDATE skus s SET ${counters} FROM r WHERE s.tenant_id = r.tenant_id AND s.sku = r.sku
-     RETURNING r.user_id, r.sku, r.quantity`,
-    [tenantId, key, to, now],
-  );
-  const row = result.rows[0];
-  if (!row) return false;
-  if (to === 'RELEASED') await subtractHolding(tx, tenantId, row.sku, row.user_id, row.quantity);
-  return true;
-}
-
-export function tryConfirm(tx: Tx, tenantId: string, key: string, now: Date): Promise<boolean> {
-  return tryFinishHeld(tx, tenantId, key, 'CONFIRMED', now);
-}
-
-export function tryRelease(tx: Tx, tenantId: string, key: string, now: Date): Promise<boolean> {
-  return tryFinishHeld(tx, tenantId, key, 'RELEASED', now);
-}
-
-/**
- * CONFIRMED → RELEASED: a sold unit goes back on sale (seed 002's compensation, after the refund
- * is confirmed). Acts only on a CONFIRMED reservation and says whether it did.
- */
-export async function tryUnconfirm(tx: Tx, tenantId: string, key: string, now: Date): Promise<boolean> {
-  const result = await tx.query<{ user_id: string; sku: string; quantity: number }>(
-    `WITH r AS (
-       UPDATE reservations SET status = 'RELEASED', updated_at = $3
-       WHERE tenant_id = $1 AND request_key = $2 AND status = 'CONFIRMED'
-       RETURNING tenant_id, sku, user_id, quantity)
-     UPDATE skus s SET confirmed = s.confirmed - r.quantity, available = s.available + r.quantity, released = s.released + r.quantity
-     FROM r WHERE s.tenant_id = r.tenant_id AND s.sku = r.sku
-     RETURNING r.user_id, r.sku, r.quantity`,
-    [tenantId, key, now],
-  );
-  const row = result.rows[0];
-  if (!row) return false;
-  await subtractHolding(tx, tenantId, row.sku, row.user_id, row.quantity);
-  return true;
 }

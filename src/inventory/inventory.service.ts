@@ -1,7 +1,7 @@
 import { inTx, type Db } from '../platform/db.ts';
 import type { Clock } from '../platform/clock.ts';
 import { AppError } from '../platform/errors.ts';
-import { findSku, tryInsertSku, tryUpdateSku, type NewSku, type SkuChange } from './inventory.repo.ts';
+import { findSku, tryInsertSku, tryUpdateSku, type NewSku, type SkuChange } from './inventory.skus.ts';
 import { releaseExpiredBatch } from './inventory.expiry.ts';
 import type { Sku } from './inventory.types.ts';
 

@@ -4,18 +4,23 @@ export type ReservationStatus = (typeof RESERVATION_STATUSES)[number];
 /** What reserve() answers; SOLD_OUT and USER_LIMIT are business outcomes, not errors. */
 export type ReserveOutcome = 'HELD' | 'SOLD_OUT' | 'USER_LIMIT';
 
-export interface Sku {
+/** What an order needs of a SKU: read from its row alone, never from the derived counters. */
+export interface SkuTerms {
   tenantId: string;
   sku: string;
   name: string;
   price: number;
   total: number;
   available: number;
+  perUserLimit: number | null;
+  holdTtlMs: number;
+}
+
+/** A SKU with its counters (view sku_counters: held and confirmed derived, migration 110). */
+export interface Sku extends SkuTerms {
   held: number;
   confirmed: number;
   released: number;
-  perUserLimit: number | null;
-  holdTtlMs: number;
 }
 
 export interface ReserveRequest {

@@ -49,8 +49,8 @@ export async function publishSkuChanges(tx: Tx, now: Date): Promise<number> {
  */
 export async function applySkuDefinition(tx: Tx, d: SkuDefinition, now: Date): Promise<boolean> {
   const result = await tx.query(
-    `INSERT INTO skus AS s (tenant_id, sku, name, price, total, available, held, confirmed, per_user_limit, hold_ttl_ms, created_at, replica_version)
-     VALUES ($1, $2, $3, $4, $5, $5, 0, 0, $6, $7, $8, $9)
+    `INSERT INTO skus AS s (tenant_id, sku, name, price, total, available, held, per_user_limit, hold_ttl_ms, created_at, replica_version)
+     VALUES ($1, $2, $3, $4, $5, $5, 0, $6, $7, $8, $9)
      ON CONFLICT (tenant_id, sku) DO UPDATE SET name = EXCLUDED.name, price = EXCLUDED.price,
        per_user_limit = EXCLUDED.per_user_limit, hold_ttl_ms = EXCLUDED.hold_ttl_ms,
        available = s.available + (EXCLUDED.total - s.total), total = EXCLUDED.total, replica_version = EXCLUDED.replica_version

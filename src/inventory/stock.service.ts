@@ -8,7 +8,8 @@ import {
   type LeasedRow,
   type LeaseTable,
 } from '../platform/lease-queue.ts';
-import { reserve, tryConfirm, tryRelease, tryUnconfirm } from './inventory.repo.ts';
+import { reserve } from './inventory.repo.ts';
+import { tryConfirm, tryRelease, tryUnconfirm } from './inventory.finish.ts';
 import { publishSkuChanges } from './stock.replica.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 

@@ -1,7 +1,7 @@
 import type { Tx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
-import { findSku, reserve, skuKey, type Reservation, type Sku } from '../inventory/index.ts';
+import { findSkuTerms, reserve, skuKey, type Reservation, type SkuTerms } from '../inventory/index.ts';
 import { lineReservationKeyFor } from './orders.keys.ts';
 import { insertLines, lineView, type OrderLine } from './orders.lines.ts';
 import { jsonResponse, problemResponse, type StoredResponse } from '../idempotency/index.ts';
@@ -25,10 +25,10 @@ export function canonicalLines(lines: readonly RequestedLine[]): RequestedLine[]
     .map((l) => ({ sku: l.sku, quantity: l.quantity }));
 }
 
-export async function readSkus(tx: Tx, tenantId: string, lines: readonly RequestedLine[]): Promise<Sku[]> {
-  const skus: Sku[] = [];
+export async function readSkus(tx: Tx, tenantId: string, lines: readonly RequestedLine[]): Promise<SkuTerms[]> {
+  const skus: SkuTerms[] = [];
   for (const line of lines) {
-    const found = await findSku(tx, tenantId, line.sku);
+    const found = await findSkuTerms(tx, tenantId, line.sku);
     if (!found) throw new AppError('SKU_NOT_FOUND', `no SKU ${line.sku}`, { sku: line.sku });
     skus.push(found);
   }
@@ -54,7 +54,7 @@ export async function createOrderOfLines(
   if (short) return { kind: 'SOLD_OUT', sku: short.sku };
   const orderId = newOrderId();
   const lines: OrderLine[] = sorted.map((line, i) => {
-    const sku = skus[i] as Sku;
+    const sku = skus[i] as SkuTerms;
     return {
       lineNo: i + 1,
       sku: line.sku,

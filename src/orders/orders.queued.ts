@@ -1,6 +1,6 @@
 import type { Tx } from '../platform/db.ts';
 import type { Principal } from '../platform/auth.ts';
-import type { Sku } from '../inventory/index.ts';
+import type { SkuTerms } from '../inventory/index.ts';
 import { canonicalLines, readSkus, type RequestedLine } from './orders.create.ts';
 import { lineReservationKeyFor } from './orders.keys.ts';
 import { findLines, insertLines, lineView, type OrderLine } from './orders.lines.ts';
@@ -37,7 +37,7 @@ export async function createPendingOrder(
   const skus = await readSkus(tx, principal.tenantId, sorted);
   const orderId = newOrderId();
   const lines: OrderLine[] = sorted.map((line, i) => {
-    const sku = skus[i] as Sku;
+    const sku = skus[i] as SkuTerms;
     return {
       lineNo: i + 1,
       sku: line.sku,

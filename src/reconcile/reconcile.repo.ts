@@ -66,7 +66,11 @@ export async function changeCounter(db: Executor): Promise<number> {
   return result.rows[0]?.n ?? 0;
 }
 
-/** SKUs whose counters disagree with each other or with their reservation rows. */
+/**
+ * SKUs whose counters disagree with each other or with their reservation rows. Read from the view
+ * sku_counters (migration 110): the SKU row counts units out, confirmed is derived from the
+ * CONFIRMED rows, so a drift shows as held != the HELD rows.
+ */
 export async function listStockDrift(
   db: Executor,
   tenantId?: string,
@@ -84,9 +88,9 @@ export async function listStockDrift(
     `SELECT s.tenant_id, s.sku, s.total, s.available, s.held, s.confirmed,
             coalesce(sum(r.quantity) FILTER (WHERE r.status = 'HELD'), 0)::int AS held_rows,
             coalesce(sum(r.quantity) FILTER (WHERE r.status = 'CONFIRMED'), 0)::int AS confirmed_rows
-     FROM skus s LEFT JOIN reservations r ON r.tenant_id = s.tenant_id AND r.sku = s.sku
+     FROM sku_counters s LEFT JOIN reservations r ON r.tenant_id = s.tenant_id AND r.sku = s.sku
      WHERE ($1::text IS NULL OR s.tenant_id = $1)
-     GROUP BY s.tenant_id, s.sku
+     GROUP BY s.tenant_id, s.sku, s.total, s.available, s.held, s.confirmed
      HAVING s.total <> s.available + s.held + s.confirmed
          OR s.held <> coalesce(sum(r.quantity) FILTER (WHERE r.status = 'HELD'), 0)
          OR s.confirmed <> coalesce(sum(r.quantity) FILTER (WHERE r.status = 'CONFIRMED'), 0)`,

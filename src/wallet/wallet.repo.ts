@@ -65,17 +65,24 @@ interface TransferRow {
 
 /**
  * Posts one transfer in the caller's transaction, at most once per (tenant, transfer id).
- * The insert comes first: a concurrent transfer with the same id waits on its unique-key lock and
- * then finds it (DUPLICATE), so no id moves money twice. Both account rows are then locked in id
- * order (two opposite transfers never deadlock) and moved; the balance test is repeated by the
- * table's CHECK, so even a buggy caller cannot overdraw. A refusal is rolled back to a savepoint:
- * nothing of it remains, and the caller's transaction goes on.
+ * Both account rows are locked first, in id order (two opposite transfers never deadlock); the
+ * insert follows: a concurrent transfer with the same id waits on the accounts, then on the
+ * unique key, and finds it (DUPLICATE), so no id moves money twice. Locking before the insert
+ * matters: the transfer row's foreign keys take KEY SHARE on both accounts, and two transfers
+ * that each held those and then asked for FOR UPDATE deadlocked (1 s each, then a retry) — hidden
+ * while the SKU's row serialized wallet pays, exposed once confirming stopped taking it (issue 16).
+ * The balance test is repeated by the table's CHECK, so even a buggy caller cannot overdraw. A
+ * refusal is rolled back to a savepoint: nothing of it remains, and the caller's transaction goes on.
  */
 export async function tryTransfer(tx: Tx, t: Transfer, now: Date): Promise<TransferOutcome> {
   invariant(t.amount > 0 && Number.isSafeInteger(t.amount), `transfer amount ${t.amount}`);
   await ensureAccount(tx, t.tenantId, t.debitAccount, t.userId, now);
   await ensureAccount(tx, t.tenantId, t.creditAccount, t.userId, now);
   await tx.query('SAVEPOINT wallet_transfer');
+  const locked = await tx.query<{ account_id: string; kind: string; balance: number }>(
+    'SELECT account_id, kind, balance FROM wallet_accounts WHERE tenant_id = $1 AND account_id = ANY($2::text[]) ORDER BY account_id FOR UPDATE',
+    [t.tenantId, [t.debitAccount, t.creditAccount]],
+  );
   const inserted = await tx.query(
     `INSERT INTO wallet_transfers (tenant_id, transfer_id, debit_account, credit_account, amount, kind, user_id, order_id, at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (tenant_id, transfer_id) DO NOTHING`,
@@ -91,10 +98,6 @@ export async function tryTransfer(tx: Tx, t: Transfer, now: Date): Promise<Trans
     invariant(row, `transfer ${t.transferId} conflicted but is not there`);
     return sameTransfer(t, row) ? 'DUPLICATE' : 'EXISTS_DIFFERENT';
   }
-  const locked = await tx.query<{ account_id: string; kind: string; balance: number }>(
-    'SELECT account_id, kind, balance FROM wallet_accounts WHERE tenant_id = $1 AND account_id = ANY($2::text[]) ORDER BY account_id FOR UPDATE',
-    [t.tenantId, [t.debitAccount, t.creditAccount]],
-  );
   const debit = locked.rows.find((r) => r.account_id === t.debitAccount);
   invariant(debit && locked.rows.length === 2, `accounts of transfer ${t.transferId} missing`);
   if (debit.kind !== 'FUNDING' && debit.balance < t.amount) {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startDriver, type Driver } from '../../bench/driver.ts';
 import { runOrdersBench } from '../../bench/orders.bench.ts';
 import { runFlashBench } from '../../bench/flash.bench.ts';
+import { runEndToEndBench } from '../../bench/e2e.bench.ts';
 import { runOutboxBench } from '../../bench/outbox.bench.ts';
 import { runRecoveryBench } from '../../bench/recovery.bench.ts';
 import { startFlashpayServer, type FlashpayServer } from '../../bench/servers.ts';
@@ -111,4 +112,19 @@ it("runs issue 16's P6: recovery converges every UNKNOWN order to the provider's
   expect(report.recovery.closes).toBeGreaterThanOrEqual(20);
   expect(report.baseline.perSecond).toBeGreaterThan(0);
   expect(report.ratio).toBeGreaterThan(0);
+});
+
+it("runs issue 16's P3 (create + pay + notification + outbox + fulfilment) on a launched stack with its checks", async () => {
+  const counts = { requests: 40, concurrency: 8, warmup: 8, users: 5 };
+  const runs = await runEndToEndBench(
+    { databaseUrl: db.url, poolSize: POOL_SIZE, flashpay: server, driver, log: () => undefined },
+    counts,
+  );
+  expect(runs.map((run) => run.id)).toEqual(['P3']);
+  const run = runs[0]!;
+  expect(run.ok, run.checks.join('; ')).toBe(true);
+  // Every order paid (none UNKNOWN), shipped once, its event applied once, reconciliation clean.
+  expect(run.checks[0]).toBe('orders 8/8, PAID 8, shipped once 8, twice 0');
+  expect(run.targets.find((t) => t.name.trim() === 'of which pay')?.codes).toEqual({ PAID: 8 });
+  expect(run.ratios['paid-and-shipped vs uncontended create']).toBeGreaterThan(0);
 });

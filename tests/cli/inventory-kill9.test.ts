@@ -79,7 +79,7 @@ describe('flashpay inventory killed -9 mid-batch', () => {
       { status: 'CREATED', n: 10 },
       { status: 'REJECTED', n: 20 },
     ]);
-    const sku = await s.db.pool.query("SELECT available, held FROM skus WHERE sku = 'k9'");
+    const sku = await s.db.pool.query("SELECT available, held FROM sku_counters WHERE sku = 'k9'");
     expect(sku.rows[0]).toEqual({ available: 0, held: 10 });
   }, 120_000);
 });

@@ -196,7 +196,9 @@ export async function runSplitSale(
     };
     await waitFor(quiet, 'both outboxes published, every request applied', 60_000, 100);
     lap('quiet');
-    const sku = await stockDb.pool.query("SELECT total, available, held, confirmed FROM skus WHERE sku = 'sp1'");
+    const sku = await stockDb.pool.query(
+      "SELECT total, available, held, confirmed FROM sku_counters WHERE sku = 'sp1'",
+    );
     expect(sku.rows[0]).toEqual({ total: UNITS, available: SHORT, held: 0, confirmed: UNITS - SHORT });
     // Each request applied once: one inbox row per request key, one first result per applied request.
     const inbox = await stockDb.pool.query<{ type: string; n: number; applied: number }>(

@@ -36,7 +36,7 @@ async function invariants(t: CrashTarget, orders: string[]): Promise<string[]> {
     `SELECT s.sku, s.total = s.available + s.held + s.confirmed
        AND s.held = (SELECT coalesce(sum(quantity), 0) FROM reservations r WHERE r.tenant_id = s.tenant_id AND r.sku = s.sku AND r.status = 'HELD')
        AND s.confirmed = (SELECT coalesce(sum(quantity), 0) FROM reservations r WHERE r.tenant_id = s.tenant_id AND r.sku = s.sku AND r.status = 'CONFIRMED') AS ok
-     FROM skus s`,
+     FROM sku_counters s`,
   );
   for (const c of counters) if (!c.ok) wrong.push(`${c.sku}: counters not conserved`);
   const statement = (await request(t.channel, 'GET', '/statement')).body as {

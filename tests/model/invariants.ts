@@ -51,7 +51,7 @@ export async function invariantViolations(run: Run, model: Model): Promise<strin
        (SELECT coalesce(sum(quantity), 0)::int FROM reservations r WHERE r.tenant_id = s.tenant_id AND r.sku = s.sku AND r.status = 'CONFIRMED') AS r_confirmed,
        (SELECT coalesce(sum(l.quantity), 0)::int FROM order_lines l JOIN orders o USING (order_id)
           WHERE l.tenant_id = s.tenant_id AND l.sku = s.sku AND o.status = 'PAID') AS paid_units
-     FROM skus s WHERE s.tenant_id = $1`,
+     FROM sku_counters s WHERE s.tenant_id = $1`,
     [run.tenant],
   );
   for (const s of skus.rows) {

@@ -49,7 +49,7 @@ describe('queued orders with a stock service on its own database', () => {
   const stockSku = async (sku: string) =>
     (
       await stock.pool.query<{ total: number; available: number; held: number; confirmed: number }>(
-        'SELECT total, available, held, confirmed FROM skus WHERE tenant_id = $1 AND sku = $2',
+        'SELECT total, available, held, confirmed FROM sku_counters WHERE tenant_id = $1 AND sku = $2',
         [TENANT, sku],
       )
     ).rows[0];
@@ -142,7 +142,9 @@ describe('queued orders with a stock service on its own database', () => {
     expect(await countRows(s.db, 'stock_requests_out', "event_type = 'STOCK_HOLD_RELEASE_REQUESTED'")).toBe(3);
     expect(await countRows(stock, 'stock_inbox', 'deliveries > 1')).toBe(0);
     // The shop's replica counters never decide, but they stay conserved, so the shop's own checks hold.
-    const shopSku = await s.db.pool.query('SELECT available, held, confirmed FROM skus WHERE sku = $1', ['qs1']);
+    const shopSku = await s.db.pool.query('SELECT available, held, confirmed FROM sku_counters WHERE sku = $1', [
+      'qs1',
+    ]);
     expect(shopSku.rows[0]).toEqual({ available: 3, held: 4, confirmed: 3 });
   });
 

@@ -23,7 +23,7 @@ describe('reconciliation schedule', () => {
     expect(await tick()).toBe('RAN');
     expect(await tick()).toBe('SKIPPED');
     await db.pool.query(
-      `INSERT INTO skus (tenant_id, sku, name, price, total, available, held, confirmed, hold_ttl_ms, created_at) VALUES ('t', 's', 'S', 1, 1, 1, 0, 0, 1000, now())`,
+      `INSERT INTO skus (tenant_id, sku, name, price, total, available, held, hold_ttl_ms, created_at) VALUES ('t', 's', 'S', 1, 1, 1, 0, 1000, now())`,
     );
     // The statistics are flushed by the writing backend within a second or so: wait for the counter, not a clock.
     await eventually(

@@ -110,7 +110,7 @@ export async function launchTarget(): Promise<Target> {
         counts[table] = (await db.pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]?.n;
       counts.statuses = (await db.pool.query(`SELECT order_id, status, version FROM orders ORDER BY order_id`)).rows;
       counts.skus = (
-        await db.pool.query(`SELECT tenant_id, sku, available, held, confirmed FROM skus ORDER BY 1, 2`)
+        await db.pool.query(`SELECT tenant_id, sku, available, held, confirmed FROM sku_counters ORDER BY 1, 2`)
       ).rows;
       counts.outbox = (
         await db.pool.query(

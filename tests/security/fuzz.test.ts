@@ -18,7 +18,7 @@ describe('fuzz: order and pay bodies and headers', () => {
     // Not payment_notifications: the provider's notification of a successful pay lands whenever it lands.
     const tables = ['orders', 'reservations', 'order_transitions', 'outbox'];
     const counts = await Promise.all(tables.map((table) => countRows(s.db, table)));
-    const skus = await s.db.pool.query(`SELECT sku, available, held, confirmed FROM skus ORDER BY sku`);
+    const skus = await s.db.pool.query(`SELECT sku, available, held, confirmed FROM sku_counters ORDER BY sku`);
     return JSON.stringify({ counts, skus: skus.rows, ledger: (await s.statement()).net });
   };
   const keys = () => countRows(s.db, 'idempotency_keys');

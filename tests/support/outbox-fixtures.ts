@@ -24,8 +24,8 @@ export async function seedOrder(db: Executor, seed: OrderSeed): Promise<void> {
   const now = new Date();
   const user = seed.userId ?? `user-${seed.orderId}`;
   await db.query(
-    `INSERT INTO skus (tenant_id, sku, name, price, total, available, held, confirmed, hold_ttl_ms, created_at)
-     VALUES ($1, $2, 'Outbox test SKU', 1990, 1000000, 1000000, 0, 0, 60000, $3) ON CONFLICT DO NOTHING`,
+    `INSERT INTO skus (tenant_id, sku, name, price, total, available, held, hold_ttl_ms, created_at)
+     VALUES ($1, $2, 'Outbox test SKU', 1990, 1000000, 1000000, 0, 60000, $3) ON CONFLICT DO NOTHING`,
     [TENANT, SKU, now],
   );
   const status = seed.status ?? 'PAID';
