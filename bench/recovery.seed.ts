@@ -22,8 +22,8 @@ export const isCharged = (i: number, unchargedEvery: number) => i % unchargedEve
 export async function seedUnknownOrders(db: Db, orders: number): Promise<void> {
   const args = [RECOVERY_TENANT, SKU, ORDER_PREFIX, orders];
   await db.query(
-    `INSERT INTO skus (tenant_id, sku, name, price, total, available, held, confirmed, hold_ttl_ms, created_at)
-     VALUES ($1, $2, 'bench recovery SKU', $3, $4, 0, $4, 0, 3600000, now())`,
+    `INSERT INTO skus (tenant_id, sku, name, price, total, available, held, hold_ttl_ms, created_at)
+     VALUES ($1, $2, 'bench recovery SKU', $3, $4, 0, $4, 3600000, now())`,
     [RECOVERY_TENANT, SKU, PRICE_MINOR, orders],
   );
   await db.query(
@@ -102,7 +102,7 @@ export async function checkRecovery(
     `SELECT s.total = s.available + s.held + s.confirmed AND s.held = 0
             AND s.confirmed = (SELECT count(*) FROM orders WHERE tenant_id = $1 AND status = 'PAID')
             AND s.available = (SELECT count(*) FROM orders WHERE tenant_id = $1 AND status = 'FAILED') AS conserved
-     FROM skus s WHERE s.tenant_id = $1 AND s.sku = $2`,
+     FROM sku_counters s WHERE s.tenant_id = $1 AND s.sku = $2`,
     [RECOVERY_TENANT, SKU],
   );
   const events = await db.query<{ n: number }>(
