@@ -68,8 +68,9 @@ describe('reconciliation classes: each one can fire', () => {
     expect(CASES.map((c) => `${c.proves}: ${c.title}`).filter((name) => !doc.includes(name))).toEqual([]);
   });
 
+  // Each case has its own stack and database, so they run side by side (maxConcurrency in vitest.config.ts).
   for (const c of CASES) {
-    it(`${c.proves}: ${c.title}`, async () => {
+    it.concurrent(`${c.proves}: ${c.title}`, async () => {
       // Proves the checker reports this planted state as exactly the listed mismatches, nothing more.
       await runCase(c);
     });
