@@ -1,7 +1,15 @@
 // The inventory domain's public surface: SKUs, reservations and their counters. Other modules
 // move stock only through these functions; the tables (skus, reservations, user_holdings) are ours.
 export { findReservation, lockReservations, reserve, skuKey } from './inventory.repo.ts';
-export { tryConfirm, tryRelease, tryUnconfirm } from './inventory.finish.ts';
+export {
+  confirmMany,
+  heldKeyOf,
+  releaseMany,
+  tryConfirm,
+  tryRelease,
+  tryUnconfirm,
+  type HeldKey,
+} from './inventory.finish.ts';
 export { findSku, findSkuTerms } from './inventory.skus.ts';
 export { tryExpireNow } from './inventory.expiry.ts';
 export { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './inventory.service.ts';

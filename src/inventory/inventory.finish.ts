@@ -1,4 +1,5 @@
 import type { Tx } from '../platform/db.ts';
+import { skuKey } from './inventory.repo.ts';
 
 /*
  * How a reservation ends: confirmed by a pay, released by cancel / decline / compensation. Lock
@@ -76,4 +77,99 @@ export function tryRelease(tx: Tx, tenantId: string, key: string, now: Date): Pr
  */
 export function tryUnconfirm(tx: Tx, tenantId: string, key: string, now: Date): Promise<boolean> {
   return tryReleaseFrom(tx, tenantId, key, 'CONFIRMED', now);
+}
+
+/** A reservation a group ends, as its caller read it under its row lock. */
+export interface HeldKey {
+  tenantId: string;
+  key: string;
+}
+
+/** How confirmMany / releaseMany name a reservation in the set they return. */
+export const heldKeyOf = (tenantId: string, key: string) => skuKey(tenantId, key);
+
+const tenantsAndKeys = (items: readonly HeldKey[]) => [items.map((i) => i.tenantId), items.map((i) => i.key)];
+
+/**
+ * HELD → CONFIRMED for many reservations in one statement (a recovery group's PAID answers):
+ * reservation rows only, as tryConfirm. Returns the keys it confirmed (those that were HELD), as heldKeyOf().
+ */
+export async function confirmMany(tx: Tx, items: readonly HeldKey[], now: Date): Promise<Set<string>> {
+  if (items.length === 0) return new Set();
+  const result = await tx.query<{ tenant_id: string; request_key: string }>({
+    name: 'reservation-confirm-many',
+    text: `UPDATE reservations r SET status = 'CONFIRMED', updated_at = $3
+           FROM unnest($1::text[], $2::text[]) AS k(tenant_id, request_key)
+           WHERE r.tenant_id = k.tenant_id AND r.request_key = k.request_key AND r.status = 'HELD'
+           RETURNING r.tenant_id, r.request_key`,
+    values: [...tenantsAndKeys(items), now],
+  });
+  return new Set(result.rows.map((row) => heldKeyOf(row.tenant_id, row.request_key)));
+}
+
+interface Released {
+  tenant_id: string;
+  request_key: string;
+  sku: string;
+  user_id: string;
+  quantity: number;
+}
+
+/** Sums of `quantity` by the fields `by` names, sorted by them (the lock order of their rows). */
+function sums(rows: readonly Released[], by: ReadonlyArray<'tenant_id' | 'sku' | 'user_id'>) {
+  const out = new Map<string, { fields: string[]; quantity: number }>();
+  for (const row of rows) {
+    const fields = by.map((f) => row[f]);
+    const id = fields.join('\u0000');
+    const seen = out.get(id);
+    if (seen) seen.quantity += row.quantity;
+    else out.set(id, { fields, quantity: row.quantity });
+  }
+  return [...out.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+}
+
+/**
+ * HELD → RELEASED for many reservations (a recovery group's FAILED answers), as tryRelease does
+ * for one, in three statements whatever the group's size: the reservation rows; each SKU row
+ * once, by the summed units (out − q, available + q, released + q); the holdings once per buyer.
+ * Lock order as above: the caller holds the reservation rows; SKU rows are locked in
+ * (tenant_id, sku) order before they are written when there are several (one UPDATE over many
+ * rows locks them in whatever order its plan reads them); holdings last, under their SKU rows.
+ * Returns the keys it released (those that were HELD), as heldKeyOf().
+ */
+export async function releaseMany(tx: Tx, items: readonly HeldKey[], now: Date): Promise<Set<string>> {
+  if (items.length === 0) return new Set();
+  const released = await tx.query<Released>({
+    name: 'reservation-release-many',
+    text: `UPDATE reservations r SET status = 'RELEASED', updated_at = $3
+           FROM unnest($1::text[], $2::text[]) AS k(tenant_id, request_key)
+           WHERE r.tenant_id = k.tenant_id AND r.request_key = k.request_key AND r.status = 'HELD'
+           RETURNING r.tenant_id, r.request_key, r.sku, r.user_id, r.quantity`,
+    values: [...tenantsAndKeys(items), now],
+  });
+  const perSku = sums(released.rows, ['tenant_id', 'sku']);
+  if (perSku.length === 0) return new Set();
+  const columns = (rows: typeof perSku, n: number) => Array.from({ length: n }, (_, i) => rows.map((r) => r.fields[i]));
+  if (perSku.length > 1)
+    await tx.query(
+      `SELECT 1 FROM skus s JOIN unnest($1::text[], $2::text[]) AS k(tenant_id, sku) USING (tenant_id, sku)
+       ORDER BY s.tenant_id, s.sku FOR UPDATE OF s`,
+      columns(perSku, 2),
+    );
+  await tx.query({
+    name: 'skus-release-many',
+    text: `UPDATE skus s SET held = s.held - k.q, available = s.available + k.q, released = s.released + k.q
+           FROM unnest($1::text[], $2::text[], $3::int[]) AS k(tenant_id, sku, q)
+           WHERE s.tenant_id = k.tenant_id AND s.sku = k.sku`,
+    values: [...columns(perSku, 2), perSku.map((r) => r.quantity)],
+  });
+  const perHolding = sums(released.rows, ['tenant_id', 'sku', 'user_id']);
+  await tx.query({
+    name: 'holdings-release-many',
+    text: `UPDATE user_holdings h SET quantity = h.quantity - k.q
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS k(tenant_id, sku, user_id, q)
+           WHERE h.tenant_id = k.tenant_id AND h.sku = k.sku AND h.user_id = k.user_id`,
+    values: [...columns(perHolding, 3), perHolding.map((r) => r.quantity)],
+  });
+  return new Set(released.rows.map((row) => heldKeyOf(row.tenant_id, row.request_key)));
 }

@@ -24,6 +24,10 @@ import type { Reservation, ReservationStatus, ReserveRequest, ReserveResult } fr
  * decrement, or FOR UPDATE when it decides on the locked row), then the holdings of its buyers.
  * tests/inventory/lock-order.test.ts races all three on one hot SKU and counts deadlocks; the
  * create side of that race goes through the batcher.
+ * A recovery group (`applyOrderEvents`, releaseMany in inventory.finish.ts) keeps it too: its
+ * orders, then their reservations, then its SKU rows locked by one SELECT … ORDER BY tenant_id,
+ * sku FOR UPDATE when there are several, then the holdings. tests/recovery/recovery.test.ts RG-01
+ * races such a group against creates on the same SKUs.
  */
 
 export async function findReservation(db: Executor, tenantId: string, key: string): Promise<Reservation | undefined> {

@@ -1,7 +1,14 @@
 import type { Tx } from '../platform/db.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 import { invariant } from '../platform/errors.ts';
-import { lockReservations, type Reservation } from '../inventory/index.ts';
+import {
+  confirmMany,
+  heldKeyOf,
+  lockReservations,
+  releaseMany,
+  type HeldKey,
+  type Reservation,
+} from '../inventory/index.ts';
 import { decide, type Decision, type OrderEvent } from './decider.ts';
 import { applyOrderEvent, holdsOf, moves, type AppliedEvent } from './orders.apply.ts';
 import { findLinesOf } from './orders.lines.ts';
@@ -11,10 +18,32 @@ import type { Order } from './orders.types.ts';
 // applyOrderEvent for many orders in the caller's transaction (recovery applies thousands of
 // provider answers after an outage): the same locks, the same decider, the same stock moves and
 // guarded transitions, but the orders, their lines and their reservations are read and locked
-// in one statement each, and the transitions (with their log and outbox rows) written in one.
+// in one statement each, the confirms and releases made set-based (each SKU row written once per
+// group, not once per order), and the transitions (with their log and outbox rows) written in one.
 
 /** A decision the set-based path applies; one with a fallback or a stock request takes the one-order path. */
 const setBased = (d: Decision) => !d.orElse && !d.emits.includes('STOCK_RELEASE_REQUESTED');
+/** Stock moves the group makes set-based: only confirms and releases (an unconfirm goes order by order). */
+const groupMoves = (d: Decision) => d.stock.every((m) => m.op === 'confirm' || m.op === 'release');
+
+/**
+ * The group's confirms in one statement and its releases in three (each SKU row once, by the
+ * summed units: inventory.finish.ts), after every order and reservation of the group is locked.
+ * Each was decided from a reservation locked HELD, so each must match: asserted.
+ */
+async function groupStockMoves(tx: Tx, confirms: HeldKey[], releases: HeldKey[], now: Date): Promise<void> {
+  const confirmed = await confirmMany(tx, confirms, now);
+  const released = await releaseMany(tx, releases, now);
+  for (const [done, op, items] of [
+    [confirmed, 'confirm', confirms],
+    [released, 'release', releases],
+  ] as const)
+    for (const { tenantId, key } of items)
+      invariant(
+        done.has(heldKeyOf(tenantId, key)),
+        `${op} of ${key} matched no HELD reservation although it was locked HELD`,
+      );
+}
 
 /**
  * Applies each event to its order, as applyOrderEvent would, in the caller's transaction. Orders
@@ -45,6 +74,8 @@ export async function applyOrderEvents(
   }
   const decided = new Map<string, { order: Order; d: Decision; event: OrderEvent }>();
   const out = new Map<string, AppliedEvent>();
+  const confirms: HeldKey[] = [];
+  const releases: HeldKey[] = [];
   for (const { orderId, event } of items) {
     const order = orders.get(orderId);
     if (!order) {
@@ -57,9 +88,13 @@ export async function applyOrderEvents(
       out.set(orderId, await applyOrderEvent(tx, orderId, event, now));
       continue;
     }
-    invariant(!(await moves(tx, order, d.stock, now)), `moves of ${orderId} refused`);
+    if (!groupMoves(d)) invariant(!(await moves(tx, order, d.stock, now)), `moves of ${orderId} refused`);
+    else
+      for (const m of d.stock)
+        (m.op === 'confirm' ? confirms : releases).push({ tenantId: order.tenantId, key: m.key });
     decided.set(orderId, { order, d, event });
   }
+  await groupStockMoves(tx, confirms, releases, now);
   const requests: TransitionRequest[] = [];
   for (const [orderId, { order, d, event }] of decided)
     if (d.to) requests.push({ orderId, from: order.status, to: d.to, reason: d.reason ?? event.type });

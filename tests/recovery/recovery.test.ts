@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runRecoveryPass } from '../../src/recovery/recovery.service.ts';
 import { paymentDeps } from '../../src/payments/payments.routes.ts';
+import { closeAnswer, queryAnswer } from '../../src/payments/index.ts';
+import { applyOrderEvents } from '../../src/orders/index.ts';
+import { businessMetrics } from '../../src/platform/business-metrics.ts';
+import { inTx } from '../../src/platform/db.ts';
 import { skuCounters } from '../support/fixtures.ts';
 import { createSku, startPaymentStack, type PaymentStack } from '../support/payments.ts';
 
@@ -130,5 +134,74 @@ describe('the recovery job', () => {
     expect(await skuCounters(s, 'r3')).toMatchObject({ available: 2, held: 1 });
     expect(report.body.reconciliation).toBeDefined();
     expect(report.body.outbox).toMatchObject({ failed: 0 });
+  });
+
+  it('RG-01 one group confirms and releases on three SKUs (each SKU row written once) while buyers create on them: counters conserved, each order decided once, no deadlock', async () => {
+    // Proves the set-based stock moves of a recovery group (confirmMany / releaseMany): units summed
+    // per SKU, holdings per buyer, SKU rows in order, racing a second group with the same answers
+    // and the creates' batches on the same SKUs.
+    const skus = ['rg-a', 'rg-b', 'rg-c'];
+    for (const sku of skus) await createSku(s, { sku, stock: 40, per_user_limit: 2 });
+    const orders = await Promise.all(
+      Array.from({ length: 18 }, (_, i) => s.buy(`rg-u${i % 9}`, skus[i % 3] ?? 'rg-a', `rg-${i}`)),
+    );
+    // Per SKU (i % 3) six orders: four charged, two never reaching the provider; each buyer holds two units, its limit.
+    const charged = new Set(orders.filter((_, i) => Math.floor(i / 3) % 3 !== 2).map((o) => o.orderId));
+    for (const o of orders) {
+      const fault = charged.has(o.orderId) ? { kind: 'DELAY_RESPONSE', ms: 400 } : { kind: 'RESET_CONNECTION' };
+      await s.control('POST', '/_control/faults', { op: 'charge', merchant_order: o.orderId, ...fault });
+    }
+    const paid = await Promise.all(orders.map((o) => s.pay(o.token, o.orderId)));
+    expect(paid.map((p) => p.body.status)).toEqual(Array(18).fill('UNKNOWN'));
+    // The provider's real answers: a query for the charged, a close for the rest.
+    const deps = paymentDeps(s.deps);
+    const group = await Promise.all(
+      orders.map(async (o) => ({
+        orderId: o.orderId,
+        event: charged.has(o.orderId)
+          ? queryAnswer(await deps.channel.query(o.orderId))
+          : closeAnswer(await deps.channel.close(o.orderId)),
+      })),
+    );
+    group.sort((a, b) => (a.orderId < b.orderId ? -1 : 1));
+    const deadlocks = async () =>
+      (await businessMetrics.txRetries.get()).values.find((v) => v.labels.code === '40P01')?.value ?? 0;
+    const deadlocksBefore = await deadlocks();
+    const applyGroup = () => inTx(s.deps.db, (tx) => applyOrderEvents(tx, group, s.clock.now()));
+    const [first, second, creates] = await Promise.all([
+      applyGroup(),
+      applyGroup(),
+      Promise.all(Array.from({ length: 30 }, (_, i) => s.buy(`rg-late${i}`, skus[i % 3] ?? 'rg-a'))),
+    ]);
+    expect(creates).toHaveLength(30);
+    expect((await deadlocks()) - deadlocksBefore).toBe(0);
+    // One of the two groups decided each order; the other found it decided and moved nothing.
+    const outcomes = [...first, ...second].map((a) => a.outcome);
+    expect(outcomes.filter((o) => o === 'PAID')).toHaveLength(12);
+    expect(outcomes.filter((o) => o === 'FAILED')).toHaveLength(6);
+    for (const o of orders) {
+      const view = await s.order(o.orderId);
+      expect([view.status, view.reservation.status]).toEqual(
+        charged.has(o.orderId) ? ['PAID', 'CONFIRMED'] : ['FAILED', 'RELEASED'],
+      );
+    }
+    const events = await s.deps.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM outbox WHERE order_id = ANY($1) GROUP BY order_id',
+      [orders.map((o) => o.orderId)],
+    );
+    expect(events.rows.map((r) => r.n)).toEqual(Array(18).fill(1));
+    for (const sku of skus) {
+      const c = await skuCounters(s, sku);
+      // 6 group orders per SKU (4 PAID, 2 FAILED) and 10 late creates (HELD).
+      expect(c).toMatchObject({ total: 40, available: 40 - 14, held: 10, confirmed: 4, released: 2 });
+    }
+    const holdings = await s.deps.db.query<{ user_id: string; quantity: number; expected: number }>(
+      `SELECT h.user_id, h.quantity, (SELECT count(*)::int FROM reservations r WHERE r.tenant_id = h.tenant_id AND r.sku = h.sku
+         AND r.user_id = h.user_id AND r.status IN ('HELD', 'CONFIRMED')) AS expected
+       FROM user_holdings h WHERE h.sku = ANY($1)`,
+      [skus],
+    );
+    expect(holdings.rows.length).toBeGreaterThan(0);
+    for (const row of holdings.rows) expect([row.user_id, row.quantity]).toEqual([row.user_id, row.expected]);
   });
 });
