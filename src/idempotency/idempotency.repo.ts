@@ -1,4 +1,4 @@
-import { sqlLiteral, type Executor, type Tx } from '../platform/db.ts';
+import type { Executor, Tx } from '../platform/db.ts';
 
 export interface KeyScope {
   tenantId: string;
@@ -23,25 +23,27 @@ export interface KeyRecord {
 
 const SCOPE = 'tenant_id = $1 AND user_id = $2 AND operation = $3 AND idempotency_key = $4';
 const scopeParams = (s: KeyScope) => [s.tenantId, s.userId, s.operation, s.key];
-const INSERT_KEY = `INSERT INTO idempotency_keys (tenant_id, user_id, operation, idempotency_key, request_digest, state, locked_until, created_at)
-           VALUES ($1, $2, $3, $4, $5, 'PROCESSING', $6, $7) ON CONFLICT DO NOTHING`;
-const COMPLETE_KEY = `UPDATE idempotency_keys SET state = 'DONE', response_status = $5, response_body = $6, response_location = $7, completed_at = $8, locked_until = NULL
-           WHERE ${SCOPE} AND state = 'PROCESSING'`;
-
-/** A parameterised statement as simple-query text (for inTx's BEGIN and COMMIT round trips). */
-function inline(text: string, values: (string | number | Date | null)[]): string {
-  return text.replace(/\$(\d+)/g, (_, n: string) => sqlLiteral(values[Number(n) - 1] ?? null));
-}
 
 /**
- * Claims the key for this request, as text for `inTx`'s `withBegin` (it rides in BEGIN's round
- * trip). The unique primary key decides between concurrent requests: a second INSERT waits on the
- * first's uncommitted row (bounded by lock_timeout, which then fails the BEGIN round trip) and
- * then either inserts (the first rolled back) or does nothing (it committed). A rowCount of 1
- * means we own the key.
+ * Claims the key for this request. The unique primary key decides between concurrent requests:
+ * a second INSERT waits on the first's uncommitted row (bounded by lock_timeout) and then either
+ * inserts (the first rolled back) or does nothing (it committed). True means we own the key.
  */
-export function insertKeySql(scope: KeyScope, digest: string, now: Date, lockedUntil: Date): string {
-  return inline(INSERT_KEY, [...scopeParams(scope), digest, lockedUntil, now]);
+export async function tryInsertKey(
+  tx: Tx,
+  scope: KeyScope,
+  digest: string,
+  now: Date,
+  lockedUntil: Date,
+): Promise<boolean> {
+  // Named statements are prepared once per connection: these run on every keyed request.
+  const result = await tx.query({
+    name: 'idempotency-insert',
+    text: `INSERT INTO idempotency_keys (tenant_id, user_id, operation, idempotency_key, request_digest, state, locked_until, created_at)
+           VALUES ($1, $2, $3, $4, $5, 'PROCESSING', $6, $7) ON CONFLICT DO NOTHING`,
+    values: [...scopeParams(scope), digest, lockedUntil, now],
+  });
+  return result.rowCount === 1;
 }
 
 export async function findKey(db: Executor, scope: KeyScope): Promise<KeyRecord | undefined> {
@@ -73,29 +75,12 @@ export async function findKey(db: Executor, scope: KeyScope): Promise<KeyRecord 
 export async function completeKey(tx: Tx, scope: KeyScope, response: StoredResponse, now: Date): Promise<void> {
   const result = await tx.query({
     name: 'idempotency-complete',
-    text: COMPLETE_KEY,
-    values: completeParams(scope, response, now),
+    text: `UPDATE idempotency_keys SET state = 'DONE', response_status = $5, response_body = $6, response_location = $7, completed_at = $8, locked_until = NULL
+           WHERE ${SCOPE} AND state = 'PROCESSING'`,
+    values: [...scopeParams(scope), response.status, response.body, response.location ?? null, now],
   });
   if (result.rowCount !== 1)
     throw new Error(`idempotency key ${scope.operation}/${scope.key} was not PROCESSING when completed`);
-}
-
-const completeParams = (scope: KeyScope, response: StoredResponse, now: Date) => [
-  ...scopeParams(scope),
-  response.status,
-  response.body,
-  response.location ?? null,
-  now,
-];
-
-/**
- * completeKey as text for `deferToCommit`: it rides in COMMIT's round trip. Nobody reads its
- * rowCount there, so a key that was not PROCESSING must fail the statement itself (and so skip
- * the COMMIT after it): `1 / count(*)` divides by zero when no row was completed.
- */
-export function completeKeySql(scope: KeyScope, response: StoredResponse, now: Date): string {
-  const update = inline(COMPLETE_KEY, completeParams(scope, response, now));
-  return `WITH completed AS (${update} RETURNING 1) SELECT 1 / count(*)::int FROM completed`;
 }
 
 /** Takes over a PROCESSING key whose owner's lease ran out (its process died mid-way). */

@@ -1,11 +1,10 @@
-import { deferToCommit, failedInBegin, inTx, pgCode, sleep, type Db, type Tx } from '../platform/db.ts';
+import { inTx, pgCode, sleep, type Db, type Tx } from '../platform/db.ts';
 import type { Clock } from '../platform/clock.ts';
 import { AppError } from '../platform/errors.ts';
 import {
   completeKey,
-  completeKeySql,
   findKey,
-  insertKeySql,
+  tryInsertKey,
   tryTakeOverKey,
   type KeyRecord,
   type KeyScope,
@@ -67,39 +66,40 @@ function replay(record: KeyRecord, digest: string): KeyedResult | undefined {
 
 type Claim = { owned: true; step: KeyedStep } | { owned: false; record: KeyRecord };
 
-/**
- * One transaction: the key's INSERT rides in BEGIN's round trip and, for a `final` step, its
- * completion in COMMIT's, so the key layer adds no round trip of its own to the operation's.
- */
 async function claim(deps: KeyedDeps, op: KeyedOperation): Promise<Claim> {
-  const now = deps.clock.now();
-  const insert = insertKeySql(op.scope, op.digest, now, new Date(now.getTime() + deps.leaseMs));
-  try {
-    return await inTx(
-      deps.db,
-      async (tx, [inserted]) => {
-        if (inserted?.rowCount === 1) {
-          const step = await op.start(tx);
-          if ('final' in step) {
-            deferToCommit(tx, completeKeySql(op.scope, step.final, now));
-            if (step.durable === false) deferToCommit(tx, 'SET LOCAL synchronous_commit = off');
-          }
-          return { owned: true, step } as const;
+  return inTx(
+    deps.db,
+    async (tx) => {
+      const now = deps.clock.now();
+      if (await insertOrWait(tx, op, now, deps.leaseMs)) {
+        const step = await op.start(tx);
+        if ('final' in step) {
+          await completeKey(tx, op.scope, step.final, now);
+          if (step.durable === false) await tx.query('SET LOCAL synchronous_commit = off');
         }
-        // The row exists and is committed (ON CONFLICT waited for any in-flight owner); a new
-        // statement sees it. Compare digests before anything else: a reused key has no side effect.
-        const record = await findKey(tx, op.scope);
-        if (!record) throw new Error('idempotency key vanished');
-        if (record.digest !== op.digest)
-          throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
-        return { owned: false, record } as const;
-      },
-      { lockTimeoutMs: deps.waitMs, withBegin: insert },
-    );
+        return { owned: true, step } as const;
+      }
+      // The row exists and is committed (ON CONFLICT waited for any in-flight owner); a new
+      // statement sees it. Compare digests before anything else: a reused key has no side effect.
+      const record = await findKey(tx, op.scope);
+      if (!record) throw new Error('idempotency key vanished');
+      if (record.digest !== op.digest)
+        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
+      return { owned: false, record } as const;
+    },
+    { lockTimeoutMs: deps.waitMs },
+  );
+}
+
+/**
+ * The key insert, which waits on a concurrent owner's uncommitted row. Only a lock timeout here
+ * means "in progress"; one later in the operation (a hot row) is the database being busy.
+ */
+async function insertOrWait(tx: Tx, op: KeyedOperation, now: Date, leaseMs: number): Promise<boolean> {
+  try {
+    return await tryInsertKey(tx, op.scope, op.digest, now, new Date(now.getTime() + leaseMs));
   } catch (error) {
-    // The key insert waits on a concurrent owner's uncommitted row. Only a lock timeout there
-    // means "in progress"; one later in the operation (a hot row) is the database being busy.
-    if (failedInBegin(error) && pgCode(error) === LOCK_NOT_AVAILABLE) throw inProgress();
+    if (pgCode(error) === LOCK_NOT_AVAILABLE) throw inProgress();
     throw error;
   }
 }

@@ -82,7 +82,7 @@ function toDoneKey(row: DoneRow): DoneKey {
 }
 
 /**
- * Claims every buyer's key (PROCESSING, as insertKeySql) and reads the SKU, in one statement and
+ * Claims every buyer's key (PROCESSING, as tryInsertKey) and reads the SKU, in one statement and
  * without its row lock. A key that exists (a replay, or another process's request in flight: the
  * insert waits on it, bounded by lock_timeout) is not ours and is answered after the batch; one
  * that was DONE before the statement comes back with its stored answer (`done`) for the replay.

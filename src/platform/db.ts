@@ -50,48 +50,6 @@ export interface TxOptions {
   statementTimeoutMs?: number;
   /** Retries of serialization failures and deadlocks, the only errors worth retrying blindly. */
   retries?: number;
-  /**
-   * Statements sent in BEGIN's own round trip, after the timeouts (simple-query text: values only
-   * through `sqlLiteral`). Their results are `fn`'s second argument. Saves a round trip for a
-   * statement every attempt runs first (the idempotency key's claim).
-   */
-  withBegin?: string;
-}
-
-// Errors of the BEGIN round trip's `withBegin` statements (see failedInBegin).
-const beginErrors = new WeakSet<object>();
-
-/** True if `error` came from the BEGIN round trip (its `withBegin` statements), not from `fn` or COMMIT. */
-export function failedInBegin(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && beginErrors.has(error);
-}
-
-// Statements a transaction asked to send in COMMIT's round trip (see deferToCommit).
-const atCommit = new WeakMap<object, string[]>();
-
-/**
- * Sends `sql` (simple-query text, values only through `sqlLiteral`) just before COMMIT, in the
- * same round trip. If it fails, the rest of that query string is skipped, so nothing commits.
- */
-export function deferToCommit(tx: Tx, sql: string): void {
-  const pending = atCommit.get(tx) ?? [];
-  pending.push(sql);
-  atCommit.set(tx, pending);
-}
-
-/**
- * A value as an SQL literal for the simple-query text above. pg's escapeLiteral doubles quotes
- * and backslashes (E'' form); a NUL would end the query text early, so it is refused.
- */
-export function sqlLiteral(value: string | number | Date | null): string {
-  if (value === null) return 'NULL';
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new Error('not a finite number');
-    return String(value);
-  }
-  if (value instanceof Date) return `${pg.escapeLiteral(value.toISOString())}::timestamptz`;
-  if (value.includes('\0')) throw new Error('a NUL cannot be sent in simple-query text');
-  return pg.escapeLiteral(value);
 }
 
 const RETRYABLE = new Set(['40001', '40P01']);
@@ -99,11 +57,7 @@ const MAX_RETRIES = 5;
 const CONNECTION_RETRIES = 1;
 
 /** The one transaction helper: explicit isolation and timeouts, bounded retry with jitter. */
-export async function inTx<T>(
-  db: Db,
-  fn: (tx: Tx, begun: pg.QueryResult[]) => Promise<T>,
-  options: TxOptions = {},
-): Promise<T> {
+export async function inTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOptions = {}): Promise<T> {
   const retries = Math.min(options.retries ?? 3, MAX_RETRIES);
   for (let attempt = 0; ; attempt++) {
     const client = await db.connect();
@@ -121,19 +75,12 @@ export async function inTx<T>(
       // One round trip: the timeouts are integers we format, never caller-supplied text.
       const lockMs = Math.trunc(options.lockTimeoutMs ?? 5_000);
       const statementMs = Math.trunc(options.statementTimeoutMs ?? 30_000);
-      const begin = `BEGIN ISOLATION LEVEL ${options.isolation ?? 'READ COMMITTED'}; SET LOCAL lock_timeout = ${lockMs}; SET LOCAL statement_timeout = ${statementMs}`;
-      atCommit.delete(client);
-      const begun = options.withBegin
-        ? await client.query(`${begin}; ${options.withBegin}`).catch((error: unknown) => {
-            if (typeof error === 'object' && error !== null) beginErrors.add(error);
-            throw error;
-          })
-        : undefined;
-      if (!begun) await client.query(begin);
-      const result = await fn(client as Tx, begun ? (begun as unknown as pg.QueryResult[]).slice(3) : []);
+      await client.query(
+        `BEGIN ISOLATION LEVEL ${options.isolation ?? 'READ COMMITTED'}; SET LOCAL lock_timeout = ${lockMs}; SET LOCAL statement_timeout = ${statementMs}`,
+      );
+      const result = await fn(client as Tx);
       committing = true;
-      const before = atCommit.get(client);
-      await client.query(before ? `${before.join('; ')}; COMMIT` : 'COMMIT');
+      await client.query('COMMIT');
       return result;
     } catch (error) {
       if (committing && isConnectionError(error)) {
@@ -166,7 +113,6 @@ export async function inTx<T>(
       }
       throw error;
     } finally {
-      atCommit.delete(client);
       if (!released) {
         client.removeListener('error', onError);
         client.release(broken);
