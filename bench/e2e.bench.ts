@@ -17,8 +17,8 @@ import { reconcile } from '../src/reconcile/index.ts';
 import { startProvider, type Provider } from './recovery.provider.ts';
 
 // Issue 16, P3: an order end to end, as `flashpay start` runs it — launchStack with its workers,
-// the provider double on HTTP in a process of its own (`flashpay channel` with its durable ledger,
-// as a real provider is another service: our load must not slow its answers), the outbox relay to the fulfilment webhook.
+// the provider double on HTTP in a process of its own (`flashpay channel`, memory ledger, as P6
+// runs it: a real provider is another service, and our load must not slow its answers), the outbox relay to the fulfilment webhook.
 // Each buyer creates an order on ONE SKU with ample stock and pays it at once (the driver's
 // chained request); the provider answers and notifies; the relay ships. An order counts when it
 // is shipped: orders/s is the round's orders over the time until its last one shipped. The
@@ -132,10 +132,7 @@ export async function runEndToEndBench(
 ): Promise<FlashRun[]> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-bench-e2e-'));
   // 'in-process' (the smoke test): launchStack's own double, no process to start.
-  const provider =
-    where === 'process'
-      ? await startProvider('process', 0, { callbacks: 'DELIVER', ledgerUrl: channelDatabaseUrl(ctx.databaseUrl) })
-      : undefined;
+  const provider = where === 'process' ? await startProvider('process', 0, { callbacks: 'DELIVER' }) : undefined;
   let stack: RunningStack | undefined;
   try {
     stack = await launch(ctx.databaseUrl, dataDir, provider);
@@ -304,12 +301,9 @@ async function runEndToEndRun(
   }
 }
 
-const channelDatabase = (databaseUrl: string) => `${new URL(databaseUrl).pathname.slice(1) || 'postgres'}_channel`;
-const channelDatabaseUrl = (databaseUrl: string) => withDatabase(databaseUrl, channelDatabase(databaseUrl));
-
-/** The provider double's ledger is `<database>_channel` (either way); the bench leaves nothing behind. */
+/** launchStack made `<database>_channel` for its own provider double's ledger; the bench leaves nothing behind. */
 async function dropChannelDatabase(databaseUrl: string): Promise<void> {
-  const name = channelDatabase(databaseUrl);
+  const name = `${new URL(databaseUrl).pathname.slice(1) || 'postgres'}_channel`;
   const client = new pg.Client({ connectionString: withDatabase(databaseUrl, 'postgres') });
   await client.connect();
   try {

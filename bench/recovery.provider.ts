@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { startChannel } from '../src/channel/index.ts';
 
 // The provider recovery (P6) and the end-to-end run (P3) ask: the fake channel (`flashpay channel
-// --control`, memory ledger unless given a database) in a process of its own, as a provider is, or in this process for the smoke test (no process start).
+// --control`, memory ledger) in a process of its own, as a provider is, or in this process for
+// the smoke test (no process start).
 // Every query and close answers after a fixed latency: a provider is tens of ms away, not a
 // loopback call, and recovery's job is to keep that latency busy, not to out-run a local stub.
 
@@ -35,9 +36,8 @@ async function controlCall(url: string, method: 'GET' | 'POST', route: string, b
   return text ? JSON.parse(text) : undefined;
 }
 
-async function childChannel(secret: string, ledgerUrl?: string): Promise<{ url: string; close(): Promise<void> }> {
-  const ledger = ledgerUrl ? ['--database-url', ledgerUrl] : [];
-  const child = spawn(process.execPath, [BIN, 'channel', '--port', '0', '--control', ...ledger], {
+async function childChannel(secret: string): Promise<{ url: string; close(): Promise<void> }> {
+  const child = spawn(process.execPath, [BIN, 'channel', '--port', '0', '--control'], {
     env: { ...process.env, FLASHPAY_NOTIFY_SECRET: secret, FLASHPAY_CONTROL_TOKEN: '' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -68,8 +68,6 @@ async function childChannel(secret: string, ledgerUrl?: string): Promise<{ url: 
 export interface ProviderOptions {
   /** HOLD (recovery alone converges, P6) or DELIVER (the provider notifies as it answers, P3). */
   callbacks?: 'HOLD' | 'DELIVER';
-  /** A durable ledger in this database (created if missing), as the stack's own double keeps; memory otherwise. */
-  ledgerUrl?: string;
 }
 
 /**
@@ -84,9 +82,7 @@ export async function startProvider(
 ): Promise<Provider> {
   const secret = randomBytes(32).toString('hex');
   const channel =
-    where === 'process'
-      ? await childChannel(secret, options.ledgerUrl)
-      : await startChannel({ notifySecret: secret, control: true });
+    where === 'process' ? await childChannel(secret) : await startChannel({ notifySecret: secret, control: true });
   const control = (method: 'GET' | 'POST', route: string, body?: unknown) =>
     controlCall(channel.url, method, route, body);
   try {
