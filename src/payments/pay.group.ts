@@ -43,7 +43,10 @@ export interface GroupOptions {
   windowMs?: number;
   /** A group this large commits at once. */
   max?: number;
-  /** Groups that may commit at once before arriving pays start to collect (0: always collect). */
+  /**
+   * Groups that may commit at once before arriving pays start to collect (0: always collect). One
+   * rather than two: larger groups at 64 buyers (p50 3 pays, not 2), fewer commits (docs/benchmarks.md §6).
+   */
   concurrent?: number;
 }
 
@@ -55,7 +58,7 @@ export interface GroupOptions {
 export function groupPayCommits(deps: Deps, options: GroupOptions = {}): PayCommits {
   const windowMs = options.windowMs ?? 2;
   const max = options.max ?? 32;
-  const concurrent = options.concurrent ?? 2;
+  const concurrent = options.concurrent ?? 1;
   let waiting: Member[] = [];
   let timer: NodeJS.Timeout | undefined;
   let committing = 0;
