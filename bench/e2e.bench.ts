@@ -48,13 +48,8 @@ const orderRequest = (token: string, key: string, sku: string, pay: boolean): Dr
 });
 
 async function launch(databaseUrl: string, dataDir: string, provider?: Provider): Promise<RunningStack> {
-  const config = {
-    ...loadConfig(),
-    databaseUrl,
-    dataDir,
-    logLevel: 'silent' as const,
-    ...(provider ? { channelUrl: provider.url, notifySecret: provider.secret } : {}),
-  };
+  const channel = provider ? { channelUrl: provider.url, notifySecret: provider.secret } : {};
+  const config = { ...loadConfig(), databaseUrl, dataDir, logLevel: 'silent' as const, ...channel };
   return launchStack({
     config,
     port: 0,
