@@ -82,3 +82,15 @@ export function openBenchDatabase(
 ): Promise<BenchDatabase> {
   return serverUrl ? onServer(serverUrl) : embedded(log);
 }
+
+/** launchStack made `<database>_channel` for its own provider double's ledger; the bench leaves nothing behind. */
+export async function dropChannelDatabase(databaseUrl: string): Promise<void> {
+  const name = `${new URL(databaseUrl).pathname.slice(1) || 'postgres'}_channel`;
+  const client = new pg.Client({ connectionString: withDatabase(databaseUrl, 'postgres') });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}

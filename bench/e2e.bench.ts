@@ -2,25 +2,26 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { mergeRuns, type DriverRequest, type DriverResult, type DriverRun } from './driver.ts';
 import type { FlashRun, FlashTarget } from './flash.bench.ts';
 import type { OrdersContext } from './orders.bench.ts';
 import type { OrdersCounts } from './options.ts';
 import { checkSkus, seedSkus } from './orders.stock.ts';
+import { dropChannelDatabase } from './database.ts';
 import { perSecond, ratio, round, summarize } from './stats.ts';
 import { launchStack, type RunningStack } from '../src/stack.ts';
 import { loadConfig } from '../src/platform/config.ts';
-import { withDatabase } from '../src/platform/embedded.ts';
 import { channelClient } from '../src/payments/index.ts';
 import { reconcile } from '../src/reconcile/index.ts';
+import { startProvider, type Provider } from './recovery.provider.ts';
 
-// Issue 16, P3: an order end to end, as `flashpay start` runs it — launchStack with its workers,
-// the provider double on HTTP in the same process, the outbox relay to the fulfilment webhook.
-// Each buyer creates an order on ONE SKU with ample stock and pays it at once (the driver's
-// chained request); the provider answers and notifies; the relay ships. An order counts when it
-// is shipped: orders/s is the round's orders over the time until its last one shipped. The
-// uncontended create (a SKU per buyer, same stack, same buyers) runs in alternating rounds.
+// Issue 16, P3: an order end to end, as `flashpay start` runs it: launchStack with its workers,
+// the provider double on HTTP in a process of its own (memory ledger, as P6 runs it: a real
+// provider is another service, our load must not slow its answers), the outbox relay to the
+// fulfilment webhook. Each buyer creates an order on ONE SKU with ample stock and pays it at once
+// (the driver's chained request); the provider answers and notifies; the relay ships. An order
+// counts when shipped: orders/s is the round's orders over the time until its last one shipped.
+// The uncontended create (a SKU per buyer, same stack, same buyers) runs in alternating rounds.
 
 /** The issue's range: 20 buyers (where it measured P3 before) and 64 (the other runs' load). */
 export const E2E_BUYERS = [20, 64] as const;
@@ -46,8 +47,9 @@ const orderRequest = (token: string, key: string, sku: string, pay: boolean): Dr
     : {}),
 });
 
-async function launch(databaseUrl: string, dataDir: string): Promise<RunningStack> {
-  const config = { ...loadConfig(), databaseUrl, dataDir, logLevel: 'silent' as const };
+async function launch(databaseUrl: string, dataDir: string, provider?: Provider): Promise<RunningStack> {
+  const channel = provider ? { channelUrl: provider.url, notifySecret: provider.secret } : {};
+  const config = { ...loadConfig(), databaseUrl, dataDir, logLevel: 'silent' as const, ...channel };
   return launchStack({
     config,
     port: 0,
@@ -115,20 +117,28 @@ function target(
 
 /**
  * P3 at each number of buyers, with its checks, on one stack launched on the bench's database (one
- * provider ledger for all of them, so reconciliation sees every charge); stopped afterwards.
+ * provider for all of them, so reconciliation sees every charge); stopped afterwards. `in-process`
+ * (the smoke test): launchStack's own provider double, no process to start.
  */
-export async function runEndToEndBench(ctx: OrdersContext, counts: OrdersCounts): Promise<FlashRun[]> {
+export async function runEndToEndBench(
+  ctx: OrdersContext,
+  counts: OrdersCounts,
+  where: 'process' | 'in-process' = 'process',
+): Promise<FlashRun[]> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-bench-e2e-'));
-  const stack = await launch(ctx.databaseUrl, dataDir);
+  const provider = where === 'process' ? await startProvider('process', 0, { callbacks: 'DELIVER' }) : undefined;
+  let stack: RunningStack | undefined;
   try {
+    stack = await launch(ctx.databaseUrl, dataDir, provider);
     const runs: FlashRun[] = [];
     for (const buyers of new Set(E2E_BUYERS.map((b) => Math.min(b, counts.concurrency)))) {
       ctx.log(`orders (issue 16): P3 end to end, ${buyers} buyers`);
-      runs.push(await runEndToEndRun(ctx, stack, counts, buyers));
+      runs.push(await runEndToEndRun(ctx, stack, counts, buyers, where));
     }
     return runs;
   } finally {
-    await stack.stop();
+    await stack?.stop();
+    await provider?.close();
     await dropChannelDatabase(ctx.databaseUrl);
     await rm(dataDir, { recursive: true, force: true });
   }
@@ -139,6 +149,7 @@ async function runEndToEndRun(
   stack: RunningStack,
   counts: OrdersCounts,
   buyers: number,
+  where: 'process' | 'in-process',
 ): Promise<FlashRun> {
   // SKUs and keys of their own per run, so that two runs share one database.
   const at = `p3b${buyers}`;
@@ -262,7 +273,7 @@ async function runEndToEndRun(
       report.mismatches.length === 0;
     return {
       id: 'P3',
-      description: `create + pay (provider double on HTTP) + notification + outbox + fulfilment, ${buyers} buyers, one SKU`,
+      description: `create + pay (provider double on HTTP${where === 'process' ? ', own process' : ''}) + notification + outbox + fulfilment, ${buyers} buyers, one SKU`,
       targets,
       ratios: { 'paid-and-shipped vs uncontended create': ratio(paidPerSecond, uncontended.perSecond) },
       checks: [
@@ -281,17 +292,5 @@ async function runEndToEndRun(
     };
   } finally {
     clearInterval(sampler);
-  }
-}
-
-/** launchStack made `<database>_channel` for the provider double's ledger; the bench leaves nothing behind. */
-async function dropChannelDatabase(databaseUrl: string): Promise<void> {
-  const name = `${new URL(databaseUrl).pathname.slice(1) || 'postgres'}_channel`;
-  const client = new pg.Client({ connectionString: withDatabase(databaseUrl, 'postgres') });
-  await client.connect();
-  try {
-    await client.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`);
-  } finally {
-    await client.end();
   }
 }

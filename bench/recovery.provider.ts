@@ -5,8 +5,9 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { startChannel } from '../src/channel/index.ts';
 
-// The provider recovery asks: the fake channel (`flashpay channel --control`, memory ledger) in a
-// process of its own, as a provider is, or in this process for the smoke test (no process start).
+// The provider recovery (P6) and the end-to-end run (P3) ask: the fake channel (`flashpay channel
+// --control`, memory ledger) in a process of its own, as a provider is, or in this process for
+// the smoke test (no process start).
 // Every query and close answers after a fixed latency: a provider is tens of ms away, not a
 // loopback call, and recovery's job is to keep that latency busy, not to out-run a local stub.
 
@@ -17,6 +18,8 @@ const EVERY_REQUEST = 1_000_000;
 
 export interface Provider {
   url: string;
+  /** The secret it signs its notifications with (the service under test must be given it). */
+  secret: string;
   /** POST/GET on the control API. */
   control(method: 'GET' | 'POST', route: string, body?: unknown): Promise<unknown>;
   close(): Promise<void>;
@@ -62,15 +65,28 @@ async function childChannel(secret: string): Promise<{ url: string; close(): Pro
   };
 }
 
-/** The channel with callbacks held (recovery alone converges) and `latencyMs` on every query and close. */
-export async function startProvider(where: 'process' | 'in-process', latencyMs: number): Promise<Provider> {
+export interface ProviderOptions {
+  /** HOLD (recovery alone converges, P6) or DELIVER (the provider notifies as it answers, P3). */
+  callbacks?: 'HOLD' | 'DELIVER';
+}
+
+/**
+ * The channel with `latencyMs` on every query and close, callbacks held unless asked to deliver.
+ * In a process of its own, the service's load does not slow the provider down (a real provider
+ * is another service); in-process for the smoke tests (no process start, memory ledger).
+ */
+export async function startProvider(
+  where: 'process' | 'in-process',
+  latencyMs: number,
+  options: ProviderOptions = {},
+): Promise<Provider> {
   const secret = randomBytes(32).toString('hex');
   const channel =
     where === 'process' ? await childChannel(secret) : await startChannel({ notifySecret: secret, control: true });
   const control = (method: 'GET' | 'POST', route: string, body?: unknown) =>
     controlCall(channel.url, method, route, body);
   try {
-    await control('POST', '/_control/callbacks', { mode: 'HOLD' });
+    if ((options.callbacks ?? 'HOLD') === 'HOLD') await control('POST', '/_control/callbacks', { mode: 'HOLD' });
     if (latencyMs > 0)
       for (const op of ['query', 'close'])
         await control('POST', '/_control/faults', { op, kind: 'DELAY_RESPONSE', ms: latencyMs, times: EVERY_REQUEST });
@@ -78,5 +94,5 @@ export async function startProvider(where: 'process' | 'in-process', latencyMs: 
     await channel.close();
     throw error;
   }
-  return { url: channel.url, control, close: () => channel.close() };
+  return { url: channel.url, secret, control, close: () => channel.close() };
 }

@@ -4,23 +4,28 @@ import { faultPoint } from '../platform/faultpoints.ts';
 import type { StoredResponse } from '../idempotency/index.ts';
 import { jsonResponse, problemResponse } from '../idempotency/index.ts';
 import type { KeyedStep } from '../idempotency/index.ts';
-import { applyOrderEvent, lockOrder } from '../orders/index.ts';
+import { applyOrderEvent, lockOrder, type AppliedEvent, type Order } from '../orders/index.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { chargeAnswer, followUp, recordAnswer } from './settle.ts';
 import { bestEffort, settleAfterCall } from './after-call.ts';
 
+/** A pay's answer from the order's status: still PAYING is, to the client, an unknown outcome. */
+function statusOf(orderId: string, order: Order | undefined): StoredResponse {
+  return jsonResponse(200, { order_id: orderId, status: order?.status === 'PAYING' ? 'UNKNOWN' : order?.status });
+}
+
 async function statusResponse(tx: Tx, orderId: string): Promise<StoredResponse> {
-  const order = await lockOrder(tx, orderId);
   // A pay whose first request died mid-call finds the order still PAYING: to the client its
   // outcome is unknown, and recovery converges it like any UNKNOWN.
-  return jsonResponse(200, { order_id: orderId, status: order?.status === 'PAYING' ? 'UNKNOWN' : order?.status });
+  return statusOf(orderId, await lockOrder(tx, orderId));
 }
 
 /**
  * Pay in three separately committed steps (seed 000): (1) CREATED → PAYING commits before the
  * provider is called, so "we may have charged" is on disk before it can be true; (2) the charge,
  * with a timeout, in no transaction; (3) the answer applied through the decider, in the same
- * commit as the key's completion; a refund it asks for is sent after that commit.
+ * commit as the key's completion (a commit shared with concurrent pays: `deps.payCommits`); a
+ * refund it asks for is sent after that commit.
  */
 export async function beginPay(deps: PaymentDeps, tx: Tx, principal: Principal, orderId: string): Promise<KeyedStep> {
   const applied = await applyOrderEvent(tx, orderId, { type: 'PAY_REQUESTED' }, deps.clock.now(), {
@@ -45,10 +50,16 @@ export async function beginPay(deps: PaymentDeps, tx: Tx, principal: Principal, 
       await faultPoint('pay.after-charge'); // C29-10: PAYING committed, the provider charged, nothing recorded
       let response: StoredResponse | undefined;
       const recorded = await settleAfterCall(orderId, async () => {
-        const applied = await recordAnswer(deps, orderId, chargeAnswer(reply, order.amount), async (tx) => {
-          response = await statusResponse(tx, orderId);
-          await complete(tx, response);
-        });
+        const item = {
+          orderId,
+          answer: chargeAnswer(reply, order.amount),
+          complete: async (tx: Tx, applied: AppliedEvent) => {
+            response = statusOf(orderId, applied.order);
+            await complete(tx, response);
+          },
+        };
+        const applied = await (deps.payCommits?.record(item) ??
+          recordAnswer(deps, item.orderId, item.answer, item.complete));
         if (!response) throw new Error('pay: no response stored');
         return { response, applied };
       });

@@ -20,6 +20,7 @@ import { checkSignature, handleNotification, parseNotification, SIGNATURE_HEADER
 import { listNotifications, notificationEffects } from './payments.repo.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { abandonedPay, beginPay } from './pay.service.ts';
+import { groupPayCommits } from './pay.group.ts';
 import { beginWalletPay } from './wallet-pay.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 
@@ -28,6 +29,7 @@ export function paymentDeps(deps: AppDeps): PaymentDeps {
     db: deps.db,
     clock: deps.clock,
     channel: channelClient(deps.channelUrl, deps.config.payTimeoutMs),
+    payCommits: groupPayCommits(deps),
     // Read at call time: `start` learns its own URL only after listening.
     get notifyUrl() {
       return deps.notifyUrl;

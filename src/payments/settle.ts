@@ -60,7 +60,7 @@ export async function followUp(deps: PaymentDeps, orderId: string, applied: Appl
 
 /** One provider answer, applied in its own transaction (with `within` in the same commit). */
 export async function recordAnswer(
-  deps: PaymentDeps,
+  deps: Pick<PaymentDeps, 'db' | 'clock'>,
   orderId: string,
   answer: Answer,
   within?: (tx: Tx, applied: AppliedEvent) => Promise<void>,

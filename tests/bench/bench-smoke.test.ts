@@ -119,6 +119,7 @@ it("runs issue 16's P3 (create + pay + notification + outbox + fulfilment) on a 
   const runs = await runEndToEndBench(
     { databaseUrl: db.url, poolSize: POOL_SIZE, flashpay: server, driver, log: () => undefined },
     counts,
+    'in-process',
   );
   expect(runs.map((run) => run.id)).toEqual(['P3']);
   const run = runs[0]!;

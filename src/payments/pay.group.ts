@@ -1,0 +1,123 @@
+import { inTx, type Tx } from '../platform/db.ts';
+import { applyOrderEvents, type AppliedEvent } from '../orders/index.ts';
+import { recordAnswer, type Answer } from './settle.ts';
+import type { PaymentDeps } from './payments.deps.ts';
+
+// Group commit of the pays' last transactions (the provider's answer applied, the key completed).
+// Under load every pay waited for a durable commit of its own and a pool connection for it; the
+// pays that reach this step within a few milliseconds of each other now share one transaction:
+// the answers applied set-based (applyOrderEvents, as recovery does: orders and reservations
+// locked in one statement each, the transitions written in one), then each pay's key completed
+// with its own response, one durable commit. Each order's effect and its key still commit
+// together. Never across a provider call: a pay joins a group only with its answer in hand.
+
+/** A pay's answer, and what commits with it (its key's completion, with the applied event). */
+export interface PayAnswer {
+  orderId: string;
+  answer: Answer;
+  complete(tx: Tx, applied: AppliedEvent): Promise<void>;
+}
+
+export interface PayCommits {
+  /** Applies the answer and its completion in a transaction shared with concurrent pays. */
+  record(item: PayAnswer): Promise<AppliedEvent>;
+}
+
+interface Member {
+  item: PayAnswer;
+  resolve(value: AppliedEvent): void;
+  reject(error: unknown): void;
+}
+
+/** A member's statement failed inside the group: it rolled back, nothing of it committed. */
+class MemberFailed extends Error {
+  constructor(cause: unknown) {
+    super('a statement of the group failed', { cause });
+  }
+}
+
+type Deps = Pick<PaymentDeps, 'db' | 'clock'>;
+
+export interface GroupOptions {
+  /** How long the first pay of a group waits for others. */
+  windowMs?: number;
+  /** A group this large commits at once. */
+  max?: number;
+  /**
+   * Groups that may commit at once before arriving pays start to collect (0: always collect). One
+   * rather than two: larger groups at 64 buyers (p50 3 pays, not 2), fewer commits (docs/benchmarks.md §6).
+   */
+  concurrent?: number;
+}
+
+/**
+ * A pay that finds fewer than `concurrent` groups committing commits at once (no wait when the
+ * service is idle); otherwise the pays that arrive collect, and go as one group when a group ends,
+ * after `windowMs`, or at `max`, whichever is first.
+ */
+export function groupPayCommits(deps: Deps, options: GroupOptions = {}): PayCommits {
+  const windowMs = options.windowMs ?? 2;
+  const max = options.max ?? 32;
+  const concurrent = options.concurrent ?? 1;
+  let waiting: Member[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let committing = 0;
+  const flush = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    const group = waiting;
+    waiting = [];
+    committing++;
+    void commitGroup(deps, group).finally(() => {
+      committing--;
+      if (waiting.length > 0 && committing < concurrent) flush();
+    });
+  };
+  return {
+    record(item) {
+      return new Promise<AppliedEvent>((resolve, reject) => {
+        waiting.push({ item, resolve, reject });
+        if (committing < concurrent || waiting.length >= max) flush();
+        else timer ??= setTimeout(flush, windowMs);
+      });
+    },
+  };
+}
+
+/** One pay in a transaction of its own, exactly as without grouping (inTx's retries included). */
+async function alone(deps: Deps, { item, resolve, reject }: Member): Promise<void> {
+  try {
+    resolve(await recordAnswer(deps, item.orderId, item.answer, item.complete));
+  } catch (error) {
+    reject(error);
+  }
+}
+
+async function commitGroup(deps: Deps, group: Member[]): Promise<void> {
+  if (group.length === 1) return alone(deps, group[0]!);
+  let applied: AppliedEvent[];
+  try {
+    applied = await inTx(
+      deps.db,
+      async (tx) => {
+        try {
+          const items = group.map((m) => ({ orderId: m.item.orderId, event: m.item.answer }));
+          const out = await applyOrderEvents(tx, items, deps.clock.now());
+          for (const [i, m] of group.entries()) await m.item.complete(tx, out[i]!);
+          return out;
+        } catch (error) {
+          throw new MemberFailed(error);
+        }
+      },
+      { retries: 0 },
+    );
+  } catch (error) {
+    // A statement failed (one pay's completion, a deadlock, a lock timeout): the group rolled back,
+    // so each pay runs alone and meets its own outcome; one pay's failure is not the others'.
+    if (error instanceof MemberFailed) return void (await Promise.all(group.map((m) => alone(deps, m))));
+    // No connection, or the COMMIT's outcome is unknown: what each would have met alone.
+    for (const member of group) member.reject(error);
+    return;
+  }
+  group.forEach((member, i) => member.resolve(applied[i]!));
+}
