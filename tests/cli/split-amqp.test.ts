@@ -11,22 +11,27 @@ describe('three processes, split databases, over RabbitMQ', () => {
     'AMQP_URL',
     async (url) => {
       const prefix = `flashpay.stock.s${randomBytes(4).toString('hex')}`;
+      const q = stockQueues(prefix);
+      const connection = await amqp.connect(url);
+      const channel = await connection.createChannel();
+      const counts = async () =>
+        Promise.all(
+          [q.requests, q.results, q.dlq].map(
+            async (name) => (await channel.checkQueue(name).catch(() => ({ messageCount: -1 }))).messageCount,
+          ),
+        );
       try {
-        await runSplitSale({
-          FLASHPAY_STOCK_TRANSPORT: 'amqp',
-          AMQP_URL: url,
-          FLASHPAY_STOCK_QUEUE_PREFIX: prefix,
-          FLASHPAY_STOCK_DATABASE_URL: '', // over a broker the shops need no route to the stock database
-        });
+        await runSplitSale(
+          {
+            FLASHPAY_STOCK_TRANSPORT: 'amqp',
+            AMQP_URL: url,
+            FLASHPAY_STOCK_QUEUE_PREFIX: prefix,
+            FLASHPAY_STOCK_DATABASE_URL: '', // over a broker the shops need no route to the stock database
+          },
+          { drained: async () => (await counts()).every((n) => n === 0) },
+        );
+        expect(await counts()).toEqual([0, 0, 0]);
       } finally {
-        const connection = await amqp.connect(url);
-        const channel = await connection.createChannel();
-        const q = stockQueues(prefix);
-        expect([
-          (await channel.checkQueue(q.requests)).messageCount,
-          (await channel.checkQueue(q.results)).messageCount,
-          (await channel.checkQueue(q.dlq)).messageCount,
-        ]).toEqual([0, 0, 0]);
         for (const queue of Object.values(q)) await channel.deleteQueue(queue).catch(() => undefined);
         await connection.close();
       }

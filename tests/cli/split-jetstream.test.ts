@@ -13,24 +13,29 @@ describe('three processes, split databases, over JetStream', () => {
     async (url) => {
       const prefix = `flashpay.stock.s${randomBytes(4).toString('hex')}`;
       const names = stockStream(prefix);
+      const nc = await connect({ servers: url });
+      const jsm = await jetstreamManager(nc);
+      // Messages neither delivered nor acked, per durable consumer.
+      const open = async () =>
+        Promise.all(
+          [names.durableRequests, names.durableResults].map(async (durable) => {
+            const info = await jsm.consumers.info(names.stream, durable);
+            return info.num_pending + info.num_ack_pending;
+          }),
+        );
       try {
-        await runSplitSale({
-          FLASHPAY_STOCK_TRANSPORT: 'jetstream',
-          NATS_URL: url,
-          FLASHPAY_STOCK_QUEUE_PREFIX: prefix,
-          FLASHPAY_STOCK_DATABASE_URL: '',
-        });
-        const nc = await connect({ servers: url });
-        try {
-          const jsm = await jetstreamManager(nc);
-          for (const durable of [names.durableRequests, names.durableResults])
-            expect((await jsm.consumers.info(names.stream, durable)).num_ack_pending).toBe(0);
-        } finally {
-          await nc.close();
-        }
+        await runSplitSale(
+          {
+            FLASHPAY_STOCK_TRANSPORT: 'jetstream',
+            NATS_URL: url,
+            FLASHPAY_STOCK_QUEUE_PREFIX: prefix,
+            FLASHPAY_STOCK_DATABASE_URL: '',
+          },
+          { drained: async () => (await open().catch(() => [-1])).every((n) => n === 0) },
+        );
+        expect(await open()).toEqual([0, 0]);
       } finally {
-        const nc = await connect({ servers: url });
-        await (await jetstreamManager(nc)).streams.delete(names.stream).catch(() => undefined);
+        await jsm.streams.delete(names.stream).catch(() => undefined);
         await nc.close();
       }
     },
