@@ -1,87 +1,14 @@
 import type { SwaggerOptions } from '@fastify/swagger';
-import { Type, type TSchema } from 'typebox';
-import { HEADERS, jsonAnswer, nullable, problemExample, stringEnum } from '../platform/openapi.ts';
-import { FAULT_KINDS, FAULT_OPS } from './faults.ts';
-import { accountBody, fulfilBody } from './channel.fixtures.schemas.ts';
-import {
-  callbacksBody,
-  chargeBody,
-  closeBody,
-  faultBody,
-  queryParams,
-  refundBody,
-  releaseBody,
-  sendBody,
-  settingsBody,
-  statementQuery,
-} from './channel.schemas.ts';
+import { Type } from 'typebox';
+import { jsonAnswer, nullable, stringEnum } from '../platform/openapi.ts';
+import { fulfilBody } from './channel.fixtures.schemas.ts';
+import { chargeBody, closeBody, queryParams, refundBody, statementQuery } from './channel.schemas.ts';
+import { AT, MO, problems, withExample } from './channel.openapi.blocks.ts';
+import { controlSchemas } from './channel.openapi.control.ts';
 
 // The provider double's own OpenAPI document (its /docs): the ledger API every integration uses,
 // and the control API (with `--control`) that scripts faults. Request schemas stay the JSON Schemas
 // of channel.schemas.ts, which Fastify validates with; answers are declared here.
-
-const MO = 'ord_7c1e2b9f4a';
-const AT = '2026-11-30T18:00:00.000Z';
-
-const CODES = {
-  VALIDATION: 400,
-  UNAUTHENTICATED: 401,
-  NOT_FOUND: 404,
-  PAYLOAD_TOO_LARGE: 413,
-  CLOSED: 409,
-  NOT_CHARGED: 409,
-  ALREADY_REFUNDED: 409,
-  AMOUNT_MISMATCH: 422,
-  REFUND_KEY_REUSED: 422,
-  INTERNAL: 500,
-  UNAVAILABLE: 503,
-} as const;
-type Code = keyof typeof CODES;
-
-const TEXT: Record<number, string> = {
-  400: 'Not valid; nothing happened',
-  401: 'The control API needs `Authorization: Bearer <FLASHPAY_CONTROL_TOKEN>` (when the double was started with one)',
-  404: 'Not found',
-  409: 'Refused in the charge’s current state',
-  413: 'Body too large',
-  422: 'Conflicts with what the ledger holds',
-  500: 'An injected ERROR_500 fault, or a failure; the ledger is untouched',
-  503: 'The ledger’s database is unreachable or overloaded: nothing happened, unless `outcome` is `unknown` (the connection was lost while committing); retry after Retry-After',
-};
-
-function problems(codes: Code[], bodyRoute = true) {
-  const edge: Code[] = bodyRoute ? ['VALIDATION', 'PAYLOAD_TOO_LARGE'] : ['VALIDATION'];
-  const all: Code[] = [...new Set<Code>([...edge, ...codes, 'INTERNAL', 'UNAVAILABLE'])];
-  const out: Record<number, unknown> = {};
-  for (const status of [...new Set(all.map((c) => CODES[c]))]) {
-    const list = all.filter((c) => CODES[c] === status);
-    const schema = Type.Object(
-      {
-        type: Type.String(),
-        title: Type.String(),
-        status: Type.Integer(),
-        code: stringEnum(list),
-        detail: Type.String(),
-      },
-      {
-        additionalProperties: true,
-        examples: [{ ...problemExample('VALIDATION', TEXT[status] ?? ''), code: list[0], status }],
-      },
-    );
-    const headers =
-      status === 401
-        ? { headers: { 'WWW-Authenticate': HEADERS.wwwAuthenticate } }
-        : status === 503
-          ? { headers: { 'Retry-After': HEADERS.retryAfter } }
-          : {};
-    out[status] = {
-      description: `${TEXT[status] ?? 'Error'}: ${list.map((c) => `\`${c}\``).join(', ')}`,
-      ...headers,
-      content: { 'application/problem+json': { schema } },
-    };
-  }
-  return out;
-}
 
 const ChargeStatus = stringEnum(['CHARGED', 'DECLINED', 'CLOSED', 'REFUNDED', 'NOT_FOUND']);
 const ChargeView = Type.Object(
@@ -95,8 +22,6 @@ const ChargeView = Type.Object(
   { additionalProperties: false },
 );
 const chargeViewExample = { merchant_order: MO, status: 'CHARGED', amount: 1990, txn: 'txn_5f0c' };
-
-const withExample = (schema: object, example: unknown) => ({ ...schema, examples: [example] });
 
 const chargeSchema = {
   operationId: 'charge',
@@ -231,109 +156,6 @@ const statementSchema = {
   },
 };
 
-function control(
-  operationId: string,
-  summary: string,
-  answer: TSchema,
-  example: unknown,
-  body?: object,
-  bodyExample?: unknown,
-  extra: Code[] = [],
-) {
-  return {
-    operationId,
-    summary,
-    description: `${summary}. Only with \`--control\`.`,
-    tags: ['control'],
-    security: [],
-    ...(body ? { body: withExample(body, bodyExample) } : {}),
-    response: {
-      200: jsonAnswer(summary, answer, { example }),
-      ...problems(['UNAUTHENTICATED', ...extra], body !== undefined),
-    },
-  };
-}
-
-const FaultRule = Type.Object(
-  {
-    id: Type.Integer(),
-    op: stringEnum(FAULT_OPS),
-    kind: stringEnum(FAULT_KINDS),
-    merchant_order: nullable(Type.String()),
-    ms: Type.Integer(),
-    remaining: Type.Integer(),
-  },
-  { additionalProperties: false },
-);
-const faultExample = { id: 1, op: 'charge', kind: 'DELAY_RESPONSE', merchant_order: MO, ms: 2000, remaining: 1 };
-const Callbacks = Type.Object(
-  {
-    mode: stringEnum(['AUTO', 'HOLD']),
-    duplicates: Type.Integer(),
-    delay_ms: Type.Array(Type.Integer(), { minItems: 2, maxItems: 2 }),
-    seed: Type.Integer(),
-  },
-  { additionalProperties: false },
-);
-const callbacksExample = { mode: 'HOLD', duplicates: 2, delay_ms: [0, 0], seed: 1 };
-const Held = Type.Object(
-  {
-    id: Type.String(),
-    notify_id: Type.String(),
-    merchant_order: Type.String(),
-    kind: stringEnum(['CHARGED', 'DECLINED', 'REFUNDED']),
-    amount: Type.Integer(),
-    txn: nullable(Type.String()),
-  },
-  { additionalProperties: false },
-);
-const heldExample = {
-  id: 'held_1',
-  notify_id: 'ntf_41',
-  merchant_order: MO,
-  kind: 'CHARGED',
-  amount: 1990,
-  txn: 'txn_5f0c',
-};
-const NotificationView = Type.Object(
-  {
-    notify_id: Type.String(),
-    merchant_order: Type.String(),
-    kind: stringEnum(['CHARGED', 'DECLINED', 'REFUNDED']),
-    amount: Type.Integer(),
-    txn: nullable(Type.String()),
-    notify_url: Type.String(),
-    status: Type.String({ description: 'delivery status over all copies' }),
-    attempts: Type.Integer(),
-    copies: Type.Array(
-      Type.Object(
-        { status: Type.String(), attempts: Type.Integer(), last_error: nullable(Type.String()) },
-        { additionalProperties: false },
-      ),
-    ),
-  },
-  { additionalProperties: false },
-);
-const notificationExample = {
-  notify_id: 'ntf_41',
-  merchant_order: MO,
-  kind: 'CHARGED',
-  amount: 1990,
-  txn: 'txn_5f0c',
-  notify_url: 'http://127.0.0.1:8080/v1/payment-notifications',
-  status: 'DELIVERED',
-  attempts: 1,
-  copies: [{ status: 'DELIVERED', attempts: 1, last_error: null }],
-};
-const Counts = Type.Object(
-  { total: Type.Integer(), by_order: Type.Record(Type.String(), Type.Integer()) },
-  { additionalProperties: false },
-);
-const Settings = Type.Object(
-  { notify_retry_base_ms: Type.Integer(), notify_max_attempts: Type.Integer() },
-  { additionalProperties: false },
-);
-
 // Seed 002: the fulfilment double (ticket issuance) and the customers' balances.
 const FulfilmentStatus = stringEnum(['FULFILLED', 'REFUSED']);
 const fulfilKey = `${MO}/fulfil`;
@@ -424,99 +246,17 @@ const listFulfilmentsSchema = {
     ...problems([], false),
   },
 };
-const Account = Type.Object(
-  { customer: Type.String({ description: '`<tenant>/<user>`' }), balance: Type.Integer() },
-  { additionalProperties: false },
-);
 
 export const channelSchemas = {
   fulfil: fulfilSchema,
   getFulfilment: getFulfilmentSchema,
   listFulfilments: listFulfilmentsSchema,
-  setAccount: control(
-    'setAccount',
-    "Set a customer's balance (charges beyond it are declined INSUFFICIENT_FUNDS)",
-    Account,
-    { customer: 'acme/alice', balance: 5000 },
-    accountBody,
-    { customer: 'acme/alice', balance: 5000 },
-  ),
-  getAccount: control(
-    'getAccount',
-    "A customer's balance",
-    Account,
-    { customer: 'acme/alice', balance: 3010 },
-    undefined,
-    undefined,
-    ['NOT_FOUND'],
-  ),
   charge: chargeSchema,
   query: querySchema,
   close: closeSchema,
   refund: refundSchema,
   statement: statementSchema,
-  reset: control(
-    'reset',
-    'Empty the ledger, the fault rules and the held callbacks',
-    Type.Object({ ok: Type.Boolean() }, { additionalProperties: false }),
-    { ok: true },
-  ),
-  armFault: control('armFault', 'Arm a fault rule', FaultRule, faultExample, faultBody, {
-    op: 'charge',
-    kind: 'DELAY_RESPONSE',
-    merchant_order: MO,
-    ms: 2000,
-  }),
-  listFaults: control('listFaults', 'The armed fault rules', Type.Array(FaultRule), [faultExample]),
-  setCallbacks: control('setCallbacks', 'How notifications are delivered', Callbacks, callbacksExample, callbacksBody, {
-    mode: 'HOLD',
-    duplicates: 2,
-  }),
-  getCallbacks: control('getCallbacks', 'The notification delivery settings', Callbacks, callbacksExample),
-  listHeld: control('listHeldCallbacks', 'Notifications held back (mode HOLD)', Type.Array(Held), [heldExample]),
-  release: control(
-    'releaseCallbacks',
-    'Deliver held notifications in exactly this order',
-    Type.Object({ released: Type.Array(Type.String()) }, { additionalProperties: false }),
-    { released: ['held_2', 'held_1'] },
-    releaseBody,
-    { ids: ['held_2', 'held_1'] },
-  ),
-  send: control(
-    'sendNotification',
-    'Send a notification now (a late or forged one)',
-    NotificationView,
-    notificationExample,
-    sendBody,
-    { merchant_order: MO, kind: 'CHARGED', amount: 1990 },
-  ),
-  requests: control(
-    'countRequests',
-    'Requests received per operation and merchant order',
-    Type.Object(Object.fromEntries(FAULT_OPS.map((op) => [op, Counts])), { additionalProperties: false }),
-    {
-      charge: { total: 1, by_order: { [MO]: 1 } },
-      query: { total: 0, by_order: {} },
-      close: { total: 0, by_order: {} },
-      refund: { total: 0, by_order: {} },
-      fulfil: { total: 0, by_order: {} },
-    },
-  ),
-  notifications: control('listNotifications', 'Every notification and its deliveries', Type.Array(NotificationView), [
-    notificationExample,
-  ]),
-  getSettings: control('getSettings', 'Notification retry settings', Settings, {
-    notify_retry_base_ms: 1000,
-    notify_max_attempts: 8,
-  }),
-  setSettings: control(
-    'setSettings',
-    'Change the notification retry settings',
-    Settings,
-    { notify_retry_base_ms: 20, notify_max_attempts: 5 },
-    settingsBody,
-    { notify_retry_base_ms: 20 },
-  ),
+  ...controlSchemas,
 };
 
 const WILDCARD_PARAMS: Record<string, { name: string; description: string }> = {
