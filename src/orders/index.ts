@@ -48,15 +48,8 @@ export {
   STUCK_PREFIX,
   type Candidate,
 } from './orders.recovery.ts';
-export {
-  AT_EXAMPLE,
-  ORDER_ID_EXAMPLE,
-  PAID_ORDER_EXAMPLE,
-  OrderIdParams,
-  OrderStatusSchema,
-  OrderView,
-  TimelineEntrySchema,
-} from './orders.schemas.ts';
+export { AT_EXAMPLE, ORDER_ID_EXAMPLE, PAID_ORDER_EXAMPLE } from './orders.examples.ts';
+export { OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from './orders.schemas.ts';
 export {
   BROWSE_LIMIT,
   listOrderIdsOfUser,

@@ -8,19 +8,16 @@ import {
   jsonAnswer,
   nullable,
   problemAnswers,
-  problemExample,
   stringEnum,
 } from '../platform/openapi.ts';
 import { PARAM_ERRORS, type Covers } from '../platform/openapi.ts';
 import type { orderView } from './orders.service.ts';
 import { MAX_LINES } from './orders.lines.ts';
 import { ORDER_STATUSES } from './orders.states.ts';
+import { AT_EXAMPLE, createdExample, ORDER_ID_EXAMPLE, PAID_ORDER_EXAMPLE, queuedExample } from './orders.examples.ts';
 
 // A flash sale sells a handful of units per buyer; anything near 10^9 is a client bug.
 export const MAX_QUANTITY = 1000;
-
-const ORDER_ID_EXAMPLE = 'ord_7c1e2b9f4a';
-const AT_EXAMPLE = '2026-11-30T18:00:00.000Z';
 
 export const OrderStatusSchema = stringEnum(ORDER_STATUSES, { description: 'see docs/state-machine.md' });
 
@@ -117,14 +114,6 @@ export const QueuedOrder = Type.Object(
   },
   { additionalProperties: false },
 );
-const queuedExample = {
-  order_id: ORDER_ID_EXAMPLE,
-  status: 'PENDING',
-  sku: 'tee-black-m',
-  quantity: 1,
-  amount: 1990,
-  lines: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', unit_price: 1990, quantity: 1, amount: 1990 }],
-};
 
 export const OrderView = Type.Object(
   {
@@ -176,31 +165,6 @@ export const TimelineEntrySchema = Type.Object(
   { additionalProperties: false },
 );
 
-const createdExample = {
-  order_id: ORDER_ID_EXAMPLE,
-  status: 'CREATED',
-  sku: 'tee-black-m',
-  quantity: 1,
-  amount: 1990,
-  reservation: { key: 'rsv_7c1e2b9f4a_0', status: 'HELD', expires_at: AT_EXAMPLE },
-  lines: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', unit_price: 1990, quantity: 1, amount: 1990 }],
-  reservations: [{ sku: 'tee-black-m', key: 'rsv_7c1e2b9f4a_0', status: 'HELD', expires_at: AT_EXAMPLE }],
-};
-/** A paid order as `GET /v1/orders/{id}` shows it: the example every order view in the documents starts from. */
-export const PAID_ORDER_EXAMPLE = {
-  order_id: ORDER_ID_EXAMPLE,
-  status: 'PAID',
-  version: 3,
-  sku: 'tee-black-m',
-  quantity: 1,
-  amount: 1990,
-  reservation: { key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED', expires_at: AT_EXAMPLE },
-  lines: [{ sku: 'tee-black-m', name: 'T-shirt, black, M', unit_price: 1990, quantity: 1, amount: 1990 }],
-  reservations: [{ sku: 'tee-black-m', key: 'rsv_7c1e2b9f4a_0', status: 'CONFIRMED' }],
-  fulfilment: { status: 'FULFILLED', ref: 'ful_3b9e' },
-  created_at: AT_EXAMPLE,
-  updated_at: AT_EXAMPLE,
-};
 const keyed = { 'Idempotent-Replayed': HEADERS.replayed };
 
 export const createOrderSchema = {
@@ -310,9 +274,3 @@ export const expireReservationSchema = {
     ...problemAnswers([...BODY_ERRORS, ...ADMIN_AUTH, 'ORDER_NOT_FOUND']),
   },
 };
-
-export const rejectedExample = problemExample('REJECTED', 'order is PAID, it cannot be cancelled', {
-  order_id: ORDER_ID_EXAMPLE,
-  order_status: 'PAID',
-});
-export { ORDER_ID_EXAMPLE, AT_EXAMPLE };
