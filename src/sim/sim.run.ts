@@ -1,34 +1,9 @@
-import { summaryLine, type ReconciliationReport } from '../reconcile/index.ts';
+import type { ReconciliationReport } from '../reconcile/index.ts';
 import { http, type SimTarget } from './sim.client.ts';
 import type { PlannedOrder, SimPlan, SimShape } from './sim.plan.ts';
-
-export interface Progress {
-  phase: 'buying' | 'competing' | 'converging' | 'done';
-  done: number;
-  total: number;
-}
-
-export interface SimReport {
-  seed: number;
-  sku: string;
-  late_buyers: number;
-  late_buyers_won: number;
-  final: Record<string, number>;
-  notification_effects: Record<string, number>;
-  reconciliation: ReconciliationReport;
-  ok: boolean;
-  lines: string[];
-}
-
-interface Held {
-  id: string;
-  notify_id: string;
-  merchant_order: string;
-  kind: string;
-}
+import { pool, simReport, sleep, type Held, type Progress, type SimReport } from './sim.support.ts';
 
 const PRICE = 1990;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 // The seed's competition window and convergence budget; both end early once the sale settles.
 const COMPETE_DEADLINE_MS = 60_000;
 // Failed queries before an `expire` order's success can be learnt by asking (recovery backs off after 3).
@@ -36,21 +11,6 @@ const LATE_SUCCESS_QUERIES = 5;
 const CONVERGE_DEADLINE_MS = 90_000;
 // How long a queued order may stay PENDING before the sim gives up waiting (the stock pump runs every 100 ms).
 const QUEUED_DEADLINE_MS = 60_000;
-
-async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
-  const queue = [...items];
-  await Promise.all(
-    Array.from({ length: Math.max(1, concurrency) }, async () => {
-      for (let item = queue.shift(); item !== undefined; item = queue.shift()) await fn(item);
-    }),
-  );
-}
-
-const format = (counts: Record<string, number>) =>
-  `{${Object.entries(counts)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([k, v]) => `${k}=${v}`)
-    .join(', ')}}`;
 
 /** The seeded flash sale of seed 000 (C29-13), run against a live stack over HTTP. */
 export class Simulation {
@@ -79,6 +39,10 @@ export class Simulation {
     if (reply.status === 400 && typeof minimum === 'number')
       return this.admin('POST', '/v1/admin/recovery/run', { stale_after_ms: minimum });
     return reply;
+  }
+
+  private createSku(sku: string, name: string, stock: number) {
+    return this.admin('POST', '/v1/admin/skus', { sku, name, price: PRICE, stock, hold_ttl_ms: 60_000 });
   }
 
   private control(method: string, path: string, body?: unknown) {
@@ -272,26 +236,13 @@ export class Simulation {
   }
 
   async run(): Promise<SimReport> {
-    const created = await this.admin('POST', '/v1/admin/skus', {
-      sku: this.sku,
-      name: `Simulated flash sale (seed ${this.plan.seed})`,
-      price: PRICE,
-      stock: this.shape.stock,
-      hold_ttl_ms: 60_000,
-    });
+    const created = await this.createSku(this.sku, `Simulated flash sale (seed ${this.plan.seed})`, this.shape.stock);
     // 409: our own earlier attempt created it before the stack went down under us.
     if (created.status !== 201 && created.status !== 409)
       throw new Error(`cannot create SKU ${this.sku}: ${created.status} ${JSON.stringify(created.body)}`);
     // Companion lines have stock to spare: only the sale's SKU is contested.
-    for (let line = 2; line <= (this.shape.lines ?? 1); line++) {
-      await this.admin('POST', '/v1/admin/skus', {
-        sku: `${this.sku}-l${line}`,
-        name: `Companion ${line}`,
-        price: PRICE,
-        stock: this.shape.stock + this.shape.lateBuyers,
-        hold_ttl_ms: 60_000,
-      });
-    }
+    for (let line = 2; line <= (this.shape.lines ?? 1); line++)
+      await this.createSku(`${this.sku}-l${line}`, `Companion ${line}`, this.shape.stock + this.shape.lateBuyers);
     await this.control('POST', '/_control/callbacks', { mode: 'HOLD', duplicates: 3 });
     let bought = 0;
     this.onProgress({ phase: 'buying', done: 0, total: this.plan.orders.length });
@@ -328,21 +279,14 @@ export class Simulation {
       notification_effects: Record<string, number>;
     };
     this.onProgress({ phase: 'done', done: 1, total: 1 });
-    const lines = [
-      `note late buyers ${this.lateWon} ; final ${format(outcomes.statuses)}${this.walletPaid + this.walletRefused > 0 ? ` ; wallet paid ${this.walletPaid} refused ${this.walletRefused}` : ''}`,
-      `note notification effects ${format(outcomes.notification_effects)}`,
-      `note ${summaryLine(reconciliation)}`,
-    ];
-    return {
+    return simReport({
       seed: this.plan.seed,
       sku: this.sku,
-      late_buyers: this.shape.lateBuyers,
-      late_buyers_won: this.lateWon,
-      final: outcomes.statuses,
-      notification_effects: outcomes.notification_effects,
+      lateBuyers: this.shape.lateBuyers,
+      lateWon: this.lateWon,
+      wallet: { paid: this.walletPaid, refused: this.walletRefused },
+      outcomes,
       reconciliation,
-      ok: reconciliation.ok,
-      lines,
-    };
+    });
   }
 }
