@@ -6,7 +6,14 @@ import { describe, expect, it } from 'vitest';
 import { tokenSigner } from '../../src/platform/auth.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/poll.ts';
-import { callApi, kill9, spawnInventory, spawnStart, type StartedProcess } from '../support/process.ts';
+import {
+  callApi,
+  kill9,
+  waitForCleanReconciliation,
+  spawnInventory,
+  spawnStart,
+  type StartedProcess,
+} from '../support/process.ts';
 import { TEST_EVENTS_SECRET, TEST_JWT_SECRET, TEST_NOTIFY_SECRET } from '../support/stack.ts';
 
 const TENANT = 'mp';
@@ -148,15 +155,7 @@ async function sale(
     held: 10,
     confirmed: 5,
   });
-  const report = await waitFor(
-    async () => {
-      const r = await call(shopA.api, 'GET', '/v1/admin/reconciliation', operator);
-      return r.body.mismatches.length === 0 && r.body.events.pending === 0 ? r.body : undefined;
-    },
-    'a clean reconciliation',
-    60_000,
-    200,
-  );
+  const report = await waitForCleanReconciliation(shopA.api, operator);
   expect(report).toMatchObject({ mismatches: [], pending: 0 });
   const unpublished = await db.pool.query<{ n: number }>(
     `SELECT (SELECT count(*) FROM outbox WHERE published_at IS NULL OR dead_at IS NOT NULL)

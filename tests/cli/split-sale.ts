@@ -7,7 +7,15 @@ import { tokenSigner } from '../../src/platform/auth.ts';
 import { listSplitDisagreements } from '../../src/reconcile/index.ts';
 import { freshDatabase } from '../support/db.ts';
 import { waitFor } from '../support/poll.ts';
-import { BIN, callApi, kill9, spawnInventory, spawnStart, type StartedProcess } from '../support/process.ts';
+import {
+  BIN,
+  callApi,
+  kill9,
+  waitForCleanReconciliation,
+  spawnInventory,
+  spawnStart,
+  type StartedProcess,
+} from '../support/process.ts';
 import { TEST_EVENTS_SECRET, TEST_JWT_SECRET, TEST_NOTIFY_SECRET } from '../support/stack.ts';
 
 // The three-process sale with split databases (FLASHPAY_STOCK_SERVICE=separate): two
@@ -228,15 +236,7 @@ export async function runSplitSale(
     expect(decided.rows[0]).toEqual({ n: BUYERS, orders: BUYERS });
     // Both sides agree hold by hold, and the shop's own reconciliation is clean.
     expect(await listSplitDisagreements(shopDb.pool, stockDb.pool)).toEqual([]);
-    const report = await waitFor(
-      async () => {
-        const r = await call(shopA.api, 'GET', '/v1/admin/reconciliation', operator);
-        return r.body.mismatches.length === 0 && r.body.events.pending === 0 ? r.body : undefined;
-      },
-      'a clean reconciliation',
-      60_000,
-      200,
-    );
+    const report = await waitForCleanReconciliation(shopA.api, operator);
     expect(report).toMatchObject({ mismatches: [], pending: 0 });
     expect(ids).toHaveLength(BUYERS);
     // Published is not yet consumed: on a busy machine a shop may still be reading late copies of

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { waitFor } from './poll.ts';
 
 export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/flashpay.js');
 
@@ -97,4 +98,17 @@ export async function callApi(base: string, method: string, route: string, auth:
   });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** Polls a spawned shop's reconciliation until it is clean with nothing left to deliver; returns that report. */
+export function waitForCleanReconciliation(api: string, operatorToken: string) {
+  return waitFor(
+    async () => {
+      const r = await callApi(api, 'GET', '/v1/admin/reconciliation', operatorToken);
+      return r.body.mismatches.length === 0 && r.body.events.pending === 0 ? r.body : undefined;
+    },
+    'a clean reconciliation',
+    60_000,
+    200,
+  );
 }
