@@ -23,7 +23,8 @@ export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 
 /** Later modules (payments, outbox, fulfillment, recovery) plug in their routes here. */
 const ROUTE_MODULES: RouteModule[] = [
-  inventoryRoutes,
+  // With split databases the shop's SKUs are the stock service's replica: no writes here.
+  (app, deps) => inventoryRoutes(app, deps, { replica: deps.config.stockService === 'separate' }),
   ordersRoutes,
   paymentsRoutes,
   recoveryRoutes,

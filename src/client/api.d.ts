@@ -15,7 +15,7 @@ export interface paths {
         put?: never;
         /**
          * Put a SKU on sale
-         * @description Creates the SKU with its stock. 409 `SKU_EXISTS` when the tenant has it already.
+         * @description Creates the SKU with its stock. 409 `SKU_EXISTS` when the tenant has it already; 409 `SKU_OWNED_BY_STOCK_SERVICE` on a shop whose stock service has its own database (write SKUs there).
          */
         post: operations["createSku"];
         delete?: never;
@@ -43,7 +43,7 @@ export interface paths {
         head?: never;
         /**
          * Change a SKU’s price or name, or add stock
-         * @description A price or name change alters no existing order: each order line keeps its snapshot.
+         * @description A price or name change alters no existing order: each order line keeps its snapshot. 409 `SKU_OWNED_BY_STOCK_SERVICE` on a shop whose stock service has its own database.
          */
         patch: operations["updateSku"];
         trace?: never;
@@ -815,7 +815,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused in the current state: `SKU_EXISTS` */
+            /** @description Refused in the current state: `SKU_EXISTS`, `SKU_OWNED_BY_STOCK_SERVICE` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -831,7 +831,7 @@ export interface operations {
                          * @description the stable machine word: branch on this
                          * @enum {string}
                          */
-                        code: "SKU_EXISTS";
+                        code: "SKU_EXISTS" | "SKU_OWNED_BY_STOCK_SERVICE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -1326,6 +1326,30 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "SKU_NOT_FOUND";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Refused in the current state: `SKU_OWNED_BY_STOCK_SERVICE` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "SKU_OWNED_BY_STOCK_SERVICE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts';
+import { AppError } from '../platform/errors.ts';
 import { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView, updateSku } from './inventory.service.ts';
 
 import {
@@ -12,12 +13,29 @@ import {
   type SkuBody,
 } from './inventory.schemas.ts';
 
-export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
+/**
+ * `replica`: this process is a shop whose stock service has its own database (seed 004, split
+ * databases). Its SKU rows are a replica of the stock service's definitions, overwritten by the next
+ * one published; a write here would sell from counters nobody else sees, so it is refused before
+ * anything is read. Reads and the expiry sweep stay (the shop alone expires its mirrored holds).
+ */
+export function inventoryRoutes(app: FastifyInstance, deps: AppDeps, options: { replica?: boolean } = {}): void {
   const admin = requirePrincipal(deps.signer, 'admin');
+  const writable = options.replica
+    ? [
+        admin,
+        async () => {
+          throw new AppError(
+            'SKU_OWNED_BY_STOCK_SERVICE',
+            "this shop's SKUs are a replica of the stock service's (FLASHPAY_STOCK_SERVICE=separate): write them on the stock service's port",
+          );
+        },
+      ]
+    : admin;
 
   app.post<{ Body: SkuBody }>(
     '/v1/admin/skus',
-    { onRequest: admin, schema: createSkuSchema },
+    { onRequest: writable, schema: createSkuSchema },
     async (request, reply) => {
       const b = request.body;
       const sku = await createSku(
@@ -49,7 +67,7 @@ export function inventoryRoutes(app: FastifyInstance, deps: AppDeps): void {
   // A price or name change alters no existing order: each order line keeps its snapshot.
   app.patch<{ Params: { sku: string }; Body: PatchSkuBody }>(
     '/v1/admin/skus/:sku',
-    { onRequest: admin, schema: patchSkuSchema },
+    { onRequest: writable, schema: patchSkuSchema },
     async (request) => {
       const b = request.body;
       const change = {

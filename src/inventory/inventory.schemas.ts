@@ -75,7 +75,8 @@ const SkuParams = Type.Object({ sku: Type.String({ minLength: 1, maxLength: 64, 
 export const createSkuSchema = {
   operationId: 'createSku',
   summary: 'Put a SKU on sale',
-  description: 'Creates the SKU with its stock. 409 `SKU_EXISTS` when the tenant has it already.',
+  description:
+    'Creates the SKU with its stock. 409 `SKU_EXISTS` when the tenant has it already; 409 `SKU_OWNED_BY_STOCK_SERVICE` on a shop whose stock service has its own database (write SKUs there).',
   tags: ['admin'],
   body: SkuBody,
   response: {
@@ -83,7 +84,7 @@ export const createSkuSchema = {
       headers: { Location: { ...HEADERS.location, example: '/v1/admin/skus/tee-black-m' } },
       example: { ...skuExample, available: 100, held: 0, confirmed: 0, released: 0 },
     }),
-    ...problemAnswers([...BODY_ERRORS, ...ADMIN_AUTH, 'SKU_EXISTS']),
+    ...problemAnswers([...BODY_ERRORS, ...ADMIN_AUTH, 'SKU_EXISTS', 'SKU_OWNED_BY_STOCK_SERVICE']),
   },
 };
 
@@ -112,13 +113,20 @@ export type PatchSkuBody = Static<typeof PatchSkuBody>;
 export const patchSkuSchema = {
   operationId: 'updateSku',
   summary: 'Change a SKU’s price or name, or add stock',
-  description: 'A price or name change alters no existing order: each order line keeps its snapshot.',
+  description:
+    'A price or name change alters no existing order: each order line keeps its snapshot. 409 `SKU_OWNED_BY_STOCK_SERVICE` on a shop whose stock service has its own database.',
   tags: ['admin'],
   params: SkuParams,
   body: PatchSkuBody,
   response: {
     200: jsonAnswer('The SKU', SkuView, { example: { ...skuExample, price: 2490 } }),
-    ...problemAnswers([...PARAM_ERRORS, 'PAYLOAD_TOO_LARGE', ...ADMIN_AUTH, 'SKU_NOT_FOUND']),
+    ...problemAnswers([
+      ...PARAM_ERRORS,
+      'PAYLOAD_TOO_LARGE',
+      ...ADMIN_AUTH,
+      'SKU_NOT_FOUND',
+      'SKU_OWNED_BY_STOCK_SERVICE',
+    ]),
   },
 };
 
