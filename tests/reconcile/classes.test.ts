@@ -5,7 +5,8 @@ import { inTx } from '../../src/platform/db.ts';
 import { classify, GLOBAL_CLASSES, ORDER_CLASSES } from '../../src/reconcile/reconcile.rules.ts';
 import { startPaymentStack, type PaymentStack } from '../support/payments.ts';
 import { startLedgerPaymentStack } from '../support/plant.ts';
-import { GLOBAL_CASES, ORDER_CASES, type Case } from './cases.ts';
+import { ORDER_CASES, type Case } from './cases.ts';
+import { GLOBAL_CASES } from './cases.global.ts';
 import { SAGA_CASES } from './cases.saga.ts';
 import {
   buildConverged,
