@@ -15,16 +15,15 @@ export interface SkuDefinition {
   perUserLimit: number | null;
 }
 
-/** One buyer: everything of a granted order is chosen before the statement (ids, answer bytes). */
+/** One buyer: everything of a granted order is chosen before the statement (ids, Location). */
 export interface FastBuyer {
   userId: string;
   key: string;
   digest: string;
   orderId: string;
   reservationKey: string;
-  expiresAt: Date;
-  /** The stored 201 body and Location, used if the statement grants this buyer a unit. */
-  created: { body: string; location: string };
+  /** The stored Location if the statement grants this buyer a unit. */
+  location: string;
 }
 
 export type FastOutcome =
@@ -67,8 +66,8 @@ const SHORT = 'FPB01';
 
 const STATEMENT = `WITH cfg AS (SELECT set_config('lock_timeout', $16, true) AS v),
      u AS (
-       SELECT u.* FROM cfg, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::text[], $10::text[])
-         WITH ORDINALITY AS u(user_id, key, digest, order_id, reservation_key, expires_at, body, location, ord)
+       SELECT u.* FROM cfg, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $10::text[])
+         WITH ORDINALITY AS u(user_id, key, digest, order_id, reservation_key, location, ord)
        WHERE cfg.v IS NOT NULL),
      ex AS (
        SELECT i.* FROM u CROSS JOIN LATERAL (
@@ -88,7 +87,7 @@ const STATEMENT = `WITH cfg AS (SELECT set_config('lock_timeout', $16, true) AS 
      n AS (SELECT count(*)::int AS n FROM g),
      r AS (
        INSERT INTO reservations (tenant_id, request_key, user_id, sku, quantity, status, expires_at, created_at, updated_at)
-       SELECT $1, g.reservation_key, g.user_id, $2, 1, 'HELD', g.expires_at, $14, $14 FROM g
+       SELECT $1, g.reservation_key, g.user_id, $2, 1, 'HELD', $8::timestamptz, $14, $14 FROM g
        RETURNING 1),
      o AS (
        INSERT INTO orders (order_id, tenant_id, user_id, sku, quantity, amount, status, version, reservation_key, created_at, updated_at)
@@ -107,7 +106,7 @@ const STATEMENT = `WITH cfg AS (SELECT set_config('lock_timeout', $16, true) AS 
                                      response_status, response_body, response_location, created_at, completed_at)
        SELECT $1, c.user_id, '${OPERATION}', c.key, c.digest, 'DONE',
               CASE WHEN c.rn <= s.available THEN 201 ELSE 409 END,
-              CASE WHEN c.rn <= s.available THEN c.body ELSE $15 END,
+              CASE WHEN c.rn <= s.available THEN array_to_string($9::text[], c.order_id) ELSE $15 END,
               CASE WHEN c.rn <= s.available THEN c.location END, $14, $14
        FROM cand c, s WHERE s.same
        RETURNING 1),
@@ -133,7 +132,9 @@ const STATEMENT = `WITH cfg AS (SELECT set_config('lock_timeout', $16, true) AS 
  * is read WITHOUT a lock (`s`, the statement's snapshot); only if its definition is the one the
  * answers were built from, the first LEAST(available, candidates) candidates get a unit: their
  * reservation, order, log and line rows, and every candidate's key inserted DONE with its answer
- * (201, or the 409 SOLD_OUT past the units the read showed). Only then (`taken` reads the counts
+ * (201, or the 409 SOLD_OUT past the units the read showed). A 201 body is the batch's one template
+ * joined by the buyer's order id, in SQL (array_to_string) as in the caller (join): the same bytes,
+ * and one body per batch on the wire instead of one per buyer. Only then (`taken` reads the counts
  * of every insert, so it runs after all of them) one decrement for the granted units, which takes
  * the row lock and re-checks on the newest row version that the units are still there and the
  * definition unchanged; if not, flashpay_batch_short raises FPB01 and nothing of the statement is
@@ -151,6 +152,10 @@ export async function tryFastBatch(
     sku: string;
     definition: SkuDefinition;
     buyers: readonly FastBuyer[];
+    /** The hold's end, the same for every buyer of the batch. */
+    expiresAt: Date;
+    /** The 201 body split on its order id: a granted buyer's stored body is these joined by its order id. */
+    createdParts: readonly string[];
     refusalBody: string;
     now: Date;
     lockTimeoutMs: number;
@@ -168,9 +173,9 @@ export async function tryFastBatch(
       buyers.map((b) => b.digest),
       buyers.map((b) => b.orderId),
       buyers.map((b) => b.reservationKey),
-      buyers.map((b) => b.expiresAt),
-      buyers.map((b) => b.created.body),
-      buyers.map((b) => b.created.location),
+      input.expiresAt,
+      input.createdParts,
+      buyers.map((b) => b.location),
       definition.name,
       definition.price,
       definition.holdTtlMs,

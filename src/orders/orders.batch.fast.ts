@@ -67,6 +67,31 @@ export interface FastAnswers {
 }
 
 /**
+ * ONE 201 PER BATCH: a granted buyer's body differs from another's by the order id only (the SKU's
+ * name and price, the hold's end are the batch's), so the body is built once, split on its order
+ * id, and joined with each buyer's id (here, and in the statement for the stored copy). Proven per
+ * batch, not assumed: the parts joined with a second id must give exactly the body built for that
+ * id, or the batch takes the transactional path (a name that happened to contain the id).
+ */
+function createdTemplate(tenantId: string, sku: string, definition: SkuDefinition, expiresAt: Date) {
+  const build = (orderId: string) => {
+    const reservationKey = lineReservationKeyFor(orderId, 1, 1);
+    const line = { lineNo: 1, sku, name: definition.name, unitPrice: definition.price, quantity: 1 };
+    return createdResponse(
+      { orderId, status: 'CREATED', sku, quantity: 1, amount: definition.price },
+      [{ ...line, amount: definition.price, reservationKey }],
+      [{ tenantId, key: reservationKey, userId: '', sku, quantity: 1, status: 'HELD', expiresAt }],
+    );
+  };
+  const [a, b] = [newOrderId(), newOrderId()];
+  const [first, second] = [build(a), build(b)];
+  const body = first.body.split(a);
+  const location = (first.location ?? '').split(a);
+  const same = body.join(b) === second.body && location.join(b) === (second.location ?? '');
+  return same ? { body, location } : undefined;
+}
+
+/**
  * Runs the batch as one statement when it qualifies and the definition is known. Undefined: it
  * did not run, or wrote nothing (unknown or changed definition, no SKU row); the caller runs the
  * transactional batch. Throws when the statement failed: nothing of it was written.
@@ -81,24 +106,17 @@ export async function tryOneStatementBatch(
   if (!definition || definition.perUserLimit !== null || batch.some((p) => p.line.quantity !== 1)) return undefined;
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + definition.holdTtlMs);
+  const template = createdTemplate(tenantId, sku, definition, expiresAt);
+  if (!template) return undefined;
   const buyers: FastBuyer[] = batch.map((p) => {
     const orderId = newOrderId();
-    const reservationKey = lineReservationKeyFor(orderId, 1, 1);
-    const { userId } = p.principal;
-    const line = { lineNo: 1, sku, name: definition.name, unitPrice: definition.price, quantity: 1 };
-    const created = createdResponse(
-      { orderId, status: 'CREATED', sku, quantity: 1, amount: definition.price },
-      [{ ...line, amount: definition.price, reservationKey }],
-      [{ tenantId, key: reservationKey, userId, sku, quantity: 1, status: 'HELD', expiresAt }],
-    );
     return {
-      userId,
+      userId: p.principal.userId,
       key: p.scope.key,
       digest: p.digest,
       orderId,
-      reservationKey,
-      expiresAt,
-      created: { body: created.body, location: created.location ?? '' },
+      reservationKey: lineReservationKeyFor(orderId, 1, 1),
+      location: template.location.join(orderId),
     };
   });
   const refusal = refusalResponse('SOLD_OUT', sku);
@@ -107,6 +125,8 @@ export async function tryOneStatementBatch(
     sku,
     definition,
     buyers,
+    expiresAt,
+    createdParts: template.body,
     refusalBody: refusal.body,
     now,
     lockTimeoutMs: deps.waitMs,
@@ -131,7 +151,7 @@ export async function tryOneStatementBatch(
     rank++;
     if (rank > outcome.granted) return { ...refusal, replayed: false };
     const buyer = buyers[i]!;
-    return { status: 201, body: buyer.created.body, location: buyer.created.location, replayed: false };
+    return { status: 201, body: template.body.join(buyer.orderId), location: buyer.location, replayed: false };
   });
   const before = outcome.availableBefore;
   const after = outcome.availableAfter ?? (before === undefined ? undefined : before - outcome.granted);

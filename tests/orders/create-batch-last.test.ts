@@ -2,7 +2,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tryFastBatch, type FastBuyer } from '../../src/orders/orders.batch.fast.repo.ts';
 import { armFaultPoint } from '../../src/platform/faultpoints.ts';
-import { buyBatched } from '../support/create-batch.ts';
+import { createdResponse } from '../../src/orders/orders.create.ts';
+import { buyBatched, inFlight } from '../support/create-batch.ts';
 import { createSku, skuCounters, TENANT } from '../support/fixtures.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
 
@@ -21,8 +22,7 @@ function fastBuyer(id: string): FastBuyer {
     digest: 'd'.repeat(64),
     orderId,
     reservationKey: `${orderId}/r1`,
-    expiresAt: new Date(Date.now() + 600_000),
-    created: { body: JSON.stringify({ order_id: orderId }), location: `/v1/orders/${orderId}` },
+    location: `/v1/orders/${orderId}`,
   };
 }
 
@@ -65,6 +65,8 @@ describe('the one-statement batch locks the SKU row last', () => {
         sku: 'last-order',
         definition: definition('last-order'),
         buyers,
+        expiresAt: new Date(Date.now() + 600_000),
+        createdParts: ['{"order_id":"', '"}'],
         refusalBody: '{}',
         now: new Date(),
         lockTimeoutMs: 10_000,
@@ -104,6 +106,8 @@ describe('the one-statement batch locks the SKU row last', () => {
         sku: 'last-short',
         definition: definition('last-short'),
         buyers: [fastBuyer('cbl2-1'), fastBuyer('cbl2-2'), fastBuyer('cbl2-3')],
+        expiresAt: new Date(Date.now() + 600_000),
+        createdParts: ['{"order_id":"', '"}'],
         refusalBody: '{}',
         now: new Date(),
         lockTimeoutMs: 10_000,
@@ -154,5 +158,55 @@ describe('the one-statement batch locks the SKU row last', () => {
     }
     expect(await countRows(stack.db, 'orders', 'sku = $1', ['last-retry'])).toBe(3);
     expect(await skuCounters(stack, 'last-retry')).toMatchObject({ total: 6, available: 0, held: 6 });
+  });
+
+  it('CB-L4 one 201 template per batch: each buyer gets, and its key stores, the bytes the per-buyer build gives', async () => {
+    const name = 'Ünïcode "quoted" \\ back\\u0000slash / 🎉 ord_';
+    await createSku(stack, { sku: 'last-bytes', name, price: 4321, stock: 40 });
+    let transactional = 0;
+    const disarm = armFaultPoint('create.batch.before-commit', async (detail) => {
+      if (detail.sku === 'last-bytes') transactional++;
+    });
+    await buyBatched(stack, TENANT, 'warm', 'cbl4-warm', 'last-bytes'); // the definition is read
+    const answers = await inFlight(
+      Array.from({ length: 30 }, (_, i) => () => buyBatched(stack, TENANT, `t${i}`, `cbl4-${i}`, 'last-bytes')),
+      30,
+    ).finally(disarm);
+    expect(transactional).toBe(1); // the 30 went through the one-statement form
+    expect(answers.every((a) => a.status === 201)).toBe(true);
+    const stored = await stack.db.pool.query<{ key: string; body: string; location: string; expires_at: Date }>(
+      `SELECT k.idempotency_key AS key, k.response_body AS body, k.response_location AS location, r.expires_at
+       FROM idempotency_keys k JOIN orders o ON o.order_id = k.response_body::jsonb->>'order_id'
+       JOIN reservations r ON r.tenant_id = o.tenant_id AND r.request_key = o.reservation_key
+       WHERE k.idempotency_key LIKE 'cbl4-%' AND k.idempotency_key <> 'cbl4-warm'`,
+    );
+    const byKey = new Map(stored.rows.map((r) => [r.key, r]));
+    expect(byKey.size).toBe(30);
+    for (const [i, answer] of answers.entries()) {
+      const row = byKey.get(`cbl4-${i}`)!;
+      expect(answer.body).toBe(row.body);
+      expect(answer.location).toBe(row.location);
+      // The body one buyer alone would get for this order (orders.create.ts), byte for byte.
+      const orderId = bodyOf(row.body).order_id!;
+      const reservationKey = `${orderId}/r1`;
+      const alone = createdResponse(
+        { orderId, status: 'CREATED', sku: 'last-bytes', quantity: 1, amount: 4321 },
+        [{ lineNo: 1, sku: 'last-bytes', name, unitPrice: 4321, quantity: 1, amount: 4321, reservationKey }],
+        [
+          {
+            tenantId: TENANT,
+            key: reservationKey,
+            userId: `t${i}`,
+            sku: 'last-bytes',
+            quantity: 1,
+            status: 'HELD',
+            expiresAt: row.expires_at,
+          },
+        ],
+      );
+      expect(row.body).toBe(alone.body);
+      expect(row.location).toBe(alone.location);
+    }
+    expect(await countRows(stack.db, 'orders', 'sku = $1', ['last-bytes'])).toBe(31);
   });
 });
