@@ -13,20 +13,24 @@ import type { BatchedCreate } from './orders.batch.lanes.ts';
  * new keys, in arrival order, get a unit. So claim, decision and writes go in one autocommit
  * statement (orders.batch.fast.repo.ts): one round trip and one durable commit per batch, where the
  * transactional batch needs four (BEGIN, claim + read, apply, COMMIT), and the SKU's row lock is
- * held for that one statement and its commit.
+ * held for that statement's decrement and its commit.
  *
  * The buyers' 201 bodies (name, price, hold expiry) are built before the statement from the SKU's
  * definition as this process last read it (SKU DEFINITION CACHE, per pool). The cache is never
- * trusted: the statement compares the definition with the row it locked and, if a price, name,
+ * trusted: the statement compares the definition with the row it reads (and again on the row it
+ * locks for the decrement) and, if a price, name,
  * hold time or limit changed (an admin PATCH, from any process), writes nothing and returns the
  * current definition; the batch then runs on the transactional path, which reads the row itself.
  * A SKU this process has not read yet also takes the transactional path once.
  *
- * Lock order: the statement locks the SKU row, then inserts the keys (their answers depend on the
- * row), the reverse of the transactional paths. Two processes with the same key in flight at once
- * can therefore deadlock; PostgreSQL breaks it after deadlock_timeout (1 s, below the statement's
- * lock_timeout): this statement fails whole and its buyers go to the one-buyer path, or the other
- * transaction fails and is retried (inTx retries 40P01). A stall, never a wrong answer.
+ * Lock order: the statement inserts the keys and every row first and takes the SKU row's lock
+ * last, with the decrement (keys, then SKU row: the order of the transactional paths, so the same
+ * key in flight in two processes makes one wait for the other, where the reverse order could deadlock). It decides on a plain read of the row;
+ * if the locked row then has fewer units (another batch, path or process took some since) or a
+ * new definition, the statement writes nothing (FPB01) and the batch runs on the transactional
+ * path, which decides on the locked row. At the end of stock that is one wasted statement per
+ * batch that raced; in the middle of a sale the read is never short and two batches overlap their
+ * inserts while one holds the row for its commit.
  *
  * Crash: the statement is atomic. Killed before it is sent, nothing happened; killed after, the
  * database commits it or not as a whole, and no buyer had an answer: each retry replays its key or
@@ -63,6 +67,31 @@ export interface FastAnswers {
 }
 
 /**
+ * ONE 201 PER BATCH: a granted buyer's body differs from another's by the order id only (the SKU's
+ * name and price, the hold's end are the batch's), so the body is built once, split on its order
+ * id, and joined with each buyer's id (here, and in the statement for the stored copy). Proven per
+ * batch, not assumed: the parts joined with a second id must give exactly the body built for that
+ * id, or the batch takes the transactional path (a name that happened to contain the id).
+ */
+function createdTemplate(tenantId: string, sku: string, definition: SkuDefinition, expiresAt: Date) {
+  const build = (orderId: string) => {
+    const reservationKey = lineReservationKeyFor(orderId, 1, 1);
+    const line = { lineNo: 1, sku, name: definition.name, unitPrice: definition.price, quantity: 1 };
+    return createdResponse(
+      { orderId, status: 'CREATED', sku, quantity: 1, amount: definition.price },
+      [{ ...line, amount: definition.price, reservationKey }],
+      [{ tenantId, key: reservationKey, userId: '', sku, quantity: 1, status: 'HELD', expiresAt }],
+    );
+  };
+  const [a, b] = [newOrderId(), newOrderId()];
+  const [first, second] = [build(a), build(b)];
+  const body = first.body.split(a);
+  const location = (first.location ?? '').split(a);
+  const same = body.join(b) === second.body && location.join(b) === (second.location ?? '');
+  return same ? { body, location } : undefined;
+}
+
+/**
  * Runs the batch as one statement when it qualifies and the definition is known. Undefined: it
  * did not run, or wrote nothing (unknown or changed definition, no SKU row); the caller runs the
  * transactional batch. Throws when the statement failed: nothing of it was written.
@@ -77,24 +106,17 @@ export async function tryOneStatementBatch(
   if (!definition || definition.perUserLimit !== null || batch.some((p) => p.line.quantity !== 1)) return undefined;
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + definition.holdTtlMs);
+  const template = createdTemplate(tenantId, sku, definition, expiresAt);
+  if (!template) return undefined;
   const buyers: FastBuyer[] = batch.map((p) => {
     const orderId = newOrderId();
-    const reservationKey = lineReservationKeyFor(orderId, 1, 1);
-    const { userId } = p.principal;
-    const line = { lineNo: 1, sku, name: definition.name, unitPrice: definition.price, quantity: 1 };
-    const created = createdResponse(
-      { orderId, status: 'CREATED', sku, quantity: 1, amount: definition.price },
-      [{ ...line, amount: definition.price, reservationKey }],
-      [{ tenantId, key: reservationKey, userId, sku, quantity: 1, status: 'HELD', expiresAt }],
-    );
     return {
-      userId,
+      userId: p.principal.userId,
       key: p.scope.key,
       digest: p.digest,
       orderId,
-      reservationKey,
-      expiresAt,
-      created: { body: created.body, location: created.location ?? '' },
+      reservationKey: lineReservationKeyFor(orderId, 1, 1),
+      location: template.location.join(orderId),
     };
   });
   const refusal = refusalResponse('SOLD_OUT', sku);
@@ -103,10 +125,13 @@ export async function tryOneStatementBatch(
     sku,
     definition,
     buyers,
+    expiresAt,
+    createdParts: template.body,
     refusalBody: refusal.body,
     now,
     lockTimeoutMs: deps.waitMs,
   });
+  if (outcome.kind === 'short') return undefined;
   if (outcome.kind === 'missing') {
     forgetDefinition(deps.db, tenantId, sku);
     return undefined;
@@ -126,8 +151,9 @@ export async function tryOneStatementBatch(
     rank++;
     if (rank > outcome.granted) return { ...refusal, replayed: false };
     const buyer = buyers[i]!;
-    return { status: 201, body: buyer.created.body, location: buyer.created.location, replayed: false };
+    return { status: 201, body: template.body.join(buyer.orderId), location: buyer.location, replayed: false };
   });
   const before = outcome.availableBefore;
-  return { answers, availableAfter: before === undefined ? undefined : before - outcome.granted };
+  const after = outcome.availableAfter ?? (before === undefined ? undefined : before - outcome.granted);
+  return { answers, availableAfter: after };
 }

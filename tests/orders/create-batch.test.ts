@@ -264,7 +264,7 @@ describe('group commit of creates per SKU', () => {
   });
 
   it('CB-08 the one-statement batch waits for the SKU row lock at most its lock timeout, and writes nothing then', async () => {
-    await createSku(stack, { sku: 'locked-fast', price: 700, stock: 5 });
+    await createSku(stack, { sku: 'locked-fast', price: 700, stock: 5, hold_ttl_ms: 600_000 });
     const locker = await other.connect();
     try {
       await locker.query('BEGIN');
@@ -281,10 +281,11 @@ describe('group commit of creates per SKU', () => {
             digest: 'd'.repeat(64),
             orderId: 'ord_cb8_1',
             reservationKey: 'ord_cb8_1/r1',
-            expiresAt: new Date(Date.now() + 600_000),
-            created: { body: '{}', location: '/v1/orders/ord_cb8_1' },
+            location: '/v1/orders/ord_cb8_1',
           },
         ],
+        expiresAt: new Date(Date.now() + 600_000),
+        createdParts: ['{}'],
         refusalBody: '{}',
         now: new Date(),
         lockTimeoutMs: 200,
