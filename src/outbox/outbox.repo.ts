@@ -86,6 +86,19 @@ export async function markPublishedBatch(
   return result.rowCount ?? 0;
 }
 
+/** Gives claimed, unpublished events back at once (a relay that will not deliver them). */
+export async function releaseClaims(db: Db, eventIds: readonly number[], owner: string): Promise<number> {
+  if (eventIds.length === 0) return 0;
+  const result = await oneTripTx(
+    db,
+    `UPDATE outbox SET claimed_by = NULL, claimed_until = NULL
+     WHERE event_id = ANY(${literal.ints(eventIds, 'bigint')}) AND claimed_by = ${literal.text(owner)}
+       AND published_at IS NULL`,
+    MARK_TX,
+  );
+  return result.rowCount ?? 0;
+}
+
 export interface FailureRecord {
   eventId: number;
   owner: string;
