@@ -1,7 +1,6 @@
 import { systemClock, type Clock } from '../platform/clock.ts';
 import { inTx, type Db, type Executor, type Tx } from '../platform/db.ts';
-import type { OutboxEvent } from '../outbox/index.ts';
-import { literal, oneTripTx } from '../outbox/outbox.onetrip.ts';
+import { literal, oneTripTx, type OutboxEvent } from '../outbox/index.ts';
 import { recordArrival, type Effect } from './fulfillment.repo.ts';
 
 /** Per-event outcome of a batch: an effect (an acknowledgement) or ERROR (nothing recorded; retry it). */
