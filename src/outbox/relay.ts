@@ -118,6 +118,7 @@ async function drainPasses(ctx: RelayContext, force: boolean, shouldStop: () => 
       );
     }
     await marking;
+    if (claimed) await releaseAhead(ctx, claimed); // the pass limit came first: give it back now
   } catch (error) {
     await marking.catch(() => undefined);
     await releaseAhead(ctx, claimed);
