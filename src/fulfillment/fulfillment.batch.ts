@@ -1,6 +1,6 @@
 import { systemClock, type Clock } from '../platform/clock.ts';
 import { inTx, type Db, type Executor, type Tx } from '../platform/db.ts';
-import type { OutboxEvent } from '../outbox/index.ts';
+import { literal, oneTripTx, type OutboxEvent } from '../outbox/index.ts';
 import { recordArrival, type Effect } from './fulfillment.repo.ts';
 
 /** Per-event outcome of a batch: an effect (an acknowledgement) or ERROR (nothing recorded; retry it). */
@@ -11,17 +11,17 @@ export type BatchOutcome = { event_id: string; effect: Effect } | { event_id: st
 // has distinct event ids and distinct order ids (a relay's batch always has: its claim takes at most
 // one event per order); otherwise each event runs on its own, in order, under a savepoint.
 // Inbox rows are inserted in event_id order so two overlapping batches lock in the same order.
-const APPLY_SQL = `
+const applySql = (eventIds: string, orderIds: string, types: string, versions: string, now: string) => `
 WITH input AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) WITH ORDINALITY
+  SELECT * FROM unnest(${eventIds}, ${orderIds}, ${types}, ${versions}) WITH ORDINALITY
     AS i(event_id, order_id, event_type, version, n)
 ), inbox AS (
   INSERT INTO ful_inbox (event_id, received_at)
-  SELECT event_id, $5 FROM input ORDER BY event_id
+  SELECT event_id, ${now} FROM input ORDER BY event_id
   ON CONFLICT DO NOTHING RETURNING event_id
 ), advanced AS (
   INSERT INTO fulfillment (order_id, last_version, last_event_type, ship_count, updated_at)
-  SELECT i.order_id, i.version, i.event_type, CASE WHEN i.event_type = 'ORDER_PAID' THEN 1 ELSE 0 END, $5
+  SELECT i.order_id, i.version, i.event_type, CASE WHEN i.event_type = 'ORDER_PAID' THEN 1 ELSE 0 END, ${now}
   FROM input i JOIN inbox USING (event_id) ORDER BY i.order_id
   ON CONFLICT (order_id) DO UPDATE SET
     last_version = EXCLUDED.last_version, last_event_type = EXCLUDED.last_event_type,
@@ -32,12 +32,21 @@ WITH input AS (
 INSERT INTO ful_received (event_id, order_id, event_type, version, effect, detail, at)
 SELECT i.event_id, i.order_id, i.event_type, i.version,
        CASE WHEN inbox.event_id IS NULL THEN 'DUPLICATE' WHEN advanced.order_id IS NOT NULL THEN 'APPLIED' ELSE 'STALE' END,
-       NULL, $5
+       NULL, ${now}
 FROM input i LEFT JOIN inbox USING (event_id) LEFT JOIN advanced USING (order_id)
 ORDER BY i.n
 RETURNING event_id, effect`;
 
-async function applySet(tx: Executor, events: readonly OutboxEvent[], now: Date): Promise<Map<string, Effect>> {
+const APPLY_SQL = applySql('$1::text[]', '$2::text[]', '$3::text[]', '$4::int[]', '$5');
+
+const TX_OPTIONS = { lockTimeoutMs: 5_000, statementTimeoutMs: 10_000 };
+
+type Effects = Map<string, Effect>;
+const effectsOf = (rows: { event_id: string; effect: Effect }[]): Effects =>
+  new Map(rows.map((row) => [row.event_id, row.effect]));
+
+/** Inside a transaction (one event under a savepoint): the statement with parameters, prepared. */
+async function applySet(tx: Executor, events: readonly OutboxEvent[], now: Date): Promise<Effects> {
   const result = await tx.query<{ event_id: string; effect: Effect }>({
     name: 'fulfillment-apply-batch',
     text: APPLY_SQL,
@@ -49,7 +58,25 @@ async function applySet(tx: Executor, events: readonly OutboxEvent[], now: Date)
       now,
     ],
   });
-  return new Map(result.rows.map((row) => [row.event_id, row.effect]));
+  return effectsOf(result.rows);
+}
+
+/**
+ * The common case: the statement as its own transaction in one round trip (outbox.onetrip.ts),
+ * instead of BEGIN, statement, COMMIT. The commit is durable before the answer comes back.
+ */
+async function applySetOneTrip(db: Db, events: readonly OutboxEvent[], now: Date): Promise<Effects> {
+  const sql = applySql(
+    literal.texts(events.map((e) => e.event_id)),
+    literal.texts(events.map((e) => e.order_id)),
+    literal.texts(events.map((e) => e.event_type)),
+    literal.ints(
+      events.map((e) => e.order_version),
+      'int',
+    ),
+    literal.time(now),
+  );
+  return effectsOf((await oneTripTx<{ event_id: string; effect: Effect }>(db, sql, TX_OPTIONS)).rows);
 }
 
 function distinct(values: readonly string[]): boolean {
@@ -74,8 +101,6 @@ async function applyOneByOne(tx: Tx, events: readonly OutboxEvent[], now: Date):
   return outcomes;
 }
 
-const TX_OPTIONS = { lockTimeoutMs: 5_000, statementTimeoutMs: 10_000 };
-
 /**
  * Applies a batch of order events in ONE transaction with the guarantees of `consume` per event:
  * inbox dedup by event_id (inside the batch and across batches), the version guard, and the arrival
@@ -95,7 +120,7 @@ export async function consumeBatch(
   let outcomes: BatchOutcome[] | undefined;
   if (setBased) {
     try {
-      const effects = await inTx(db, (tx) => applySet(tx, events, now), TX_OPTIONS);
+      const effects = await applySetOneTrip(db, events, now);
       outcomes = events.map((e) => ({ event_id: e.event_id, effect: effects.get(e.event_id)! }));
     } catch {
       outcomes = undefined; // find the culprit one event at a time below

@@ -12,3 +12,4 @@ export { DEFAULT_TOPOLOGY, type BrokerTopology } from './sinks/topology.ts';
 export { deadSchema, drainSchema, redriveSchema, type RedriveBody } from './outbox.schemas.ts';
 export { outboxLag, type OutboxLag } from './outbox.lag.ts';
 export { listenForWakeups, OUTBOX_CHANNEL, type WakeupListener } from './outbox.wakeup.ts';
+export { literal, oneTripTx, type OneTripOptions } from './outbox.onetrip.ts';

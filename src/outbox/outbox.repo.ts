@@ -1,4 +1,5 @@
-import { inTx, type Db, type Executor } from '../platform/db.ts';
+import type { Db, Executor } from '../platform/db.ts';
+import { literal, oneTripTx } from './outbox.onetrip.ts';
 
 // The outbox's concurrency-critical statements, one named function each. Every write after the
 // claim is guarded by `claimed_by = owner`, so a relay whose lease was taken over cannot mark or
@@ -26,20 +27,20 @@ export interface ClaimRequest {
 // claimable again (takeover). NOT EXISTS keeps per-order version order: an event is claimable only
 // when no earlier version of its order is unpublished — dead or claimed elsewhere included.
 // (DISTINCT ON cannot be combined with FOR UPDATE, hence NOT EXISTS on the (order_id, order_version) index.)
-const CLAIM_SQL = `
+const claimSql = (now: string, limit: string, owner: string, claimedUntil: string): string => `
 WITH due AS (
   SELECT o.event_id FROM outbox o
   WHERE o.published_at IS NULL AND o.dead_at IS NULL
-    AND o.next_attempt_at <= $1
-    AND (o.claimed_until IS NULL OR o.claimed_until < $1)
+    AND o.next_attempt_at <= ${now}
+    AND (o.claimed_until IS NULL OR o.claimed_until < ${now})
     AND NOT EXISTS (
       SELECT 1 FROM outbox e
       WHERE e.order_id = o.order_id AND e.order_version < o.order_version AND e.published_at IS NULL)
   ORDER BY o.event_id
-  LIMIT $2
+  LIMIT ${limit}
   FOR UPDATE OF o SKIP LOCKED
 )
-UPDATE outbox SET claimed_by = $3, claimed_until = $4
+UPDATE outbox SET claimed_by = ${owner}, claimed_until = ${claimedUntil}
 FROM due WHERE outbox.event_id = due.event_id
 RETURNING outbox.event_id, outbox.order_id, outbox.event_type, outbox.order_version, outbox.payload, outbox.attempts`;
 
@@ -47,26 +48,19 @@ RETURNING outbox.event_id, outbox.order_id, outbox.event_type, outbox.order_vers
 // makes the event deliverable again (a lost claim fences our mark via claimed_by; a lost mark leaves
 // it unpublished), i.e. one more delivery, which the consumer's inbox absorbs. The commit whose
 // durability matters is the consumer's (or the broker's PubAck), and it stays durable. This takes
-// the relay's own fsyncs off the delivery path.
-const ASYNC_COMMIT = 'SET LOCAL synchronous_commit = off';
+// the relay's own fsyncs off the delivery path. Each is one round trip (outbox.onetrip.ts), not four.
+const CLAIM_TX = { lockTimeoutMs: 2_000, statementTimeoutMs: 10_000, asyncCommit: true };
+const MARK_TX = { lockTimeoutMs: 5_000, statementTimeoutMs: 30_000, asyncCommit: true };
 
 export async function claimBatch(db: Db, request: ClaimRequest): Promise<OutboxRow[]> {
   const claimedUntil = new Date(request.now.getTime() + request.leaseMs);
-  const result = await inTx(
-    db,
-    async (tx) => {
-      await tx.query(ASYNC_COMMIT);
-      return tx.query<OutboxRow>({
-        name: 'outbox-claim',
-        text: CLAIM_SQL,
-        values: [request.now, request.limit, request.owner, claimedUntil],
-      });
-    },
-    {
-      lockTimeoutMs: 2_000,
-      statementTimeoutMs: 10_000,
-    },
+  const sql = claimSql(
+    literal.time(request.now),
+    literal.int(request.limit),
+    literal.text(request.owner),
+    literal.time(claimedUntil),
   );
+  const result = await oneTripTx<OutboxRow>(db, sql, CLAIM_TX);
   return result.rows.sort((a, b) => a.event_id - b.event_id);
 }
 
@@ -82,15 +76,26 @@ export async function markPublishedBatch(
   now: Date,
 ): Promise<number> {
   if (eventIds.length === 0) return 0;
-  const result = await inTx(db, async (tx) => {
-    await tx.query(ASYNC_COMMIT); // see claimBatch
-    return tx.query({
-      name: 'outbox-mark',
-      text: `UPDATE outbox SET published_at = $3, claimed_until = NULL
-             WHERE event_id = ANY($1::bigint[]) AND claimed_by = $2 AND published_at IS NULL`,
-      values: [eventIds, owner, now],
-    });
-  });
+  const result = await oneTripTx(
+    db,
+    `UPDATE outbox SET published_at = ${literal.time(now)}, claimed_until = NULL
+     WHERE event_id = ANY(${literal.ints(eventIds, 'bigint')}) AND claimed_by = ${literal.text(owner)}
+       AND published_at IS NULL`,
+    MARK_TX,
+  );
+  return result.rowCount ?? 0;
+}
+
+/** Gives claimed, unpublished events back at once (a relay that will not deliver them). */
+export async function releaseClaims(db: Db, eventIds: readonly number[], owner: string): Promise<number> {
+  if (eventIds.length === 0) return 0;
+  const result = await oneTripTx(
+    db,
+    `UPDATE outbox SET claimed_by = NULL, claimed_until = NULL
+     WHERE event_id = ANY(${literal.ints(eventIds, 'bigint')}) AND claimed_by = ${literal.text(owner)}
+       AND published_at IS NULL`,
+    MARK_TX,
+  );
   return result.rowCount ?? 0;
 }
 

@@ -38,6 +38,7 @@ export interface RelayContext {
   backoffMaxMs: number;
   deliverTimeoutMs: number;
   onError: (error: unknown) => void;
+  onPass: ((result: { delivered: number; failed: number }, ms: number) => void) | undefined;
 }
 
 export function nowOf(ctx: RelayContext): Date {
