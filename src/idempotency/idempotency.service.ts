@@ -190,3 +190,57 @@ export async function executeKeyedNow(deps: KeyedDeps, op: KeyedOperation): Prom
   const response = await step.continueWith((tx, final) => completeKey(tx, op.scope, final, deps.clock.now()));
   return { ...response, replayed: false };
 }
+
+/** A claim's outcome: this request owns the key (with its first step), or an earlier one does. */
+export type KeyClaim = { owned: true; step: KeyedStep } | { owned: false; record: KeyRecord };
+
+/**
+ * The claim of executeKeyed in a transaction the caller owns and may share with other requests'
+ * claims (the pays' grouped PAYING commit, src/payments/pay.claims.ts): the key inserted, the
+ * operation started, a final answer completed, all in `tx`. The caller runs it with
+ * `lock_timeout` = `waitMs`, as executeKeyed does. A `durable: false` answer stays durable here:
+ * the commit is shared, and it is never weakened for one member. A statement that fails aborts
+ * the whole transaction: the caller then claims each request alone (`claimKeyAlone`).
+ */
+export async function claimKeyIn(
+  tx: Tx,
+  deps: Pick<KeyedDeps, 'clock' | 'leaseMs'>,
+  op: KeyedOperation,
+): Promise<KeyClaim> {
+  const now = deps.clock.now();
+  if (await insertOrWait(tx, op, now, deps.leaseMs)) {
+    const step = await op.start(tx);
+    if ('final' in step) await completeKey(tx, op.scope, step.final, now);
+    return { owned: true, step };
+  }
+  const record = await findKey(tx, op.scope);
+  if (!record) throw new Error('idempotency key vanished');
+  if (record.digest !== op.digest)
+    throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
+  return { owned: false, record };
+}
+
+/** claimKeyIn in a transaction of its own: a request whose shared claim failed. */
+export function claimKeyAlone(deps: KeyedDeps, op: KeyedOperation): Promise<KeyClaim> {
+  return inTx(deps.db, (tx) => claimKeyIn(tx, deps, op), { lockTimeoutMs: deps.waitMs });
+}
+
+/**
+ * executeKeyed whose claim is made by `claimWith` (claimKeyIn in a shared transaction, or
+ * claimKeyAlone): the same once-per-key guard, the same replay, wait and takeover of a key that
+ * an earlier request owns, the same completion of a continued operation.
+ */
+export function executeKeyedWith(
+  deps: KeyedDeps,
+  op: KeyedOperation,
+  claimWith: (op: KeyedOperation) => Promise<KeyClaim>,
+): Promise<KeyedResult> {
+  return oncePerKeyInProcess(op.scope, deps.waitMs, async () => {
+    const claimed = await claimWith(op);
+    if (!claimed.owned) return awaitCompletion(deps, op, claimed.record);
+    const step = claimed.step;
+    if ('final' in step) return { ...step.final, replayed: false };
+    const response = await step.continueWith((tx, final) => completeKey(tx, op.scope, final, deps.clock.now()));
+    return { ...response, replayed: false };
+  });
+}

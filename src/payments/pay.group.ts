@@ -73,7 +73,9 @@ export function groupPayCommits(deps: Deps, options: GroupOptions = {}): PayComm
     committing++;
     void commitGroup(deps, group).finally(() => {
       committing--;
+      // A pay held back for the next group (its order was in this one) goes now, or after the window.
       if (waiting.length > 0 && committing < concurrent) flush();
+      else if (waiting.length > 0) timer ??= setTimeout(flush, windowMs);
     });
   };
   return {
