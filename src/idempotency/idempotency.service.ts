@@ -5,6 +5,7 @@ import {
   completeKey,
   findKey,
   tryInsertKey,
+  tryInsertKeys,
   tryTakeOverKey,
   type KeyRecord,
   type KeyScope,
@@ -243,4 +244,43 @@ export function executeKeyedWith(
     const response = await step.continueWith((tx, final) => completeKey(tx, op.scope, final, deps.clock.now()));
     return { ...response, replayed: false };
   });
+}
+
+/**
+ * claimKeyIn for a group of requests of one kind, set-based: their keys inserted in one statement,
+ * then `startMany` starts the requests that own their key, together (it returns their steps, in
+ * the order given); final answers are completed and earlier requests' records read one by one (the
+ * rare cases). A request whose key another request holds uncommitted waits as in claimKeyIn.
+ */
+export async function claimKeysIn(
+  tx: Tx,
+  deps: Pick<KeyedDeps, 'clock' | 'leaseMs'>,
+  ops: readonly KeyedOperation[],
+  startMany: (tx: Tx, owned: readonly KeyedOperation[]) => Promise<KeyedStep[]>,
+): Promise<KeyClaim[]> {
+  const now = deps.clock.now();
+  let owned: Set<number>;
+  try {
+    owned = await tryInsertKeys(tx, ops, now, new Date(now.getTime() + deps.leaseMs));
+  } catch (error) {
+    if (pgCode(error) === LOCK_NOT_AVAILABLE) throw inProgress();
+    throw error;
+  }
+  const mine = ops.filter((_, i) => owned.has(i));
+  const steps = mine.length > 0 ? await startMany(tx, mine) : [];
+  const claims: KeyClaim[] = [];
+  for (const [i, op] of ops.entries()) {
+    if (owned.has(i)) {
+      const step = steps[mine.indexOf(op)]!;
+      if ('final' in step) await completeKey(tx, op.scope, step.final, now);
+      claims.push({ owned: true, step });
+      continue;
+    }
+    const record = await findKey(tx, op.scope);
+    if (!record) throw new Error('idempotency key vanished');
+    if (record.digest !== op.digest)
+      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
+    claims.push({ owned: false, record });
+  }
+  return claims;
 }

@@ -14,6 +14,7 @@ export type { KeyScope } from './idempotency.repo.ts';
 export {
   claimKeyAlone,
   claimKeyIn,
+  claimKeysIn,
   executeKeyedWith,
   type KeyClaim,
   type KeyedOperation,

@@ -50,7 +50,7 @@ import {
 export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
   const payments = paymentDeps(deps);
   // A provider pay's first commit (key claim, CREATED → PAYING) shared with concurrent pays'.
-  const payClaims = groupPayClaims(keyedDeps(deps));
+  const payClaims = groupPayClaims(keyedDeps(deps), payments);
 
   app.post<{ Params: OrderIdParams; Body: PayBody }>(
     '/v1/orders/:id/pay',
@@ -70,7 +70,7 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
       };
       const result = wallet
         ? await executeKeyed(keyedDeps(deps), op)
-        : await executeKeyedWith(keyedDeps(deps), op, (o) => payClaims.claim(orderId, o));
+        : await executeKeyedWith(keyedDeps(deps), op, (o) => payClaims.claim({ principal, orderId }, o));
       if (wallet) await faultPoint('wallet-pay.after-commit'); // debit, PAID and key committed; the answer not sent
       if (!result.replayed) {
         const answer = JSON.parse(result.body) as { status?: unknown; code?: string };

@@ -46,7 +46,7 @@ describe('paying: concurrent pays share their PAYING commit', () => {
       start: (tx) => beginPay(payments, tx, principal, orderId),
       abandoned: (tx) => abandonedPay(tx, orderId),
     };
-    return executeKeyedWith(keyedDeps(s.deps), op, (o) => claims.claim(orderId, o));
+    return executeKeyedWith(keyedDeps(s.deps), op, (o) => claims.claim({ principal, orderId }, o));
   };
 
   it('PC-01 pays that arrive while a claim commits share the next one: each charged once, each PAID, every key replays', async () => {
@@ -54,7 +54,7 @@ describe('paying: concurrent pays share their PAYING commit', () => {
     const orders = await buyers('pc1', 12);
     // The first pay finds no group committing and goes alone; the eleven that arrive meanwhile wait
     // for it (up to the window) and go as one group.
-    const claims = groupPayClaims(keyedDeps(s.deps), { windowMs: 1_000 });
+    const claims = groupPayClaims(keyedDeps(s.deps), paymentDeps(s.deps), { windowMs: 1_000 });
     const payAll = () =>
       Promise.all(orders.map((o) => pay(claims, `pc1-u${orders.indexOf(o)}`, o.orderId, `${o.key}/pay`)));
     const paid = await payAll();
@@ -87,7 +87,7 @@ describe('paying: concurrent pays share their PAYING commit', () => {
     const other = await s.buy('pc2-u2', 'pc2');
     const reusedKey = `${reuser!.key}/pay-reused`;
     expect((await s.pay(reuser!.token, other.orderId, reusedKey)).body.status).toBe('PAID');
-    const claims = groupPayClaims(keyedDeps(s.deps), { windowMs: 1_000 });
+    const claims = groupPayClaims(keyedDeps(s.deps), paymentDeps(s.deps), { windowMs: 1_000 });
     const answers = await Promise.allSettled([
       pay(claims, 'pc2-u0', first!.orderId, `${first!.key}/pay`),
       // Another buyer's order: not found, as alone; and it must not fail the group's others.
