@@ -51,7 +51,7 @@ export interface ClaimGroupOptions {
  */
 export function groupPayClaims(deps: KeyedDeps, payments: PaymentDeps, options: ClaimGroupOptions = {}): PayClaims {
   const windowMs = options.windowMs ?? 2;
-  const max = options.max ?? 8;
+  const max = options.max ?? 32;
   let waiting: Member[] = [];
   let timer: NodeJS.Timeout | undefined;
   let committing = false;
