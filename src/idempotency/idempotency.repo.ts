@@ -124,3 +124,34 @@ export async function purgeCompletedKeys(
     if (deleted < PURGE_BATCH || Date.now() >= deadline) return total;
   }
 }
+
+/**
+ * tryInsertKey for many requests in one statement (a group of claims sharing a transaction):
+ * the indexes of the keys this statement inserted, i.e. the requests that own their key.
+ */
+export async function tryInsertKeys(
+  tx: Tx,
+  keys: ReadonlyArray<{ scope: KeyScope; digest: string }>,
+  now: Date,
+  lockedUntil: Date,
+): Promise<Set<number>> {
+  const column = (pick: (k: { scope: KeyScope; digest: string }) => string) => keys.map(pick);
+  const result = await tx.query<{ i: number }>({
+    name: 'idempotency-insert-many',
+    text: `WITH k AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS k(t, u, o, key, d, i)),
+           ins AS (INSERT INTO idempotency_keys (tenant_id, user_id, operation, idempotency_key, request_digest, state, locked_until, created_at)
+             SELECT t, u, o, key, d, 'PROCESSING', $6, $7 FROM k ORDER BY i ON CONFLICT DO NOTHING
+             RETURNING tenant_id, user_id, operation, idempotency_key)
+           SELECT (k.i - 1)::int AS i FROM k JOIN ins ON ins.tenant_id = k.t AND ins.user_id = k.u AND ins.operation = k.o AND ins.idempotency_key = k.key`,
+    values: [
+      column((k) => k.scope.tenantId),
+      column((k) => k.scope.userId),
+      column((k) => k.scope.operation),
+      column((k) => k.scope.key),
+      column((k) => k.digest),
+      lockedUntil,
+      now,
+    ],
+  });
+  return new Set(result.rows.map((r) => r.i));
+}

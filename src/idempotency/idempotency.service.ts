@@ -5,6 +5,7 @@ import {
   completeKey,
   findKey,
   tryInsertKey,
+  tryInsertKeys,
   tryTakeOverKey,
   type KeyRecord,
   type KeyScope,
@@ -189,4 +190,97 @@ export async function executeKeyedNow(deps: KeyedDeps, op: KeyedOperation): Prom
   if ('final' in step) return { ...step.final, replayed: false };
   const response = await step.continueWith((tx, final) => completeKey(tx, op.scope, final, deps.clock.now()));
   return { ...response, replayed: false };
+}
+
+/** A claim's outcome: this request owns the key (with its first step), or an earlier one does. */
+export type KeyClaim = { owned: true; step: KeyedStep } | { owned: false; record: KeyRecord };
+
+/**
+ * The claim of executeKeyed in a transaction the caller owns and may share with other requests'
+ * claims (the pays' grouped PAYING commit, src/payments/pay.claims.ts): the key inserted, the
+ * operation started, a final answer completed, all in `tx`. The caller runs it with
+ * `lock_timeout` = `waitMs`, as executeKeyed does. A `durable: false` answer stays durable here:
+ * the commit is shared, and it is never weakened for one member. A statement that fails aborts
+ * the whole transaction: the caller then claims each request alone (`claimKeyAlone`).
+ */
+export async function claimKeyIn(
+  tx: Tx,
+  deps: Pick<KeyedDeps, 'clock' | 'leaseMs'>,
+  op: KeyedOperation,
+): Promise<KeyClaim> {
+  const now = deps.clock.now();
+  if (await insertOrWait(tx, op, now, deps.leaseMs)) {
+    const step = await op.start(tx);
+    if ('final' in step) await completeKey(tx, op.scope, step.final, now);
+    return { owned: true, step };
+  }
+  const record = await findKey(tx, op.scope);
+  if (!record) throw new Error('idempotency key vanished');
+  if (record.digest !== op.digest)
+    throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
+  return { owned: false, record };
+}
+
+/** claimKeyIn in a transaction of its own: a request whose shared claim failed. */
+export function claimKeyAlone(deps: KeyedDeps, op: KeyedOperation): Promise<KeyClaim> {
+  return inTx(deps.db, (tx) => claimKeyIn(tx, deps, op), { lockTimeoutMs: deps.waitMs });
+}
+
+/**
+ * executeKeyed whose claim is made by `claimWith` (claimKeyIn in a shared transaction, or
+ * claimKeyAlone): the same once-per-key guard, the same replay, wait and takeover of a key that
+ * an earlier request owns, the same completion of a continued operation.
+ */
+export function executeKeyedWith(
+  deps: KeyedDeps,
+  op: KeyedOperation,
+  claimWith: (op: KeyedOperation) => Promise<KeyClaim>,
+): Promise<KeyedResult> {
+  return oncePerKeyInProcess(op.scope, deps.waitMs, async () => {
+    const claimed = await claimWith(op);
+    if (!claimed.owned) return awaitCompletion(deps, op, claimed.record);
+    const step = claimed.step;
+    if ('final' in step) return { ...step.final, replayed: false };
+    const response = await step.continueWith((tx, final) => completeKey(tx, op.scope, final, deps.clock.now()));
+    return { ...response, replayed: false };
+  });
+}
+
+/**
+ * claimKeyIn for a group of requests of one kind, set-based: their keys inserted in one statement,
+ * then `startMany` starts the requests that own their key, together (it returns their steps, in
+ * the order given); final answers are completed and earlier requests' records read one by one (the
+ * rare cases). A request whose key another request holds uncommitted waits as in claimKeyIn.
+ */
+export async function claimKeysIn(
+  tx: Tx,
+  deps: Pick<KeyedDeps, 'clock' | 'leaseMs'>,
+  ops: readonly KeyedOperation[],
+  startMany: (tx: Tx, owned: readonly KeyedOperation[]) => Promise<KeyedStep[]>,
+): Promise<KeyClaim[]> {
+  const now = deps.clock.now();
+  let owned: Set<number>;
+  try {
+    owned = await tryInsertKeys(tx, ops, now, new Date(now.getTime() + deps.leaseMs));
+  } catch (error) {
+    if (pgCode(error) === LOCK_NOT_AVAILABLE) throw inProgress();
+    throw error;
+  }
+  const mine = ops.filter((_, i) => owned.has(i));
+  const steps = mine.length > 0 ? await startMany(tx, mine) : [];
+  const claims: KeyClaim[] = [];
+  for (const [i, op] of ops.entries()) {
+    if (owned.has(i)) {
+      const step = steps[mine.indexOf(op)]!;
+      if ('final' in step) await completeKey(tx, op.scope, step.final, now);
+      claims.push({ owned: true, step });
+      continue;
+    }
+    const record = await findKey(tx, op.scope);
+    if (!record) throw new Error('idempotency key vanished');
+    if (record.digest !== op.digest)
+      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
+    claims.push({ owned: false, record });
+  }
+  return claims;
 }

@@ -11,3 +11,11 @@ export {
   type KeyedStep,
 } from './idempotency.service.ts';
 export type { KeyScope } from './idempotency.repo.ts';
+export {
+  claimKeyAlone,
+  claimKeyIn,
+  claimKeysIn,
+  executeKeyedWith,
+  type KeyClaim,
+  type KeyedOperation,
+} from './idempotency.service.ts';

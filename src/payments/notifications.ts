@@ -1,10 +1,11 @@
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { AppError } from '../platform/errors.ts';
 import { verifySignature, SIGNATURE_HEADER } from '../platform/signature.ts';
-import { EFFECTS, type Effect } from '../orders/index.ts';
+import { EFFECTS, type AppliedEvent, type Effect } from '../orders/index.ts';
 import { insertNotification, recordedEffect, type NotificationRecord } from './payments.repo.ts';
 import type { PaymentDeps } from './payments.deps.ts';
-import { answerEvent, settle } from './settle.ts';
+import type { Tx } from '../platform/db.ts';
+import { answerEvent, followUp, recordAnswer } from './settle.ts';
 
 const KINDS = new Set(['CHARGED', 'DECLINED', 'REFUNDED']);
 const MAX_ID_LENGTH = 128;
@@ -70,7 +71,7 @@ export async function handleNotification(deps: PaymentDeps, n: NotificationRecor
   if (recorded) return replay(n, recorded);
   const answer = answerEvent('callback', n.kind, `callback ${n.notifyId}`, n.amount);
   let result: NotificationResult = { effect: 'IGNORED' };
-  await settle(deps, n.merchantOrder, answer, async (tx, applied) => {
+  const complete = async (tx: Tx, applied: AppliedEvent) => {
     // The order's row lock orders concurrent copies; a copy that lost the race sees the record.
     const first = await recordedEffect(tx, n.notifyId);
     if (first) result = { effect: 'DUPLICATE', recorded_effect: first };
@@ -78,7 +79,13 @@ export async function handleNotification(deps: PaymentDeps, n: NotificationRecor
       result = { effect: asEffect(applied.outcome) };
       await insertNotification(tx, n, result.effect, applied.attention !== undefined, deps.clock.now());
     }
-  });
+  };
+  // The provider notifies as it answers the charge, so a notification meets its pay's last commit:
+  // it joins the pays' group commit (the next group, never its pay's own) instead of a durable
+  // commit of its own that waits for the pay's on the order's row lock.
+  const item = { orderId: n.merchantOrder, answer, complete };
+  const applied = await (deps.payCommits?.record(item) ?? recordAnswer(deps, item.orderId, answer, complete));
+  await followUp(deps, n.merchantOrder, applied);
   businessMetrics.notifications.inc({ kind: n.kind, effect: result.effect });
   return result;
 }

@@ -11,7 +11,10 @@ import type { PaymentDeps } from './payments.deps.ts';
 // with its own response, one durable commit. Each order's effect and its key still commit
 // together. Never across a provider call: a pay joins a group only with its answer in hand.
 
-/** A pay's answer, and what commits with it (its key's completion, with the applied event). */
+/**
+ * A provider's answer, and what commits with it: a pay's key completion, or a notification's
+ * record (notifications.ts), with the applied event.
+ */
 export interface PayAnswer {
   orderId: string;
   answer: Answer;
@@ -65,12 +68,14 @@ export function groupPayCommits(deps: Deps, options: GroupOptions = {}): PayComm
   const flush = () => {
     clearTimeout(timer);
     timer = undefined;
-    const group = waiting;
-    waiting = [];
+    const [group, later] = oncePerOrder(waiting);
+    waiting = later;
     committing++;
     void commitGroup(deps, group).finally(() => {
       committing--;
+      // A pay held back for the next group (its order was in this one) goes now, or after the window.
       if (waiting.length > 0 && committing < concurrent) flush();
+      else if (waiting.length > 0) timer ??= setTimeout(flush, windowMs);
     });
   };
   return {
@@ -82,6 +87,24 @@ export function groupPayCommits(deps: Deps, options: GroupOptions = {}): PayComm
       });
     },
   };
+}
+
+/**
+ * A group applies one event per order: a pay's answer and the provider's notification of the
+ * same charge often arrive together, and the second goes in the next group (in arrival order).
+ */
+function oncePerOrder(waiting: Member[]): [Member[], Member[]] {
+  const seen = new Set<string>();
+  const group: Member[] = [];
+  const later: Member[] = [];
+  for (const m of waiting) {
+    if (seen.has(m.item.orderId)) later.push(m);
+    else {
+      seen.add(m.item.orderId);
+      group.push(m);
+    }
+  }
+  return [group, later];
 }
 
 /** One pay in a transaction of its own, exactly as without grouping (inTx's retries included). */

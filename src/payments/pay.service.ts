@@ -4,7 +4,15 @@ import { faultPoint } from '../platform/faultpoints.ts';
 import type { StoredResponse } from '../idempotency/index.ts';
 import { jsonResponse, problemResponse } from '../idempotency/index.ts';
 import type { KeyedStep } from '../idempotency/index.ts';
-import { applyOrderEvent, lockOrder, type AppliedEvent, type Order } from '../orders/index.ts';
+import {
+  applyOrderEvent,
+  applyOrderEvents,
+  lockOrder,
+  visibleTo,
+  type AppliedEvent,
+  type Order,
+} from '../orders/index.ts';
+import { AppError } from '../platform/errors.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { chargeAnswer, followUp, recordAnswer } from './settle.ts';
 import { bestEffort, settleAfterCall } from './after-call.ts';
@@ -31,6 +39,28 @@ export async function beginPay(deps: PaymentDeps, tx: Tx, principal: Principal, 
   const applied = await applyOrderEvent(tx, orderId, { type: 'PAY_REQUESTED' }, deps.clock.now(), {
     visibleTo: principal,
   });
+  return payStep(deps, orderId, applied);
+}
+
+/**
+ * beginPay for many pays in the caller's transaction (a group of claims, pay.claims.ts): their
+ * CREATED → PAYING applied set-based (applyOrderEvents). An order a buyer may not see throws, as
+ * alone, after the group's writes: the caller's transaction rolls back, and each pay claims alone.
+ */
+export async function beginPays(
+  deps: PaymentDeps,
+  tx: Tx,
+  pays: ReadonlyArray<{ principal: Principal; orderId: string }>,
+): Promise<KeyedStep[]> {
+  const items = pays.map((p) => ({ orderId: p.orderId, event: { type: 'PAY_REQUESTED' as const } }));
+  const applied = await applyOrderEvents(tx, items, deps.clock.now());
+  return pays.map((p, i) => {
+    if (!visibleTo(applied[i]!.order, p.principal)) throw new AppError('ORDER_NOT_FOUND', `no order ${p.orderId}`);
+    return payStep(deps, p.orderId, applied[i]!);
+  });
+}
+
+function payStep(deps: PaymentDeps, orderId: string, applied: AppliedEvent): KeyedStep {
   const order = applied.order;
   if (!order || applied.outcome !== 'PAYING') {
     const detail =

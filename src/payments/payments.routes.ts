@@ -5,7 +5,7 @@ import { principalOf, requirePrincipal } from '../platform/auth.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { requestDigest } from '../idempotency/index.ts';
 import { idempotencyKeyOf, sendKeyed } from '../idempotency/index.ts';
-import { executeKeyed } from '../idempotency/index.ts';
+import { executeKeyed, executeKeyedWith, type KeyedOperation } from '../idempotency/index.ts';
 import {
   findOrderNotes,
   getOrderFor,
@@ -21,6 +21,7 @@ import { listNotifications, notificationEffects } from './payments.repo.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { abandonedPay, beginPay } from './pay.service.ts';
 import { groupPayCommits } from './pay.group.ts';
+import { groupPayClaims } from './pay.claims.ts';
 import { beginWalletPay } from './wallet-pay.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 
@@ -48,6 +49,8 @@ import {
 
 export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
   const payments = paymentDeps(deps);
+  // A provider pay's first commit (key claim, CREATED → PAYING) shared with concurrent pays'.
+  const payClaims = groupPayClaims(keyedDeps(deps), payments);
 
   app.post<{ Params: OrderIdParams; Body: PayBody }>(
     '/v1/orders/:id/pay',
@@ -57,14 +60,17 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
       const key = idempotencyKeyOf(request, reply);
       const orderId = request.params.id;
       const wallet = request.body?.method === 'wallet';
-      const result = await executeKeyed(keyedDeps(deps), {
+      const op: KeyedOperation = {
         scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'pay_order', key },
         // The provider's digest stays as before `method` existed, so keys stored then still replay.
         digest: requestDigest('pay_order', { id: orderId }, wallet ? { method: 'wallet' } : {}),
         start: (tx) =>
           wallet ? beginWalletPay(payments, tx, principal, orderId) : beginPay(payments, tx, principal, orderId),
         abandoned: (tx) => abandonedPay(tx, orderId),
-      });
+      };
+      const result = wallet
+        ? await executeKeyed(keyedDeps(deps), op)
+        : await executeKeyedWith(keyedDeps(deps), op, (o) => payClaims.claim({ principal, orderId }, o));
       if (wallet) await faultPoint('wallet-pay.after-commit'); // debit, PAID and key committed; the answer not sent
       if (!result.replayed) {
         const answer = JSON.parse(result.body) as { status?: unknown; code?: string };

@@ -1,0 +1,119 @@
+import { inTx } from '../platform/db.ts';
+import type { Principal } from '../platform/auth.ts';
+import {
+  claimKeyAlone,
+  claimKeysIn,
+  type KeyClaim,
+  type KeyedDeps,
+  type KeyedOperation,
+} from '../idempotency/index.ts';
+import { beginPays } from './pay.service.ts';
+import type { PaymentDeps } from './payments.deps.ts';
+
+// Group commit of the pays' first transactions (the key's claim and CREATED → PAYING), as
+// pay.group.ts groups their last: pays that start while another group is committing share one
+// transaction, set-based (their keys inserted in one statement, their transitions applied by
+// applyOrderEvents), and one durable commit, each with its own key row and its own transition.
+// The group commits before any of its members calls the provider: "we may have charged" is on
+// disk first, as alone. No transaction is open during a provider call.
+
+export interface Pay {
+  principal: Principal;
+  orderId: string;
+}
+
+export interface PayClaims {
+  /** Claims the pay's key and starts it, in a transaction shared with concurrent pays. */
+  claim(pay: Pay, op: KeyedOperation): Promise<KeyClaim>;
+}
+
+interface Member {
+  pay: Pay;
+  op: KeyedOperation;
+  resolve(value: KeyClaim): void;
+  reject(error: unknown): void;
+}
+
+class MemberFailed extends Error {
+  constructor(cause: unknown) {
+    super('a claim of the group failed', { cause });
+  }
+}
+
+export interface ClaimGroupOptions {
+  windowMs?: number;
+  max?: number;
+}
+
+/**
+ * A pay that finds no group committing claims at once (no added wait when idle); otherwise the
+ * pays that arrive collect, and go as one group when that group ends, after `windowMs`, or at `max`.
+ */
+export function groupPayClaims(deps: KeyedDeps, payments: PaymentDeps, options: ClaimGroupOptions = {}): PayClaims {
+  const windowMs = options.windowMs ?? 2;
+  const max = options.max ?? 32;
+  let waiting: Member[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let committing = false;
+  const flush = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    const group = waiting;
+    waiting = [];
+    committing = true;
+    void commitGroup(deps, payments, group).finally(() => {
+      committing = false;
+      if (waiting.length > 0) flush();
+    });
+  };
+  return {
+    claim(pay, op) {
+      return new Promise<KeyClaim>((resolve, reject) => {
+        waiting.push({ pay, op, resolve, reject });
+        if (!committing || waiting.length >= max) flush();
+        else timer ??= setTimeout(flush, windowMs);
+      });
+    },
+  };
+}
+
+async function alone(deps: KeyedDeps, { op, resolve, reject }: Member): Promise<void> {
+  try {
+    resolve(await claimKeyAlone(deps, op));
+  } catch (error) {
+    reject(error);
+  }
+}
+
+async function commitGroup(deps: KeyedDeps, payments: PaymentDeps, group: Member[]): Promise<void> {
+  if (group.length === 1) return alone(deps, group[0]!);
+  let claims: KeyClaim[];
+  try {
+    claims = await inTx(
+      deps.db,
+      async (tx) => {
+        try {
+          const ops = group.map((m) => m.op);
+          return await claimKeysIn(tx, deps, ops, (tx, owned) =>
+            beginPays(
+              payments,
+              tx,
+              owned.map((op) => group[ops.indexOf(op)]!.pay),
+            ),
+          );
+        } catch (error) {
+          throw new MemberFailed(error);
+        }
+      },
+      { lockTimeoutMs: deps.waitMs, retries: 0 },
+    );
+  } catch (error) {
+    // One pay's refusal (an order not found, a reused key, two pays of one order) or a lock
+    // timeout rolled the group back: each claims alone and meets its own outcome.
+    if (error instanceof MemberFailed) return void (await Promise.all(group.map((m) => alone(deps, m))));
+    // No connection, or the COMMIT's outcome unknown: what each would have met alone.
+    for (const member of group) member.reject(error);
+    return;
+  }
+  group.forEach((member, i) => member.resolve(claims[i]!));
+}

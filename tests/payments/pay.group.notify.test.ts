@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countRows } from '../support/stack.ts';
+import { skuCounters } from '../support/fixtures.ts';
+import { createSku, startPaymentStack, type PaymentStack } from '../support/payments.ts';
+import { paymentDeps } from '../../src/payments/payments.routes.ts';
+import { groupPayCommits } from '../../src/payments/pay.group.ts';
+import { answerEvent } from '../../src/payments/settle.ts';
+import { handleNotification } from '../../src/payments/notifications.ts';
+
+// The provider's notifications join the pays' group commit (src/payments/notifications.ts): a
+// notification and its pay's answer, which arrive together, never share a group (one event per
+// order), and concurrent notifications share one transaction instead of one durable commit each.
+
+describe('paying: notifications in the pays group commit', () => {
+  let s: PaymentStack;
+  beforeAll(async () => {
+    s = await startPaymentStack();
+  });
+  afterAll(async () => s.close());
+
+  /** Orders left PAYING (UNKNOWN to the buyer): the provider charged them after the pay's timeout. */
+  const unknownOrders = async (sku: string, n: number) => {
+    await createSku(s, { sku, stock: n });
+    await s.control('POST', '/_control/callbacks', { mode: 'HOLD' });
+    const orders = await Promise.all(Array.from({ length: n }, (_, i) => s.buy(`${sku}-u${i}`, sku)));
+    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', ms: 500, times: n });
+    const answers = await Promise.all(orders.map((o) => s.pay(o.token, o.orderId, `${o.key}/pay`)));
+    expect(answers.map((a) => a.body.status)).toEqual(Array(n).fill('UNKNOWN'));
+    return orders;
+  };
+  const writers = async (table: string, column: string, ids: string[]) =>
+    (
+      await s.db.pool.query<{ n: number }>(
+        `SELECT count(DISTINCT xmin::text)::int AS n FROM ${table} WHERE ${column} = ANY($1::text[])`,
+        [ids],
+      )
+    ).rows[0]?.n;
+
+  it('PN-01 a pay answer and a notification of one order wait for separate groups; the other orders of the group share it', async () => {
+    const [x, y] = await unknownOrders('pn1', 2);
+    const commits = groupPayCommits(paymentDeps(s.deps), { concurrent: 0, windowMs: 20 });
+    const none = async () => {};
+    const applied = await Promise.all([
+      commits.record({ orderId: x!.orderId, answer: answerEvent('charge', 'CHARGED', 'charge', 1990), complete: none }),
+      commits.record({ orderId: y!.orderId, answer: answerEvent('charge', 'CHARGED', 'charge', 1990), complete: none }),
+      commits.record({ orderId: x!.orderId, answer: answerEvent('callback', 'CHARGED', 'cb', 1990), complete: none }),
+    ]);
+    // One event per order per group: x's notification came second, found x PAID, changed nothing.
+    expect(applied.map((a) => a.outcome)).toEqual(['PAID', 'PAID', 'DUPLICATE']);
+    // Without the split, the group fails its one-event-per-order check and every member commits alone.
+    expect(await writers('orders', 'order_id', [x!.orderId, y!.orderId])).toBe(1);
+    expect(
+      await countRows(s.db, 'outbox', "order_id = ANY($1::text[]) AND event_type = 'ORDER_PAID'", [
+        [x!.orderId, y!.orderId],
+      ]),
+    ).toBe(2);
+    expect(await skuCounters(s, 'pn1')).toMatchObject({ available: 0, held: 0, confirmed: 2 });
+  });
+
+  it('PN-02 notifications that arrive together share one group commit: each recorded once, each order PAID once', async () => {
+    const orders = await unknownOrders('pn2', 8);
+    const note = (o: { orderId: string }, i: number) => ({
+      notifyId: `pn2-${i}`,
+      merchantOrder: o.orderId,
+      kind: 'CHARGED' as const,
+      amount: 1990,
+      txn: `t-pn2-${i}`,
+    });
+    // The route's handler with a group that collects for its window before the first commit.
+    const deps = paymentDeps(s.deps);
+    const grouped = { ...deps, payCommits: groupPayCommits(deps, { concurrent: 0, windowMs: 50 }) };
+    const results = await Promise.all(orders.map((o, i) => handleNotification(grouped, note(o, i))));
+    expect(results).toEqual(Array(8).fill({ effect: 'PAID' }));
+    const ids = orders.map((o) => o.orderId);
+    for (const id of ids) expect((await s.order(id)).status).toBe('PAID');
+    expect(await countRows(s.db, 'payment_notifications', 'merchant_order = ANY($1::text[])', [ids])).toBe(8);
+    expect(await countRows(s.db, 'outbox', "order_id = ANY($1::text[]) AND event_type = 'ORDER_PAID'", [ids])).toBe(8);
+    // Before, each notification was a transaction of its own: 8 writers.
+    expect(await writers('payment_notifications', 'merchant_order', ids)).toBe(1);
+    // A copy over HTTP replays its first effect and adds nothing.
+    const copy = await s.notify({
+      notify_id: 'pn2-1',
+      merchant_order: ids[1],
+      kind: 'CHARGED',
+      amount: 1990,
+      txn: 't-pn2-1',
+    });
+    expect(copy.body).toEqual({ effect: 'DUPLICATE', recorded_effect: 'PAID' });
+    expect(await countRows(s.db, 'payment_notifications', 'merchant_order = ANY($1::text[])', [ids])).toBe(8);
+  });
+});
