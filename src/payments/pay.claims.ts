@@ -54,23 +54,25 @@ export function groupPayClaims(deps: KeyedDeps, payments: PaymentDeps, options: 
   const max = options.max ?? 32;
   let waiting: Member[] = [];
   let timer: NodeJS.Timeout | undefined;
-  let committing = false;
+  // A count, not a flag: a group sent at `max` can be committing beside another.
+  let committing = 0;
   const flush = () => {
     clearTimeout(timer);
     timer = undefined;
     const group = waiting;
     waiting = [];
-    committing = true;
+    committing++;
     void commitGroup(deps, payments, group).finally(() => {
-      committing = false;
-      if (waiting.length > 0) flush();
+      committing--;
+      // Anyone still waiting has its window timer; go now only if nothing else is committing.
+      if (waiting.length > 0 && committing === 0) flush();
     });
   };
   return {
     claim(pay, op) {
       return new Promise<KeyClaim>((resolve, reject) => {
         waiting.push({ pay, op, resolve, reject });
-        if (!committing || waiting.length >= max) flush();
+        if (committing === 0 || waiting.length >= max) flush();
         else timer ??= setTimeout(flush, windowMs);
       });
     },
