@@ -76,7 +76,22 @@ export function sendWithCommit(tx: Tx, query: pg.QueryConfig): void {
 // once instead of after the previous one's ReadyForQuery. Switched on for one transaction of a pooled
 // client, and off again only after its last statement (COMMIT or ROLLBACK) has been answered, when the
 // client's queues are empty, so the pool's other users never see it.
-type Switchable = { pipeline: boolean };
+type Switchable = { pipeline: boolean; connection?: { stream?: { cork?(): void; uncork?(): void } } };
+
+/**
+ * Runs `send` (which writes statements synchronously) with the socket corked, so that pipelined
+ * statements leave in one write: one syscall and one wake-up of the backend instead of one per
+ * statement (on loopback the sender's write also pays the receiver's side of TCP).
+ */
+function inOneWrite<T>(client: pg.PoolClient, send: () => T): T {
+  const stream = (client as unknown as Switchable).connection?.stream;
+  stream?.cork?.();
+  try {
+    return send();
+  } finally {
+    stream?.uncork?.();
+  }
+}
 
 async function commitWith(client: pg.PoolClient, pipelined: boolean, onSent: () => void): Promise<void> {
   const last = withCommit.get(client) ?? [];
@@ -87,9 +102,11 @@ async function commitWith(client: pg.PoolClient, pipelined: boolean, onSent: () 
     await client.query('COMMIT');
     return;
   }
-  const sent = last.map((query) => client.query(query));
-  onSent();
-  const commit = client.query('COMMIT');
+  const [sent, commit] = inOneWrite(client, () => {
+    const statements = last.map((query) => client.query(query));
+    onSent();
+    return [statements, client.query('COMMIT')] as const;
+  });
   const settled = await Promise.allSettled([...sent, commit]);
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed) throw failed.reason;
@@ -124,15 +141,23 @@ export async function inTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOpt
       // One round trip: the timeouts are integers we format, never caller-supplied text.
       const lockMs = Math.trunc(options.lockTimeoutMs ?? 5_000);
       const statementMs = Math.trunc(options.statementTimeoutMs ?? 30_000);
-      const begin = client.query(
-        `BEGIN ISOLATION LEVEL ${options.isolation ?? 'READ COMMITTED'}; SET LOCAL lock_timeout = ${lockMs}; SET LOCAL statement_timeout = ${statementMs}`,
-      );
-      // Pipelined, fn's first statement is written behind BEGIN before BEGIN's answer. BEGIN and its
-      // SET LOCALs are fixed text that fails only with the connection, which fails fn's statements too.
-      if (pipelined) begin.catch(() => undefined);
-      else await begin;
-      const result = await fn(client as Tx);
-      await begin;
+      const beginText = `BEGIN ISOLATION LEVEL ${options.isolation ?? 'READ COMMITTED'}; SET LOCAL lock_timeout = ${lockMs}; SET LOCAL statement_timeout = ${statementMs}`;
+      let result: T;
+      if (pipelined) {
+        // fn's first statement (sent before fn's first await) goes out behind BEGIN, in its write.
+        // BEGIN and its SET LOCALs are fixed text that fails only with the connection, which fails
+        // fn's statements too.
+        const [begin, running] = inOneWrite(client, () => {
+          const sent = client.query(beginText);
+          sent.catch(() => undefined);
+          return [sent, fn(client as Tx)] as const;
+        });
+        result = await running;
+        await begin;
+      } else {
+        await client.query(beginText);
+        result = await fn(client as Tx);
+      }
       await commitWith(client, pipelined, () => (committing = true));
       return result;
     } catch (error) {
