@@ -24,7 +24,8 @@ describe('idempotency: the pipelined claim transaction', () => {
   const count = async (sql: string, values: unknown[]) =>
     (await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${sql}`, values)).rows[0]?.n ?? -1;
   const effects = (key: string) => count('pl_effects WHERE key = $1', [key]);
-  const keyRows = (key: string) => count(`idempotency_keys WHERE operation = 'pl_test' AND idempotency_key = $1`, [key]);
+  const keyRows = (key: string) =>
+    count(`idempotency_keys WHERE operation = 'pl_test' AND idempotency_key = $1`, [key]);
 
   function op(key: string, extra?: (tx: Tx) => Promise<void>): KeyedOperation {
     return {
