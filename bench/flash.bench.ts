@@ -263,6 +263,9 @@ async function keyLayerRun(ctx: OrdersContext, bare: BaselineServer, counts: Ord
     ],
     counts,
   );
+  // Fresh statistics first: planned on none (15,000 new SKUs and orders, autovacuum not there yet),
+  // the check's join is a nested loop over both and outlived the 35 s query timeout.
+  await ctx.flashpay.deps.db.query('ANALYZE skus, orders, reservations');
   const stock = await checkSkus(ctx.flashpay.deps.db, 'p5/');
   const withKeys = targetOf(targets, 'with keys');
   return {
