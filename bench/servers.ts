@@ -124,6 +124,8 @@ export async function startBaselineServer(databaseUrl: string, poolSize: number)
 export const BARE_PATH = '/bare/orders';
 export const SINGLE_KEYED_PATH = '/single/orders-keyed';
 export const SINGLE_UNKEYED_PATH = '/single/orders-unkeyed';
+/** P5's "before": the keyed one-transaction create with the claim's transaction not pipelined. */
+export const SINGLE_KEYED_UNPIPELINED_PATH = '/single/orders-keyed-unpipelined';
 
 /**
  * The ceiling: a Fastify route with flashpay's authentication hook (same signer, same verified-
@@ -166,6 +168,24 @@ export async function startBareServer(flashpay: FlashpayServer): Promise<Baselin
         .header('Idempotent-Replayed', String(answer.replayed))
         .type('application/json')
         .send(answer.body);
+    },
+  );
+  app.post<{ Body: { sku: string; quantity?: number } }>(
+    SINGLE_KEYED_UNPIPELINED_PATH,
+    { onRequest: auth },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const key = String(request.headers['idempotency-key'] ?? '');
+      const lines = lineOf(request.body);
+      const answer = await executeKeyed(
+        { ...keyedDeps(deps), pipeline: false },
+        {
+          scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },
+          digest: requestDigest('create_order', {}, lines[0]),
+          start: async (tx) => ({ final: await createOrderResponse(tx, principal, lines, deps.clock.now()) }),
+        },
+      );
+      return reply.code(answer.status).type('application/json').send(answer.body);
     },
   );
   await app.listen({ host: '127.0.0.1', port: 0 });

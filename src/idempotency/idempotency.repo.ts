@@ -1,4 +1,4 @@
-import type { Executor, Tx } from '../platform/db.ts';
+import { sendWithCommit, type Executor, type Tx } from '../platform/db.ts';
 
 export interface KeyScope {
   tenantId: string;
@@ -81,6 +81,23 @@ export async function completeKey(tx: Tx, scope: KeyScope, response: StoredRespo
   });
   if (result.rowCount !== 1)
     throw new Error(`idempotency key ${scope.operation}/${scope.key} was not PROCESSING when completed`);
+}
+
+/**
+ * completeKey for a pipelined transaction: sent with its COMMIT (sendWithCommit), so the check is in
+ * SQL. `1 / count(*)` fails the statement (division by zero) when no PROCESSING row was completed,
+ * which turns the COMMIT already on the wire into a rollback of the whole effect. (A constant
+ * raising expression would not do: PostgreSQL may evaluate it while planning.)
+ */
+export function completeKeyWithCommit(tx: Tx, scope: KeyScope, response: StoredResponse, now: Date): void {
+  sendWithCommit(tx, {
+    name: 'idempotency-complete-guarded',
+    text: `WITH done AS (
+             UPDATE idempotency_keys SET state = 'DONE', response_status = $5, response_body = $6, response_location = $7, completed_at = $8, locked_until = NULL
+             WHERE ${SCOPE} AND state = 'PROCESSING' RETURNING 1)
+           SELECT 1 / count(*) AS completed FROM done`,
+    values: [...scopeParams(scope), response.status, response.body, response.location ?? null, now],
+  });
 }
 
 /** Takes over a PROCESSING key whose owner's lease ran out (its process died mid-way). */

@@ -1,8 +1,9 @@
-import { inTx, pgCode, sleep, type Db, type Tx } from '../platform/db.ts';
+import { inTx, pgCode, sendWithCommit, sleep, type Db, type Tx } from '../platform/db.ts';
 import type { Clock } from '../platform/clock.ts';
 import { AppError } from '../platform/errors.ts';
 import {
   completeKey,
+  completeKeyWithCommit,
   findKey,
   tryInsertKey,
   tryInsertKeys,
@@ -19,6 +20,11 @@ export interface KeyedDeps {
   waitMs: number;
   /** How long a PROCESSING key belongs to its owner before another request may take it over. */
   leaseMs: number;
+  /**
+   * The claim's transaction pipelined (default): BEGIN sent with the key's INSERT, the completion
+   * (guarded in SQL) with COMMIT: two round trips of six fewer. `false` for the A/B bench.
+   */
+  pipeline?: boolean;
 }
 
 export interface KeyedResult extends StoredResponse {
@@ -75,8 +81,8 @@ async function claim(deps: KeyedDeps, op: KeyedOperation): Promise<Claim> {
       if (await insertOrWait(tx, op, now, deps.leaseMs)) {
         const step = await op.start(tx);
         if ('final' in step) {
-          await completeKey(tx, op.scope, step.final, now);
-          if (step.durable === false) await tx.query('SET LOCAL synchronous_commit = off');
+          completeKeyWithCommit(tx, op.scope, step.final, now);
+          if (step.durable === false) sendWithCommit(tx, { text: 'SET LOCAL synchronous_commit = off' });
         }
         return { owned: true, step } as const;
       }
@@ -88,7 +94,7 @@ async function claim(deps: KeyedDeps, op: KeyedOperation): Promise<Claim> {
         throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
       return { owned: false, record } as const;
     },
-    { lockTimeoutMs: deps.waitMs },
+    { lockTimeoutMs: deps.waitMs, pipeline: deps.pipeline ?? true },
   );
 }
 

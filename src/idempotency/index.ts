@@ -7,6 +7,7 @@ export {
   executeKeyedNow,
   oncePerKeyInProcess,
   type KeyedDeps,
+  type KeyedOperation,
   type KeyedResult,
   type KeyedStep,
 } from './idempotency.service.ts';
