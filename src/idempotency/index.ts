@@ -18,5 +18,4 @@ export {
   claimKeysIn,
   executeKeyedWith,
   type KeyClaim,
-  type KeyedOperation,
 } from './idempotency.service.ts';
