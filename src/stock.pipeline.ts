@@ -117,7 +117,27 @@ export function createStockPump(options: StockPumpOptions): StockPump {
   async function relayResults(): Promise<number> {
     const rows = await claimStockResults(options.stockDb, claim());
     const sent: string[] = [];
+    const known = rows.filter((r) => (STOCK_RESULT_TYPES as readonly string[]).includes(r.event_type));
+    if (transport.sendResults && known.length > 0) {
+      try {
+        await transport.sendResults(
+          known.map((r) => ({
+            event_id: `stock-${r.key}`,
+            order_id: r.order_id,
+            event_type: r.event_type,
+            payload: r.payload,
+          })),
+          options.clock.now(),
+        );
+        sent.push(...known.map((r) => r.key));
+      } catch (error) {
+        // One result the batch could not take must not hold back the others: one at a time below.
+        onError(error);
+      }
+    }
+    const delivered = new Set(sent);
     for (const r of rows) {
+      if (delivered.has(r.key)) continue;
       if (!(STOCK_RESULT_TYPES as readonly string[]).includes(r.event_type)) {
         await parkStockResult(
           options.stockDb,
