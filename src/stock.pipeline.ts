@@ -31,7 +31,7 @@ import { defaultOwner } from './outbox/index.ts';
 // same pool when the stock service runs inside `flashpay start`.
 
 // Limits, each with its reason.
-const CLAIM_BATCH = 200; // one claim locks at most this many outbox rows
+const CLAIM_BATCH = 1000; // one claim locks at most this many outbox rows
 const MAX_PASSES = 1_000; // a drain ends even while buyers keep the queue full
 
 export interface StockPumpOptions {
@@ -46,6 +46,8 @@ export interface StockPumpOptions {
   onError?: (error: unknown) => void;
   /** Which steps this process runs: the shop's (relay requests, apply results), the stock service's (apply batches), or both. */
   roles?: PumpRoles;
+  /** drain() runs a pass's three steps at once (default); false: one after the other, as runOnce does. */
+  overlap?: boolean;
   /** Default: the database carries requests and results (stock.transport.ts). */
   transport?: StockTransport;
 }
@@ -164,32 +166,38 @@ export function createStockPump(options: StockPumpOptions): StockPump {
     return rows.length;
   }
 
-  async function runOnce(): Promise<PumpPass> {
+  async function runOnce(overlap = false): Promise<PumpPass> {
     const roles = options.roles ?? { shop: true, stock: true };
     const resent = roles.shop
       ? await resendUnansweredRequests(options.shopDb, options.clock.now(), options.resendAfterMs)
       : 0;
     // Split databases: what the decider, the sweep or an operator did to a mirror becomes requests.
     const mirrored = roles.shop && roles.apart ? await syncMirrorMoves(options.shopDb, options.clock.now()) : 0;
-    const requests = roles.shop ? await relayRequests() : 0;
-    const applied = roles.stock
-      ? await applyStockBatch(options.stockDb, options.clock.now(), undefined, { apart: roles.apart === true })
-      : 0;
     await transport.start?.();
+    const relay = async () => (roles.shop ? relayRequests() : 0);
+    const apply = async () =>
+      roles.stock
+        ? applyStockBatch(options.stockDb, options.clock.now(), undefined, { apart: roles.apart === true })
+        : 0;
     // Results are the stock service's outbox: it publishes them, the shop's inbox takes them.
-    const results = (roles.results ?? roles.stock) ? await relayResults() : 0;
+    const answer = async () => ((roles.results ?? roles.stock) ? relayResults() : 0);
+    // Overlapped (drain): the three steps work on different rows, each as safely as two pumps
+    // would; a step that moved nothing moved nothing, so a pass of zeros still means empty.
+    const [requests, applied, results] = overlap
+      ? await Promise.all([relay(), apply(), answer()])
+      : [await relay(), await apply(), await answer()];
     if (mirrored > 0 && requests === 0) return { requests: mirrored, applied, results, resent };
     return { requests, applied, results, resent };
   }
 
   return {
     owner,
-    runOnce,
+    runOnce: () => runOnce(),
     close: () => transport.close(),
     async drain() {
       const total: PumpPass = { requests: 0, applied: 0, results: 0, resent: 0 };
       for (let pass = 0; pass < MAX_PASSES; pass++) {
-        const p = await runOnce();
+        const p = await runOnce(options.overlap !== false);
         total.requests += p.requests;
         total.applied += p.applied;
         total.results += p.results;

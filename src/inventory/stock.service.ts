@@ -1,7 +1,6 @@
 import { inTx, type Db, type Tx } from '../platform/db.ts';
 import {
   claimLeased,
-  markLeasedPublished,
   parkLeased,
   releaseLeasedAfterFailure,
   type LeaseClaim,
@@ -23,7 +22,7 @@ const RESULTS: LeaseTable = { table: 'stock_outbox', key: 'event_id', order: 'ev
 // One applier per database: arrival order per SKU holds across processes; a second waits its turn.
 const APPLIER_LOCK = 0x5_70c4; // pg_try_advisory_xact_lock key, shared by every process on this database
 // One batch locks at most this many inbox rows and their SKU rows; the next batch takes the rest.
-export const STOCK_BATCH = 200;
+export const STOCK_BATCH = 1000;
 
 export const STOCK_REQUEST_KINDS = [
   'STOCK_DEDUCTION_REQUESTED',
@@ -258,8 +257,16 @@ export async function applyStockBatch(
 }
 
 export const claimStockResults = (db: Db, claim: LeaseClaim): Promise<LeasedRow[]> => claimLeased(db, RESULTS, claim);
-export const markStockResultsSent = (db: Db, keys: readonly string[], owner: string, now: Date) =>
-  markLeasedPublished(db, RESULTS, keys, owner, now);
+/** Marks delivered results, only those still ours; by the bigint key itself, so the primary key's index finds them. */
+export async function markStockResultsSent(db: Db, keys: readonly string[], owner: string, now: Date): Promise<number> {
+  if (keys.length === 0) return 0;
+  const result = await db.query(
+    `UPDATE stock_outbox SET published_at = $3, claimed_until = NULL
+     WHERE event_id = ANY($1::bigint[]) AND claimed_by = $2 AND published_at IS NULL`,
+    [keys, owner, now],
+  );
+  return result.rowCount ?? 0;
+}
 export const failStockResult = (db: Db, key: string, owner: string, error: string) =>
   releaseLeasedAfterFailure(db, RESULTS, key, owner, error);
 export const parkStockResult = (db: Db, key: string, owner: string, error: string, now: Date) =>
