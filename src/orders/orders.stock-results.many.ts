@@ -1,6 +1,7 @@
 import { inTx, type Db } from '../platform/db.ts';
 import type { OrderEvent } from './decider.ts';
 import { applyOrderEvents } from './orders.apply-many.ts';
+import type { AppliedEvent } from './orders.apply.ts';
 import { receiveStockResult, type ResultEffect, type StockResult } from './orders.stock-results.ts';
 
 // The shop's result inbox, a batch at a time (issue 16, P7): what receiveStockResult does for one
@@ -9,6 +10,10 @@ import { receiveStockResult, type ResultEffect, type StockResult } from './order
 // written set-based), one commit. Results that need more than the decider (a split database's
 // mirror, acknowledgements, SKU definitions) keep the one-result path, in their place in the
 // sequence, so the order in which results take effect is the order they were published in.
+
+// Orders per applyOrderEvents call, all in the run's one transaction: its matching of reservations
+// to orders grows with the square of the group, so a pass of 1,000 goes as five groups.
+const GROUP = 200;
 
 /** A result the set-based path takes: it only moves an order through the decider. */
 function plainEvent(r: StockResult): OrderEvent | undefined {
@@ -60,11 +65,15 @@ async function applyRun(db: Db, run: readonly StockResult[], now: Date): Promise
     );
     const fresh = new Set(inserted.rows.map((r) => r.event_id));
     const todo = run.filter((r) => fresh.has(r.event_id));
-    const applied = await applyOrderEvents(
-      tx,
-      todo.map((r) => ({ orderId: r.order_id, event: plainEvent(r) as OrderEvent })),
-      now,
-    );
+    const applied: AppliedEvent[] = [];
+    for (let k = 0; k < todo.length; k += GROUP)
+      applied.push(
+        ...(await applyOrderEvents(
+          tx,
+          todo.slice(k, k + GROUP).map((r) => ({ orderId: r.order_id, event: plainEvent(r) as OrderEvent })),
+          now,
+        )),
+      );
     const byEvent = new Map<string, ResultEffect>();
     const notes: Array<{ id: string; effect: ResultEffect; detail: string | null }> = [];
     todo.forEach((r, k) => {
