@@ -1,5 +1,6 @@
 import type { Clock } from './platform/clock.ts';
 import type { Db } from './platform/db.ts';
+import type { LeasedRow } from './platform/lease-queue.ts';
 import {
   applyStockBatch,
   claimStockResults,
@@ -24,14 +25,13 @@ import { jetStreamStockTransport } from './stock.jetstream.ts';
 import type { Config } from './platform/config.ts';
 import { defaultOwner } from './outbox/index.ts';
 
-// Queued orders, wired (seed 004): the shop's stock outbox → the stock service's inbox → its
-// batches → its result outbox → the shop's inbox and the order decider. With no broker configured
-// the database itself carries both directions: "deliver" is an insert into the far side's inbox,
-// and every step is the same claim / dedup / mark as over a broker. `shopDb` and `stockDb` are the
-// same pool when the stock service runs inside `flashpay start`.
+// Queued orders, wired (seed 004): the shop's stock outbox → the stock service's inbox → its batches
+// → its result outbox → the shop's inbox and the order decider. With no broker the database carries
+// both directions ("deliver" is an insert into the far side's inbox) by the same claim / dedup / mark
+// as a broker. `shopDb` and `stockDb` are one pool when the stock service runs in `flashpay start`.
 
 // Limits, each with its reason.
-const CLAIM_BATCH = 1000; // one claim locks at most this many outbox rows
+const CLAIM_BATCH = 1_000; // one claim locks at most this many outbox rows (each step is set-based)
 const MAX_PASSES = 1_000; // a drain ends even while buyers keep the queue full
 
 export interface StockPumpOptions {
@@ -116,21 +116,20 @@ export function createStockPump(options: StockPumpOptions): StockPump {
     return rows.length;
   }
 
+  const resultOf = (r: LeasedRow) => ({
+    event_id: `stock-${r.key}`,
+    order_id: r.order_id,
+    event_type: r.event_type,
+    payload: r.payload,
+  });
+
   async function relayResults(): Promise<number> {
     const rows = await claimStockResults(options.stockDb, claim());
     const sent: string[] = [];
     const known = rows.filter((r) => (STOCK_RESULT_TYPES as readonly string[]).includes(r.event_type));
     if (transport.sendResults && known.length > 0) {
       try {
-        await transport.sendResults(
-          known.map((r) => ({
-            event_id: `stock-${r.key}`,
-            order_id: r.order_id,
-            event_type: r.event_type,
-            payload: r.payload,
-          })),
-          options.clock.now(),
-        );
+        await transport.sendResults(known.map(resultOf), options.clock.now());
         sent.push(...known.map((r) => r.key));
       } catch (error) {
         // One result the batch could not take must not hold back the others: one at a time below.
@@ -152,10 +151,7 @@ export function createStockPump(options: StockPumpOptions): StockPump {
         continue;
       }
       try {
-        await transport.sendResult(
-          { event_id: `stock-${r.key}`, order_id: r.order_id, event_type: r.event_type, payload: r.payload },
-          options.clock.now(),
-        );
+        await transport.sendResult(resultOf(r), options.clock.now());
         sent.push(r.key);
       } catch (error) {
         await failStockResult(options.stockDb, r.key, owner, (error as Error).message);

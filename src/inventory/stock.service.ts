@@ -21,8 +21,8 @@ import { deductRun, setBasedDeductions, type RequestPayload, type StockAnswer } 
 const RESULTS: LeaseTable = { table: 'stock_outbox', key: 'event_id', order: 'event_id' };
 // One applier per database: arrival order per SKU holds across processes; a second waits its turn.
 const APPLIER_LOCK = 0x5_70c4; // pg_try_advisory_xact_lock key, shared by every process on this database
-// One batch locks at most this many inbox rows and their SKU rows; the next batch takes the rest.
-export const STOCK_BATCH = 1000;
+// One batch locks at most this many inbox rows and their SKU rows (set-based: a few statements per batch).
+export const STOCK_BATCH = 1_000;
 
 export const STOCK_REQUEST_KINDS = [
   'STOCK_DEDUCTION_REQUESTED',
