@@ -1,5 +1,6 @@
 import type { Clock } from './platform/clock.ts';
 import type { Db } from './platform/db.ts';
+import type { LeasedRow } from './platform/lease-queue.ts';
 import {
   applyStockBatch,
   claimStockResults,
@@ -24,14 +25,13 @@ import { jetStreamStockTransport } from './stock.jetstream.ts';
 import type { Config } from './platform/config.ts';
 import { defaultOwner } from './outbox/index.ts';
 
-// Queued orders, wired (seed 004): the shop's stock outbox → the stock service's inbox → its
-// batches → its result outbox → the shop's inbox and the order decider. With no broker configured
-// the database itself carries both directions: "deliver" is an insert into the far side's inbox,
-// and every step is the same claim / dedup / mark as over a broker. `shopDb` and `stockDb` are the
-// same pool when the stock service runs inside `flashpay start`.
+// Queued orders, wired (seed 004): the shop's stock outbox → the stock service's inbox → its batches
+// → its result outbox → the shop's inbox and the order decider. With no broker the database carries
+// both directions ("deliver" is an insert into the far side's inbox) by the same claim / dedup / mark
+// as a broker. `shopDb` and `stockDb` are one pool when the stock service runs in `flashpay start`.
 
 // Limits, each with its reason.
-const CLAIM_BATCH = 200; // one claim locks at most this many outbox rows
+const CLAIM_BATCH = 1_000; // one claim locks at most this many outbox rows (each step is set-based)
 const MAX_PASSES = 1_000; // a drain ends even while buyers keep the queue full
 
 export interface StockPumpOptions {
@@ -46,6 +46,8 @@ export interface StockPumpOptions {
   onError?: (error: unknown) => void;
   /** Which steps this process runs: the shop's (relay requests, apply results), the stock service's (apply batches), or both. */
   roles?: PumpRoles;
+  /** drain() runs a pass's three steps at once (default); false: one after the other, as runOnce does. */
+  overlap?: boolean;
   /** Default: the database carries requests and results (stock.transport.ts). */
   transport?: StockTransport;
 }
@@ -114,10 +116,29 @@ export function createStockPump(options: StockPumpOptions): StockPump {
     return rows.length;
   }
 
+  const resultOf = (r: LeasedRow) => ({
+    event_id: `stock-${r.key}`,
+    order_id: r.order_id,
+    event_type: r.event_type,
+    payload: r.payload,
+  });
+
   async function relayResults(): Promise<number> {
     const rows = await claimStockResults(options.stockDb, claim());
     const sent: string[] = [];
+    const known = rows.filter((r) => (STOCK_RESULT_TYPES as readonly string[]).includes(r.event_type));
+    if (transport.sendResults && known.length > 0) {
+      try {
+        await transport.sendResults(known.map(resultOf), options.clock.now());
+        sent.push(...known.map((r) => r.key));
+      } catch (error) {
+        // One result the batch could not take must not hold back the others: one at a time below.
+        onError(error);
+      }
+    }
+    const delivered = new Set(sent);
     for (const r of rows) {
+      if (delivered.has(r.key)) continue;
       if (!(STOCK_RESULT_TYPES as readonly string[]).includes(r.event_type)) {
         await parkStockResult(
           options.stockDb,
@@ -130,10 +151,7 @@ export function createStockPump(options: StockPumpOptions): StockPump {
         continue;
       }
       try {
-        await transport.sendResult(
-          { event_id: `stock-${r.key}`, order_id: r.order_id, event_type: r.event_type, payload: r.payload },
-          options.clock.now(),
-        );
+        await transport.sendResult(resultOf(r), options.clock.now());
         sent.push(r.key);
       } catch (error) {
         await failStockResult(options.stockDb, r.key, owner, (error as Error).message);
@@ -144,32 +162,38 @@ export function createStockPump(options: StockPumpOptions): StockPump {
     return rows.length;
   }
 
-  async function runOnce(): Promise<PumpPass> {
+  async function runOnce(overlap = false): Promise<PumpPass> {
     const roles = options.roles ?? { shop: true, stock: true };
     const resent = roles.shop
       ? await resendUnansweredRequests(options.shopDb, options.clock.now(), options.resendAfterMs)
       : 0;
     // Split databases: what the decider, the sweep or an operator did to a mirror becomes requests.
     const mirrored = roles.shop && roles.apart ? await syncMirrorMoves(options.shopDb, options.clock.now()) : 0;
-    const requests = roles.shop ? await relayRequests() : 0;
-    const applied = roles.stock
-      ? await applyStockBatch(options.stockDb, options.clock.now(), undefined, { apart: roles.apart === true })
-      : 0;
     await transport.start?.();
+    const relay = async () => (roles.shop ? relayRequests() : 0);
+    const apply = async () =>
+      roles.stock
+        ? applyStockBatch(options.stockDb, options.clock.now(), undefined, { apart: roles.apart === true })
+        : 0;
     // Results are the stock service's outbox: it publishes them, the shop's inbox takes them.
-    const results = (roles.results ?? roles.stock) ? await relayResults() : 0;
+    const answer = async () => ((roles.results ?? roles.stock) ? relayResults() : 0);
+    // Overlapped (drain): the three steps work on different rows, each as safely as two pumps
+    // would; a step that moved nothing moved nothing, so a pass of zeros still means empty.
+    const [requests, applied, results] = overlap
+      ? await Promise.all([relay(), apply(), answer()])
+      : [await relay(), await apply(), await answer()];
     if (mirrored > 0 && requests === 0) return { requests: mirrored, applied, results, resent };
     return { requests, applied, results, resent };
   }
 
   return {
     owner,
-    runOnce,
+    runOnce: () => runOnce(),
     close: () => transport.close(),
     async drain() {
       const total: PumpPass = { requests: 0, applied: 0, results: 0, resent: 0 };
       for (let pass = 0; pass < MAX_PASSES; pass++) {
-        const p = await runOnce();
+        const p = await runOnce(options.overlap !== false);
         total.requests += p.requests;
         total.applied += p.applied;
         total.results += p.results;

@@ -1,6 +1,6 @@
 import type { Db } from './platform/db.ts';
 import { receiveStockRequests, type StockRequest } from './inventory/index.ts';
-import { receiveStockResult, type StockResult } from './orders/index.ts';
+import { receiveStockResult, receiveStockResults, type StockResult } from './orders/index.ts';
 
 // How stock requests and results travel between the shop and the stock service. `send*` resolves
 // only once the message is durable on its way (the far side's inbox row committed, or the broker's
@@ -12,6 +12,8 @@ export interface StockTransport {
   sendRequests(requests: readonly StockRequest[], now: Date): Promise<void>;
   /** Resolves with the results accepted; one that failed is retried on a later pass. */
   sendResult(result: StockResult, now: Date): Promise<void>;
+  /** A pass's results at once (the database transport: one transaction per run of them). On a throw the caller sends them one by one; the inbox absorbs any already taken. */
+  sendResults?(results: readonly StockResult[], now: Date): Promise<void>;
   /** Starts this process's consumers (broker transports); idempotent, called at every pass. */
   start?(): Promise<void>;
   close(): Promise<void>;
@@ -26,6 +28,9 @@ export function databaseTransport(shopDb: Db, stockDb: Db): StockTransport {
     },
     async sendResult(result, now) {
       await receiveStockResult(shopDb, result, now);
+    },
+    async sendResults(results, now) {
+      await receiveStockResults(shopDb, results, now);
     },
     async close() {},
   };

@@ -1,7 +1,6 @@
 import { inTx, type Db, type Tx } from '../platform/db.ts';
 import {
   claimLeased,
-  markLeasedPublished,
   parkLeased,
   releaseLeasedAfterFailure,
   type LeaseClaim,
@@ -12,6 +11,7 @@ import { reserve } from './inventory.repo.ts';
 import { tryConfirm, tryRelease, tryUnconfirm } from './inventory.finish.ts';
 import { publishSkuChanges } from './stock.replica.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
+import { deductRun, setBasedDeductions, type RequestPayload, type StockAnswer } from './stock.deduct-many.ts';
 
 // The stock service (seed 004): takes stock requests from its inbox, applies each at most once by
 // its request key, and answers through its own outbox. Requests are applied in arrival order, a
@@ -21,8 +21,8 @@ import { faultPoint } from '../platform/faultpoints.ts';
 const RESULTS: LeaseTable = { table: 'stock_outbox', key: 'event_id', order: 'event_id' };
 // One applier per database: arrival order per SKU holds across processes; a second waits its turn.
 const APPLIER_LOCK = 0x5_70c4; // pg_try_advisory_xact_lock key, shared by every process on this database
-// One batch locks at most this many inbox rows and their SKU rows; the next batch takes the rest.
-export const STOCK_BATCH = 200;
+// One batch locks at most this many inbox rows and their SKU rows (set-based: a few statements per batch).
+export const STOCK_BATCH = 1_000;
 
 export const STOCK_REQUEST_KINDS = [
   'STOCK_DEDUCTION_REQUESTED',
@@ -44,19 +44,6 @@ export interface StockRequest {
   payload: Record<string, unknown>;
 }
 
-interface RequestLine {
-  line_no: number;
-  sku: string;
-  quantity: number;
-  key: string;
-}
-
-interface RequestPayload {
-  tenant_id: string;
-  user_id: string;
-  lines: RequestLine[];
-}
-
 /**
  * Takes delivered requests into the inbox (the database carries them when no broker is set). A key
  * seen before is a duplicate: nothing is applied again, and when it was already applied its first
@@ -67,39 +54,43 @@ export async function receiveStockRequests(
   requests: readonly StockRequest[],
   now: Date,
 ): Promise<{ fresh: number; duplicates: number }> {
-  let fresh = 0;
-  let duplicates = 0;
-  await inTx(db, async (tx) => {
-    for (const r of requests) {
-      const known = (STOCK_REQUEST_KINDS as readonly string[]).includes(r.event_type);
-      const inserted = await tx.query(
-        `INSERT INTO stock_inbox (request_key, event_type, order_id, payload, received_at, parked_at, error) VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (request_key) DO UPDATE SET deliveries = stock_inbox.deliveries + 1 RETURNING (xmax = 0) AS fresh, applied_at, result_type, result`,
-        [
-          r.request_key,
-          r.event_type,
-          r.order_id,
-          r.payload,
-          now,
-          known ? null : now,
-          known ? null : `unknown stock request type "${r.event_type}"`,
-        ],
-      );
-      const row = inserted.rows[0] as {
-        fresh: boolean;
-        applied_at: Date | null;
-        result_type: string | null;
-        result: Record<string, unknown> | null;
-      };
-      if (row.fresh) fresh++;
-      else {
-        duplicates++;
-        if (row.applied_at && row.result_type && row.result)
-          await publishResult(tx, r.request_key, r.order_id, row.result_type, row.result, now);
-      }
-    }
+  // One row per key in the statement (a key twice in one delivery is one row and one duplicate).
+  const unique = [...new Map(requests.map((r) => [r.request_key, r])).values()];
+  if (unique.length === 0) return { fresh: 0, duplicates: 0 };
+  const kind = (r: StockRequest) => (STOCK_REQUEST_KINDS as readonly string[]).includes(r.event_type);
+  return inTx(db, async (tx) => {
+    // Arrival order is the delivery's order: seq is drawn row by row as the ordered SELECT yields them.
+    const inserted = await tx.query<{
+      request_key: string;
+      order_id: string;
+      fresh: boolean;
+      applied_at: Date | null;
+      result_type: string | null;
+      result: Record<string, unknown> | null;
+    }>(
+      `INSERT INTO stock_inbox (request_key, event_type, order_id, payload, received_at, parked_at, error)
+       SELECT k, t, o, p::jsonb, $5, CASE WHEN known THEN NULL ELSE $5::timestamptz END,
+              CASE WHEN known THEN NULL ELSE 'unknown stock request type "' || t || '"' END
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $6::bool[]) WITH ORDINALITY AS r(k, t, o, p, known, n)
+       ORDER BY n
+       ON CONFLICT (request_key) DO UPDATE SET deliveries = stock_inbox.deliveries + 1
+       RETURNING request_key, order_id, (xmax = 0) AS fresh, applied_at, result_type, result`,
+      [
+        unique.map((r) => r.request_key),
+        unique.map((r) => r.event_type),
+        unique.map((r) => r.order_id),
+        unique.map((r) => JSON.stringify(r.payload)),
+        now,
+        unique.map(kind),
+      ],
+    );
+    const fresh = inserted.rows.filter((r) => r.fresh).length;
+    // A duplicate of an applied request: its first result is published once more, so it is always answered.
+    for (const r of inserted.rows)
+      if (!r.fresh && r.applied_at && r.result_type && r.result)
+        await publishResult(tx, r.request_key, r.order_id, r.result_type, r.result, now);
+    return { fresh, duplicates: requests.length - fresh };
   });
-  return { fresh, duplicates };
 }
 
 async function publishResult(
@@ -117,11 +108,7 @@ async function publishResult(
 }
 
 /** Every line held under its key, or none (a savepoint undoes the lines held before a refusal). */
-async function deduct(
-  tx: Tx,
-  p: RequestPayload,
-  now: Date,
-): Promise<{ type: string; payload: Record<string, unknown> }> {
+async function deduct(tx: Tx, p: RequestPayload, now: Date): Promise<StockAnswer> {
   await tx.query('SAVEPOINT stock_deduct');
   const holds: Array<{ key: string; sku: string; quantity: number; expires_at: string | null }> = [];
   for (const line of [...p.lines].sort((a, b) => a.line_no - b.line_no)) {
@@ -149,11 +136,7 @@ async function deduct(
 }
 
 /** Every HELD unit of the order back on sale; a unit already released (expiry) is simply not counted. */
-async function release(
-  tx: Tx,
-  p: RequestPayload,
-  now: Date,
-): Promise<{ type: string; payload: Record<string, unknown> }> {
+async function release(tx: Tx, p: RequestPayload, now: Date): Promise<StockAnswer> {
   let released = 0;
   for (const line of p.lines) if (await tryRelease(tx, p.tenant_id, line.key, now)) released++;
   return { type: 'STOCK_RELEASED', payload: { released } };
@@ -170,7 +153,7 @@ async function follow(
   type: 'STOCK_CONFIRM_REQUESTED' | 'STOCK_HOLD_RELEASE_REQUESTED',
   p: RequestPayload,
   now: Date,
-): Promise<{ type: string; payload: Record<string, unknown> }> {
+): Promise<StockAnswer> {
   let moved = 0;
   for (const line of p.lines) {
     const done =
@@ -182,6 +165,34 @@ async function follow(
   return type === 'STOCK_CONFIRM_REQUESTED'
     ? { type: 'STOCK_CONFIRMED', payload: { confirmed: moved } }
     : { type: 'STOCK_HOLD_RELEASED', payload: { released: moved } };
+}
+
+/** Every request's inbox row marked applied with its answer, and the answer in the outbox, in batch order: two statements. */
+async function recordAnswers(
+  tx: Tx,
+  rows: ReadonlyArray<{ request_key: string; order_id: string }>,
+  answers: readonly StockAnswer[],
+  now: Date,
+  apart: boolean,
+): Promise<void> {
+  if (rows.length === 0) return;
+  const payloads = rows.map((r, i) => {
+    const a = answers[i] as StockAnswer;
+    const mirror = apart && a.type === 'STOCK_RESERVED' ? { mirror: true } : {};
+    return JSON.stringify({ request_key: r.request_key, ...a.payload, ...mirror });
+  });
+  const params = [rows.map((r) => r.request_key), answers.map((a) => a.type), payloads, now];
+  await tx.query(
+    `UPDATE stock_inbox i SET applied_at = $4, result_type = a.t, result = a.p::jsonb
+     FROM unnest($1::text[], $2::text[], $3::text[]) AS a(k, t, p) WHERE i.request_key = a.k`,
+    params,
+  );
+  await tx.query(
+    `INSERT INTO stock_outbox (request_key, order_id, event_type, payload, created_at)
+     SELECT a.k, a.o, a.t, a.p::jsonb, $5 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS a(k, o, t, p, n)
+     ORDER BY a.n`,
+    [rows.map((r) => r.request_key), rows.map((r) => r.order_id), answers.map((a) => a.type), payloads, now],
+  );
 }
 
 /**
@@ -205,30 +216,40 @@ export async function applyStockBatch(
       `SELECT request_key, order_id, event_type, payload FROM stock_inbox WHERE applied_at IS NULL AND parked_at IS NULL ORDER BY seq LIMIT $1`,
       [limit],
     );
-    for (const r of todo.rows) {
+    const apart = options.apart === true;
+    const deductions = todo.rows.map((r) => (r.event_type === 'STOCK_DEDUCTION_REQUESTED' ? r.payload : undefined));
+    const setBased = await setBasedDeductions(tx, deductions);
+    // Arrival order: a run of set-based deductions is decided before the request after it, and
+    // each request the one-request path takes sees every run before it.
+    const answers: StockAnswer[] = [];
+    let run: RequestPayload[] = [];
+    const flush = async () => {
+      if (run.length > 0) answers.push(...(await deductRun(tx, run, now, apart)));
+      run = [];
+    };
+    for (const [i, r] of todo.rows.entries()) {
+      if (setBased.has(i)) {
+        run.push(r.payload);
+        continue;
+      }
+      await flush();
       const result =
         r.event_type === 'STOCK_DEDUCTION_REQUESTED'
           ? await deduct(tx, r.payload, now)
           : r.event_type === 'STOCK_RELEASE_REQUESTED'
             ? await release(tx, r.payload, now)
             : await follow(tx, r.event_type as 'STOCK_CONFIRM_REQUESTED', r.payload, now);
-      const mirror = options.apart && result.type === 'STOCK_RESERVED' ? { mirror: true } : {};
       // Split databases: the shop alone expires (its mirror carries the expiry); here the hold
       // never lapses, so no sweep or operator's early expiry can release it behind the shop's back.
-      if (options.apart && result.type === 'STOCK_RESERVED')
+      if (apart && result.type === 'STOCK_RESERVED')
         await tx.query(
           `UPDATE reservations SET expires_at = 'infinity' WHERE tenant_id = $1 AND request_key = ANY($2) AND status = 'HELD'`,
           [r.payload.tenant_id, r.payload.lines.map((l) => l.key)],
         );
-      const payload = { request_key: r.request_key, ...result.payload, ...mirror };
-      await tx.query('UPDATE stock_inbox SET applied_at = $2, result_type = $3, result = $4 WHERE request_key = $1', [
-        r.request_key,
-        now,
-        result.type,
-        payload,
-      ]);
-      await publishResult(tx, r.request_key, r.order_id, result.type, payload, now);
+      answers.push(result);
     }
+    await flush();
+    await recordAnswers(tx, todo.rows, answers, now, apart);
     // The whole batch written, nothing committed: the kill -9 window of MP-04.
     if (todo.rows.length > 0) await faultPoint('stock.batch.before-commit', { batch: todo.rows.length });
     return todo.rows.length;
@@ -236,8 +257,16 @@ export async function applyStockBatch(
 }
 
 export const claimStockResults = (db: Db, claim: LeaseClaim): Promise<LeasedRow[]> => claimLeased(db, RESULTS, claim);
-export const markStockResultsSent = (db: Db, keys: readonly string[], owner: string, now: Date) =>
-  markLeasedPublished(db, RESULTS, keys, owner, now);
+/** Marks delivered results, only those still ours; by the bigint key itself, so the primary key's index finds them. */
+export async function markStockResultsSent(db: Db, keys: readonly string[], owner: string, now: Date): Promise<number> {
+  if (keys.length === 0) return 0;
+  const result = await db.query(
+    `UPDATE stock_outbox SET published_at = $3, claimed_until = NULL
+     WHERE event_id = ANY($1::bigint[]) AND claimed_by = $2 AND published_at IS NULL`,
+    [keys, owner, now],
+  );
+  return result.rowCount ?? 0;
+}
 export const failStockResult = (db: Db, key: string, owner: string, error: string) =>
   releaseLeasedAfterFailure(db, RESULTS, key, owner, error);
 export const parkStockResult = (db: Db, key: string, owner: string, error: string, now: Date) =>

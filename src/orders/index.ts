@@ -72,3 +72,4 @@ export {
   type StockResult,
 } from './orders.stock-results.ts';
 export { mirrorRequestKey, syncMirrorMoves } from './orders.stock-mirror.ts';
+export { receiveStockResults } from './orders.stock-results.many.ts';

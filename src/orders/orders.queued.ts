@@ -3,7 +3,7 @@ import type { Principal } from '../platform/auth.ts';
 import type { SkuTerms } from '../inventory/index.ts';
 import { canonicalLines, readSkus, type RequestedLine } from './orders.create.ts';
 import { lineReservationKeyFor } from './orders.keys.ts';
-import { findLines, insertLines, lineView, type OrderLine } from './orders.lines.ts';
+import { findLines, lineView, type OrderLine } from './orders.lines.ts';
 import { jsonResponse, type StoredResponse } from '../idempotency/index.ts';
 import { newOrderId } from './orders.repo.ts';
 import type { Order } from './orders.types.ts';
@@ -50,13 +50,6 @@ export async function createPendingOrder(
   });
   const first = lines[0] as OrderLine;
   const amount = lines.reduce((sum, l) => sum + l.amount, 0);
-  await tx.query(
-    `WITH o AS (
-       INSERT INTO orders (order_id, tenant_id, user_id, sku, quantity, amount, status, version, reservation_key, queued, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, 'PENDING', 1, $7, true, $8, $8) RETURNING order_id)
-     INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at) SELECT order_id, NULL, 'PENDING', 1, 'create (queued)', $8 FROM o`,
-    [orderId, principal.tenantId, principal.userId, first.sku, first.quantity, amount, first.reservationKey, now],
-  );
   const order: Order = {
     orderId,
     tenantId: principal.tenantId,
@@ -72,10 +65,49 @@ export async function createPendingOrder(
     createdAt: now,
     updatedAt: now,
   };
-  await insertLines(tx, order, lines);
-  await queueStockRequest(tx, order, 'STOCK_DEDUCTION_REQUESTED', now, lines);
+  // One statement (one round trip) for the order, its log row, its lines and its stock request: the
+  // 202 is four writes but a single wait on the database before the commit.
+  await tx.query(
+    `WITH o AS (
+       INSERT INTO orders (order_id, tenant_id, user_id, sku, quantity, amount, status, version, reservation_key, queued, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, 'PENDING', 1, $7, true, $8, $8) RETURNING order_id),
+     t AS (
+       INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at) SELECT order_id, NULL, 'PENDING', 1, 'create (queued)', $8 FROM o),
+     l AS (
+       INSERT INTO order_lines (order_id, line_no, tenant_id, sku, name, unit_price, quantity, amount, reservation_key)
+       SELECT o.order_id, l.line_no, $2, l.sku, l.name, l.unit_price, l.quantity, l.unit_price * l.quantity, CASE WHEN l.line_no = 1 THEN NULL ELSE l.reservation_key END
+       FROM o, unnest($9::int[], $10::text[], $11::text[], $12::bigint[], $13::int[], $14::text[]) AS l(line_no, sku, name, unit_price, quantity, reservation_key))
+     INSERT INTO stock_requests_out (request_key, order_id, event_type, payload, created_at)
+     SELECT $15, order_id, 'STOCK_DEDUCTION_REQUESTED', $16, $8 FROM o`,
+    [
+      orderId,
+      principal.tenantId,
+      principal.userId,
+      first.sku,
+      first.quantity,
+      amount,
+      first.reservationKey,
+      now,
+      lines.map((l) => l.lineNo),
+      lines.map((l) => l.sku),
+      lines.map((l) => l.name),
+      lines.map((l) => l.unitPrice),
+      lines.map((l) => l.quantity),
+      lines.map((l) => l.reservationKey),
+      stockRequestKey(orderId, 'STOCK_DEDUCTION_REQUESTED'),
+      stockRequestPayload(order, lines),
+    ],
+  );
   return { order, lines };
 }
+
+/** What a stock request carries: the order's lines under the keys the stock service holds them by. */
+const stockRequestPayload = (order: Order, lines: readonly OrderLine[]) => ({
+  order_id: order.orderId,
+  tenant_id: order.tenantId,
+  user_id: order.userId,
+  lines: lines.map((l) => ({ line_no: l.lineNo, sku: l.sku, quantity: l.quantity, key: l.reservationKey })),
+});
 
 /** Writes a stock request to the shop's stock outbox in the caller's transaction; once per key. */
 export async function queueStockRequest(
@@ -86,12 +118,7 @@ export async function queueStockRequest(
   known?: readonly OrderLine[],
 ): Promise<void> {
   const lines = known ?? (await findLines(tx, order));
-  const payload = {
-    order_id: order.orderId,
-    tenant_id: order.tenantId,
-    user_id: order.userId,
-    lines: lines.map((l) => ({ line_no: l.lineNo, sku: l.sku, quantity: l.quantity, key: l.reservationKey })),
-  };
+  const payload = stockRequestPayload(order, lines);
   await tx.query(
     `INSERT INTO stock_requests_out (request_key, order_id, event_type, payload, created_at) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (request_key) DO NOTHING`,
