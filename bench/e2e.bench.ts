@@ -49,7 +49,11 @@ const orderRequest = (token: string, key: string, sku: string, pay: boolean): Dr
 
 async function launch(databaseUrl: string, dataDir: string, provider?: Provider): Promise<RunningStack> {
   const channel = provider ? { channelUrl: provider.url, notifySecret: provider.secret } : {};
-  const config = { ...loadConfig(), databaseUrl, dataDir, logLevel: 'silent' as const, ...channel };
+  // In process (the suite's smoke) the provider double shares our event loop, so the pay timeout
+  // would time our own load on a busy test machine, not the provider: give it 2 s there.
+  const base = loadConfig();
+  const payTimeoutMs = provider ? base.payTimeoutMs : Math.max(base.payTimeoutMs, 2_000);
+  const config = { ...base, databaseUrl, dataDir, logLevel: 'silent' as const, payTimeoutMs, ...channel };
   return launchStack({
     config,
     port: 0,

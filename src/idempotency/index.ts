@@ -12,10 +12,4 @@ export {
   type KeyedStep,
 } from './idempotency.service.ts';
 export type { KeyScope } from './idempotency.repo.ts';
-export {
-  claimKeyAlone,
-  claimKeyIn,
-  claimKeysIn,
-  executeKeyedWith,
-  type KeyClaim,
-} from './idempotency.service.ts';
+export { claimKeyAlone, claimKeyIn, claimKeysIn, executeKeyedWith, type KeyClaim } from './idempotency.service.ts';
