@@ -61,16 +61,19 @@ export async function applyOrderEvents(
   );
   const found = [...orders.values()];
   const lines = await findLinesOf(tx, found);
-  const reservations: Reservation[] = [];
-  for (const tenantId of new Set(found.map((o) => o.tenantId))) {
-    const keys = found.filter((o) => o.tenantId === tenantId).flatMap((o) => lines.get(o.orderId) ?? []);
-    reservations.push(
-      ...(await lockReservations(
-        tx,
-        tenantId,
-        keys.map((l) => l.reservationKey),
-      )),
-    );
+  // Keyed by tenant, then reservation key: each order finds its rows in O(its lines), not by
+  // scanning the group's reservations (which made a group of n orders cost n²).
+  const keysByTenant = new Map<string, string[]>();
+  for (const o of found) {
+    let keys = keysByTenant.get(o.tenantId);
+    if (!keys) keysByTenant.set(o.tenantId, (keys = []));
+    for (const l of lines.get(o.orderId) ?? []) keys.push(l.reservationKey);
+  }
+  const reservations = new Map<string, Map<string, Reservation>>();
+  for (const [tenantId, keys] of keysByTenant) {
+    const byKey = new Map<string, Reservation>();
+    for (const r of await lockReservations(tx, tenantId, keys)) if (!byKey.has(r.key)) byKey.set(r.key, r);
+    reservations.set(tenantId, byKey);
   }
   const decided = new Map<string, { order: Order; d: Decision; event: OrderEvent }>();
   const out = new Map<string, AppliedEvent>();
@@ -82,8 +85,10 @@ export async function applyOrderEvents(
       out.set(orderId, { outcome: 'UNKNOWN_ORDER', calls: [] });
       continue;
     }
-    const mine = reservations.filter((r) => r.tenantId === order.tenantId);
-    const d = decide(order, holdsOf(lines.get(orderId) ?? [], mine), event, now);
+    const own = lines.get(orderId) ?? [];
+    const byKey = reservations.get(order.tenantId);
+    const mine = own.flatMap((l) => byKey?.get(l.reservationKey) ?? []);
+    const d = decide(order, holdsOf(own, mine), event, now);
     if (!setBased(d)) {
       out.set(orderId, await applyOrderEvent(tx, orderId, event, now));
       continue;
