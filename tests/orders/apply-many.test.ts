@@ -33,10 +33,12 @@ describe('applyOrderEvents, a large group (task G)', () => {
     expect(answers.map((a) => a.status)).toEqual(Array(1_000).fill(201));
     const ids = answers.map((a) => (JSON.parse(a.body) as { order_id: string }).order_id);
     const amounts = new Map(
-      (await s.db.pool.query<{ order_id: string; amount: string }>(
-        'SELECT order_id, amount FROM orders WHERE order_id = ANY($1)',
-        [ids],
-      )).rows.map((r) => [r.order_id, Number(r.amount)]),
+      (
+        await s.db.pool.query<{ order_id: string; amount: string }>(
+          'SELECT order_id, amount FROM orders WHERE order_id = ANY($1)',
+          [ids],
+        )
+      ).rows.map((r) => [r.order_id, Number(r.amount)]),
     );
     const kindOf = new Map<string, Kind>(ids.map((id, i) => [id, KINDS[Math.floor(i / 2) % KINDS.length]!]));
     const eventOf = (id: string): OrderEvent => {
@@ -47,7 +49,13 @@ describe('applyOrderEvents, a large group (task G)', () => {
         case 'cancel':
           return { type: 'CANCEL_REQUESTED' };
         case 'mismatch':
-          return { type: 'PROVIDER_ANSWERED', via: 'callback', status: 'CHARGED', amount: amount + 1, cause: 'callback' };
+          return {
+            type: 'PROVIDER_ANSWERED',
+            via: 'callback',
+            status: 'CHARGED',
+            amount: amount + 1,
+            cause: 'callback',
+          };
         case 'pay':
           return { type: 'PAY_REQUESTED' };
         default:
