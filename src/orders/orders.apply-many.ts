@@ -12,7 +12,7 @@ import {
 import { decide, type Decision, type OrderEvent } from './decider.ts';
 import { applyOrderEvent, holdsOf, moves, type AppliedEvent } from './orders.apply.ts';
 import { findLinesOf } from './orders.lines.ts';
-import { lockOrders, noteAttention, transitionMany, type TransitionRequest } from './orders.repo.ts';
+import { lockOrders, transitionMany, type TransitionRequest } from './orders.repo.ts';
 import type { Order } from './orders.types.ts';
 
 // applyOrderEvent for many orders in the caller's transaction (recovery applies thousands of
@@ -43,6 +43,18 @@ async function groupStockMoves(tx: Tx, confirms: HeldKey[], releases: HeldKey[],
         done.has(heldKeyOf(tenantId, key)),
         `${op} of ${key} matched no HELD reservation although it was locked HELD`,
       );
+}
+
+/**
+ * noteAttention for many orders in one statement (each was one UPDATE per order): the rows are
+ * locked by this transaction already, the note is cut as noteAttention cuts it.
+ */
+async function noteAttentionMany(tx: Tx, notes: ReadonlyArray<{ orderId: string; note: string }>): Promise<void> {
+  if (notes.length === 0) return;
+  await tx.query(
+    'UPDATE orders o SET attention = n.note FROM unnest($1::text[], $2::text[]) AS n(order_id, note) WHERE o.order_id = n.order_id',
+    [notes.map((n) => n.orderId), notes.map((n) => n.note.slice(0, 500))],
+  );
 }
 
 /**
@@ -104,6 +116,7 @@ export async function applyOrderEvents(
   for (const [orderId, { order, d, event }] of decided)
     if (d.to) requests.push({ orderId, from: order.status, to: d.to, reason: d.reason ?? event.type });
   const versions = await transitionMany(tx, requests, now);
+  const notes: Array<{ orderId: string; note: string }> = [];
   for (const [orderId, { order, d }] of decided) {
     let after = order;
     if (d.to) {
@@ -114,7 +127,7 @@ export async function applyOrderEvents(
       );
       after = { ...order, status: d.to, version, updatedAt: now };
     }
-    if (d.attention) await noteAttention(tx, orderId, d.attention);
+    if (d.attention) notes.push({ orderId, note: d.attention });
     out.set(orderId, {
       outcome: d.outcome,
       order: after,
@@ -124,6 +137,7 @@ export async function applyOrderEvents(
       ...(d.attention ? { attention: d.attention } : {}),
     });
   }
+  await noteAttentionMany(tx, notes);
   if ([...decided.values()].some(({ d }) => d.outcome === 'PAID')) await faultPoint('charged.before-commit');
   return items.map((i) => out.get(i.orderId) ?? { outcome: 'UNKNOWN_ORDER', calls: [] });
 }
