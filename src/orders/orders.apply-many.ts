@@ -12,7 +12,7 @@ import {
 import { decide, type Decision, type OrderEvent } from './decider.ts';
 import { applyOrderEvent, holdsOf, moves, type AppliedEvent } from './orders.apply.ts';
 import { findLinesOf } from './orders.lines.ts';
-import { lockOrders, noteAttention, transitionMany, type TransitionRequest } from './orders.repo.ts';
+import { lockOrders, transitionMany, type TransitionRequest } from './orders.repo.ts';
 import type { Order } from './orders.types.ts';
 
 // applyOrderEvent for many orders in the caller's transaction (recovery applies thousands of
@@ -46,6 +46,18 @@ async function groupStockMoves(tx: Tx, confirms: HeldKey[], releases: HeldKey[],
 }
 
 /**
+ * noteAttention for many orders in one statement (each was one UPDATE per order): the rows are
+ * locked by this transaction already, the note is cut as noteAttention cuts it.
+ */
+async function noteAttentionMany(tx: Tx, notes: ReadonlyArray<{ orderId: string; note: string }>): Promise<void> {
+  if (notes.length === 0) return;
+  await tx.query(
+    'UPDATE orders o SET attention = n.note FROM unnest($1::text[], $2::text[]) AS n(order_id, note) WHERE o.order_id = n.order_id',
+    [notes.map((n) => n.orderId), notes.map((n) => n.note.slice(0, 500))],
+  );
+}
+
+/**
  * Applies each event to its order, as applyOrderEvent would, in the caller's transaction. Orders
  * are locked first, in id order, then their reservations, in key order. Answers in input order.
  */
@@ -61,16 +73,19 @@ export async function applyOrderEvents(
   );
   const found = [...orders.values()];
   const lines = await findLinesOf(tx, found);
-  const reservations: Reservation[] = [];
-  for (const tenantId of new Set(found.map((o) => o.tenantId))) {
-    const keys = found.filter((o) => o.tenantId === tenantId).flatMap((o) => lines.get(o.orderId) ?? []);
-    reservations.push(
-      ...(await lockReservations(
-        tx,
-        tenantId,
-        keys.map((l) => l.reservationKey),
-      )),
-    );
+  // Keyed by tenant, then reservation key: each order finds its rows in O(its lines), not by
+  // scanning the group's reservations (which made a group of n orders cost n²).
+  const keysByTenant = new Map<string, string[]>();
+  for (const o of found) {
+    let keys = keysByTenant.get(o.tenantId);
+    if (!keys) keysByTenant.set(o.tenantId, (keys = []));
+    for (const l of lines.get(o.orderId) ?? []) keys.push(l.reservationKey);
+  }
+  const reservations = new Map<string, Map<string, Reservation>>();
+  for (const [tenantId, keys] of keysByTenant) {
+    const byKey = new Map<string, Reservation>();
+    for (const r of await lockReservations(tx, tenantId, keys)) if (!byKey.has(r.key)) byKey.set(r.key, r);
+    reservations.set(tenantId, byKey);
   }
   const decided = new Map<string, { order: Order; d: Decision; event: OrderEvent }>();
   const out = new Map<string, AppliedEvent>();
@@ -82,8 +97,10 @@ export async function applyOrderEvents(
       out.set(orderId, { outcome: 'UNKNOWN_ORDER', calls: [] });
       continue;
     }
-    const mine = reservations.filter((r) => r.tenantId === order.tenantId);
-    const d = decide(order, holdsOf(lines.get(orderId) ?? [], mine), event, now);
+    const own = lines.get(orderId) ?? [];
+    const byKey = reservations.get(order.tenantId);
+    const mine = own.flatMap((l) => byKey?.get(l.reservationKey) ?? []);
+    const d = decide(order, holdsOf(own, mine), event, now);
     if (!setBased(d)) {
       out.set(orderId, await applyOrderEvent(tx, orderId, event, now));
       continue;
@@ -99,6 +116,7 @@ export async function applyOrderEvents(
   for (const [orderId, { order, d, event }] of decided)
     if (d.to) requests.push({ orderId, from: order.status, to: d.to, reason: d.reason ?? event.type });
   const versions = await transitionMany(tx, requests, now);
+  const notes: Array<{ orderId: string; note: string }> = [];
   for (const [orderId, { order, d }] of decided) {
     let after = order;
     if (d.to) {
@@ -109,7 +127,7 @@ export async function applyOrderEvents(
       );
       after = { ...order, status: d.to, version, updatedAt: now };
     }
-    if (d.attention) await noteAttention(tx, orderId, d.attention);
+    if (d.attention) notes.push({ orderId, note: d.attention });
     out.set(orderId, {
       outcome: d.outcome,
       order: after,
@@ -119,6 +137,7 @@ export async function applyOrderEvents(
       ...(d.attention ? { attention: d.attention } : {}),
     });
   }
+  await noteAttentionMany(tx, notes);
   if ([...decided.values()].some(({ d }) => d.outcome === 'PAID')) await faultPoint('charged.before-commit');
   return items.map((i) => out.get(i.orderId) ?? { outcome: 'UNKNOWN_ORDER', calls: [] });
 }
