@@ -31,10 +31,11 @@ const requests = (path: string, n: number): DriverRequest[] =>
     },
     body: JSON.stringify({ sku: 'p2/sku', quantity: 1 }),
   }));
-const targets = [
+const allTargets = [
   { name: 'refusal', origin: flashpay.url, path: '/v1/orders' },
   { name: 'bare', origin: bare.url, path: BARE_PATH },
 ];
+const targets = allTargets.filter((t) => !process.env.P2_ONLY || t.name === process.env.P2_ONLY);
 const cpu: Record<string, { us: number; n: number; ms: number }> = {};
 for (const t of targets) await driver.run({ origin: t.origin, concurrency, requests: requests(t.path, 1000) });
 for (let r = 0; r < rounds; r++) {
@@ -53,7 +54,7 @@ for (let r = 0; r < rounds; r++) {
 const per = (name: string) => cpu[name]!.us / cpu[name]!.n;
 for (const name of Object.keys(cpu))
   console.log(`${name}: ${per(name).toFixed(1)} µs CPU/request, ${((cpu[name]!.n / cpu[name]!.ms) * 1000).toFixed(0)} req/s`);
-console.log(`refusal/bare CPU: ${(per('refusal') / per('bare')).toFixed(2)}`);
+if (cpu.bare && cpu.refusal) console.log(`refusal/bare CPU: ${(per('refusal') / per('bare')).toFixed(2)}`);
 await driver.close();
 await bare.close();
 await flashpay.close();
