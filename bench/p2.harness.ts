@@ -53,7 +53,9 @@ for (let r = 0; r < rounds; r++) {
 }
 const per = (name: string) => cpu[name]!.us / cpu[name]!.n;
 for (const name of Object.keys(cpu))
-  console.log(`${name}: ${per(name).toFixed(1)} µs CPU/request, ${((cpu[name]!.n / cpu[name]!.ms) * 1000).toFixed(0)} req/s`);
+  console.log(
+    `${name}: ${per(name).toFixed(1)} µs CPU/request, ${((cpu[name]!.n / cpu[name]!.ms) * 1000).toFixed(0)} req/s`,
+  );
 if (cpu.bare && cpu.refusal) console.log(`refusal/bare CPU: ${(per('refusal') / per('bare')).toFixed(2)}`);
 await driver.close();
 await bare.close();

@@ -31,7 +31,9 @@ export function canonicalJson(value: unknown): string {
 
 // One-shot hashing (Node ≥ 20.12) skips the Hash object; the same SHA-256, the same hex.
 const sha256Hex: (text: string) => string =
-  typeof hash === 'function' ? (text) => hash('sha256', text, 'hex') : (text) => createHash('sha256').update(text).digest('hex');
+  typeof hash === 'function'
+    ? (text) => hash('sha256', text, 'hex')
+    : (text) => createHash('sha256').update(text).digest('hex');
 
 /** Digest of the validated request (body with defaults applied, plus path parameters). Version-tagged. */
 export function requestDigest(operation: string, params: Record<string, unknown>, body: unknown): string {

@@ -22,7 +22,12 @@ const samples: unknown[] = [
   [],
   { sku: 'a', quantity: 1 },
   { quantity: 1, sku: 'a' },
-  { lines: [{ sku: 'b', quantity: 2 }, { sku: 'a', quantity: 1 }] },
+  {
+    lines: [
+      { sku: 'b', quantity: 2 },
+      { sku: 'a', quantity: 1 },
+    ],
+  },
   { z: undefined, a: null, 'e\u0301': 'ü', é: 1, B: [1, 'x', null, true, { y: 2, x: [] }], '\u0000k': '\n"' },
   // UTF-16 code unit order: an astral character sorts before U+FFFF.
   { '\uffff': 1, '\u{1f600}': 2, a10: 3, a9: 4, '': 5 },
@@ -31,7 +36,6 @@ const samples: unknown[] = [
   'plain',
   42,
   null,
-  // eslint-disable-next-line no-sparse-arrays
   [1, , 3],
 ];
 

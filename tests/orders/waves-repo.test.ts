@@ -7,7 +7,12 @@ import { startStack, type Stack } from '../support/stack.ts';
 // refused and done lists; any other wave still says buyer by buyer what happened.
 
 const BODY = '{"code":"SOLD_OUT"}';
-const buyer = (n: number, quantity = 1) => ({ userId: `w-u${n}`, key: `w-k${n}`, digest: n.toString(16).padStart(64, '0'), quantity });
+const buyer = (n: number, quantity = 1) => ({
+  userId: `w-u${n}`,
+  key: `w-k${n}`,
+  digest: n.toString(16).padStart(64, '0'),
+  quantity,
+});
 
 describe('tryRefuseSoldOut', () => {
   let stack: Stack;
