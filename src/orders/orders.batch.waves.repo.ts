@@ -3,6 +3,12 @@ import { DONE_KEYS, doneKeys, OPERATION, type BatchKey, type DoneKey, type DoneR
 
 // The sold-out wave's statement (orders.batch.ts): refusals stored as completed keys in one go.
 
+/** The buyers (`user\nkey`) whose 409 this wave stored. */
+export interface RefusedKeys {
+  has(id: string): boolean;
+}
+const EVERYONE: RefusedKeys = { has: () => true };
+
 /**
  * The sold-out fast path's one statement (autocommit, a durable commit): reads the SKU's committed
  * `available` and stores a completed 409 key for every buyer who wants more than that, in one go.
@@ -17,12 +23,22 @@ export async function tryRefuseSoldOut(
   buyers: readonly (BatchKey & { quantity: number })[],
   body: string,
   now: Date,
-): Promise<{ available: number | undefined; refused: Set<string>; done: Map<string, DoneKey> }> {
+): Promise<{ available: number | undefined; refused: RefusedKeys; done: Map<string, DoneKey> }> {
   // Unnamed on purpose: planned with its parameters every time. As a named (prepared) statement,
   // PostgreSQL switched to a generic plan after five runs whose cost grew with the key table:
   // 30 ms per wave of 64 at 6,400 keys, 270 ms at 38,000 (PostgreSQL 15), against 1.5–4.4 ms flat
   // unnamed (planning ≈ 0.3 ms). That growth was most of P2's distance to the bare route.
-  const result = await db.query<{ available: number | null; refused: string[]; done: DoneRow[] | null }>({
+  //
+  // When every buyer's key was written (the usual wave: fresh keys), no key existed before the
+  // statement, so `done` is empty and `refused` is everyone: neither list is built, sent or parsed
+  // (the scalar subqueries under CASE are not run). `cardinality($3)` counts the buyers as sent;
+  // a buyer twice in one wave would make `ins` smaller, and the lists are then built as before.
+  const result = await db.query<{
+    available: number | null;
+    all_refused: boolean;
+    refused: string[] | null;
+    done: DoneRow[] | null;
+  }>({
     text: `WITH s AS (SELECT available FROM skus WHERE tenant_id = $1 AND sku = $2),
      ins AS (
        INSERT INTO idempotency_keys (tenant_id, user_id, operation, idempotency_key, request_digest, state,
@@ -32,9 +48,14 @@ export async function tryRefuseSoldOut(
        WHERE u.quantity > s.available
        ON CONFLICT DO NOTHING RETURNING user_id, idempotency_key),
      ${DONE_KEYS}
+     , n AS (SELECT count(*) AS inserted FROM ins)
      SELECT (SELECT available FROM s) AS available,
-            coalesce((SELECT array_agg(ins.user_id || E'\\n' || ins.idempotency_key) FROM ins), '{}') AS refused,
-            (SELECT json_agg(done) FROM done) AS done`,
+            (SELECT inserted FROM n) = cardinality($3::text[]) AS all_refused,
+            CASE WHEN (SELECT inserted FROM n) = cardinality($3::text[]) THEN NULL
+                 ELSE coalesce((SELECT array_agg(ins.user_id || E'\\n' || ins.idempotency_key) FROM ins), '{}') END
+              AS refused,
+            CASE WHEN (SELECT inserted FROM n) = cardinality($3::text[]) THEN NULL
+                 ELSE (SELECT json_agg(done) FROM done) END AS done`,
     values: [
       tenantId,
       sku,
@@ -47,5 +68,6 @@ export async function tryRefuseSoldOut(
     ],
   });
   const row = result.rows[0];
-  return { available: row?.available ?? undefined, refused: new Set(row?.refused ?? []), done: doneKeys(row?.done) };
+  const refused: RefusedKeys = row?.all_refused ? EVERYONE : new Set(row?.refused ?? []);
+  return { available: row?.available ?? undefined, refused, done: doneKeys(row?.done) };
 }

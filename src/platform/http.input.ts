@@ -62,11 +62,33 @@ function findControl(
 }
 
 /**
- * preValidation, for every route: refuses control characters in path parameters, the query, the
- * headers we read and anywhere in a JSON body (keys included), before schemas, handlers, the
- * database or the signature check see them. A signed notification with one gets 400, not 500.
+ * Whether findControl would find nothing: the same walk (depth bound first, arrays by index, own
+ * keys), without building a path string per field. Every request takes this one; only a refused
+ * one walks again to name where.
  */
-export async function refuseControlCharacters(request: FastifyRequest): Promise<void> {
+function isClean(value: unknown, depth: number, pattern: RegExp): boolean {
+  if (depth > MAX_DEPTH) return false;
+  if (typeof value === 'string') return !pattern.test(value);
+  if (typeof value !== 'object' || value === null) return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!isClean(value[i], depth + 1, pattern)) return false;
+    return true;
+  }
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    const item = record[key];
+    if (CONTROL_IN_LINE.test(key) || isPoisoning(key, item) || !isClean(item, depth + 1, pattern)) return false;
+  }
+  return true;
+}
+
+function headersClean(request: FastifyRequest): boolean {
+  for (const name of CHECKED_HEADERS) if (!isClean(request.headers[name], 1, CONTROL_IN_LINE)) return false;
+  return true;
+}
+
+/** Throws the 400 for the first control character (or reserved key, or too deep a nesting) found. */
+function refuseFound(request: FastifyRequest): void {
   const headers: Record<string, unknown> = {};
   for (const name of CHECKED_HEADERS) headers[name] = request.headers[name];
   const found =
@@ -82,6 +104,23 @@ export async function refuseControlCharacters(request: FastifyRequest): Promise<
   throw new AppError('VALIDATION', `${found.where} contains the control character ${codePoint(found.char)}`, {
     field: found.where,
   });
+}
+
+/**
+ * preValidation, for every route: refuses control characters in path parameters, the query, the
+ * headers we read and anywhere in a JSON body (keys included), before schemas, handlers, the
+ * database or the signature check see them. A signed notification with one gets 400, not 500.
+ * Callback style, not async: no promise and no extra turn per request (a throw here is caught by
+ * Fastify's hook runner and answered by the error handler, as a rejection was).
+ */
+export function refuseControlCharacters(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  const clean =
+    isClean(request.params, 0, CONTROL_IN_LINE) &&
+    isClean(request.query, 0, CONTROL_IN_LINE) &&
+    headersClean(request) &&
+    isClean(request.body, 0, CONTROL);
+  if (!clean) refuseFound(request);
+  done();
 }
 
 /** Fastify's routing errors, answered as ours (`frameworkErrors`). */

@@ -87,9 +87,10 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  // Callback style: an async hook cost a promise and a turn on every answer.
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   });
   // Order matters: a flood is refused before its content is looked at.
   if (options.rateLimitPerMinute) app.addHook('preValidation', rateLimiter({ perMinute: options.rateLimitPerMinute }));

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from './errors.ts';
 
 export interface RateLimitOptions {
@@ -26,19 +26,25 @@ const MAX_BUCKETS = 50_000;
  * up to the limit passes and a steady rate above it gets 429 RATE_LIMITED with `Retry-After`.
  * Keyed by the verified principal (tenant/user) where the route authenticates, by the client
  * address otherwise (the provider's notifications, health checks). Runs as a preValidation hook:
- * after authentication, before the body is validated or anything executes.
+ * after authentication, before the body is validated or anything executes. Callback style, not
+ * async: no promise per request; a throw is caught by Fastify's hook runner like a rejection.
  */
 export function rateLimiter(options: RateLimitOptions) {
   const buckets = new Map<string, Bucket>();
   const now = options.now ?? Date.now;
-  return async (request: FastifyRequest): Promise<void> => {
-    if (options.perMinute <= 0) return;
+  return (request: FastifyRequest, _reply: FastifyReply, done: () => void): void => {
+    if (options.perMinute <= 0) return done();
     const limit = request.principal ? options.perMinute : options.perMinute * ADDRESS_FACTOR;
     const refillPerMs = limit / 60_000;
     const who = request.principal ? `p:${request.principal.tenantId}/${request.principal.userId}` : `ip:${request.ip}`;
     const key = `${who} ${request.method} ${request.routeOptions.url ?? 'unmatched'}`;
     const at = now();
-    const bucket = buckets.get(key) ?? { tokens: limit, atMs: at };
+    let bucket = buckets.get(key);
+    if (!bucket) {
+      if (buckets.size >= MAX_BUCKETS) buckets.clear();
+      bucket = { tokens: limit, atMs: at };
+      buckets.set(key, bucket);
+    }
     bucket.tokens = Math.min(limit, bucket.tokens + (at - bucket.atMs) * refillPerMs);
     bucket.atMs = at;
     if (bucket.tokens < 1) {
@@ -51,7 +57,6 @@ export function rateLimiter(options: RateLimitOptions) {
       );
     }
     bucket.tokens -= 1;
-    if (!buckets.has(key) && buckets.size >= MAX_BUCKETS) buckets.clear();
-    buckets.set(key, bucket);
+    done();
   };
 }
