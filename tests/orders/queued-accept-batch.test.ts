@@ -35,7 +35,7 @@ describe('queued creates, group commit (P7 accepted)', () => {
       ).rows[0]!.n,
     );
 
-  it('QB-01 N concurrent queued creates: N PENDING orders, N stock requests, grouped commits; each key replays its own 202 byte for byte', async () => {
+  it('QA-01 N concurrent queued creates: N PENDING orders, N stock requests, grouped commits; each key replays its own 202 byte for byte', async () => {
     await createSku(s, { sku: 'qb1', stock: 5, price: 300 });
     await createSku(s, { sku: 'qb1b', stock: 5, price: 50 });
     const n = 40;
@@ -69,7 +69,7 @@ describe('queued creates, group commit (P7 accepted)', () => {
     expect(await countRows(s.db, 'orders', "user_id LIKE 'qb1-u%'")).toBe(n);
   });
 
-  it('QB-02 the grouped 202 is the one-buyer 202 byte for byte (but the order id)', async () => {
+  it('QA-02 the grouped 202 is the one-buyer 202 byte for byte (but the order id)', async () => {
     await createSku(s, { sku: 'qb2', stock: 5, price: 120, name: 'Grouped "thing" é' });
     const body = { lines: [{ sku: 'qb2', quantity: 3 }] };
     process.env.FLASHPAY_QUEUED_BATCH = '0';
@@ -92,7 +92,7 @@ describe('queued creates, group commit (P7 accepted)', () => {
     );
   });
 
-  it('QB-03 a reused key (422), an unknown SKU (404) and a replay in one group: the others succeed, nothing half-written', async () => {
+  it('QA-03 a reused key (422), an unknown SKU (404) and a replay in one group: the others succeed, nothing half-written', async () => {
     await createSku(s, { sku: 'qb3', stock: 5 });
     const earlier = await queue('qb3-r', 'qb3-reused', { sku: 'qb3', quantity: 1 });
     const replayed = await queue('qb3-p', 'qb3-replay', { sku: 'qb3', quantity: 1 });
