@@ -49,6 +49,8 @@ interface TargetSpec {
   name: string;
   origin: string;
   requests: DriverRequest[];
+  /** Runs before each of this target's rounds (P7: the group commit of queued creates on or off). */
+  before?: () => void;
 }
 
 function post(path: string, token: string, key: string, body: unknown, extra: Record<string, string> = {}) {
@@ -105,6 +107,7 @@ async function rotate(ctx: OrdersContext, specs: TargetSpec[], counts: OrdersCou
     for (let j = 0; j < specs.length; j++) {
       const index = (j + r) % specs.length;
       const spec = specs[index]!;
+      spec.before?.();
       const { result, peakRssMb } = await withRss(() =>
         ctx.driver.run({
           origin: spec.origin,
@@ -284,19 +287,56 @@ async function keyLayerRun(ctx: OrdersContext, bare: BaselineServer, counts: Ord
   } satisfies FlashRun;
 }
 
-async function queuedRun(ctx: OrdersContext, p1Baseline: FlashTarget, counts: OrdersCounts, tokens: string[]) {
+async function queuedRun(
+  ctx: OrdersContext,
+  p1Baseline: FlashTarget,
+  counts: OrdersCounts,
+  tokens: string[],
+  p1?: FlashTarget,
+) {
   const n = counts.requests;
   const sku = 'p7/sku';
+  const alone = 'p7/one-tx';
   const db = ctx.flashpay.deps.db;
-  await seedSkus(db, [{ sku, stock: 2 * n }]);
+  await seedSkus(db, [
+    { sku, stock: 2 * n },
+    { sku: alone, stock: 2 * n },
+  ]);
   const requests = buyers(n, tokens, '/v1/orders', 'p7', () => sku, { prefer: 'respond-async' });
-  const [accepted] = await rotate(ctx, [{ name: 'accepted (202)', origin: ctx.flashpay.url, requests }], counts);
+  const perBuyer = buyers(n, tokens, '/v1/orders', 'p7b', () => alone, { prefer: 'respond-async' });
+  // Interleaved A/B in one run: the group commit of queued creates (orders.queued.batch.ts) and
+  // FLASHPAY_QUEUED_BATCH=0, one keyed transaction per 202 (the path before it).
+  const previous = process.env.FLASHPAY_QUEUED_BATCH;
+  const setBatch = (on: boolean) => () => {
+    if (on) delete process.env.FLASHPAY_QUEUED_BATCH;
+    else process.env.FLASHPAY_QUEUED_BATCH = '0';
+  };
+  let accepted: FlashTarget | undefined;
+  let acceptedAlone: FlashTarget | undefined;
+  try {
+    [accepted, acceptedAlone] = await rotate(
+      ctx,
+      [
+        { name: 'accepted (202)', origin: ctx.flashpay.url, requests, before: setBatch(true) },
+        {
+          name: 'accepted (202), one tx per 202',
+          origin: ctx.flashpay.url,
+          requests: perBuyer,
+          before: setBatch(false),
+        },
+      ],
+      counts,
+    );
+  } finally {
+    if (previous === undefined) delete process.env.FLASHPAY_QUEUED_BATCH;
+    else process.env.FLASHPAY_QUEUED_BATCH = previous;
+  }
   const startedAt = performance.now();
   const { peakRssMb } = await withRss(() => stockPumpFor(ctx.flashpay.deps).drain());
   const elapsedMs = performance.now() - startedAt;
   const reserved = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM orders WHERE tenant_id = $1 AND sku = $2 AND status = 'CREATED'`,
-    [BENCH_TENANT, sku],
+    `SELECT count(*)::int AS n FROM orders WHERE tenant_id = $1 AND sku = ANY($2) AND status = 'CREATED'`,
+    [BENCH_TENANT, [sku, alone]],
   );
   const count = reserved.rows[0]?.n ?? 0;
   const stock = await checkSkus(db, 'p7/');
@@ -315,12 +355,14 @@ async function queuedRun(ctx: OrdersContext, p1Baseline: FlashTarget, counts: Or
   return {
     id: 'P7',
     description: 'queued orders (Prefer: respond-async), then the stock side drained',
-    targets: [accepted!, reservedTarget, { ...p1Baseline, name: 'one-tx-per-buyer (P1)' }],
+    targets: [accepted!, acceptedAlone!, reservedTarget, { ...p1Baseline, name: 'one-tx-per-buyer (P1)' }],
     ratios: {
       'reserved vs one-tx-per-buyer': ratio(reservedTarget.perSecond, p1Baseline.perSecond),
+      'accepted vs one tx per 202': ratio(accepted!.perSecond, acceptedAlone!.perSecond),
+      ...(p1 ? { 'accepted vs P1 flashpay': ratio(accepted!.perSecond, p1.perSecond) } : {}),
     },
-    checks: [stockText('flashpay', stock), `reserved ${count}/${n}`],
-    ok: all(accepted!, 202) && count === n && stock.ok,
+    checks: [stockText('flashpay', stock), `reserved ${count}/${2 * n}`],
+    ok: all(accepted!, 202) && all(acceptedAlone!, 202) && count === 2 * n && stock.ok,
   } satisfies FlashRun;
 }
 
@@ -354,7 +396,8 @@ export async function runFlashBench(ctx: OrdersContext, counts: OrdersCounts): P
     ctx.log('orders (issue 16): P5 key layer');
     const keyLayer = await keyLayerRun(ctx, bare, counts, tokens);
     ctx.log('orders (issue 16): P7 queued orders');
-    const queued = await queuedRun(ctx, targetOf(hot.run.targets, 'one-tx-per-buyer'), counts, tokens);
+    const p1 = targetOf(hot.run.targets, 'flashpay');
+    const queued = await queuedRun(ctx, targetOf(hot.run.targets, 'one-tx-per-buyer'), counts, tokens, p1);
     const runs = [hot.run, replay, soldOut, keyLayer, queued];
     return { runs, ok: runs.every((r) => r.ok) };
   } finally {

@@ -151,3 +151,63 @@ export async function queuedCreateResponse(
   };
   return jsonResponse(202, view, `/v1/orders/${order.orderId}`);
 }
+
+/**
+ * The PENDING order and lines createPendingOrder writes, built from SKU terms read before (the
+ * group commit of queued creates, orders.queued.batch.ts): same ids, names, prices, line keys.
+ */
+export function buildPendingOrder(
+  principal: Principal,
+  sorted: readonly RequestedLine[],
+  skus: readonly Pick<SkuTerms, 'name' | 'price'>[],
+  now: Date,
+): PendingOutcome & { payload: string; requestKey: string } {
+  const orderId = newOrderId();
+  const lines: OrderLine[] = sorted.map((line, i) => {
+    const sku = skus[i]!;
+    return {
+      lineNo: i + 1,
+      sku: line.sku,
+      name: sku.name,
+      unitPrice: sku.price,
+      quantity: line.quantity,
+      amount: sku.price * line.quantity,
+      reservationKey: lineReservationKeyFor(orderId, i + 1, 1),
+    };
+  });
+  const first = lines[0] as OrderLine;
+  const order: Order = {
+    orderId,
+    tenantId: principal.tenantId,
+    userId: principal.userId,
+    sku: first.sku,
+    quantity: first.quantity,
+    amount: lines.reduce((sum, l) => sum + l.amount, 0),
+    status: 'PENDING',
+    version: 1,
+    reservationKey: first.reservationKey,
+    reserveAttempt: 1,
+    queued: true,
+    createdAt: now,
+    updatedAt: now,
+  };
+  return {
+    order,
+    lines,
+    payload: JSON.stringify(stockRequestPayload(order, lines)),
+    requestKey: stockRequestKey(orderId, 'STOCK_DEDUCTION_REQUESTED'),
+  };
+}
+
+/** The 202 of queuedCreateResponse for an order built by buildPendingOrder. */
+export function pendingResponse({ order, lines }: PendingOutcome): StoredResponse {
+  const view = {
+    order_id: order.orderId,
+    status: order.status,
+    sku: order.sku,
+    quantity: order.quantity,
+    amount: order.amount,
+    lines: lines.map(lineView),
+  };
+  return jsonResponse(202, view, `/v1/orders/${order.orderId}`);
+}

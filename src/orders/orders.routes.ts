@@ -11,6 +11,7 @@ import { executeKeyed } from '../idempotency/index.ts';
 import { canonicalLines, createOrderResponse, type RequestedLine } from './orders.create.ts';
 import { createBatched } from './orders.batch.ts';
 import { queuedCreateResponse, wantsAsync } from './orders.queued.ts';
+import { createQueuedBatched, queuedBatchEnabled } from './orders.queued.batch.ts';
 import { cancelOrder, expireHoldNow, getOrderFor, orderView, timelineFor } from './orders.service.ts';
 
 import {
@@ -60,17 +61,20 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
       const digest = requestDigest('create_order', queued ? { respond: 'async' } : {}, canonical);
       const [only] = lines;
       // One-line sync creates go through the group commit per SKU (orders.batch.ts).
+      // Queued creates go through the group commit per tenant (orders.queued.batch.ts).
       const result =
         !queued && only && lines.length === 1 && deps.config.createBatch
           ? await createBatched(keyedDeps(deps), { principal, line: only, scope, digest })
-          : await executeKeyed(keyedDeps(deps), {
-              scope,
-              digest,
-              async start(tx) {
-                if (queued) return { final: await queuedCreateResponse(tx, principal, lines, deps.clock.now()) };
-                return { final: await createOrderResponse(tx, principal, lines, deps.clock.now()) };
-              },
-            });
+          : queued && queuedBatchEnabled()
+            ? await createQueuedBatched(keyedDeps(deps), { principal, lines, scope, digest })
+            : await executeKeyed(keyedDeps(deps), {
+                scope,
+                digest,
+                async start(tx) {
+                  if (queued) return { final: await queuedCreateResponse(tx, principal, lines, deps.clock.now()) };
+                  return { final: await createOrderResponse(tx, principal, lines, deps.clock.now()) };
+                },
+              });
       if (!result.replayed) businessMetrics.orders.inc({ status: String(result.status) });
       if (result.status === 202) reply.header('Preference-Applied', 'respond-async');
       return sendKeyed(reply, result);
