@@ -1,11 +1,10 @@
-import { mergeRuns, type DriverRequest, type DriverResult, type DriverRun } from './driver.ts';
+import { type DriverRequest } from './driver.ts';
 import type { OrdersContext } from './orders.bench.ts';
 import type { OrdersCounts } from './options.ts';
-import { checkBaselineStock, checkSkus, seedBaselineStock, seedSkus, type StockCheck } from './orders.stock.ts';
+import { checkBaselineStock, checkSkus, seedBaselineStock, seedSkus } from './orders.stock.ts';
 import {
   BARE_PATH,
   BASELINE_PATH,
-  BENCH_TENANT,
   SINGLE_KEYED_PATH,
   SINGLE_KEYED_UNPIPELINED_PATH,
   SINGLE_UNKEYED_PATH,
@@ -13,140 +12,25 @@ import {
   startBaselineServer,
   type BaselineServer,
 } from './servers.ts';
-import { ratio, round } from './stats.ts';
-import { stockPumpFor } from '../src/stock.pipeline.ts';
+import { ratio } from './stats.ts';
+import { queuedRun } from './flash.queued.ts';
+import {
+  all,
+  buyers,
+  checkKeys,
+  rotate,
+  stockText,
+  targetOf,
+  type FlashReport,
+  type FlashRun,
+  type FlashTarget,
+} from './flash.support.ts';
+export type { FlashReport, FlashRun, FlashTarget } from './flash.support.ts';
+export { withRss } from './flash.support.ts';
 
 // Issue 16's runs of the create path (P1, P2, P5, P7), each against the targets its goal names,
 // measured in the same run through the same driver, rounds rotating the targets' order so that
 // all of them meet the same noise. Peak RSS is the bench process's (it hosts every server).
-
-export interface FlashTarget extends DriverResult {
-  name: string;
-  /** Highest resident set size of this process while this target's rounds ran. */
-  peakRssMb: number;
-}
-
-export interface FlashRun {
-  id: 'P1' | 'P2' | 'P3' | 'P5' | 'P5-replay' | 'P7';
-  description: string;
-  targets: FlashTarget[];
-  /** Named ratios of req/s (first target over another). */
-  ratios: Record<string, number | null>;
-  checks: string[];
-  ok: boolean;
-}
-
-export interface FlashReport {
-  runs: FlashRun[];
-  ok: boolean;
-}
-
-const MAX_ROUNDS = 5;
-const MIN_REQUESTS_PER_BUYER_PER_ROUND = 15;
-const RSS_SAMPLE_MS = 25;
-
-interface TargetSpec {
-  name: string;
-  origin: string;
-  requests: DriverRequest[];
-  /** Runs before each of this target's rounds (P7: the group commit of queued creates on or off). */
-  before?: () => void;
-}
-
-function post(path: string, token: string, key: string, body: unknown, extra: Record<string, string> = {}) {
-  return {
-    method: 'POST' as const,
-    path,
-    headers: {
-      'content-type': 'application/json',
-      authorization: `Bearer ${token}`,
-      'idempotency-key': key,
-      ...extra,
-    },
-    body: JSON.stringify(body),
-  };
-}
-
-function buyers(
-  count: number,
-  tokens: readonly string[],
-  path: string,
-  keyPrefix: string,
-  skuFor: (i: number) => string,
-  extra: Record<string, string> = {},
-): DriverRequest[] {
-  return Array.from({ length: count }, (_, i) =>
-    post(path, tokens[i % tokens.length] ?? '', `${keyPrefix}-${i}`, { sku: skuFor(i), quantity: 1 }, extra),
-  );
-}
-
-export async function withRss<T>(work: () => Promise<T>): Promise<{ result: T; peakRssMb: number }> {
-  let peak = process.memoryUsage.rss();
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), RSS_SAMPLE_MS);
-  try {
-    const result = await work();
-    peak = Math.max(peak, process.memoryUsage.rss());
-    return { result, peakRssMb: round(peak / 2 ** 20, 1) };
-  } finally {
-    clearInterval(timer);
-  }
-}
-
-/** Every target's requests in rounds; the order of the targets rotates from round to round. */
-async function rotate(ctx: OrdersContext, specs: TargetSpec[], counts: OrdersCounts): Promise<FlashTarget[]> {
-  const requests = specs[0]?.requests.length ?? 0;
-  const rounds = Math.max(
-    1,
-    Math.min(MAX_ROUNDS, Math.floor(requests / (counts.concurrency * MIN_REQUESTS_PER_BUYER_PER_ROUND))),
-  );
-  const runs = specs.map(() => [] as DriverRun[]);
-  const peaks = specs.map(() => 0);
-  for (let r = 0; r < rounds; r++) {
-    const from = Math.floor((r * requests) / rounds);
-    const to = Math.floor(((r + 1) * requests) / rounds);
-    for (let j = 0; j < specs.length; j++) {
-      const index = (j + r) % specs.length;
-      const spec = specs[index]!;
-      spec.before?.();
-      const { result, peakRssMb } = await withRss(() =>
-        ctx.driver.run({
-          origin: spec.origin,
-          concurrency: counts.concurrency,
-          requests: spec.requests.slice(from, to),
-        }),
-      );
-      runs[index]!.push(result);
-      peaks[index] = Math.max(peaks[index]!, peakRssMb);
-    }
-  }
-  return specs.map((spec, i) => ({ name: spec.name, ...mergeRuns(runs[i]!), peakRssMb: peaks[i]! }));
-}
-
-const all = (result: DriverResult, status: number, code?: string) =>
-  result.statuses[String(status)] === result.count && (code === undefined || result.codes[code] === result.count);
-
-/** Every key of the run is DONE, and every 201 names an order of its own buyer (the replay will send it). */
-async function checkKeys(ctx: OrdersContext, prefix: string, expected: number): Promise<{ ok: boolean; text: string }> {
-  const result = await ctx.flashpay.deps.db.query<{ keys: number; done: number; orphans: number }>(
-    `SELECT count(*)::int AS keys, count(*) FILTER (WHERE k.state = 'DONE')::int AS done,
-            count(*) FILTER (WHERE k.response_status = 201 AND NOT EXISTS (
-              SELECT 1 FROM orders o WHERE o.order_id = k.response_body::jsonb->>'order_id' AND o.user_id = k.user_id))::int AS orphans
-     FROM idempotency_keys k WHERE k.tenant_id = $1 AND k.operation = 'create_order' AND starts_with(k.idempotency_key, $2)`,
-    [BENCH_TENANT, prefix],
-  );
-  const row = result.rows[0] ?? { keys: 0, done: 0, orphans: 0 };
-  const ok = row.keys === expected && row.done === expected && row.orphans === 0;
-  return { ok, text: `keys ${row.done}/${expected} DONE, ${row.orphans} answers without their order` };
-}
-
-const stockText = (name: string, check: StockCheck) =>
-  `${name}: ${check.orders} ordered ≤ ${check.stock} stock, oversold ${check.oversoldSkus}, counter mismatches ${check.counterMismatches}`;
-
-function targetOf(targets: FlashTarget[], name: string): FlashTarget {
-  const found = targets.find((t) => t.name === name);
-  if (!found) throw new Error(`no target ${name}`);
-  return found;
-}
 
 async function hotRun(
   ctx: OrdersContext,
@@ -287,86 +171,6 @@ async function keyLayerRun(ctx: OrdersContext, bare: BaselineServer, counts: Ord
   } satisfies FlashRun;
 }
 
-async function queuedRun(
-  ctx: OrdersContext,
-  p1Baseline: FlashTarget,
-  counts: OrdersCounts,
-  tokens: string[],
-  p1?: FlashTarget,
-) {
-  const n = counts.requests;
-  const sku = 'p7/sku';
-  const alone = 'p7/one-tx';
-  const db = ctx.flashpay.deps.db;
-  await seedSkus(db, [
-    { sku, stock: 2 * n },
-    { sku: alone, stock: 2 * n },
-  ]);
-  const requests = buyers(n, tokens, '/v1/orders', 'p7', () => sku, { prefer: 'respond-async' });
-  const perBuyer = buyers(n, tokens, '/v1/orders', 'p7b', () => alone, { prefer: 'respond-async' });
-  // Interleaved A/B in one run: the group commit of queued creates (orders.queued.batch.ts) and
-  // FLASHPAY_QUEUED_BATCH=0, one keyed transaction per 202 (the path before it).
-  const previous = process.env.FLASHPAY_QUEUED_BATCH;
-  const setBatch = (on: boolean) => () => {
-    if (on) delete process.env.FLASHPAY_QUEUED_BATCH;
-    else process.env.FLASHPAY_QUEUED_BATCH = '0';
-  };
-  let accepted: FlashTarget | undefined;
-  let acceptedAlone: FlashTarget | undefined;
-  try {
-    [accepted, acceptedAlone] = await rotate(
-      ctx,
-      [
-        { name: 'accepted (202)', origin: ctx.flashpay.url, requests, before: setBatch(true) },
-        {
-          name: 'accepted (202), one tx per 202',
-          origin: ctx.flashpay.url,
-          requests: perBuyer,
-          before: setBatch(false),
-        },
-      ],
-      counts,
-    );
-  } finally {
-    if (previous === undefined) delete process.env.FLASHPAY_QUEUED_BATCH;
-    else process.env.FLASHPAY_QUEUED_BATCH = previous;
-  }
-  const startedAt = performance.now();
-  const { peakRssMb } = await withRss(() => stockPumpFor(ctx.flashpay.deps).drain());
-  const elapsedMs = performance.now() - startedAt;
-  const reserved = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM orders WHERE tenant_id = $1 AND sku = ANY($2) AND status = 'CREATED'`,
-    [BENCH_TENANT, [sku, alone]],
-  );
-  const count = reserved.rows[0]?.n ?? 0;
-  const stock = await checkSkus(db, 'p7/');
-  const reservedTarget: FlashTarget = {
-    name: 'reserved (stock side)',
-    count,
-    elapsedMs: round(elapsedMs, 1),
-    perSecond: round((count * 1000) / Math.max(elapsedMs, 1), 1),
-    p50Ms: 0,
-    p99Ms: 0,
-    maxMs: 0,
-    statuses: {},
-    codes: {},
-    peakRssMb,
-  };
-  return {
-    id: 'P7',
-    description: 'queued orders (Prefer: respond-async), then the stock side drained',
-    targets: [accepted!, acceptedAlone!, reservedTarget, { ...p1Baseline, name: 'one-tx-per-buyer (P1)' }],
-    ratios: {
-      'reserved vs one-tx-per-buyer': ratio(reservedTarget.perSecond, p1Baseline.perSecond),
-      'accepted vs one tx per 202': ratio(accepted!.perSecond, acceptedAlone!.perSecond),
-      ...(p1 ? { 'accepted vs P1 flashpay': ratio(accepted!.perSecond, p1.perSecond) } : {}),
-    },
-    checks: [stockText('flashpay', stock), `reserved ${count}/${2 * n}`],
-    ok: all(accepted!, 202) && all(acceptedAlone!, 202) && count === 2 * n && stock.ok,
-  } satisfies FlashRun;
-}
-
-/** P1, P5 (replay), P2, P5 (key layer), P7, with their checks. */
 export async function runFlashBench(ctx: OrdersContext, counts: OrdersCounts): Promise<FlashReport> {
   const baseline = await startBaselineServer(ctx.databaseUrl, ctx.poolSize);
   const bare = await startBareServer(ctx.flashpay);
