@@ -35,36 +35,8 @@ export async function createPendingOrder(
 ): Promise<PendingOutcome> {
   const sorted = canonicalLines(requested);
   const skus = await readSkus(tx, principal.tenantId, sorted);
-  const orderId = newOrderId();
-  const lines: OrderLine[] = sorted.map((line, i) => {
-    const sku = skus[i] as SkuTerms;
-    return {
-      lineNo: i + 1,
-      sku: line.sku,
-      name: sku.name,
-      unitPrice: sku.price,
-      quantity: line.quantity,
-      amount: sku.price * line.quantity,
-      reservationKey: lineReservationKeyFor(orderId, i + 1, 1),
-    };
-  });
+  const { order, lines, payload, requestKey } = buildPendingOrder(principal, sorted, skus as SkuTerms[], now);
   const first = lines[0] as OrderLine;
-  const amount = lines.reduce((sum, l) => sum + l.amount, 0);
-  const order: Order = {
-    orderId,
-    tenantId: principal.tenantId,
-    userId: principal.userId,
-    sku: first.sku,
-    quantity: first.quantity,
-    amount,
-    status: 'PENDING',
-    version: 1,
-    reservationKey: first.reservationKey,
-    reserveAttempt: 1,
-    queued: true,
-    createdAt: now,
-    updatedAt: now,
-  };
   // One statement (one round trip) for the order, its log row, its lines and its stock request: the
   // 202 is four writes but a single wait on the database before the commit.
   await tx.query(
@@ -80,12 +52,12 @@ export async function createPendingOrder(
      INSERT INTO stock_requests_out (request_key, order_id, event_type, payload, created_at)
      SELECT $15, order_id, 'STOCK_DEDUCTION_REQUESTED', $16, $8 FROM o`,
     [
-      orderId,
+      order.orderId,
       principal.tenantId,
       principal.userId,
       first.sku,
       first.quantity,
-      amount,
+      order.amount,
       first.reservationKey,
       now,
       lines.map((l) => l.lineNo),
@@ -94,8 +66,8 @@ export async function createPendingOrder(
       lines.map((l) => l.unitPrice),
       lines.map((l) => l.quantity),
       lines.map((l) => l.reservationKey),
-      stockRequestKey(orderId, 'STOCK_DEDUCTION_REQUESTED'),
-      stockRequestPayload(order, lines),
+      requestKey,
+      payload,
     ],
   );
   return { order, lines };
@@ -140,16 +112,7 @@ export async function queuedCreateResponse(
   requested: readonly RequestedLine[],
   now: Date,
 ): Promise<StoredResponse> {
-  const { order, lines } = await createPendingOrder(tx, principal, requested, now);
-  const view = {
-    order_id: order.orderId,
-    status: order.status,
-    sku: order.sku,
-    quantity: order.quantity,
-    amount: order.amount,
-    lines: lines.map(lineView),
-  };
-  return jsonResponse(202, view, `/v1/orders/${order.orderId}`);
+  return pendingResponse(await createPendingOrder(tx, principal, requested, now));
 }
 
 /**

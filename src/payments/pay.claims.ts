@@ -1,3 +1,4 @@
+import { groupCollector } from '../platform/group-commit.ts';
 import { inTx } from '../platform/db.ts';
 import type { Principal } from '../platform/auth.ts';
 import {
@@ -52,29 +53,12 @@ export interface ClaimGroupOptions {
 export function groupPayClaims(deps: KeyedDeps, payments: PaymentDeps, options: ClaimGroupOptions = {}): PayClaims {
   const windowMs = options.windowMs ?? 2;
   const max = options.max ?? 32;
-  let waiting: Member[] = [];
-  let timer: NodeJS.Timeout | undefined;
-  // A count, not a flag: a group sent at `max` can be committing beside another.
-  let committing = 0;
-  const flush = () => {
-    clearTimeout(timer);
-    timer = undefined;
-    const group = waiting;
-    waiting = [];
-    committing++;
-    void commitGroup(deps, payments, group).finally(() => {
-      committing--;
-      // Anyone still waiting has its window timer; go now only if nothing else is committing.
-      if (waiting.length > 0 && committing === 0) flush();
-    });
-  };
+  const collector = groupCollector<Member>({ windowMs, max, concurrent: 1 }, (group) =>
+    commitGroup(deps, payments, group),
+  );
   return {
     claim(pay, op) {
-      return new Promise<KeyClaim>((resolve, reject) => {
-        waiting.push({ pay, op, resolve, reject });
-        if (committing === 0 || waiting.length >= max) flush();
-        else timer ??= setTimeout(flush, windowMs);
-      });
+      return new Promise<KeyClaim>((resolve, reject) => collector.add({ pay, op, resolve, reject }));
     },
   };
 }

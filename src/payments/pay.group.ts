@@ -1,3 +1,4 @@
+import { groupCollector } from '../platform/group-commit.ts';
 import { inTx, type Tx } from '../platform/db.ts';
 import { applyOrderEvents, type AppliedEvent } from '../orders/index.ts';
 import { recordAnswer, type Answer } from './settle.ts';
@@ -62,29 +63,12 @@ export function groupPayCommits(deps: Deps, options: GroupOptions = {}): PayComm
   const windowMs = options.windowMs ?? 2;
   const max = options.max ?? 32;
   const concurrent = options.concurrent ?? 1;
-  let waiting: Member[] = [];
-  let timer: NodeJS.Timeout | undefined;
-  let committing = 0;
-  const flush = () => {
-    clearTimeout(timer);
-    timer = undefined;
-    const [group, later] = oncePerOrder(waiting);
-    waiting = later;
-    committing++;
-    void commitGroup(deps, group).finally(() => {
-      committing--;
-      // A pay held back for the next group (its order was in this one) goes now, or after the window.
-      if (waiting.length > 0 && committing < concurrent) flush();
-      else if (waiting.length > 0) timer ??= setTimeout(flush, windowMs);
-    });
-  };
+  const collector = groupCollector<Member>({ windowMs, max, concurrent, take: oncePerOrder }, (group) =>
+    commitGroup(deps, group),
+  );
   return {
     record(item) {
-      return new Promise<AppliedEvent>((resolve, reject) => {
-        waiting.push({ item, resolve, reject });
-        if (committing < concurrent || waiting.length >= max) flush();
-        else timer ??= setTimeout(flush, windowMs);
-      });
+      return new Promise<AppliedEvent>((resolve, reject) => collector.add({ item, resolve, reject }));
     },
   };
 }
