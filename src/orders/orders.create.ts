@@ -2,8 +2,7 @@ import type { Tx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
 import { findSkuTerms, reserve, skuKey, type Reservation, type SkuTerms } from '../inventory/index.ts';
-import { lineReservationKeyFor } from './orders.keys.ts';
-import { insertLines, lineView, type OrderLine } from './orders.lines.ts';
+import { insertLines, lineView, snapshotLines, type OrderLine } from './orders.lines.ts';
 import { jsonResponse, problemResponse, type StoredResponse } from '../idempotency/index.ts';
 import { insertOrder, newOrderId } from './orders.repo.ts';
 import type { Order } from './orders.types.ts';
@@ -53,18 +52,7 @@ export async function createOrderOfLines(
   const short = sorted.find((line, i) => (skus[i]?.available ?? 0) < line.quantity);
   if (short) return { kind: 'SOLD_OUT', sku: short.sku };
   const orderId = newOrderId();
-  const lines: OrderLine[] = sorted.map((line, i) => {
-    const sku = skus[i] as SkuTerms;
-    return {
-      lineNo: i + 1,
-      sku: line.sku,
-      name: sku.name,
-      unitPrice: sku.price,
-      quantity: line.quantity,
-      amount: sku.price * line.quantity,
-      reservationKey: lineReservationKeyFor(orderId, i + 1, 1),
-    };
-  });
+  const lines: OrderLine[] = snapshotLines(orderId, sorted, skus);
   const several = lines.length > 1;
   if (several) await tx.query('SAVEPOINT order_reserve');
   const reservations: Reservation[] = [];

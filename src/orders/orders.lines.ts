@@ -1,5 +1,6 @@
 import type { Executor, Tx } from '../platform/db.ts';
 export { lineReservationKeyFor } from './orders.keys.ts';
+import { lineReservationKeyFor } from './orders.keys.ts';
 import type { Order } from './orders.types.ts';
 
 // At most 20 lines per order (contract): one order never locks an unbounded number of SKU rows.
@@ -16,6 +17,38 @@ export interface OrderLine {
   reservationKey: string;
 }
 
+/** A new order's lines in canonical order, its names and prices snapshot from `skus` (same order). */
+export function snapshotLines(
+  orderId: string,
+  sorted: readonly { sku: string; quantity: number }[],
+  skus: readonly { name: string; price: number }[],
+): OrderLine[] {
+  return sorted.map((line, i) => {
+    const sku = skus[i]!;
+    return {
+      lineNo: i + 1,
+      sku: line.sku,
+      name: sku.name,
+      unitPrice: sku.price,
+      quantity: line.quantity,
+      amount: sku.price * line.quantity,
+      reservationKey: lineReservationKeyFor(orderId, i + 1, 1),
+    };
+  });
+}
+
+/** The lines as the six column arrays an `unnest` insert of order_lines takes. */
+export function lineColumns(lines: readonly Omit<OrderLine, 'amount'>[]) {
+  return [
+    lines.map((l) => l.lineNo),
+    lines.map((l) => l.sku),
+    lines.map((l) => l.name),
+    lines.map((l) => l.unitPrice),
+    lines.map((l) => l.quantity),
+    lines.map((l) => l.reservationKey),
+  ];
+}
+
 export async function insertLines(
   tx: Tx,
   order: { orderId: string; tenantId: string },
@@ -25,16 +58,7 @@ export async function insertLines(
     `INSERT INTO order_lines (order_id, line_no, tenant_id, sku, name, unit_price, quantity, amount, reservation_key)
      SELECT $1, l.line_no, $2, l.sku, l.name, l.unit_price, l.quantity, l.unit_price * l.quantity, CASE WHEN l.line_no = 1 THEN NULL ELSE l.reservation_key END
      FROM unnest($3::int[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::text[]) AS l(line_no, sku, name, unit_price, quantity, reservation_key)`,
-    [
-      order.orderId,
-      order.tenantId,
-      lines.map((l) => l.lineNo),
-      lines.map((l) => l.sku),
-      lines.map((l) => l.name),
-      lines.map((l) => l.unitPrice),
-      lines.map((l) => l.quantity),
-      lines.map((l) => l.reservationKey),
-    ],
+    [order.orderId, order.tenantId, ...lineColumns(lines)],
   );
 }
 

@@ -1,3 +1,4 @@
+import { lineColumns } from './orders.lines.ts';
 import type { Executor } from '../platform/db.ts';
 import type { PendingOutcome } from './orders.queued.ts';
 
@@ -121,12 +122,7 @@ export async function writeQueuedGroup(
       rows.map((r) => r.payload),
       rows.map((r) => r.at),
       lines.map((l) => l.orderId),
-      lines.map((l) => l.lineNo),
-      lines.map((l) => l.sku),
-      lines.map((l) => l.name),
-      lines.map((l) => l.unitPrice),
-      lines.map((l) => l.quantity),
-      lines.map((l) => l.reservationKey),
+      ...lineColumns(lines),
     ],
   });
   return result.rows[0]?.existing ?? [];

@@ -2,8 +2,7 @@ import type { Tx } from '../platform/db.ts';
 import type { Principal } from '../platform/auth.ts';
 import type { SkuTerms } from '../inventory/index.ts';
 import { canonicalLines, readSkus, type RequestedLine } from './orders.create.ts';
-import { lineReservationKeyFor } from './orders.keys.ts';
-import { findLines, lineView, type OrderLine } from './orders.lines.ts';
+import { findLines, lineColumns, lineView, snapshotLines, type OrderLine } from './orders.lines.ts';
 import { jsonResponse, type StoredResponse } from '../idempotency/index.ts';
 import { newOrderId } from './orders.repo.ts';
 import type { Order } from './orders.types.ts';
@@ -60,12 +59,7 @@ export async function createPendingOrder(
       order.amount,
       first.reservationKey,
       now,
-      lines.map((l) => l.lineNo),
-      lines.map((l) => l.sku),
-      lines.map((l) => l.name),
-      lines.map((l) => l.unitPrice),
-      lines.map((l) => l.quantity),
-      lines.map((l) => l.reservationKey),
+      ...lineColumns(lines),
       requestKey,
       payload,
     ],
@@ -126,18 +120,7 @@ export function buildPendingOrder(
   now: Date,
 ): PendingOutcome & { payload: string; requestKey: string } {
   const orderId = newOrderId();
-  const lines: OrderLine[] = sorted.map((line, i) => {
-    const sku = skus[i]!;
-    return {
-      lineNo: i + 1,
-      sku: line.sku,
-      name: sku.name,
-      unitPrice: sku.price,
-      quantity: line.quantity,
-      amount: sku.price * line.quantity,
-      reservationKey: lineReservationKeyFor(orderId, i + 1, 1),
-    };
-  });
+  const lines: OrderLine[] = snapshotLines(orderId, sorted, skus);
   const first = lines[0] as OrderLine;
   const order: Order = {
     orderId,
