@@ -1,6 +1,19 @@
 import type { Executor } from '../platform/db.ts';
 import { doneKeys, OPERATION, type DoneKey, type DoneRow } from './orders.batch.repo.ts';
 
+/**
+ * `ex`: the batch's keys that exist already (any state), one primary-key probe per buyer of `u`
+ * (columns user_id, key): flat in the key table's size, where a join planned once went to a scan of
+ * the tenant's keys (docs/benchmarks.md §3). Shared by the one-statement batch and the grouped 202s.
+ */
+export const EXISTING_KEYS = `ex AS (
+       SELECT i.* FROM u CROSS JOIN LATERAL (
+         SELECT i.user_id, i.idempotency_key AS key, i.state, i.request_digest AS digest, i.response_status AS status,
+                i.response_body AS body, i.response_location AS location
+         FROM idempotency_keys i
+         WHERE i.tenant_id = $1 AND i.user_id = u.user_id AND i.operation = '${OPERATION}' AND i.idempotency_key = u.key
+         OFFSET 0) AS i),`;
+
 // The group commit's ONE-STATEMENT form (orders.batch.fast.ts): a batch of quantity-1 buyers of a
 // SKU without a per-user limit, claimed, decided and written by one autocommit statement — one
 // round trip and one durable commit; the SKU's row lock is taken last inside that statement. The
@@ -69,13 +82,7 @@ const STATEMENT = `WITH cfg AS (SELECT set_config('lock_timeout', $16, true) AS 
        SELECT u.* FROM cfg, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $10::text[])
          WITH ORDINALITY AS u(user_id, key, digest, order_id, reservation_key, location, ord)
        WHERE cfg.v IS NOT NULL),
-     ex AS (
-       SELECT i.* FROM u CROSS JOIN LATERAL (
-         SELECT i.user_id, i.idempotency_key AS key, i.state, i.request_digest AS digest, i.response_status AS status,
-                i.response_body AS body, i.response_location AS location
-         FROM idempotency_keys i
-         WHERE i.tenant_id = $1 AND i.user_id = u.user_id AND i.operation = '${OPERATION}' AND i.idempotency_key = u.key
-         OFFSET 0) AS i),
+     ${EXISTING_KEYS}
      cand AS (
        SELECT u.*, row_number() OVER (ORDER BY u.ord) AS rn FROM u
        WHERE NOT EXISTS (SELECT 1 FROM ex WHERE ex.user_id = u.user_id AND ex.key = u.key)),

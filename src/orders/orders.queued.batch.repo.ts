@@ -1,3 +1,4 @@
+import { EXISTING_KEYS } from './orders.batch.fast.repo.ts';
 import { lineColumns } from './orders.lines.ts';
 import type { Executor } from '../platform/db.ts';
 import type { PendingOutcome } from './orders.queued.ts';
@@ -57,13 +58,7 @@ const STATEMENT = `WITH cfg AS (SELECT set_config('lock_timeout', $2, true) AS v
                                    $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[])
          AS u(user_id, key, digest, order_id, sku, quantity, amount, reservation_key, body, location, request_key, payload, at)
        WHERE cfg.v IS NOT NULL),
-     ex AS (
-       SELECT i.* FROM u CROSS JOIN LATERAL (
-         SELECT i.user_id, i.idempotency_key AS key, i.state, i.request_digest AS digest, i.response_status AS status,
-                i.response_body AS body, i.response_location AS location
-         FROM idempotency_keys i
-         WHERE i.tenant_id = $1 AND i.user_id = u.user_id AND i.operation = '${OPERATION}' AND i.idempotency_key = u.key
-         OFFSET 0) AS i),
+     ${EXISTING_KEYS}
      c AS (SELECT u.* FROM u WHERE NOT EXISTS (SELECT 1 FROM ex WHERE ex.user_id = u.user_id AND ex.key = u.key)),
      k AS (
        INSERT INTO idempotency_keys (tenant_id, user_id, operation, idempotency_key, request_digest, state,
