@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { waitFor } from '../support/poll.ts';
 import { launchTarget, type Target } from './attacker.ts';
 
 // The tenant both security files attack: acme with a paid order, an order whose 1 ms hold is
@@ -40,6 +41,20 @@ export async function launchAcme(): Promise<Acme> {
     (await t.call('POST', `/v1/orders/${paidOrder}/pay`, { token: alice, headers: { 'idempotency-key': 'pay-1' } }))
       .body.status,
   ).toBe('PAID');
+  // The provider's notification of that charge arrives on its own time: wait for it, so that no
+  // attack's before/after snapshot sees it land.
+  await waitFor(
+    async () =>
+      (
+        await t.db.pool.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM payment_notifications WHERE merchant_order = $1',
+          [paidOrder],
+        )
+      ).rows[0]!.n > 0 || undefined,
+    'the notification of the paid order',
+    30_000,
+    50,
+  );
   const expiredOrder = (await order(alice, 'buy-2', { sku: 'quick' })).body.order_id as string;
   await t.db.pool.query(`UPDATE outbox SET dead_at = now() WHERE order_id = $1`, [paidOrder]);
   const unchanged = async (attack: () => Promise<void>) => {
