@@ -1,6 +1,6 @@
 // The inventory domain's public surface: SKUs, reservations and their counters. Other modules
 // move stock only through these functions; the tables (skus, reservations, user_holdings) are ours.
-export { findReservation, lockReservations, reserve, skuKey } from './inventory.repo.ts';
+export { findReservation, lockReservations, lockReservationsOfOrders, reserve, skuKey } from './inventory.repo.ts';
 export {
   confirmMany,
   heldKeyOf,

@@ -84,6 +84,44 @@ export async function lockReservations(tx: Tx, tenantId: string, keys: readonly 
 }
 
 /**
+ * lockReservations for the reservations that hold these orders' lines, every tenant at once, in
+ * (tenant, key) order. The keys are read in SQL from where the orders module keeps them (line 1's
+ * on the order row, the others on their line row) so that this lock can go out in the same write
+ * as the orders' own (applyOrderEvents), before the keys are known in JS. The caller holds the
+ * orders' row locks, so the keys it reads are the ones those orders have.
+ */
+export async function lockReservationsOfOrders(tx: Tx, orderIds: readonly string[]): Promise<Reservation[]> {
+  const result = await tx.query<{
+    tenant_id: string;
+    request_key: string;
+    user_id: string;
+    sku: string;
+    quantity: number;
+    status: ReservationStatus;
+    expires_at: Date;
+  }>({
+    name: 'reservations-lock-of-orders',
+    text: `SELECT r.tenant_id, r.request_key, r.user_id, r.sku, r.quantity, r.status, r.expires_at
+           FROM reservations r
+           WHERE (r.tenant_id, r.request_key) IN (
+             SELECT o.tenant_id, coalesce(l.reservation_key, o.reservation_key)
+             FROM orders o LEFT JOIN order_lines l ON l.order_id = o.order_id
+             WHERE o.order_id = ANY($1::text[]))
+           ORDER BY r.tenant_id, r.request_key FOR UPDATE OF r`,
+    values: [orderIds],
+  });
+  return result.rows.map((row) => ({
+    tenantId: row.tenant_id,
+    key: row.request_key,
+    userId: row.user_id,
+    sku: row.sku,
+    quantity: row.quantity,
+    status: row.status,
+    expiresAt: row.expires_at,
+  }));
+}
+
+/**
  * Conditional decrement of the SKU counters and the HELD reservation row, in one statement: the
  * row lock taken by the UPDATE is what makes concurrent buyers queue on a hot SKU, and
  * `available >= $qty` is what makes overselling impossible. One statement keeps that lock's

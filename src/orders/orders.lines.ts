@@ -69,27 +69,49 @@ export async function findLines(db: Executor, order: Order): Promise<OrderLine[]
 
 /** findLines for many orders in one read: order id → its lines. */
 export async function findLinesOf(db: Executor, orders: readonly Order[]): Promise<Map<string, OrderLine[]>> {
-  const result = await db.query<{
-    order_id: string;
-    line_no: number;
-    sku: string;
-    name: string;
-    unit_price: number;
-    quantity: number;
-    amount: number;
-    reservation_key: string | null;
-  }>(
-    'SELECT order_id, line_no, sku, name, unit_price, quantity, amount, reservation_key FROM order_lines WHERE order_id = ANY($1::text[]) ORDER BY order_id, line_no',
-    [orders.map((o) => o.orderId)],
+  return linesOf(
+    orders,
+    await lineRowsOf(
+      db,
+      orders.map((o) => o.orderId),
+    ),
   );
-  const byOrder = new Map<string, typeof result.rows>();
-  for (const r of result.rows) byOrder.set(r.order_id, [...(byOrder.get(r.order_id) ?? []), r]);
+}
+
+export interface LineRow {
+  order_id: string;
+  line_no: number;
+  sku: string;
+  name: string;
+  unit_price: number;
+  quantity: number;
+  amount: number;
+  reservation_key: string | null;
+}
+
+/** The line rows of these orders, by order and line; `linesOf` reads them with their orders. */
+export async function lineRowsOf(db: Executor, orderIds: readonly string[]): Promise<LineRow[]> {
+  const result = await db.query<LineRow>(
+    'SELECT order_id, line_no, sku, name, unit_price, quantity, amount, reservation_key FROM order_lines WHERE order_id = ANY($1::text[]) ORDER BY order_id, line_no',
+    [orderIds],
+  );
+  return result.rows;
+}
+
+/** Order id → its lines: an order without line rows is its one line; line 1's reservation is the order's. */
+export function linesOf(orders: readonly Order[], rows: readonly LineRow[]): Map<string, OrderLine[]> {
+  const byOrder = new Map<string, LineRow[]>();
+  for (const r of rows) {
+    const list = byOrder.get(r.order_id);
+    if (list) list.push(r);
+    else byOrder.set(r.order_id, [r]);
+  }
   const out = new Map<string, OrderLine[]>();
   for (const order of orders) {
-    const rows = byOrder.get(order.orderId) ?? [];
+    const own = byOrder.get(order.orderId) ?? [];
     out.set(
       order.orderId,
-      rows.length === 0
+      own.length === 0
         ? [
             {
               lineNo: 1,
@@ -101,7 +123,7 @@ export async function findLinesOf(db: Executor, orders: readonly Order[]): Promi
               reservationKey: order.reservationKey,
             },
           ]
-        : rows.map((r) => ({
+        : own.map((r) => ({
             lineNo: r.line_no,
             sku: r.sku,
             name: r.name,

@@ -2,7 +2,7 @@ import { businessMetrics } from '../platform/business-metrics.ts';
 import { AppError } from '../platform/errors.ts';
 import { verifySignature, SIGNATURE_HEADER } from '../platform/signature.ts';
 import { EFFECTS, type AppliedEvent, type Effect } from '../orders/index.ts';
-import { insertNotification, recordedEffect, type NotificationRecord } from './payments.repo.ts';
+import { recordNotificationOnce, recordedEffect, type NotificationRecord } from './payments.repo.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import type { Tx } from '../platform/db.ts';
 import { answerEvent, followUp, recordAnswer } from './settle.ts';
@@ -72,13 +72,10 @@ export async function handleNotification(deps: PaymentDeps, n: NotificationRecor
   const answer = answerEvent('callback', n.kind, `callback ${n.notifyId}`, n.amount);
   let result: NotificationResult = { effect: 'IGNORED' };
   const complete = async (tx: Tx, applied: AppliedEvent) => {
-    // The order's row lock orders concurrent copies; a copy that lost the race sees the record.
-    const first = await recordedEffect(tx, n.notifyId);
-    if (first) result = { effect: 'DUPLICATE', recorded_effect: first };
-    else {
-      result = { effect: asEffect(applied.outcome) };
-      await insertNotification(tx, n, result.effect, applied.attention !== undefined, deps.clock.now());
-    }
+    // The order's row lock orders concurrent copies; a copy that lost the race meets the record.
+    const effect = asEffect(applied.outcome);
+    const recorded = await recordNotificationOnce(tx, n, effect, applied.attention !== undefined, deps.clock.now());
+    result = recorded.inserted ? { effect } : { effect: 'DUPLICATE', recorded_effect: recorded.first };
   };
   // The provider notifies as it answers the charge, so a notification meets its pay's last commit:
   // it joins the pays' group commit (the next group, never its pay's own) instead of a durable

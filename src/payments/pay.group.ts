@@ -63,9 +63,8 @@ export function groupPayCommits(deps: Deps, options: GroupOptions = {}): PayComm
   const windowMs = options.windowMs ?? 2;
   const max = options.max ?? 32;
   const concurrent = options.concurrent ?? 1;
-  const collector = groupCollector<Member>({ windowMs, max, concurrent, take: oncePerOrder }, (group) =>
-    commitGroup(deps, group),
-  );
+  const exclusive = oncePerOrder<Member>((group) => commitGroup(deps, group));
+  const collector = groupCollector<Member>({ windowMs, max, concurrent, take: exclusive.take }, exclusive.commit);
   return {
     record(item) {
       return new Promise<AppliedEvent>((resolve, reject) => collector.add({ item, resolve, reject }));
@@ -74,21 +73,33 @@ export function groupPayCommits(deps: Deps, options: GroupOptions = {}): PayComm
 }
 
 /**
- * A group applies one event per order: a pay's answer and the provider's notification of the
- * same charge often arrive together, and the second goes in the next group (in arrival order).
+ * A group applies one event per order, and never one of an order a committing group holds: a
+ * pay's answer and the provider's notification of the same charge often arrive together, and the
+ * second waits for the first's group to end (then goes, in arrival order). Two groups that shared
+ * an order would wait on its row lock, the second holding its other orders' locks meanwhile, and
+ * the groups behind it on those: a convoy (docs/benchmarks.md §11). `take` and `commit` go to the
+ * collector together: `commit` frees a group's orders when it ends, before the next take.
  */
-function oncePerOrder(waiting: Member[]): [Member[], Member[]] {
-  const seen = new Set<string>();
-  const group: Member[] = [];
-  const later: Member[] = [];
-  for (const m of waiting) {
-    if (seen.has(m.item.orderId)) later.push(m);
-    else {
-      seen.add(m.item.orderId);
-      group.push(m);
-    }
-  }
-  return [group, later];
+export function oncePerOrder<M extends { item: { orderId: string } }>(commit: (group: M[]) => Promise<void>) {
+  const busy = new Set<string>();
+  return {
+    take(waiting: M[]): [M[], M[]] {
+      const group: M[] = [];
+      const later: M[] = [];
+      for (const m of waiting) {
+        if (busy.has(m.item.orderId)) later.push(m);
+        else {
+          busy.add(m.item.orderId);
+          group.push(m);
+        }
+      }
+      return [group, later];
+    },
+    commit: (group: M[]) =>
+      commit(group).finally(() => {
+        for (const m of group) busy.delete(m.item.orderId);
+      }),
+  };
 }
 
 /** One pay in a transaction of its own, exactly as without grouping (inTx's retries included). */
@@ -101,7 +112,7 @@ async function alone(deps: Deps, { item, resolve, reject }: Member): Promise<voi
 }
 
 async function commitGroup(deps: Deps, group: Member[]): Promise<void> {
-  if (group.length === 1) return alone(deps, group[0]!);
+  // A group of one takes this path too: pipelined, with its reads sent together (fewer round trips than alone).
   let applied: AppliedEvent[];
   try {
     applied = await inTx(
@@ -110,13 +121,17 @@ async function commitGroup(deps: Deps, group: Member[]): Promise<void> {
         try {
           const items = group.map((m) => ({ orderId: m.item.orderId, event: m.item.answer }));
           const out = await applyOrderEvents(tx, items, deps.clock.now());
-          for (const [i, m] of group.entries()) await m.item.complete(tx, out[i]!);
+          // Each member's completion is its own rows (its key, or its notification's record): sent
+          // together, not one round trip each while the group holds its orders' locks.
+          await Promise.all(group.map((m, i) => m.item.complete(tx, out[i]!)));
           return out;
         } catch (error) {
           throw new MemberFailed(error);
         }
       },
-      { retries: 0 },
+      // Pipelined: BEGIN leaves with the group's three locking reads (one write); later statements
+      // sent together go out without waiting for each other's answers.
+      { retries: 0, pipeline: true },
     );
   } catch (error) {
     // A statement failed (one pay's completion, a deadlock, a lock timeout): the group rolled back,

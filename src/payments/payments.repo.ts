@@ -10,19 +10,32 @@ export interface NotificationRecord {
 }
 
 /** Records a notification once; false when its notify_id was recorded already (a concurrent copy won). */
-export async function insertNotification(
+/**
+ * Records a notification with its effect unless its notify_id is recorded already; then answers
+ * the effect recorded first. One statement: the conflict decides, not a read before the insert.
+ */
+export async function recordNotificationOnce(
   tx: Tx,
   n: NotificationRecord,
   effect: Effect,
   needsAttention: boolean,
   now: Date,
-): Promise<boolean> {
-  const result = await tx.query(
-    `INSERT INTO payment_notifications (notify_id, merchant_order, kind, amount, txn, effect, needs_attention, received_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (notify_id) DO NOTHING`,
-    [n.notifyId, n.merchantOrder, n.kind, n.amount, n.txn, effect, needsAttention, now],
-  );
-  return result.rowCount === 1;
+): Promise<{ inserted: true } | { inserted: false; first: Effect }> {
+  const result = await tx.query<{ inserted: boolean; first: Effect | null }>({
+    name: 'notification-record-once',
+    text: `WITH ins AS (
+             INSERT INTO payment_notifications (notify_id, merchant_order, kind, amount, txn, effect, needs_attention, received_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (notify_id) DO NOTHING RETURNING 1)
+           SELECT EXISTS (SELECT 1 FROM ins) AS inserted,
+                  (SELECT effect FROM payment_notifications WHERE notify_id = $1) AS first`,
+    values: [n.notifyId, n.merchantOrder, n.kind, n.amount, n.txn, effect, needsAttention, now],
+  });
+  const row = result.rows[0];
+  if (row?.inserted) return { inserted: true };
+  // The conflicting row committed after this statement's snapshot was taken: read it now.
+  const first = row?.first ?? (await recordedEffect(tx, n.notifyId));
+  if (!first) throw new Error(`notification ${n.notifyId} conflicted with no recorded row`);
+  return { inserted: false, first };
 }
 
 /** The effect a notify_id had when it was first recorded. */

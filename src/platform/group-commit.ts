@@ -8,7 +8,10 @@ export interface GroupCollectorOptions<M> {
   max: number;
   /** Groups that may commit at once before arriving members start to collect. */
   concurrent: number;
-  /** Splits what waits into this group and the members held for a later one (default: all now). */
+  /**
+   * Splits what waits into this group and the members held for a later one (default: all now). A
+   * take that holds every member back sends nothing: they go when a committing group ends.
+   */
   take?: (waiting: M[]) => [group: M[], later: M[]];
 }
 
@@ -31,6 +34,7 @@ export function groupCollector<M>(
     timer = undefined;
     const [group, later] = take(waiting);
     waiting = later;
+    if (group.length === 0) return;
     committing++;
     void commit(group).finally(() => {
       committing--;

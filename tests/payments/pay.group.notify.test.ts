@@ -88,4 +88,43 @@ describe('paying: notifications in the pays group commit', () => {
     expect(copy.body).toEqual({ effect: 'DUPLICATE', recorded_effect: 'PAID' });
     expect(await countRows(s.db, 'payment_notifications', 'merchant_order = ANY($1::text[])', [ids])).toBe(8);
   });
+  it("PN-03 overlapping groups: each order's answer and two copies of its notification, all at once: PAID once, each notification recorded once, the copy replays it", async () => {
+    const orders = await unknownOrders('pn3', 12);
+    const deps = paymentDeps(s.deps);
+    // Up to four groups commit at once and a timer sends the next while they do: the answer and
+    // the copies of one order are kept out of each other's groups (they would wait on its row lock).
+    const grouped = { ...deps, payCommits: groupPayCommits(deps, { concurrent: 4, windowMs: 1, max: 4 }) };
+    const note = (o: { orderId: string }, i: number) => ({
+      notifyId: `pn3-${i}`,
+      merchantOrder: o.orderId,
+      kind: 'CHARGED' as const,
+      amount: 1990,
+      txn: `t-pn3-${i}`,
+    });
+    const none = async () => {};
+    const charged = answerEvent('charge', 'CHARGED', 'charge', 1990);
+    const work = orders.flatMap((o, i) => [
+      grouped.payCommits.record({ orderId: o.orderId, answer: charged, complete: none }).then((a) => a.outcome),
+      handleNotification(grouped, note(o, i)),
+      handleNotification(grouped, note(o, i)),
+    ]);
+    const results = await Promise.all(work);
+    const ids = orders.map((o) => o.orderId);
+    for (const [i, id] of ids.entries()) {
+      expect((await s.order(id)).status).toBe('PAID');
+      type Copy = { effect: string; recorded_effect?: string };
+      const [answer, first, second] = results.slice(3 * i, 3 * i + 3) as [string, Copy, Copy];
+      // Whichever came first made the order PAID; the later copy replays the earlier one's record.
+      expect([answer, first.effect, second.effect].filter((e) => e === 'PAID')).toHaveLength(1);
+      const [recorded, replayed] = first.recorded_effect === undefined ? [first, second] : [second, first];
+      expect(recorded.recorded_effect).toBeUndefined();
+      expect(replayed).toEqual({ effect: 'DUPLICATE', recorded_effect: recorded.effect });
+    }
+    expect(await countRows(s.db, 'payment_notifications', 'merchant_order = ANY($1::text[])', [ids])).toBe(12);
+    expect(await countRows(s.db, 'outbox', "order_id = ANY($1::text[]) AND event_type = 'ORDER_PAID'", [ids])).toBe(12);
+    expect(await countRows(s.db, 'order_transitions', "order_id = ANY($1::text[]) AND to_status = 'PAID'", [ids])).toBe(
+      12,
+    );
+    expect(await skuCounters(s, 'pn3')).toMatchObject({ available: 0, held: 0, confirmed: 12 });
+  });
 });
