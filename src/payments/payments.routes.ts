@@ -24,6 +24,7 @@ import { groupPayCommits } from './pay.group.ts';
 import { groupPayClaims } from './pay.claims.ts';
 import { beginWalletPay } from './wallet-pay.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
+import { inTx } from '../platform/db.ts';
 
 export function paymentDeps(deps: AppDeps): PaymentDeps {
   return {
@@ -110,14 +111,23 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
     '/v1/admin/orders/:id',
     { onRequest: requirePrincipal(deps.signer, 'admin'), schema: adminOrderSchema },
     async (request) => {
-      const order = await getOrderFor(deps.db, principalOf(request), request.params.id);
-      const [view, timeline, notifications, notes] = await Promise.all([
-        orderView(deps.db, order),
-        getTimeline(deps.db, order.orderId),
-        listNotifications(deps.db, order.orderId),
-        findOrderNotes(deps.db, order.orderId),
-      ]);
-      const journal = await journalView(deps.db, order.orderId);
+      // One snapshot for the whole view: reads on separate pooled connections could show a
+      // notification and miss the note for a person that committed with it.
+      const { order, view, timeline, notifications, notes, journal } = await inTx(
+        deps.db,
+        async (tx) => {
+          const order = await getOrderFor(tx, principalOf(request), request.params.id);
+          return {
+            order,
+            view: await orderView(tx, order),
+            timeline: await getTimeline(tx, order.orderId),
+            notifications: await listNotifications(tx, order.orderId),
+            notes: await findOrderNotes(tx, order.orderId),
+            journal: await journalView(tx, order.orderId),
+          };
+        },
+        { isolation: 'REPEATABLE READ' },
+      );
       return {
         ...view,
         user_id: order.userId,

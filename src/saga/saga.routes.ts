@@ -4,9 +4,10 @@ import { principalOf, requirePrincipal } from '../platform/auth.ts';
 import { findOrder, listNeedingAttention } from '../orders/index.ts';
 import { journalOf, listSagasNeedingAttention } from './saga.repo.ts';
 import { attentionSchema } from './saga.schemas.ts';
+import type { Executor } from '../platform/db.ts';
 
 /** The journal as `GET /v1/admin/orders/{id}` shows it: every step attempt, oldest first. */
-export async function journalView(db: AppDeps['db'], orderId: string) {
+export async function journalView(db: Executor, orderId: string) {
   return (await journalOf(db, orderId)).map((e) => ({
     step: e.step,
     direction: e.direction,
