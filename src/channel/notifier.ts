@@ -3,6 +3,7 @@ import { setMaxListeners } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
 import { AppError } from '../platform/errors.ts';
 import { SIGNATURE_HEADER, signPayload } from '../platform/signature.ts';
+import { httpRequest } from '../platform/http.client.ts';
 import { newId, type NotifyKind } from './ledger.ts';
 import { drawBetween, mulberry32 } from './prng.ts';
 
@@ -258,22 +259,21 @@ export class Notifier {
   private async attempt(n: Notification, delivery: Delivery, signal: AbortSignal): Promise<boolean> {
     delivery.attempts += 1;
     try {
-      const response = await fetch(n.notifyUrl, {
+      const response = await httpRequest(n.notifyUrl, {
         method: 'POST',
         headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signPayload(this.secret, n.body) },
         body: n.body,
-        signal: AbortSignal.any([signal, AbortSignal.timeout(ATTEMPT_TIMEOUT_MS)]),
+        timeoutMs: ATTEMPT_TIMEOUT_MS,
+        signal,
+        maxChars: 0,
       });
-      await response.arrayBuffer().catch(() => undefined);
-      if (response.ok) {
+      if (response.status >= 200 && response.status <= 299) {
         delivery.status = 'DELIVERED';
         return true;
       }
       delivery.lastError = `HTTP ${response.status}`;
     } catch (error) {
-      // fetch hides the socket-level reason (ECONNREFUSED, reset) in `cause`.
-      const { message, cause } = error as Error & { cause?: { message?: string } };
-      delivery.lastError = cause?.message ? `${message}: ${cause.message}` : message;
+      delivery.lastError = (error as Error).message;
     }
     return false;
   }

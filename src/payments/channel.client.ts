@@ -1,3 +1,5 @@
+import { httpRequest } from '../platform/http.client.ts';
+
 // The provider as we see it: every call has a timeout, and a call whose answer we did not get
 // is UNKNOWN — the money may have moved. Never read a timeout as a failure.
 export type ChargeReply =
@@ -40,27 +42,34 @@ interface Reply {
 }
 
 function reasonOf(error: unknown): string {
-  const e = error as { name?: string; cause?: { code?: string }; message?: string };
+  const e = error as { name?: string; code?: string; cause?: { code?: string }; message?: string };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'timeout';
-  return `io error (${e.cause?.code ?? e.message ?? 'unknown'})`;
+  return `io error (${e.cause?.code ?? e.code ?? e.message ?? 'unknown'})`;
 }
 
 export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient {
   async function send(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Reply | { unknown: string }> {
     try {
-      const response = await fetch(`${baseUrl}${path}`, {
+      const response = await httpRequest(`${baseUrl}${path}`, {
         method,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
+        ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+        timeoutMs,
       });
-      const text = await response.text();
       // A 5xx says nothing reliable about the ledger: treat it like a lost answer.
       if (response.status >= 500) return { unknown: `http ${response.status}` };
-      return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+      return {
+        status: response.status,
+        body: response.text ? (JSON.parse(response.text) as Record<string, unknown>) : {},
+      };
     } catch (error) {
       return { unknown: reasonOf(error) };
     }
+  }
+  /** A bulk read (statement, fulfilments): its own, longer limit; throws unless HTTP 200. */
+  async function read<T>(path: string, what: string): Promise<T> {
+    const response = await httpRequest(`${baseUrl}${path}`, { timeoutMs: STATEMENT_TIMEOUT_MS });
+    if (response.status !== 200) throw new Error(`provider ${what}: HTTP ${response.status}`);
+    return JSON.parse(response.text) as T;
   }
 
   const statusReply = (reply: Reply | { unknown: string }): StatusReply => {
@@ -103,26 +112,24 @@ export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient
       return { kind: 'REFUSED', status: reply.status, detail: JSON.stringify(reply.body) };
     },
     async statement() {
-      const response = await fetch(`${baseUrl}/statement`, { signal: AbortSignal.timeout(STATEMENT_TIMEOUT_MS) });
-      if (response.status !== 200) throw new Error(`provider statement: HTTP ${response.status}`);
-      return (await response.json()) as { lines: StatementLine[]; net: number };
+      return read<{ lines: StatementLine[]; net: number }>('/statement', 'statement');
     },
     async statementPage(after, limit) {
       const query = new URLSearchParams({ after: after ?? '0', limit: String(limit) });
-      const response = await fetch(`${baseUrl}/statement?${query}`, {
-        signal: AbortSignal.timeout(STATEMENT_TIMEOUT_MS),
-      });
-      if (response.status !== 200) throw new Error(`provider statement page: HTTP ${response.status}`);
-      const body = (await response.json()) as { lines: StatementLine[]; net: number; next?: string };
+      const body = await read<{ lines: StatementLine[]; net: number; next?: string }>(
+        `/statement?${query}`,
+        'statement page',
+      );
       // A provider that ignores the cursor answers the whole statement without `next`: not resumable.
       if (typeof body.next !== 'string') throw new Error('provider statement page: no `next` cursor in the answer');
       return { lines: body.lines, net: body.net, next: body.next };
     },
     async fulfilled() {
       try {
-        const response = await fetch(`${baseUrl}/fulfilments`, { signal: AbortSignal.timeout(STATEMENT_TIMEOUT_MS) });
-        if (response.status !== 200) return undefined;
-        const body = (await response.json()) as { fulfilments: Array<{ order_id: string; status: string }> };
+        const body = await read<{ fulfilments: Array<{ order_id: string; status: string }> }>(
+          '/fulfilments',
+          'fulfilments',
+        );
         return new Set(body.fulfilments.filter((f) => f.status === 'FULFILLED').map((f) => f.order_id));
       } catch {
         return undefined;

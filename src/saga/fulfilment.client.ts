@@ -1,4 +1,5 @@
 import type { StepResult } from './saga.runner.ts';
+import { httpRequest } from '../platform/http.client.ts';
 
 // The third party that issues the "ticket" (seed 002). Every call has a timeout; an answer we did
 // not get (timeout, 5xx, reset) is UNKNOWN, never a refusal: only a 422 REFUSED is for good.
@@ -13,17 +14,25 @@ function reasonOf(error: unknown): string {
   return e.name === 'TimeoutError' || e.name === 'AbortError' ? 'timeout' : `io error (${e.message ?? 'unknown'})`;
 }
 
+function parsed<T>(text: string): T | Record<string, never> {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return {};
+  }
+}
+
 export function fulfilmentClient(baseUrl: string, timeoutMs: number): FulfilmentClient {
   return {
     async fulfil(key, orderId) {
       try {
-        const response = await fetch(`${baseUrl}/fulfilments`, {
+        const response = await httpRequest(`${baseUrl}/fulfilments`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ key, order_id: orderId }),
-          signal: AbortSignal.timeout(timeoutMs),
+          timeoutMs,
         });
-        const body = (await response.json().catch(() => ({}))) as { result?: string; ref?: string };
+        const body = parsed<{ result?: string; ref?: string }>(response.text);
         if (response.status === 200 && body.result === 'FULFILLED') return { status: 'DONE', receipt: body.ref ?? '' };
         if (response.status === 422 && body.result === 'REFUSED')
           return { status: 'REFUSED', receipt: 'refused by the provider' };
@@ -34,11 +43,9 @@ export function fulfilmentClient(baseUrl: string, timeoutMs: number): Fulfilment
     },
     async query(key) {
       try {
-        const response = await fetch(`${baseUrl}/fulfilments/${encodeURIComponent(key)}`, {
-          signal: AbortSignal.timeout(timeoutMs),
-        });
+        const response = await httpRequest(`${baseUrl}/fulfilments/${encodeURIComponent(key)}`, { timeoutMs });
         if (response.status !== 200) return undefined;
-        const body = (await response.json()) as { status?: string; ref?: string };
+        const body = JSON.parse(response.text) as { status?: string; ref?: string };
         if (body.status === 'FULFILLED') return { status: 'DONE', receipt: body.ref ?? '' };
         if (body.status === 'REFUSED') return { status: 'REFUSED', receipt: 'refused by the provider (query)' };
         return undefined;

@@ -1,5 +1,4 @@
-import http from 'node:http';
-import https from 'node:https';
+import { httpRequest, keepAliveAgents, type HttpAnswer } from '../../platform/http.client.ts';
 import { signPayload, SIGNATURE_HEADER } from '../../platform/signature.ts';
 import type { OutboxEvent, Sink } from '../outbox.events.ts';
 
@@ -25,58 +24,27 @@ const MAX_SOCKETS = 64;
 // A batch answer lists every event's outcome: read it whole, but not without bound.
 const MAX_BATCH_ANSWER_CHARS = 1024 * 1024;
 
-interface Answer {
-  status: number;
-  text: string;
-}
+type Post = (url: URL, body: string, maxChars: number) => Promise<HttpAnswer>;
 
-type Post = (url: URL, body: string, maxChars: number) => Promise<Answer>;
-
-function poster(url: URL, options: HttpSinkOptions): { post: Post; agent: http.Agent } {
-  const transport = url.protocol === 'https:' ? https : http;
-  const agent = new transport.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
+function poster(options: HttpSinkOptions): { post: Post; agents: ReturnType<typeof keepAliveAgents> } {
+  const agents = keepAliveAgents(MAX_SOCKETS);
   const post: Post = (target, body, maxChars) =>
-    new Promise<Answer>((resolve, reject) => {
-      const request = transport.request(
-        target,
-        {
-          method: 'POST',
-          agent,
-          headers: {
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(body),
-            [SIGNATURE_HEADER]: signPayload(options.secret, body),
-          },
-        },
-        (response) => {
-          let text = '';
-          response.setEncoding('utf8');
-          // Read it all, so the connection is reusable; keep only what the caller needs.
-          response.on('data', (chunk: string) => {
-            if (text.length < maxChars) text += chunk;
-          });
-          response.on('error', reject);
-          response.on('end', () => {
-            clearTimeout(timer);
-            resolve({ status: response.statusCode ?? 0, text });
-          });
-        },
-      );
-      const timer = setTimeout(
-        () => request.destroy(new Error(`webhook did not answer within ${options.timeoutMs} ms`)),
-        options.timeoutMs,
-      );
-      request.on('error', (error) => {
-        clearTimeout(timer);
-        reject(error);
-      });
-      request.end(body);
-    });
-  return { post, agent };
+    httpRequest(
+      target,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signPayload(options.secret, body) },
+        body,
+        timeoutMs: options.timeoutMs,
+        maxChars,
+      },
+      agents,
+    );
+  return { post, agents };
 }
 
 const is2xx = (status: number): boolean => status >= 200 && status <= 299;
-const refused = (answer: Answer): Error =>
+const refused = (answer: HttpAnswer): Error =>
   new Error(`webhook answered HTTP ${answer.status}: ${answer.text.slice(0, MAX_ERROR_BODY_CHARS)}`);
 
 /** The batch answer, per event in the order sent; an answer that does not name an event refuses it. */
@@ -100,14 +68,15 @@ function outcomesOf(events: readonly OutboxEvent[], text: string): (Error | null
  */
 export function createHttpSink(options: HttpSinkOptions): Sink {
   const url = new URL(options.url);
-  const { post, agent } = poster(url, options);
+  const { post, agents } = poster(options);
   const sink: Sink = {
     async deliver(event: OutboxEvent): Promise<void> {
       const answer = await post(url, JSON.stringify(event), MAX_ERROR_BODY_CHARS);
       if (!is2xx(answer.status)) throw refused(answer);
     },
     async close(): Promise<void> {
-      agent.destroy();
+      agents.http.destroy();
+      agents.https.destroy();
     },
   };
   if (options.batchUrl === undefined) return sink;
