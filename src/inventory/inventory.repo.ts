@@ -30,29 +30,32 @@ import type { Reservation, ReservationStatus, ReserveRequest, ReserveResult } fr
  * races such a group against creates on the same SKUs.
  */
 
+interface ReservationRow {
+  request_key: string;
+  user_id: string;
+  sku: string;
+  quantity: number;
+  status: ReservationStatus;
+  expires_at: Date;
+}
+
+const toReservation = (tenantId: string, row: ReservationRow): Reservation => ({
+  tenantId,
+  key: row.request_key,
+  userId: row.user_id,
+  sku: row.sku,
+  quantity: row.quantity,
+  status: row.status,
+  expiresAt: row.expires_at,
+});
+
 export async function findReservation(db: Executor, tenantId: string, key: string): Promise<Reservation | undefined> {
-  const result = await db.query<{
-    user_id: string;
-    sku: string;
-    quantity: number;
-    status: ReservationStatus;
-    expires_at: Date;
-  }>('SELECT user_id, sku, quantity, status, expires_at FROM reservations WHERE tenant_id = $1 AND request_key = $2', [
-    tenantId,
-    key,
-  ]);
-  const row = result.rows[0];
-  return (
-    row && {
-      tenantId,
-      key,
-      userId: row.user_id,
-      sku: row.sku,
-      quantity: row.quantity,
-      status: row.status,
-      expiresAt: row.expires_at,
-    }
+  const result = await db.query<ReservationRow>(
+    'SELECT request_key, user_id, sku, quantity, status, expires_at FROM reservations WHERE tenant_id = $1 AND request_key = $2',
+    [tenantId, key],
   );
+  const row = result.rows[0];
+  return row && toReservation(tenantId, row);
 }
 
 /**
@@ -61,26 +64,11 @@ export async function findReservation(db: Executor, tenantId: string, key: strin
  * under it (the expiry sweep skips locked rows), so a confirm or release it decides must succeed.
  */
 export async function lockReservations(tx: Tx, tenantId: string, keys: readonly string[]): Promise<Reservation[]> {
-  const result = await tx.query<{
-    request_key: string;
-    user_id: string;
-    sku: string;
-    quantity: number;
-    status: ReservationStatus;
-    expires_at: Date;
-  }>(
+  const result = await tx.query<ReservationRow>(
     'SELECT request_key, user_id, sku, quantity, status, expires_at FROM reservations WHERE tenant_id = $1 AND request_key = ANY($2::text[]) ORDER BY request_key FOR UPDATE',
     [tenantId, keys],
   );
-  return result.rows.map((row) => ({
-    tenantId,
-    key: row.request_key,
-    userId: row.user_id,
-    sku: row.sku,
-    quantity: row.quantity,
-    status: row.status,
-    expiresAt: row.expires_at,
-  }));
+  return result.rows.map((row) => toReservation(tenantId, row));
 }
 
 /**
@@ -91,15 +79,7 @@ export async function lockReservations(tx: Tx, tenantId: string, keys: readonly 
  * orders' row locks, so the keys it reads are the ones those orders have.
  */
 export async function lockReservationsOfOrders(tx: Tx, orderIds: readonly string[]): Promise<Reservation[]> {
-  const result = await tx.query<{
-    tenant_id: string;
-    request_key: string;
-    user_id: string;
-    sku: string;
-    quantity: number;
-    status: ReservationStatus;
-    expires_at: Date;
-  }>({
+  const result = await tx.query<ReservationRow & { tenant_id: string }>({
     name: 'reservations-lock-of-orders',
     text: `SELECT r.tenant_id, r.request_key, r.user_id, r.sku, r.quantity, r.status, r.expires_at
            FROM reservations r
@@ -110,15 +90,7 @@ export async function lockReservationsOfOrders(tx: Tx, orderIds: readonly string
            ORDER BY r.tenant_id, r.request_key FOR UPDATE OF r`,
     values: [orderIds],
   });
-  return result.rows.map((row) => ({
-    tenantId: row.tenant_id,
-    key: row.request_key,
-    userId: row.user_id,
-    sku: row.sku,
-    quantity: row.quantity,
-    status: row.status,
-    expiresAt: row.expires_at,
-  }));
+  return result.rows.map((row) => toReservation(row.tenant_id, row));
 }
 
 /**

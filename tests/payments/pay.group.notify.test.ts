@@ -28,6 +28,14 @@ describe('paying: notifications in the pays group commit', () => {
     expect(answers.map((a) => a.body.status)).toEqual(Array(n).fill('UNKNOWN'));
     return orders;
   };
+  /** The provider's CHARGED notification of an order, `i`-th of its run. */
+  const charged = (run: string, o: { orderId: string }, i: number) => ({
+    notifyId: `${run}-${i}`,
+    merchantOrder: o.orderId,
+    kind: 'CHARGED' as const,
+    amount: 1990,
+    txn: `t-${run}-${i}`,
+  });
   const writers = async (table: string, column: string, ids: string[]) =>
     (
       await s.db.pool.query<{ n: number }>(
@@ -59,17 +67,10 @@ describe('paying: notifications in the pays group commit', () => {
 
   it('PN-02 notifications that arrive together share one group commit: each recorded once, each order PAID once', async () => {
     const orders = await unknownOrders('pn2', 8);
-    const note = (o: { orderId: string }, i: number) => ({
-      notifyId: `pn2-${i}`,
-      merchantOrder: o.orderId,
-      kind: 'CHARGED' as const,
-      amount: 1990,
-      txn: `t-pn2-${i}`,
-    });
     // The route's handler with a group that collects for its window before the first commit.
     const deps = paymentDeps(s.deps);
     const grouped = { ...deps, payCommits: groupPayCommits(deps, { concurrent: 0, windowMs: 50 }) };
-    const results = await Promise.all(orders.map((o, i) => handleNotification(grouped, note(o, i))));
+    const results = await Promise.all(orders.map((o, i) => handleNotification(grouped, charged('pn2', o, i))));
     expect(results).toEqual(Array(8).fill({ effect: 'PAID' }));
     const ids = orders.map((o) => o.orderId);
     for (const id of ids) expect((await s.order(id)).status).toBe('PAID');
@@ -94,19 +95,12 @@ describe('paying: notifications in the pays group commit', () => {
     // Up to four groups commit at once and a timer sends the next while they do: the answer and
     // the copies of one order are kept out of each other's groups (they would wait on its row lock).
     const grouped = { ...deps, payCommits: groupPayCommits(deps, { concurrent: 4, windowMs: 1, max: 4 }) };
-    const note = (o: { orderId: string }, i: number) => ({
-      notifyId: `pn3-${i}`,
-      merchantOrder: o.orderId,
-      kind: 'CHARGED' as const,
-      amount: 1990,
-      txn: `t-pn3-${i}`,
-    });
     const none = async () => {};
-    const charged = answerEvent('charge', 'CHARGED', 'charge', 1990);
+    const answer = answerEvent('charge', 'CHARGED', 'charge', 1990);
     const work = orders.flatMap((o, i) => [
-      grouped.payCommits.record({ orderId: o.orderId, answer: charged, complete: none }).then((a) => a.outcome),
-      handleNotification(grouped, note(o, i)),
-      handleNotification(grouped, note(o, i)),
+      grouped.payCommits.record({ orderId: o.orderId, answer, complete: none }).then((a) => a.outcome),
+      handleNotification(grouped, charged('pn3', o, i)),
+      handleNotification(grouped, charged('pn3', o, i)),
     ]);
     const results = await Promise.all(work);
     const ids = orders.map((o) => o.orderId);
