@@ -1,4 +1,4 @@
-import type { Tx } from '../platform/db.ts';
+import { allOf, type Tx } from '../platform/db.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 import { invariant } from '../platform/errors.ts';
 import {
@@ -67,14 +67,15 @@ export async function applyOrderEvents(
   now: Date,
 ): Promise<AppliedEvent[]> {
   invariant(new Set(items.map((i) => i.orderId)).size === items.length, 'one event per order in a group');
-  // Orders first (in id order), then their reservations (in tenant, key order), as before, but the
-  // three reads go out together instead of one round trip each: PostgreSQL runs them in order, and
-  // the reservations' statement reads the keys of orders the first has locked.
+  // Orders first (in id order), then their reservations (in tenant, key order), as before; on a
+  // pipelined transaction the three reads go out together instead of one round trip each (allOf):
+  // PostgreSQL runs them in order, and the reservations' statement reads the keys of orders the
+  // first has locked.
   const ids = items.map((i) => i.orderId);
-  const [orders, lineRows, held] = await Promise.all([
-    lockOrders(tx, ids),
-    lineRowsOf(tx, ids),
-    lockReservationsOfOrders(tx, ids),
+  const [orders, lineRows, held] = await allOf(tx, [
+    () => lockOrders(tx, ids),
+    () => lineRowsOf(tx, ids),
+    () => lockReservationsOfOrders(tx, ids),
   ]);
   const lines = linesOf([...orders.values()], lineRows);
   // Keyed by tenant, then reservation key: each order finds its rows in O(its lines), not by
@@ -115,13 +116,13 @@ export async function applyOrderEvents(
     if (d.to) requests.push({ orderId, from: order.status, to: d.to, reason: d.reason ?? event.type });
     if (d.attention) notes.push({ orderId, note: d.attention });
   }
-  // The writes go out together, in this order (stock, transitions, notes), without a round trip
-  // each: every row they touch is locked already, and on a pipelined transaction (the pays'
-  // groups) they leave in one write. Checked once all are answered; a failure rolls all back.
-  const [, versions] = await Promise.all([
-    groupStockMoves(tx, confirms, releases, now),
-    transitionMany(tx, requests, now),
-    noteAttentionMany(tx, notes),
+  // The writes, in this order (stock, transitions, notes), together on a pipelined transaction
+  // (the pays' groups): every row they touch is locked already. Checked once all are answered; a
+  // failure rolls all back.
+  const [, versions] = await allOf(tx, [
+    () => groupStockMoves(tx, confirms, releases, now),
+    () => transitionMany(tx, requests, now),
+    () => noteAttentionMany(tx, notes),
   ]);
   for (const [orderId, { order, d }] of decided) {
     let after = order;

@@ -1,4 +1,4 @@
-import type { Db, Executor, Tx } from '../platform/db.ts';
+import { allOf, type Db, type Executor, type Tx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
 import { findReservation, tryExpireNow } from '../inventory/index.ts';
@@ -51,8 +51,9 @@ export async function expireHoldNow(db: Executor, principal: Principal, orderId:
 export async function orderView(db: Executor, order: Order) {
   const reservation = await findReservation(db, order.tenantId, order.reservationKey);
   const lines = await findLines(db, order);
-  const reservations = await Promise.all(
-    lines.map(async (l) => ({
+  const reservations = await allOf(
+    db,
+    lines.map((l) => async () => ({
       line: l,
       r: l.lineNo === 1 ? reservation : await findReservation(db, order.tenantId, l.reservationKey),
     })),

@@ -57,39 +57,44 @@ export async function receiveStockResults(db: Db, results: readonly StockResult[
 }
 
 async function applyRun(db: Db, run: readonly StockResult[], now: Date): Promise<ResultEffect[]> {
-  return inTx(db, async (tx) => {
-    const inserted = await tx.query<{ event_id: string }>(
-      `INSERT INTO stock_results_in (event_id, order_id, event_type, effect, received_at)
+  // Pipelined: applyOrderEvents sends its locking reads together, and its writes.
+  return inTx(
+    db,
+    async (tx) => {
+      const inserted = await tx.query<{ event_id: string }>(
+        `INSERT INTO stock_results_in (event_id, order_id, event_type, effect, received_at)
        SELECT e, o, t, 'APPLIED', $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS r(e, o, t)
        ON CONFLICT (event_id) DO NOTHING RETURNING event_id`,
-      [run.map((r) => r.event_id), run.map((r) => r.order_id), run.map((r) => r.event_type), now],
-    );
-    const fresh = new Set(inserted.rows.map((r) => r.event_id));
-    const todo = run.filter((r) => fresh.has(r.event_id));
-    const applied: AppliedEvent[] = [];
-    for (let k = 0; k < todo.length; k += GROUP)
-      applied.push(
-        ...(await applyOrderEvents(
-          tx,
-          todo.slice(k, k + GROUP).map((r) => ({ orderId: r.order_id, event: plainEvent(r) as OrderEvent })),
-          now,
-        )),
+        [run.map((r) => r.event_id), run.map((r) => r.order_id), run.map((r) => r.event_type), now],
       );
-    const byEvent = new Map<string, ResultEffect>();
-    const notes: Array<{ id: string; effect: ResultEffect; detail: string | null }> = [];
-    todo.forEach((r, k) => {
-      const a = applied[k];
-      const effect: ResultEffect =
-        !a || a.outcome === 'UNKNOWN_ORDER' ? 'UNKNOWN_ORDER' : a.decision?.to ? 'APPLIED' : 'IGNORED';
-      byEvent.set(r.event_id, effect);
-      if (effect !== 'APPLIED') notes.push({ id: r.event_id, effect, detail: a?.decision?.reason ?? null });
-    });
-    if (notes.length > 0)
-      await tx.query(
-        `UPDATE stock_results_in i SET effect = n.effect, detail = n.detail
+      const fresh = new Set(inserted.rows.map((r) => r.event_id));
+      const todo = run.filter((r) => fresh.has(r.event_id));
+      const applied: AppliedEvent[] = [];
+      for (let k = 0; k < todo.length; k += GROUP)
+        applied.push(
+          ...(await applyOrderEvents(
+            tx,
+            todo.slice(k, k + GROUP).map((r) => ({ orderId: r.order_id, event: plainEvent(r) as OrderEvent })),
+            now,
+          )),
+        );
+      const byEvent = new Map<string, ResultEffect>();
+      const notes: Array<{ id: string; effect: ResultEffect; detail: string | null }> = [];
+      todo.forEach((r, k) => {
+        const a = applied[k];
+        const effect: ResultEffect =
+          !a || a.outcome === 'UNKNOWN_ORDER' ? 'UNKNOWN_ORDER' : a.decision?.to ? 'APPLIED' : 'IGNORED';
+        byEvent.set(r.event_id, effect);
+        if (effect !== 'APPLIED') notes.push({ id: r.event_id, effect, detail: a?.decision?.reason ?? null });
+      });
+      if (notes.length > 0)
+        await tx.query(
+          `UPDATE stock_results_in i SET effect = n.effect, detail = n.detail
          FROM unnest($1::text[], $2::text[], $3::text[]) AS n(id, effect, detail) WHERE i.event_id = n.id`,
-        [notes.map((n) => n.id), notes.map((n) => n.effect), notes.map((n) => n.detail)],
-      );
-    return run.map((r) => byEvent.get(r.event_id) ?? 'DUPLICATE');
-  });
+          [notes.map((n) => n.id), notes.map((n) => n.effect), notes.map((n) => n.detail)],
+        );
+      return run.map((r) => byEvent.get(r.event_id) ?? 'DUPLICATE');
+    },
+    { pipeline: true },
+  );
 }

@@ -1,5 +1,5 @@
 import { groupCollector } from '../platform/group-commit.ts';
-import { inTx, type Tx } from '../platform/db.ts';
+import { allOf, inTx, type Tx } from '../platform/db.ts';
 import { applyOrderEvents, type AppliedEvent } from '../orders/index.ts';
 import { recordAnswer, type Answer } from './settle.ts';
 import type { PaymentDeps } from './payments.deps.ts';
@@ -123,7 +123,10 @@ async function commitGroup(deps: Deps, group: Member[]): Promise<void> {
           const out = await applyOrderEvents(tx, items, deps.clock.now());
           // Each member's completion is its own rows (its key, or its notification's record): sent
           // together, not one round trip each while the group holds its orders' locks.
-          await Promise.all(group.map((m, i) => m.item.complete(tx, out[i]!)));
+          await allOf(
+            tx,
+            group.map((m, i) => () => m.item.complete(tx, out[i]!)),
+          );
           return out;
         } catch (error) {
           throw new MemberFailed(error);

@@ -34,12 +34,16 @@ async function applyGroup(deps: PaymentDeps, group: Waiting[]): Promise<void> {
   group.sort(byOrderId);
   let applied: AppliedEvent[];
   try {
-    applied = await inTx(deps.db, (tx) =>
-      applyOrderEvents(
-        tx,
-        group.map((w) => ({ orderId: w.orderId, event: w.answer })),
-        deps.clock.now(),
-      ),
+    // Pipelined: BEGIN and the group's locking reads leave in one write, its writes together.
+    applied = await inTx(
+      deps.db,
+      (tx) =>
+        applyOrderEvents(
+          tx,
+          group.map((w) => ({ orderId: w.orderId, event: w.answer })),
+          deps.clock.now(),
+        ),
+      { pipeline: true },
     );
   } catch {
     for (const w of group) await recordAnswer(deps, w.orderId, w.answer).then(w.resolve, w.reject);
