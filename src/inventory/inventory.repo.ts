@@ -80,13 +80,19 @@ export async function lockReservations(tx: Tx, tenantId: string, keys: readonly 
  */
 export async function lockReservationsOfOrders(tx: Tx, orderIds: readonly string[]): Promise<Reservation[]> {
   const result = await tx.query<ReservationRow & { tenant_id: string }>({
-    name: 'reservations-lock-of-orders',
-    text: `SELECT r.tenant_id, r.request_key, r.user_id, r.sku, r.quantity, r.status, r.expires_at
-           FROM reservations r
-           WHERE (r.tenant_id, r.request_key) IN (
-             SELECT o.tenant_id, coalesce(l.reservation_key, o.reservation_key)
+    name: 'reservations-lock-of-orders-by-key',
+    // The keys are computed first (InitPlans) and the rows found by the primary key (= ANY on both
+    // columns, the exact pairs checked after): a semi-join here was planned as a scan of every
+    // reservation whenever the table's statistics were stale, as they are after a burst of writes
+    // (P3 after the bench's other runs: 548 of these took over 5 ms, 5.1 s in all; docs/benchmarks.md §12).
+    text: `WITH k AS MATERIALIZED (
+             SELECT DISTINCT o.tenant_id, coalesce(l.reservation_key, o.reservation_key) AS key
              FROM orders o LEFT JOIN order_lines l ON l.order_id = o.order_id
              WHERE o.order_id = ANY($1::text[]))
+           SELECT r.tenant_id, r.request_key, r.user_id, r.sku, r.quantity, r.status, r.expires_at
+           FROM reservations r
+           WHERE r.tenant_id = ANY(ARRAY(SELECT tenant_id FROM k)) AND r.request_key = ANY(ARRAY(SELECT key FROM k))
+             AND EXISTS (SELECT 1 FROM k WHERE k.tenant_id = r.tenant_id AND k.key = r.request_key)
            ORDER BY r.tenant_id, r.request_key FOR UPDATE OF r`,
     values: [orderIds],
   });
