@@ -2,7 +2,7 @@ import type { Tx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
 import { findSkuTerms, reserve, skuKey, type Reservation, type SkuTerms } from '../inventory/index.ts';
-import { insertLines, lineView, snapshotLines, type OrderLine } from './orders.lines.ts';
+import { insertLines, lineView, orderHead, snapshotLines, type OrderLine } from './orders.lines.ts';
 import { jsonResponse, problemResponse, type StoredResponse } from '../idempotency/index.ts';
 import { insertOrder, newOrderId } from './orders.repo.ts';
 import type { Order } from './orders.types.ts';
@@ -89,16 +89,7 @@ export async function createOrderOfLines(
     });
   }
   if (several) await tx.query('RELEASE SAVEPOINT order_reserve');
-  const first = lines[0] as OrderLine;
-  const order = {
-    orderId,
-    tenantId: principal.tenantId,
-    userId: principal.userId,
-    sku: first.sku,
-    quantity: first.quantity,
-    amount: lines.reduce((sum, l) => sum + l.amount, 0),
-    reservationKey: first.reservationKey,
-  };
+  const order = orderHead(orderId, principal, lines);
   await insertOrder(tx, order, now);
   await insertLines(tx, order, lines);
   return {

@@ -37,6 +37,20 @@ export function snapshotLines(
   });
 }
 
+/** A new order's own columns from its lines: line 1 names the SKU and its reservation, the amount is the sum. */
+export function orderHead(orderId: string, owner: { tenantId: string; userId: string }, lines: readonly OrderLine[]) {
+  const first = lines[0] as OrderLine;
+  return {
+    orderId,
+    tenantId: owner.tenantId,
+    userId: owner.userId,
+    sku: first.sku,
+    quantity: first.quantity,
+    amount: lines.reduce((sum, l) => sum + l.amount, 0),
+    reservationKey: first.reservationKey,
+  };
+}
+
 /** The lines as the six column arrays an `unnest` insert of order_lines takes. */
 export function lineColumns(lines: readonly Omit<OrderLine, 'amount'>[]) {
   return [

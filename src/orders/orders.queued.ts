@@ -2,7 +2,7 @@ import type { Tx } from '../platform/db.ts';
 import type { Principal } from '../platform/auth.ts';
 import type { SkuTerms } from '../inventory/index.ts';
 import { canonicalLines, readSkus, type RequestedLine } from './orders.create.ts';
-import { findLines, lineColumns, lineView, snapshotLines, type OrderLine } from './orders.lines.ts';
+import { findLines, lineColumns, lineView, orderHead, snapshotLines, type OrderLine } from './orders.lines.ts';
 import { jsonResponse, type StoredResponse } from '../idempotency/index.ts';
 import { newOrderId } from './orders.repo.ts';
 import type { Order } from './orders.types.ts';
@@ -121,17 +121,10 @@ export function buildPendingOrder(
 ): PendingOutcome & { payload: string; requestKey: string } {
   const orderId = newOrderId();
   const lines: OrderLine[] = snapshotLines(orderId, sorted, skus);
-  const first = lines[0] as OrderLine;
   const order: Order = {
-    orderId,
-    tenantId: principal.tenantId,
-    userId: principal.userId,
-    sku: first.sku,
-    quantity: first.quantity,
-    amount: lines.reduce((sum, l) => sum + l.amount, 0),
+    ...orderHead(orderId, principal, lines),
     status: 'PENDING',
     version: 1,
-    reservationKey: first.reservationKey,
     reserveAttempt: 1,
     queued: true,
     createdAt: now,
