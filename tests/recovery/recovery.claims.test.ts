@@ -79,20 +79,51 @@ describe('recovery claims on a database with history', () => {
     await orders('rc-failed-', 50, { status: 'FAILED', hold: 'HELD', expiresAt: past, at: () => ago(9e6) });
     // Abandoned: CREATED with the unit released, or held past its expiry, or a second line released.
     abandoned.push(
-      ...(await orders('rc-released-', 6, { status: 'CREATED', hold: 'RELEASED', expiresAt: past, at: (i) => ago(900_000 - i) })),
-      ...(await orders('rc-expired-', 6, { status: 'CREATED', hold: 'HELD', expiresAt: past, at: (i) => ago(800_000 - i) })),
+      ...(await orders('rc-released-', 6, {
+        status: 'CREATED',
+        hold: 'RELEASED',
+        expiresAt: past,
+        at: (i) => ago(900_000 - i),
+      })),
+      ...(await orders('rc-expired-', 6, {
+        status: 'CREATED',
+        hold: 'HELD',
+        expiresAt: past,
+        at: (i) => ago(800_000 - i),
+      })),
     );
     for (let i = 0; i < 3; i++) await twoLines(`rc-line2-${i}`, 'HELD', 'RELEASED', ago(700_000 - i));
     abandoned.push('rc-line2-0', 'rc-line2-1', 'rc-line2-2');
     for (let i = 0; i < 3; i++) await twoLines(`rc-both-held-${i}`, 'HELD', 'HELD', ago(700_000 - i));
     // Another tenant's abandoned order.
-    await orders('rc-other-', 2, { tenant: OTHER, status: 'CREATED', hold: 'RELEASED', expiresAt: past, at: () => ago(950_000) });
+    await orders('rc-other-', 2, {
+      tenant: OTHER,
+      status: 'CREATED',
+      hold: 'RELEASED',
+      expiresAt: past,
+      at: () => ago(950_000),
+    });
     // Unfinished for the provider: UNKNOWN, REFUNDING and stale PAYING; not a fresh PAYING, nor the
     // orders waiting for the stock service.
     unfinished.push(
-      ...(await orders('rc-unknown-', 5, { status: 'UNKNOWN', hold: 'HELD', expiresAt: live, at: (i) => ago(500_000 - i) })),
-      ...(await orders('rc-refunding-', 2, { status: 'REFUNDING', hold: 'RELEASED', expiresAt: past, at: (i) => ago(400_000 - i) })),
-      ...(await orders('rc-stale-paying-', 3, { status: 'PAYING', hold: 'HELD', expiresAt: live, at: (i) => ago(300_000 - i) })),
+      ...(await orders('rc-unknown-', 5, {
+        status: 'UNKNOWN',
+        hold: 'HELD',
+        expiresAt: live,
+        at: (i) => ago(500_000 - i),
+      })),
+      ...(await orders('rc-refunding-', 2, {
+        status: 'REFUNDING',
+        hold: 'RELEASED',
+        expiresAt: past,
+        at: (i) => ago(400_000 - i),
+      })),
+      ...(await orders('rc-stale-paying-', 3, {
+        status: 'PAYING',
+        hold: 'HELD',
+        expiresAt: live,
+        at: (i) => ago(300_000 - i),
+      })),
     );
     await orders('rc-fresh-paying-', 3, { status: 'PAYING', hold: 'HELD', expiresAt: live, at: () => ago(1_000) });
     await orders('rc-pending-', 3, { status: 'PENDING', hold: 'HELD', expiresAt: live, at: () => ago(600_000) });
@@ -124,10 +155,7 @@ describe('recovery claims on a database with history', () => {
     const claimUntil = new Date(NOW.getTime() + 30_000);
     const taken = await inTx(stack.db.pool, (tx) => claimUnfinished(tx, NOW, ago(60_000), claimUntil, TENANT));
     expect(taken.map((c) => c.orderId)).toEqual(unfinished);
-    const stamped = await sql(
-      `SELECT count(*)::int AS n FROM orders WHERE recovery_claimed_until = $1`,
-      [claimUntil],
-    );
+    const stamped = await sql(`SELECT count(*)::int AS n FROM orders WHERE recovery_claimed_until = $1`, [claimUntil]);
     expect(stamped.rows[0].n).toBe(unfinished.length);
     // Claimed: a second claimer before the claim expires gets none of them.
     const again = await inTx(stack.db.pool, (tx) => claimUnfinished(tx, NOW, ago(60_000), claimUntil, TENANT));
