@@ -93,12 +93,12 @@ export async function listStockDrift(
     // bench's sale; docs/benchmarks.md §13).
     `WITH r AS MATERIALIZED (
        SELECT tenant_id, sku,
-              coalesce(sum(quantity) FILTER (WHERE status = 'HELD'), 0)::int AS held_rows,
-              coalesce(sum(quantity) FILTER (WHERE status = 'CONFIRMED'), 0)::int AS confirmed_rows
+              sum(quantity) FILTER (WHERE status = 'HELD') AS held_rows,
+              sum(quantity) FILTER (WHERE status = 'CONFIRMED') AS confirmed_rows
        FROM reservations WHERE status IN ('HELD', 'CONFIRMED') AND ($1::text IS NULL OR tenant_id = $1)
        GROUP BY tenant_id, sku)
      SELECT s.tenant_id, s.sku, s.total, s.available, s.held, s.confirmed,
-            coalesce(r.held_rows, 0) AS held_rows, coalesce(r.confirmed_rows, 0) AS confirmed_rows
+            coalesce(r.held_rows, 0)::int AS held_rows, coalesce(r.confirmed_rows, 0)::int AS confirmed_rows
      FROM sku_counters s LEFT JOIN r ON r.tenant_id = s.tenant_id AND r.sku = s.sku
      WHERE ($1::text IS NULL OR s.tenant_id = $1)
        AND (s.total <> s.available + s.held + s.confirmed
