@@ -90,6 +90,16 @@ export const heldKeyOf = (tenantId: string, key: string) => skuKey(tenantId, key
 
 const tenantsAndKeys = (items: readonly HeldKey[]) => [items.map((i) => i.tenantId), items.map((i) => i.key)];
 
+// The group's reservations ($1 tenants, $2 keys), each found by its primary key (LATERAL: one probe
+// per key) and then updated by its ctid. Joined on the key columns, the planner could scan a
+// tenant's every reservation for the few HELD ones when its statistics say few are HELD (as the
+// batch's key completion did: PLAN-01). The caller holds these rows locked, so they cannot move in between.
+const HELD_BY_KEY = `(
+             SELECT h.at FROM unnest($1::text[], $2::text[]) AS k(tenant_id, request_key)
+             CROSS JOIN LATERAL (
+               SELECT x.ctid AS at FROM reservations x WHERE x.tenant_id = k.tenant_id AND x.request_key = k.request_key
+               OFFSET 0) AS h) AS k`;
+
 /**
  * HELD → CONFIRMED for many reservations in one statement (a recovery group's PAID answers):
  * reservation rows only, as tryConfirm. Returns the keys it confirmed (those that were HELD), as heldKeyOf().
@@ -97,10 +107,9 @@ const tenantsAndKeys = (items: readonly HeldKey[]) => [items.map((i) => i.tenant
 export async function confirmMany(tx: Tx, items: readonly HeldKey[], now: Date): Promise<Set<string>> {
   if (items.length === 0) return new Set();
   const result = await tx.query<{ tenant_id: string; request_key: string }>({
-    name: 'reservation-confirm-many',
     text: `UPDATE reservations r SET status = 'CONFIRMED', updated_at = $3
-           FROM unnest($1::text[], $2::text[]) AS k(tenant_id, request_key)
-           WHERE r.tenant_id = k.tenant_id AND r.request_key = k.request_key AND r.status = 'HELD'
+           FROM ${HELD_BY_KEY}
+           WHERE r.ctid = k.at AND r.status = 'HELD'
            RETURNING r.tenant_id, r.request_key`,
     values: [...tenantsAndKeys(items), now],
   });
@@ -140,10 +149,9 @@ function sums(rows: readonly Released[], by: ReadonlyArray<'tenant_id' | 'sku' |
 export async function releaseMany(tx: Tx, items: readonly HeldKey[], now: Date): Promise<Set<string>> {
   if (items.length === 0) return new Set();
   const released = await tx.query<Released>({
-    name: 'reservation-release-many',
     text: `UPDATE reservations r SET status = 'RELEASED', updated_at = $3
-           FROM unnest($1::text[], $2::text[]) AS k(tenant_id, request_key)
-           WHERE r.tenant_id = k.tenant_id AND r.request_key = k.request_key AND r.status = 'HELD'
+           FROM ${HELD_BY_KEY}
+           WHERE r.ctid = k.at AND r.status = 'HELD'
            RETURNING r.tenant_id, r.request_key, r.sku, r.user_id, r.quantity`,
     values: [...tenantsAndKeys(items), now],
   });
@@ -157,7 +165,6 @@ export async function releaseMany(tx: Tx, items: readonly HeldKey[], now: Date):
       columns(perSku, 2),
     );
   await tx.query({
-    name: 'skus-release-many',
     text: `UPDATE skus s SET held = s.held - k.q, available = s.available + k.q, released = s.released + k.q
            FROM unnest($1::text[], $2::text[], $3::int[]) AS k(tenant_id, sku, q)
            WHERE s.tenant_id = k.tenant_id AND s.sku = k.sku`,
@@ -165,7 +172,6 @@ export async function releaseMany(tx: Tx, items: readonly HeldKey[], now: Date):
   });
   const perHolding = sums(released.rows, ['tenant_id', 'sku', 'user_id']);
   await tx.query({
-    name: 'holdings-release-many',
     text: `UPDATE user_holdings h SET quantity = h.quantity - k.q
            FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS k(tenant_id, sku, user_id, q)
            WHERE h.tenant_id = k.tenant_id AND h.sku = k.sku AND h.user_id = k.user_id`,

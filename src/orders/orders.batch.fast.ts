@@ -6,6 +6,7 @@ import { tryFastBatch, type FastBuyer, type SkuDefinition } from './orders.batch
 import { lineReservationKeyFor } from './orders.keys.ts';
 import { newOrderId } from './orders.repo.ts';
 import type { BatchedCreate } from './orders.batch.lanes.ts';
+import { findSkuTerms } from '../inventory/index.ts';
 
 /*
  * THE ONE-STATEMENT BATCH. A batch whose buyers each want one unit of a SKU without a per-user
@@ -21,7 +22,9 @@ import type { BatchedCreate } from './orders.batch.lanes.ts';
  * locks for the decrement) and, if a price, name,
  * hold time or limit changed (an admin PATCH, from any process), writes nothing and returns the
  * current definition; the batch then runs on the transactional path, which reads the row itself.
- * A SKU this process has not read yet also takes the transactional path once.
+ * A SKU this process has not seen yet is read first (one plain read by primary key, no lock): a
+ * shop with many SKUs sees most of them for the first time, and the transactional path costs a
+ * transaction and three round trips where the read and the statement cost two.
  *
  * Lock order: the statement inserts the keys and every row first and takes the SKU row's lock
  * last, with the decrement (keys, then SKU row: the order of the transactional paths, so the same
@@ -37,8 +40,10 @@ import type { BatchedCreate } from './orders.batch.lanes.ts';
  * executes. There is no moment "rows written, COMMIT not sent" in this form.
  */
 
-// Per pool: tests run several stacks (databases) in one process.
+// Per pool: tests run several stacks (databases) in one process. Bounded: a catalogue larger than
+// this is served from the statement's own check after a reset, never from memory that grows with it.
 const definitionsByDb = new WeakMap<Db, Map<string, SkuDefinition>>();
+const MAX_DEFINITIONS = 50_000;
 
 const definitionId = (tenantId: string, sku: string) => `${tenantId}\u0000${sku}`;
 
@@ -46,12 +51,21 @@ const definitionId = (tenantId: string, sku: string) => `${tenantId}\u0000${sku}
 export function rememberDefinition(db: Db, tenantId: string, sku: string, definition: SkuDefinition): void {
   let definitions = definitionsByDb.get(db);
   if (!definitions) definitionsByDb.set(db, (definitions = new Map()));
+  if (definitions.size >= MAX_DEFINITIONS) definitions.clear();
   const { name, price, holdTtlMs, perUserLimit } = definition;
   definitions.set(definitionId(tenantId, sku), { name, price, holdTtlMs, perUserLimit });
 }
 
 function forgetDefinition(db: Db, tenantId: string, sku: string): void {
   definitionsByDb.get(db)?.delete(definitionId(tenantId, sku));
+}
+
+/** First sight of a SKU in this process: its definition read without a lock. Undefined: no such SKU (the transactional path answers). */
+async function readDefinition(db: Db, tenantId: string, sku: string): Promise<SkuDefinition | undefined> {
+  const terms = await findSkuTerms(db, tenantId, sku);
+  if (!terms) return undefined;
+  rememberDefinition(db, tenantId, sku, terms);
+  return terms;
 }
 
 /** The definition this process would build answers from (for tests). */
@@ -102,8 +116,10 @@ export async function tryOneStatementBatch(
   sku: string,
   batch: readonly BatchedCreate[],
 ): Promise<FastAnswers | undefined> {
-  const definition = definitionsByDb.get(deps.db)?.get(definitionId(tenantId, sku));
-  if (!definition || definition.perUserLimit !== null || batch.some((p) => p.line.quantity !== 1)) return undefined;
+  if (batch.some((p) => p.line.quantity !== 1)) return undefined;
+  const definition =
+    definitionsByDb.get(deps.db)?.get(definitionId(tenantId, sku)) ?? (await readDefinition(deps.db, tenantId, sku));
+  if (!definition || definition.perUserLimit !== null) return undefined;
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + definition.holdTtlMs);
   const template = createdTemplate(tenantId, sku, definition, expiresAt);

@@ -55,6 +55,18 @@ export const DONE_KEYS = `done AS (
          WHERE i.tenant_id = $1 AND i.user_id = u.user_id AND i.operation = '${OPERATION}' AND i.idempotency_key = u.key
            AND i.state = 'DONE' OFFSET 0) AS i)`;
 
+// The batch's own PROCESSING keys with their answers ($1 tenant), each row found by its primary key
+// (LATERAL: one probe per buyer) and then updated by its ctid. A join on the key columns let the
+// planner, on statistics that say few keys are PROCESSING, scan every key of the tenant to find
+// them (30,000 index entries per batch: PLAN-01). The rows are ours (claimed in this transaction),
+// so no other transaction can move them between the probe and the update.
+const ownedKeys = (columns: string) => `(
+         SELECT d.*, p.at FROM unnest(${columns}) AS d(user_id, key, status, body, location)
+         CROSS JOIN LATERAL (
+           SELECT p.ctid AS at FROM idempotency_keys p
+           WHERE p.tenant_id = $1 AND p.user_id = d.user_id AND p.operation = '${OPERATION}' AND p.idempotency_key = d.key
+           OFFSET 0) AS p) AS d`;
+
 export interface DoneRow {
   user_id: string;
   key: string;
@@ -186,7 +198,6 @@ export interface BatchWrite {
 export async function tryApplyBatch(tx: Tx, write: BatchWrite): Promise<{ available: number } | undefined> {
   const units = write.grants.reduce((sum, g) => sum + g.quantity, 0);
   const result = await tx.query<{ available: number | null; completed: number }>({
-    name: 'batch-apply',
     text: `WITH taken AS (
        UPDATE skus SET available = available - $3, held = held + $3
        WHERE tenant_id = $1 AND sku = $2 AND available >= $3 RETURNING available),
@@ -215,9 +226,8 @@ export async function tryApplyBatch(tx: Tx, write: BatchWrite): Promise<{ availa
      k AS (
        UPDATE idempotency_keys i SET state = 'DONE', response_status = d.status, response_body = d.body,
          response_location = d.location, completed_at = $12, locked_until = NULL
-       FROM unnest($15::text[], $16::text[], $17::int[], $18::text[], $19::text[]) AS d(user_id, key, status, body, location)
-       WHERE EXISTS (SELECT 1 FROM taken) AND i.tenant_id = $1 AND i.user_id = d.user_id
-         AND i.operation = '${OPERATION}' AND i.idempotency_key = d.key AND i.state = 'PROCESSING'
+       FROM ${ownedKeys('$15::text[], $16::text[], $17::int[], $18::text[], $19::text[]')}
+       WHERE EXISTS (SELECT 1 FROM taken) AND i.ctid = d.at AND i.state = 'PROCESSING'
        RETURNING 1)
      SELECT (SELECT available FROM taken) AS available, (SELECT count(*) FROM k)::int AS completed`,
     values: [
@@ -257,12 +267,10 @@ function answerColumns(answers: readonly BatchAnswer[]) {
 /** A batch that took no stock (every buyer refused): only the keys are completed. */
 export async function completeBatchKeys(tx: Tx, tenantId: string, answers: readonly BatchAnswer[], now: Date) {
   const result = await tx.query({
-    name: 'batch-complete-keys',
     text: `UPDATE idempotency_keys i SET state = 'DONE', response_status = d.status, response_body = d.body,
              response_location = d.location, completed_at = $2, locked_until = NULL
-           FROM unnest($3::text[], $4::text[], $5::int[], $6::text[], $7::text[]) AS d(user_id, key, status, body, location)
-           WHERE i.tenant_id = $1 AND i.user_id = d.user_id AND i.operation = '${OPERATION}'
-             AND i.idempotency_key = d.key AND i.state = 'PROCESSING'`,
+           FROM ${ownedKeys('$3::text[], $4::text[], $5::int[], $6::text[], $7::text[]')}
+           WHERE i.ctid = d.at AND i.state = 'PROCESSING'`,
     values: [tenantId, now, ...answerColumns(answers)],
   });
   if (result.rowCount !== answers.length) throw new Error('batch: an owned key was not PROCESSING');
