@@ -83,7 +83,7 @@ async function crashAt(point: FaultPointName): Promise<void> {
   const t0 = Date.now();
   const mark = (what: string) =>
     process.env.FLASHPAY_MATRIX_TRACE && console.log(`${point} ${what} +${Date.now() - t0}ms`);
-  const doomed = await startFaultStack({ env: { ...ENV, FLASHPAY_FAULTPOINT: point } });
+  const doomed = await startFaultStack({ env: { ...ENV, ...scenario.env, FLASHPAY_FAULTPOINT: point } });
   let restarted: FaultStack | undefined;
   try {
     let stdout = '';

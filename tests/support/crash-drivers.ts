@@ -53,15 +53,23 @@ export interface CrashScenario {
   settled(t: CrashTarget, d: Driven): Promise<boolean>;
   /** Further checks after convergence (each event once, each call once …). */
   check(t: CrashTarget, d: Driven): Promise<string[]>;
+  /** Extra environment of the doomed process only (the restarted one runs without it). */
+  env?: Record<string, string>;
 }
 
 let seq = 0;
 const key = (p: string) => `${p}-${process.pid}-${++seq}`;
 
-async function sku(t: CrashTarget, name: string, stock: number, price = 500): Promise<void> {
+async function sku(
+  t: CrashTarget,
+  name: string,
+  stock: number,
+  price = 500,
+  extra: { per_user_limit?: number } = {},
+): Promise<void> {
   const made = await request(t.api, 'POST', '/v1/admin/skus', {
     token: await t.token('ops', 'admin'),
-    body: { sku: name, name: `SKU ${name}`, price, stock },
+    body: { sku: name, name: `SKU ${name}`, price, stock, ...extra },
   });
   if (made.status !== 201) throw new Error(`sku ${name}: ${made.status} ${JSON.stringify(made.body)}`);
 }
@@ -277,9 +285,14 @@ const stockBatch: CrashScenario = {
 
 /** Sync creates grouped into one batch that dies before its COMMIT: nothing of it stays; the same keys then buy afresh. */
 const createBatch: CrashScenario = {
+  // Buyers queued behind the parked batch wait on the SKU's row lock; under a loaded suite the
+  // kill can come seconds after STAGE, and none of them may be answered 503 before it.
+  env: { FLASHPAY_IDEMPOTENCY_WAIT_MS: '60000' },
   async drive(t) {
     const name = key('b');
-    await sku(t, name, 3);
+    // A per-user limit keeps every batch of the SKU on the transactional path, the one with a
+    // moment between its writes and its COMMIT (the one-statement form has none to crash in).
+    await sku(t, name, 3, 500, { per_user_limit: 2 });
     const buyers = Array.from({ length: 5 }, (_, i) => ({ user: `b-${i}`, key: key('b') }));
     const answers = buyers.map((b) =>
       t
