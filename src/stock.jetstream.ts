@@ -20,7 +20,7 @@ import type { StockTransport } from './stock.transport.ts';
 
 // Limits, each with its reason.
 const PUBLISH_TIMEOUT_MS = 5_000; // below the claim lease, so a slow PubAck cannot outlive its claim
-const ACK_WAIT_MS = 30_000; // an unacknowledged message is redelivered after this (at least once)
+const ACK_WAIT_MS = 30_000; // default: an unacknowledged message is redelivered after this (at least once)
 const RETRY_DELAY_MS = 500; // a failed inbox write comes back after this, not in a hot loop
 const MAX_IN_FLIGHT = 64; // messages pulled ahead of processing
 
@@ -31,6 +31,8 @@ export interface JetStreamStockOptions {
   shopDb: Db;
   stockDb: Db;
   consume: { requests: boolean; results: boolean };
+  /** Redelivery of a delivered, unacknowledged message (a consumer killed mid-batch); default 30 s. */
+  ackWaitMs?: number;
   onError?: (error: unknown) => void;
 }
 
@@ -110,7 +112,7 @@ export function jetStreamStockTransport(options: JetStreamStockOptions): StockTr
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
       filter_subject: subject,
-      ack_wait: nanos(ACK_WAIT_MS),
+      ack_wait: nanos(options.ackWaitMs ?? ACK_WAIT_MS),
     });
     const messages = await (
       await jetstream(nc).consumers.get(names.stream, durable)

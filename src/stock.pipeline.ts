@@ -218,6 +218,7 @@ type PumpDeps = {
     | 'amqpUrl'
     | 'natsUrl'
     | 'stockDatabaseUrl'
+    | 'stockAckWaitMs'
   >;
 };
 // One pump per process and deps: the loop and the operator's drain share its broker connection.
@@ -253,7 +254,7 @@ export function stockPumpFor(
     config.stockTransport === 'amqp'
       ? amqpStockTransport({ url: config.amqpUrl ?? '', ...sides })
       : config.stockTransport === 'jetstream'
-        ? jetStreamStockTransport({ servers: config.natsUrl ?? '', ...sides })
+        ? jetStreamStockTransport({ servers: config.natsUrl ?? '', ackWaitMs: config.stockAckWaitMs, ...sides })
         : undefined;
   const made = createStockPump({
     shopDb: deps.db,

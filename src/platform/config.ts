@@ -67,6 +67,8 @@ export interface Config {
   stockTransport: 'database' | 'amqp' | 'jetstream';
   /** RabbitMQ queue names `<prefix>.requests|results|dlq` (distinct per deployment or test run). */
   stockQueuePrefix: string;
+  /** JetStream: how long a delivered, unacknowledged stock message waits before it is redelivered. */
+  stockAckWaitMs: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -179,5 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     stockDatabaseUrl: env.FLASHPAY_STOCK_DATABASE_URL || undefined,
     stockTransport: stockTransport(env.FLASHPAY_STOCK_TRANSPORT),
     stockQueuePrefix: env.FLASHPAY_STOCK_QUEUE_PREFIX || 'flashpay.stock',
+    // Far above one inbox commit; what a killed consumer's messages wait before another gets them.
+    stockAckWaitMs: int(env, 'FLASHPAY_STOCK_ACK_WAIT_MS', 30_000, 1_000),
   };
 }

@@ -30,6 +30,8 @@ describe('three processes, split databases, over JetStream', () => {
             NATS_URL: url,
             FLASHPAY_STOCK_QUEUE_PREFIX: prefix,
             FLASHPAY_STOCK_DATABASE_URL: '',
+            // The killed stock service's unacked messages come back after this, not the default 30 s.
+            FLASHPAY_STOCK_ACK_WAIT_MS: '2000',
           },
           { drained: async () => (await open().catch(() => [-1])).every((n) => n === 0) },
         );
