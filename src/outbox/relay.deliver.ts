@@ -39,12 +39,35 @@ export interface RelayContext {
   deliverTimeoutMs: number;
   onError: (error: unknown) => void;
   onPass: ((result: { delivered: number; failed: number }, ms: number) => void) | undefined;
+  /**
+   * What a database fault left undone, settled before the next claim: events the sink acknowledged
+   * whose mark failed, and claims a release could not give back. Without it they would wait out
+   * their lease (30 s) after every blip, although this relay still knows what happened to them.
+   */
+  owed: { marks: Set<number>; releases: Set<number> };
 }
 
 export function nowOf(ctx: RelayContext): Date {
   return ctx.clock.now();
 }
 
+export function oweMarks(ctx: RelayContext, eventIds: readonly number[]): void {
+  for (const id of eventIds) ctx.owed.marks.add(id);
+}
+
+export function oweReleases(ctx: RelayContext, eventIds: readonly number[]): void {
+  for (const id of eventIds) ctx.owed.releases.add(id);
+}
+
+/** Marks acknowledged events; if the statement fails they are owed, and marked before the next claim. */
+export function markOrOwe(ctx: RelayContext, eventIds: number[]): Promise<number> {
+  return markPublishedBatch(ctx.db, eventIds, ctx.owner, nowOf(ctx)).catch((error: unknown) => {
+    oweMarks(ctx, eventIds);
+    throw error;
+  });
+}
+
+/** A refused delivery backs off; if that cannot be written, the claim is owed back (sent again soon, attempt not counted). */
 export async function recordFailedAttempt(ctx: RelayContext, row: OutboxRow, error: unknown): Promise<void> {
   const now = nowOf(ctx);
   const delayMs = backoffDelayMs(row.attempts + 1, ctx.backoffBaseMs, ctx.backoffMaxMs);
@@ -55,6 +78,9 @@ export async function recordFailedAttempt(ctx: RelayContext, row: OutboxRow, err
     error: (error as Error | null)?.message ?? String(error),
     nextAttemptAt: new Date(now.getTime() + delayMs),
     maxAttempts: ctx.maxAttempts,
+  }).catch((fault: unknown) => {
+    oweReleases(ctx, [row.event_id]);
+    throw fault;
   });
 }
 
@@ -79,7 +105,12 @@ export async function deliverOne(ctx: RelayContext, row: OutboxRow): Promise<boo
 
 /** Parks an event of an unknown type at once: never sent, never skipped silently. */
 async function parkUnknown(ctx: RelayContext, row: OutboxRow): Promise<void> {
-  await tryParkDead(ctx.db, row.event_id, ctx.owner, `unknown event type "${row.event_type}"`, nowOf(ctx));
+  await tryParkDead(ctx.db, row.event_id, ctx.owner, `unknown event type "${row.event_type}"`, nowOf(ctx)).catch(
+    (fault: unknown) => {
+      oweReleases(ctx, [row.event_id]); // claimed again, and parked then
+      throw fault;
+    },
+  );
   ctx.onError(new Error(`outbox event ${row.event_id} has unknown type "${row.event_type}"; parked as dead`));
 }
 
@@ -104,9 +135,15 @@ export async function deliverAsBatch(
     answers = valid.map(() => error as Error);
   }
   const acknowledged = valid.filter((_, i) => answers[i] === null);
-  await Promise.all(
+  const recorded = await Promise.allSettled(
     valid.map((row, i) => (answers[i] === null ? undefined : recordFailedAttempt(ctx, row, answers[i] ?? 'no answer'))),
   );
+  const fault = recorded.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+  if (fault) {
+    // A database fault: the acknowledged ones are owed a mark (the refused ones a release, above).
+    oweMarks(ctx, ids(acknowledged));
+    throw fault.reason;
+  }
   // The same window as deliverOne's, once per acknowledged event (the hooks may hold it open).
   await Promise.all(
     acknowledged.map((row) =>
@@ -125,8 +162,9 @@ export async function deliverEach(ctx: RelayContext, rows: OutboxRow[]): Promise
     (_, i) => outcomes[i]?.status === 'fulfilled' && (outcomes[i] as PromiseFulfilledResult<boolean>).value,
   );
   if (broken) {
-    // A database fault: mark what was acknowledged, then report; the rest comes back after its lease.
-    await markPublishedBatch(ctx.db, ids(acknowledged), ctx.owner, nowOf(ctx));
+    // A database fault: mark what was acknowledged (or owe it), then report; the claims whose
+    // failure could not be recorded are owed back (recordFailedAttempt).
+    await markOrOwe(ctx, ids(acknowledged));
     throw broken.reason;
   }
   return acknowledged;

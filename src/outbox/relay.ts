@@ -5,7 +5,16 @@ import { invariant } from '../platform/errors.ts';
 import { systemClock, type Clock } from '../platform/clock.ts';
 import type { Db } from '../platform/db.ts';
 import type { Sink } from './outbox.events.ts';
-import { deliverAsBatch, deliverEach, ids, nowOf, type RelayContext } from './relay.deliver.ts';
+import {
+  deliverAsBatch,
+  deliverEach,
+  ids,
+  markOrOwe,
+  nowOf,
+  oweMarks,
+  oweReleases,
+  type RelayContext,
+} from './relay.deliver.ts';
 import { bringDueForward, claimBatch, markPublishedBatch, releaseClaims, type OutboxRow } from './outbox.repo.ts';
 
 // Limits, each with its reason.
@@ -57,14 +66,34 @@ export function defaultOwner(): string {
 }
 
 async function runPass(ctx: RelayContext): Promise<PassResult> {
+  await settleOwed(ctx);
   const rows = await claimNext(ctx);
   if (rows.length === 0) return { delivered: 0, failed: 0 };
   const acknowledged = await deliverRows(ctx, rows);
   // Marked only after the ack (at least once), all of the pass in one statement. An event not
   // marked because our lease was taken over is re-sent by its new owner; the consumer's inbox
   // absorbs the copy.
-  await markPublishedBatch(ctx.db, ids(acknowledged), ctx.owner, nowOf(ctx));
+  await markOrOwe(ctx, ids(acknowledged));
   return { delivered: acknowledged.length, failed: rows.length - acknowledged.length };
+}
+
+/**
+ * Settles what an earlier fault left undone, before anything new is claimed: acknowledged events
+ * are marked (the guard on claimed_by makes a mark of an event taken over meanwhile a no-op) and
+ * unsent claims are given back. Throws while the database still fails; the sets keep what is owed.
+ */
+async function settleOwed(ctx: RelayContext): Promise<void> {
+  const { marks, releases } = ctx.owed;
+  if (marks.size > 0) {
+    const owed = [...marks];
+    await markPublishedBatch(ctx.db, owed, ctx.owner, nowOf(ctx));
+    for (const id of owed) marks.delete(id);
+  }
+  if (releases.size > 0) {
+    const owed = [...releases];
+    await releaseClaims(ctx.db, owed, ctx.owner);
+    for (const id of owed) releases.delete(id);
+  }
 }
 
 async function claimNext(ctx: RelayContext): Promise<OutboxRow[]> {
@@ -84,6 +113,7 @@ async function deliverRows(ctx: RelayContext, rows: OutboxRow[]): Promise<Outbox
  * committed may come back empty only because of that, so an empty one is retried once after it.
  */
 async function drainPasses(ctx: RelayContext, force: boolean, shouldStop: () => boolean): Promise<PassResult> {
+  await settleOwed(ctx);
   if (force) await bringDueForward(ctx.db, nowOf(ctx));
   const total = { delivered: 0, failed: 0 };
   let claimed: Promise<OutboxRow[]> | undefined = claimNext(ctx);
@@ -107,8 +137,12 @@ async function drainPasses(ctx: RelayContext, force: boolean, shouldStop: () => 
       }
       const startedAt = performance.now();
       const acknowledged = await deliverRows(ctx, rows);
-      await marking;
-      marking = markPublishedBatch(ctx.db, ids(acknowledged), ctx.owner, nowOf(ctx));
+      // The last pass's mark failed: these were acknowledged too, and are owed with it.
+      await marking.catch((error: unknown) => {
+        oweMarks(ctx, ids(acknowledged));
+        throw error;
+      });
+      marking = markOrOwe(ctx, ids(acknowledged));
       marking.catch(() => undefined); // awaited before the next mark and at the end
       total.delivered += acknowledged.length;
       total.failed += rows.length - acknowledged.length;
@@ -130,7 +164,7 @@ async function drainPasses(ctx: RelayContext, force: boolean, shouldStop: () => 
 /** A fault mid-drain: the batch claimed ahead goes back now instead of after its lease. */
 async function releaseAhead(ctx: RelayContext, claimed: Promise<OutboxRow[]> | undefined): Promise<void> {
   const rows = claimed ? await claimed.catch(() => []) : [];
-  await releaseClaims(ctx.db, ids(rows), ctx.owner).catch(() => undefined);
+  await releaseClaims(ctx.db, ids(rows), ctx.owner).catch(() => oweReleases(ctx, ids(rows)));
 }
 
 function contextOf(options: RelayOptions): RelayContext {
@@ -148,6 +182,7 @@ function contextOf(options: RelayOptions): RelayContext {
     deliverTimeoutMs: options.deliverTimeoutMs ?? Math.max(1, Math.floor(options.leaseMs / 2)),
     onError: options.onError ?? ((error: unknown) => console.error(`[relay ${owner}]`, error)),
     onPass: options.onPass,
+    owed: { marks: new Set(), releases: new Set() },
   };
   invariant(ctx.batchSize >= 1 && ctx.batchSize <= MAX_BATCH_SIZE, `batchSize must be 1..${MAX_BATCH_SIZE}`);
   invariant(ctx.maxAttempts >= 1, 'maxAttempts must be >= 1');
