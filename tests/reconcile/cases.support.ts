@@ -28,6 +28,11 @@ export interface Case {
 export const NET: [string, MismatchClass] = [GLOBAL, 'CHANNEL_NET_NE_PAID_SUM'];
 export const CONFIRMED: [string, MismatchClass] = [GLOBAL, 'CONFIRMED_NE_PAID'];
 
+/** The classes' stacks wait this long for the provider: a healthy pay is PAID even on a loaded machine. */
+export const PAY_TIMEOUT_MS = 1_500;
+/** A charge delayed this long is a lost answer (UNKNOWN) at PAY_TIMEOUT_MS. */
+export const LOST_MS = PAY_TIMEOUT_MS + 500;
+
 export const db = (s: PaymentStack) => s.db.pool;
 export const client = (s: PaymentStack, timeoutMs = s.deps.config.payTimeoutMs) =>
   channelClient(s.channel.url, timeoutMs);

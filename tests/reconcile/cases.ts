@@ -9,7 +9,7 @@ import { convergeWithoutClose, unguardedMarkPaid } from '../support/broken.ts';
 import { eventually } from '../support/payments.ts';
 import * as plant from '../support/plant.ts';
 import { chargeAtChannel, GLOBAL, holdCallbacks, PRICE, refundAtChannel, statusOf } from './scenario.ts';
-import { client, CONFIRMED, db, expire, fault, ledgerOf, NET, type Case } from './cases.support.ts';
+import { client, CONFIRMED, db, expire, fault, ledgerOf, LOST_MS, NET, type Case } from './cases.support.ts';
 
 export type { Case, Expected } from './cases.support.ts';
 
@@ -118,7 +118,7 @@ export const ORDER_CASES: Case[] = [
     title: 'C29-15: NOT_FOUND read as failure without a close, and the lingering charge lands behind a FAILED order',
     async plant(s, { created }) {
       await holdCallbacks(s); // its CHARGED callback would start the real compensating refund
-      await fault(s, 'charge', 'DELAY_REQUEST', created.orderId, 600);
+      await fault(s, 'charge', 'DELAY_REQUEST', created.orderId, LOST_MS);
       expect((await s.pay(created.token, created.orderId)).body.status).toBe('UNKNOWN');
       await convergeWithoutClose(db(s), client(s), created.orderId, s.clock.now());
       await eventually(

@@ -7,6 +7,7 @@ import { startPaymentStack, type PaymentStack } from '../support/payments.ts';
 import { startLedgerPaymentStack } from '../support/plant.ts';
 import { ORDER_CASES, type Case } from './cases.ts';
 import { GLOBAL_CASES } from './cases.global.ts';
+import { LOST_MS, PAY_TIMEOUT_MS } from './cases.support.ts';
 import { SAGA_CASES } from './cases.saga.ts';
 import {
   buildConverged,
@@ -26,8 +27,12 @@ import {
 // the reconciliation name exactly the expected mismatches.
 const CASES: Case[] = [...ORDER_CASES, ...GLOBAL_CASES, ...SAGA_CASES];
 
+// Each case pays a dozen orders that must come back PAID: at the default 300 ms a loaded 2-core
+// run once answered one UNKNOWN. The cases that need a lost answer delay it past this (LOST_MS).
+const STACK = { config: { payTimeoutMs: PAY_TIMEOUT_MS } };
+
 async function runCase(c: Case): Promise<void> {
-  const s: PaymentStack = c.ledger ? await startLedgerPaymentStack() : await startPaymentStack();
+  const s: PaymentStack = c.ledger ? await startLedgerPaymentStack(STACK) : await startPaymentStack(STACK);
   try {
     const scenario = await buildConverged(s);
     await expectClean(s);
@@ -82,7 +87,7 @@ describe('reconciliation: unfinished orders are pending, not mismatches', () => 
   it('C29-04 and friends: UNKNOWN, PAYING and REFUNDING are listed as pending until recovery converges them', async () => {
     // Proves money in flight is not reported as a mismatch (mismatches=0 pending=1 for C29-04), and
     // that the same orders reconcile clean once recovery has run.
-    const s = await startPaymentStack();
+    const s = await startPaymentStack(STACK);
     try {
       const { cancelled } = await buildConverged(s);
       await expectClean(s);
@@ -94,7 +99,7 @@ describe('reconciliation: unfinished orders are pending, not mismatches', () => 
         op: 'charge',
         kind: 'DELAY_RESPONSE',
         merchant_order: unknown.orderId,
-        ms: 500,
+        ms: LOST_MS,
       });
       expect((await s.pay(unknown.token, unknown.orderId)).body.status).toBe('UNKNOWN');
       expect((await s.order(unknown.orderId)).reservation.status).toBe('HELD');

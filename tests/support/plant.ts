@@ -16,6 +16,7 @@ import type { ChannelClient } from '../../src/payments/channel.client.ts';
 import { applyOrderEvent } from '../../src/orders/index.ts';
 import { freshDatabase, type TestDatabase } from './db.ts';
 import { startPaymentStack, type PaymentStack } from './payments.ts';
+import type { StackOptions } from './stack.ts';
 
 async function orderOf(db: Db, orderId: string): Promise<Order> {
   const order = await findOrder(db, orderId);
@@ -217,9 +218,9 @@ export interface LedgerPaymentStack extends PaymentStack {
  * database) instead of in memory, so a test can write into the provider's books. The helpers
  * mirror tests/support/payments.ts; only the channel's store differs.
  */
-export async function startLedgerPaymentStack(): Promise<LedgerPaymentStack> {
+export async function startLedgerPaymentStack(options: StackOptions = {}): Promise<LedgerPaymentStack> {
   const ledger = await freshDatabase({ migrated: false, poolSize: 5 });
-  const stack = await startPaymentStack({ channelStore: await createPgLedger(ledger.pool) });
+  const stack = await startPaymentStack({ ...options, channelStore: await createPgLedger(ledger.pool) });
   return {
     ...stack,
     ledger,
