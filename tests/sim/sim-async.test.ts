@@ -19,6 +19,6 @@ describe('flashpay sim --async: the seeded flash sale through the queued path (s
       expect(report.lines[2]).toMatch(/mismatches=0 pending=0 .*drift=0/);
       expect(code).toBe(0);
     },
-    150_000,
+    240_000,
   );
 });

@@ -40,7 +40,7 @@ describe('flashpay sim: the seeded fault-injection flash sale (C29-13)', () => {
       expect(report.lines[2]).toMatch(/mismatches=0 pending=0 .*drift=0/);
       expect(code).toBe(0);
     },
-    120_000,
+    240_000,
   );
 
   it('L-09 seed 29 with --lines 3 --wallet-share 0.5: three lines per order, wallets (some too low) beside the provider, still clean', async () => {
@@ -55,7 +55,7 @@ describe('flashpay sim: the seeded fault-injection flash sale (C29-13)', () => {
     expect(t.channel_net + t.wallet_net).toBe(t.paid_sum);
     expect(report.lines[0]).toMatch(/wallet paid [1-9]\d* refused \d+/);
     expect(code).toBe(0);
-  }, 120_000);
+  }, 240_000);
 
   it('S002-10 seed 29 with refused fulfilments and failing refunds (--mix refuse=3,refundfail=2) still ends mismatches=0 pending=0', async () => {
     // Proves seed 002's compensation under the whole seed-000 fault mix: the 5 refused orders are
@@ -66,5 +66,5 @@ describe('flashpay sim: the seeded fault-injection flash sale (C29-13)', () => {
     expect(report.final.COMPENSATED).toBe(5);
     expect(report.reconciliation.totals.drift).toBe(0);
     expect(code).toBe(0);
-  }, 120_000);
+  }, 240_000);
 });
