@@ -173,19 +173,26 @@ export class Simulation {
     return sku.status === 200 && sku.body.available === 0 && sku.body.held === 0;
   }
 
-  /** A buyer who was sold out earlier tries again with fresh keys until they win or nothing is left. */
+  /**
+   * A buyer who was sold out earlier tries again with fresh keys until they have paid or nothing is
+   * left. A pay that did not answer PAID (on a loaded machine even a healthy charge can pass the
+   * pay timeout: UNKNOWN, and FAILED if it had not reached the provider yet) does not end the
+   * competition for this buyer: otherwise a unit coming back that way stays unsold.
+   */
   private async lateBuyer(n: number, deadline: number): Promise<void> {
     const token = await this.target.buyerToken(`${this.sku}-late-${n}`);
     for (let attempt = 0; Date.now() < deadline; attempt++) {
       const created = await this.place(token, `${this.sku}-late${n}-a${attempt}`);
       if (created.status === 201) {
-        await http(`${this.target.api}/v1/orders/${created.body.order_id}/pay`, {
+        const paid = await http(`${this.target.api}/v1/orders/${created.body.order_id}/pay`, {
           method: 'POST',
           token,
-          key: `${this.sku}-late${n}-pay`,
+          key: `${this.sku}-late${n}-pay-a${attempt}`,
         });
-        this.lateWon++;
-        break;
+        if (paid.status === 200 && paid.body?.status === 'PAID') {
+          this.lateWon++;
+          break;
+        }
       }
       if (await this.saleOver()) break;
       await sleep(100 + 20 * (n % 5));

@@ -6,7 +6,8 @@ import { createSku, eventually, startPaymentStack, type PaymentStack } from '../
 describe('paying: the normal path and the guarded refusals', () => {
   let s: PaymentStack;
   beforeAll(async () => {
-    s = await startPaymentStack();
+    // No answer is meant to be lost here: the provider may take C29-02's second to charge.
+    s = await startPaymentStack({ config: { payTimeoutMs: 5_000 } });
   });
   afterAll(async () => s.close());
 
@@ -50,13 +51,18 @@ describe('paying: the normal path and the guarded refusals', () => {
       op: 'charge',
       kind: 'DELAY_RESPONSE',
       merchant_order: o.orderId,
-      ms: 150,
+      ms: 1_000, // the charge is at the provider while the other seven arrive, even on a loaded run
     });
     const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => s.pay(o.token, o.orderId, `p2-${i}`)));
     expect(answers.filter((a) => a.status === 200 && a.body.status === 'PAID')).toHaveLength(1);
     const rejected = answers.filter((a) => a.status === 409);
     expect(rejected).toHaveLength(7);
-    expect(rejected.every((a) => a.body.code === 'REJECTED' && a.body.order_status === 'PAYING')).toBe(true);
+    expect(rejected.every((a) => a.body.code === 'REJECTED')).toBe(true);
+    // Refused by the guard while PAYING; one that arrives after the first pay finished is refused
+    // as PAID (the suite once saw that at a 150 ms delay on a loaded 2-core run).
+    const seen = rejected.map((a) => a.body.order_status as string);
+    expect(seen.every((status) => status === 'PAYING' || status === 'PAID')).toBe(true);
+    expect(seen).toContain('PAYING');
     expect(await s.chargeRequests(o.orderId)).toBe(1);
 
     // Terminal and wrong states refuse, and never call the provider.
