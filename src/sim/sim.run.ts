@@ -175,9 +175,8 @@ export class Simulation {
 
   /**
    * A buyer who was sold out earlier tries again with fresh keys until they have paid or nothing is
-   * left. A pay that did not answer PAID (on a loaded machine even a healthy charge can pass the
-   * pay timeout: UNKNOWN, and FAILED if it had not reached the provider yet) does not end the
-   * competition for this buyer: otherwise a unit coming back that way stays unsold.
+   * left. A pay not answered PAID (a loaded machine can time out a healthy charge: UNKNOWN, then
+   * FAILED if it never reached the provider) goes on competing, or its returned unit stays unsold.
    */
   private async lateBuyer(n: number, deadline: number): Promise<void> {
     const token = await this.target.buyerToken(`${this.sku}-late-${n}`);
