@@ -205,22 +205,7 @@ export function createStockPump(options: StockPumpOptions): StockPump {
   };
 }
 
-type PumpDeps = {
-  db: Db;
-  clock: Clock;
-  config: Pick<
-    Config,
-    | 'claimLeaseMs'
-    | 'stockResendAfterMs'
-    | 'stockService'
-    | 'stockTransport'
-    | 'stockQueuePrefix'
-    | 'amqpUrl'
-    | 'natsUrl'
-    | 'stockDatabaseUrl'
-    | 'stockAckWaitMs'
-  >;
-};
+type PumpDeps = { db: Db; clock: Clock; config: Config };
 // One pump per process and deps: the loop and the operator's drain share its broker connection.
 const PUMPS = new WeakMap<object, StockPump>();
 

@@ -83,17 +83,16 @@ async function runPass(ctx: RelayContext): Promise<PassResult> {
  * unsent claims are given back. Throws while the database still fails; the sets keep what is owed.
  */
 async function settleOwed(ctx: RelayContext): Promise<void> {
-  const { marks, releases } = ctx.owed;
-  if (marks.size > 0) {
-    const owed = [...marks];
-    await markPublishedBatch(ctx.db, owed, ctx.owner, nowOf(ctx));
-    for (const id of owed) marks.delete(id);
-  }
-  if (releases.size > 0) {
-    const owed = [...releases];
-    await releaseClaims(ctx.db, owed, ctx.owner);
-    for (const id of owed) releases.delete(id);
-  }
+  await settle(ctx.owed.marks, (owed) => markPublishedBatch(ctx.db, owed, ctx.owner, nowOf(ctx)));
+  await settle(ctx.owed.releases, (owed) => releaseClaims(ctx.db, owed, ctx.owner));
+}
+
+/** Writes what is owed; forgets it only once written (what was added meanwhile stays owed). */
+async function settle(owed: Set<number>, write: (eventIds: number[]) => Promise<unknown>): Promise<void> {
+  if (owed.size === 0) return;
+  const eventIds = [...owed];
+  await write(eventIds);
+  for (const id of eventIds) owed.delete(id);
 }
 
 async function claimNext(ctx: RelayContext): Promise<OutboxRow[]> {
