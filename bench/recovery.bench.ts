@@ -10,7 +10,7 @@ import {
   chargeAtProvider,
   checkRecovery,
   convergedAt,
-  countUnconverged,
+  anyUnconverged,
   orderIdOf,
   seedUnknownOrders,
   type RecoveryCheck,
@@ -99,7 +99,7 @@ async function recoverAll(ctx: RecoveryContext, providerUrl: string, orders: num
   const loop = recoveryLoop(deps, (line) => ctx.log(`recovery: ${line}`));
   try {
     const deadline = startedAt + CONVERGE_TIMEOUT_MS;
-    while ((await countUnconverged(deps.db)) > 0) {
+    while (await anyUnconverged(deps.db)) {
       if (performance.now() > deadline) throw new Error(`recovery did not converge ${orders} orders in time`);
       await sleep(POLL_MS);
     }

@@ -80,23 +80,27 @@ export async function lockReservations(tx: Tx, tenantId: string, keys: readonly 
  */
 export async function lockReservationsOfOrders(tx: Tx, orderIds: readonly string[]): Promise<Reservation[]> {
   const result = await tx.query<ReservationRow & { tenant_id: string }>({
-    name: 'reservations-lock-of-orders-by-key',
-    // The keys are computed first (InitPlans) and the rows found by the primary key (= ANY on both
-    // columns, the exact pairs checked after): a semi-join here was planned as a scan of every
-    // reservation whenever the table's statistics were stale, as they are after a burst of writes
-    // (P3 after the bench's other runs: 548 of these took over 5 ms, 5.1 s in all; docs/benchmarks.md §12).
-    // The keys: each order's own (its first line's) and its other lines', each read by its key. As a
-    // join, order_lines was read whole while its statistics were young (6 ms against 0.2; §13).
-    text: `WITH k AS MATERIALIZED (
-             SELECT o.tenant_id, o.reservation_key AS key FROM orders o WHERE o.order_id = ANY($1::text[])
-             UNION
-             SELECT l.tenant_id, l.reservation_key FROM order_lines l
-             WHERE l.order_id = ANY($1::text[]) AND l.reservation_key IS NOT NULL)
-           SELECT r.tenant_id, r.request_key, r.user_id, r.sku, r.quantity, r.status, r.expires_at
-           FROM reservations r
-           WHERE r.tenant_id = ANY(ARRAY(SELECT tenant_id FROM k)) AND r.request_key = ANY(ARRAY(SELECT key FROM k))
-             AND EXISTS (SELECT 1 FROM k WHERE k.tenant_id = r.tenant_id AND k.key = r.request_key)
-           ORDER BY r.tenant_id, r.request_key FOR UPDATE OF r`,
+    // Every row is found by its own key: each order and its lines by the order id, each reservation
+    // by (tenant, key), a LATERAL probe per key, locked in (tenant, key) order as the outer rows
+    // come. Unnamed: planned with each call's table sizes. The form before (named; the keys as two
+    // InitPlan arrays, = ANY on each column) kept a generic plan made while the tables were young
+    // (a sale's first seconds): a seq scan of every order, line and reservation. Planned afresh, it
+    // still read every reservation of the tenant (the tenant column alone as the index condition)
+    // and every line: 1.6–1.9 ms a call in P3, growing with the tables (docs/benchmarks.md §15).
+    text: `WITH ids AS (SELECT DISTINCT unnest($1::text[]) AS order_id),
+     k AS MATERIALIZED (
+       SELECT o.tenant_id, o.key FROM ids CROSS JOIN LATERAL (
+         SELECT o.tenant_id, o.reservation_key AS key FROM orders o WHERE o.order_id = ids.order_id OFFSET 0) o
+       UNION
+       SELECT l.tenant_id, l.key FROM ids CROSS JOIN LATERAL (
+         SELECT l.tenant_id, l.reservation_key AS key FROM order_lines l
+         WHERE l.order_id = ids.order_id AND l.reservation_key IS NOT NULL OFFSET 0) l)
+     SELECT r.tenant_id, r.request_key, r.user_id, r.sku, r.quantity, r.status, r.expires_at
+     FROM (SELECT tenant_id, key FROM k WHERE key IS NOT NULL ORDER BY tenant_id, key) k
+     CROSS JOIN LATERAL (
+       SELECT r.tenant_id, r.request_key, r.user_id, r.sku, r.quantity, r.status, r.expires_at FROM reservations r
+       WHERE r.tenant_id = k.tenant_id AND r.request_key = k.key FOR UPDATE) r
+     ORDER BY k.tenant_id, k.key`,
     values: [orderIds],
   });
   return result.rows.map((row) => toReservation(row.tenant_id, row));

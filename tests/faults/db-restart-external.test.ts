@@ -6,6 +6,8 @@ import { ensureDatabase } from '../../src/platform/embedded.ts';
 import { migrate } from '../../src/platform/migrate.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { eventually } from '../support/payments.ts';
+import { startStack } from '../support/stack.ts';
+import { lockOnGrownTables, MAX_ROWS_READ } from '../inventory/lock-plans.ts';
 import { adminSql, startFaultStack, type FaultStack } from './support.ts';
 import { RESTART_STACK_ENV, runCommand, serverRestartUnderLoad } from './restart.ts';
 
@@ -40,6 +42,50 @@ async function reachable(url: string): Promise<boolean> {
     await client.end().catch(() => undefined);
   }
 }
+
+/** A migrated database of its own on the external server, dropped by `drop`. */
+async function externalDatabase(serverUrl: string, prefix: string): Promise<TestDatabase> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const u = new URL(serverUrl);
+  u.pathname = `/${name}`;
+  const url = u.toString();
+  await ensureDatabase(serverUrl, name);
+  await migrate(url);
+  const pool = createPool(url, 4);
+  return {
+    url,
+    name,
+    pool,
+    async drop() {
+      await pool.end();
+      await adminSql((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`), serverUrl);
+    },
+  };
+}
+
+// LP-01 (tests/inventory/lock-of-orders-plans.test.ts) on the machine's PostgreSQL, an older major
+// than the suite's: there the statement before the fix read every order, line and reservation. In
+// this file, before the restart below, so that nothing restarts the server under it.
+describe('a pay group locking its reservations on the external PostgreSQL', () => {
+  if (!SERVER_URL) {
+    it.skip('LP-01b — skipped: no external PostgreSQL', () => undefined);
+    return;
+  }
+  const serverUrl = SERVER_URL;
+  it('LP-01b a call reads about one row per order and reservation, with 30,000 of each added after its first calls', async () => {
+    const db = await externalDatabase(serverUrl, 'flashpay_lp01b');
+    const base = await startStack({ db });
+    try {
+      const { read, group, locked } = await lockOnGrownTables(base);
+      expect(read).toBeGreaterThan(0);
+      expect(read).toBeLessThan(MAX_ROWS_READ);
+      expect(locked).toHaveLength(group.length);
+    } finally {
+      await base.close();
+      await db.drop();
+    }
+  }, 90_000);
+});
 
 describe('database fault: the external PostgreSQL server restarts under load', () => {
   if (!SERVER_URL || !RESTART) {
