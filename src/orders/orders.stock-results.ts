@@ -12,6 +12,7 @@ import {
 import type { OrderEvent } from './decider.ts';
 import { applyOrderEvent } from './orders.apply.ts';
 import { lockOrder } from './orders.repo.ts';
+import { stockRequestKey } from './orders.queued.ts';
 import {
   applySkuDefinition,
   mirrorHolds,
@@ -119,14 +120,27 @@ export async function receiveStockResult(db: Db, result: StockResult, now: Date)
  * Recovery of the queue: a PENDING or RELEASING order whose request was sent more than
  * `resendAfterMs` ago and is still unanswered gets the same request (same key) again; the stock
  * service answers a duplicate with its first result. Returns how many were re-queued.
+ *
+ * It starts from the open orders (the partial index orders_open) and finds each one's request by
+ * its key, which stockRequestKey derives from the order: the requests table keeps every request
+ * ever sent, and a join from it read all of them on every pass (P7: 1,300 buffers a pass for none
+ * to re-send, growing with the shop's history; docs/benchmarks.md §15).
  */
 export async function resendUnansweredRequests(db: Db, now: Date, resendAfterMs: number): Promise<number> {
   const stale = await db.query<{ request_key: string }>(
-    `SELECT r.request_key FROM stock_requests_out r JOIN orders o ON o.order_id = r.order_id
-     WHERE r.published_at < $1 AND r.dead_at IS NULL
-       AND ((o.status = 'PENDING' AND r.event_type = 'STOCK_DEDUCTION_REQUESTED') OR (o.status = 'RELEASING' AND r.event_type = 'STOCK_RELEASE_REQUESTED'))
+    `SELECT r.request_key FROM orders o CROSS JOIN LATERAL (
+       SELECT r.request_key, r.published_at FROM stock_requests_out r
+       WHERE r.request_key = o.order_id || CASE o.status WHEN 'PENDING' THEN $2 ELSE $3 END
+         AND r.event_type = CASE o.status WHEN 'PENDING' THEN 'STOCK_DEDUCTION_REQUESTED' ELSE 'STOCK_RELEASE_REQUESTED' END
+         AND r.published_at < $1 AND r.dead_at IS NULL
+       OFFSET 0) r
+     WHERE o.status IN ('PENDING', 'RELEASING')
      ORDER BY r.published_at LIMIT 500`,
-    [new Date(now.getTime() - resendAfterMs)],
+    [
+      new Date(now.getTime() - resendAfterMs),
+      stockRequestKey('', 'STOCK_DEDUCTION_REQUESTED'),
+      stockRequestKey('', 'STOCK_RELEASE_REQUESTED'),
+    ],
   );
   return requeueLeased(
     db,

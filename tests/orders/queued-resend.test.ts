@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSku, skuCounters, TENANT } from '../support/fixtures.ts';
+import { countRows, startStack, type Stack } from '../support/stack.ts';
+import { createStockPump } from '../../src/stock.pipeline.ts';
+import { claimStockRequests, markStockRequestsSent } from '../../src/orders/index.ts';
+
+// A stock request that was sent but never answered (the message was lost between the shop and the
+// stock service) is sent again, same key, once `resendAfterMs` has passed. The pass that looks for
+// such requests starts from the open orders: the requests table keeps the shop's whole history, and
+// reading it on every pass grew with it.
+
+const HISTORY = 3_000;
+const RESEND_AFTER_MS = 60_000;
+
+describe('queued orders: an unanswered stock request is sent again', () => {
+  let s: Stack;
+  beforeAll(async () => {
+    s = await startStack();
+  });
+  afterAll(async () => s.close());
+
+  const status = async (orderId: string) =>
+    (await s.db.pool.query<{ status: string }>('SELECT status FROM orders WHERE order_id = $1', [orderId])).rows[0]
+      ?.status;
+  const pump = () =>
+    createStockPump({
+      shopDb: s.deps.db,
+      stockDb: s.deps.db,
+      clock: s.clock,
+      leaseMs: s.deps.config.claimLeaseMs,
+      resendAfterMs: RESEND_AFTER_MS,
+    });
+  // Rows read from stock_requests_out by a scan, once this database's counters have them.
+  async function scanned(): Promise<number> {
+    const read = async () =>
+      (
+        await s.db.pool.query<{ n: string }>(
+          `SELECT coalesce(seq_tup_read, 0) AS n FROM pg_stat_user_tables WHERE relname = 'stock_requests_out'`,
+        )
+      ).rows[0]!.n;
+    let last = await read();
+    for (let stable = 0; stable < 3;) {
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      const now = await read();
+      stable = now === last ? stable + 1 : 0;
+      last = now;
+    }
+    return Number(last);
+  }
+
+  it('Q-09 a request lost after it was sent goes again after resendAfterMs, once; the shop history of answered requests is not read', async () => {
+    await createSku(s, { sku: 'q9', stock: 5 });
+    // The shop's history: answered requests of orders that are long CREATED.
+    await s.db.pool.query(
+      `WITH o AS (
+         INSERT INTO orders (order_id, tenant_id, user_id, sku, quantity, amount, status, version, reservation_key, created_at, updated_at)
+         SELECT 'q9-old-' || i, $1, 'old' || (i % 100), 'q9', 1, 100, 'CREATED', 2, 'q9-old-' || i || '/r1', now(), now()
+         FROM generate_series(1, $2::int) AS i RETURNING order_id)
+       INSERT INTO stock_requests_out (request_key, order_id, event_type, payload, created_at, published_at)
+       SELECT order_id || '/deduct', order_id, 'STOCK_DEDUCTION_REQUESTED', '{}', now(), now() - interval '1 day' FROM o`,
+      [TENANT, HISTORY],
+    );
+    const buyer = await s.token(TENANT, 'q9-user');
+    const placed = await s.call('POST', '/v1/orders', {
+      token: buyer,
+      body: { sku: 'q9' },
+      headers: { 'idempotency-key': 'q9-key', prefer: 'respond-async' },
+    });
+    const orderId = placed.body.order_id as string;
+    // Sent, and lost on the way: published, but the stock service never saw it.
+    const lost = await claimStockRequests(s.deps.db, { owner: 'lost', now: s.clock.now(), leaseMs: 1_000, limit: 10 });
+    expect(lost.map((r) => r.order_id)).toEqual([orderId]);
+    await markStockRequestsSent(
+      s.deps.db,
+      lost.map((r) => r.key),
+      'lost',
+      s.clock.now(),
+    );
+
+    const before = await scanned();
+    await pump().drain();
+    expect(await status(orderId)).toBe('PENDING'); // sent less than resendAfterMs ago: not yet
+    s.clock.advance(RESEND_AFTER_MS + 1);
+    await pump().drain();
+    expect(await status(orderId)).toBe('CREATED');
+    await pump().drain();
+    const read = (await scanned()) - before;
+
+    expect(await countRows(s.db, 'stock_inbox', 'order_id = $1 AND deliveries = 1', [orderId])).toBe(1);
+    expect(await skuCounters(s, 'q9')).toMatchObject({ available: 4, held: 1 });
+    // Three passes over a history of 3,000 sent requests: a scan of it would read 3,000 a pass.
+    expect(read).toBeLessThan(HISTORY);
+  }, 60_000);
+});
