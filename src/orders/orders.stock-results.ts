@@ -124,7 +124,11 @@ export async function receiveStockResult(db: Db, result: StockResult, now: Date)
  * It starts from the open orders (the partial index orders_open) and finds each one's request by
  * its key, which stockRequestKey derives from the order: the requests table keeps every request
  * ever sent, and a join from it read all of them on every pass (P7: 1,300 buffers a pass for none
- * to re-send, growing with the shop's history; docs/benchmarks.md §15).
+ * to re-send, growing with the shop's history; docs/benchmarks.md §15). Only orders that entered
+ * their status before the cutoff: the request was written in that transaction, at that time, and
+ * sent after it, so a request sent before the cutoff belongs to such an order; in a burst of
+ * 202s the pass reads none of the new ones. (A relay whose clock is behind the shop's by d
+ * re-sends d later, never twice.)
  */
 export async function resendUnansweredRequests(db: Db, now: Date, resendAfterMs: number): Promise<number> {
   const stale = await db.query<{ request_key: string }>(
@@ -134,7 +138,7 @@ export async function resendUnansweredRequests(db: Db, now: Date, resendAfterMs:
          AND r.event_type = CASE o.status WHEN 'PENDING' THEN 'STOCK_DEDUCTION_REQUESTED' ELSE 'STOCK_RELEASE_REQUESTED' END
          AND r.published_at < $1 AND r.dead_at IS NULL
        OFFSET 0) r
-     WHERE o.status IN ('PENDING', 'RELEASING')
+     WHERE o.status IN ('PENDING', 'RELEASING') AND o.updated_at < $1
      ORDER BY r.published_at LIMIT 500`,
     [
       new Date(now.getTime() - resendAfterMs),

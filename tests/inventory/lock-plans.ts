@@ -91,9 +91,17 @@ export async function lockOnGrownTables(base: Stack): Promise<LockPlansOutcome> 
     await crowd(base.db.pool, 401, CROWD);
     const late = await Promise.all(Array.from({ length: 6 }, (_, i) => orderOf(`lp-late-${i}`)));
     const group = [...late, 'lp-crowd-7', 'lp-crowd-29999'];
+    // The calls' connection reports its counters when told to, at its next idle moment; left
+    // alone it may wait up to 10 s, past rowsRead's patience.
+    const flush = async () => {
+      await pool.query('SELECT pg_stat_force_next_flush()');
+      await pool.query('SELECT 1');
+    };
+    await flush();
     const before = await rowsRead(base.db.pool);
     let locked: Reservation[] = [];
     for (let i = 0; i < 10; i++) locked = await lock(group);
+    await flush();
     return { read: (await rowsRead(base.db.pool)) - before, group, locked };
   } finally {
     await stack.close();

@@ -33,6 +33,10 @@ describe('the transactional batch on a keys table that grew under its cached pla
   // Index entries read from the keys' primary key, once this database's counters have them
   // (each backend reports its counters when it goes idle, about once a second).
   async function keyEntriesRead(): Promise<number> {
+    // The batches' connection reports its counters at its next idle moment when told to; left
+    // alone it may wait up to 10 s, past the patience of the loop below.
+    await pool.query('SELECT pg_stat_force_next_flush()');
+    await pool.query('SELECT 1');
     const read = async () =>
       (
         await base.db.pool.query<{ n: string }>(

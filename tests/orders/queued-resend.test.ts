@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSku, skuCounters, TENANT } from '../support/fixtures.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
 import { createStockPump } from '../../src/stock.pipeline.ts';
-import { claimStockRequests, markStockRequestsSent } from '../../src/orders/index.ts';
+import { claimStockRequests, markStockRequestsSent, resendUnansweredRequests } from '../../src/orders/index.ts';
+import { createPool } from '../../src/platform/db.ts';
 
 // A stock request that was sent but never answered (the message was lost between the shop and the
 // stock service) is sent again, same key, once `resendAfterMs` has passed. The pass that looks for
@@ -30,12 +31,14 @@ describe('queued orders: an unanswered stock request is sent again', () => {
       leaseMs: s.deps.config.claimLeaseMs,
       resendAfterMs: RESEND_AFTER_MS,
     });
-  // Rows read from stock_requests_out by a scan, once this database's counters have them.
-  async function scanned(): Promise<number> {
+  // Rows read from these tables (by a scan, or also through an index), once this database's counters have them.
+  async function rowsRead(tables: string[], withIndex = false): Promise<number> {
     const read = async () =>
       (
         await s.db.pool.query<{ n: string }>(
-          `SELECT coalesce(seq_tup_read, 0) AS n FROM pg_stat_user_tables WHERE relname = 'stock_requests_out'`,
+          `SELECT sum(coalesce(seq_tup_read, 0) + CASE WHEN $2 THEN coalesce(idx_tup_fetch, 0) ELSE 0 END) AS n
+           FROM pg_stat_user_tables WHERE relname = ANY($1)`,
+          [tables, withIndex],
         )
       ).rows[0]!.n;
     let last = await read();
@@ -47,6 +50,7 @@ describe('queued orders: an unanswered stock request is sent again', () => {
     }
     return Number(last);
   }
+  const scanned = () => rowsRead(['stock_requests_out']);
 
   it('Q-09 a request lost after it was sent goes again after resendAfterMs, once; the shop history of answered requests is not read', async () => {
     await createSku(s, { sku: 'q9', stock: 5 });
@@ -90,5 +94,35 @@ describe('queued orders: an unanswered stock request is sent again', () => {
     expect(await skuCounters(s, 'q9')).toMatchObject({ available: 4, held: 1 });
     // Three passes over a history of 3,000 sent requests: a scan of it would read 3,000 a pass.
     expect(read).toBeLessThan(HISTORY);
+  }, 60_000);
+
+  it('Q-10 in a burst of 202s the pass reads none of the new orders: only those that entered their status before the cutoff', async () => {
+    await createSku(s, { sku: 'q10', stock: 5 });
+    // 2,000 orders just queued, their requests just sent: nothing to re-send yet.
+    await s.db.pool.query(
+      `WITH o AS (
+         INSERT INTO orders (order_id, tenant_id, user_id, sku, quantity, amount, status, version, reservation_key, created_at, updated_at)
+         SELECT 'q10-' || i, $1, 'new' || (i % 100), 'q10', 1, 100, 'PENDING', 1, 'q10-' || i || '/r1', $2, $2
+         FROM generate_series(1, 2000) AS i RETURNING order_id)
+       INSERT INTO stock_requests_out (request_key, order_id, event_type, payload, created_at, published_at, claimed_by)
+       SELECT order_id || '/deduct', order_id, 'STOCK_DEDUCTION_REQUESTED', '{}', $2, $2, 'elsewhere' FROM o`,
+      [TENANT, s.clock.now()],
+    );
+    // The pass on a connection of its own, its counters flushed before they are read.
+    const one = createPool(s.db.url, 1);
+    try {
+      const tables = ['orders', 'stock_requests_out'];
+      await one.query('SELECT pg_stat_force_next_flush()');
+      await one.query('SELECT 1');
+      const before = await rowsRead(tables, true);
+      expect(await resendUnansweredRequests(one, s.clock.now(), RESEND_AFTER_MS)).toBe(0);
+      await one.query('SELECT pg_stat_force_next_flush()');
+      await one.query('SELECT 1');
+      const read = (await rowsRead(tables, true)) - before;
+      // Without the cutoff on the orders' own index column, the pass read all 2,000.
+      expect(read).toBeLessThan(500);
+    } finally {
+      await one.end();
+    }
   }, 60_000);
 });
