@@ -4,6 +4,7 @@ import type { Reservation } from '../../src/inventory/inventory.types.ts';
 import { inTx, type Db } from '../../src/platform/db.ts';
 import { buyBatched } from '../support/create-batch.ts';
 import { createSku, TENANT } from '../support/fixtures.ts';
+import { flushStats, rowsRead } from '../support/pg-stats.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 
 // LP-01's scenario, shared by the suite's PostgreSQL (tests/inventory/lock-of-orders-plans.test.ts)
@@ -18,6 +19,7 @@ import { startStack, type Stack } from '../support/stack.ts';
 
 export const CROWD = 30_000;
 const SKU = 'lock-plans';
+const TABLES = ['reservations', 'orders', 'order_lines'];
 
 export interface LockPlansOutcome {
   /** Rows the ten calls read from orders, order_lines and reservations (seq and index). */
@@ -48,26 +50,6 @@ async function crowd(db: Db, from: number, n: number): Promise<void> {
   );
 }
 
-// Rows read from the three tables, once this database's counters have them (each backend reports
-// its counters when it goes idle, about once a second).
-async function rowsRead(db: Db): Promise<number> {
-  const read = async () =>
-    (
-      await db.query<{ n: string }>(
-        `SELECT sum(coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0)) AS n FROM pg_stat_user_tables
-         WHERE relname IN ('reservations', 'orders', 'order_lines')`,
-      )
-    ).rows[0]!.n;
-  let last = await read();
-  for (let stable = 0; stable < 3;) {
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    const now = await read();
-    stable = now === last ? stable + 1 : 0;
-    last = now;
-  }
-  return Number(last);
-}
-
 /**
  * On `base`'s database: a few hundred orders (not analyzed yet, autovacuum off on these tables),
  * eight calls that let a named statement cache its plan, 30,000 more orders, then ten calls for
@@ -91,18 +73,14 @@ export async function lockOnGrownTables(base: Stack): Promise<LockPlansOutcome> 
     await crowd(base.db.pool, 401, CROWD);
     const late = await Promise.all(Array.from({ length: 6 }, (_, i) => orderOf(`lp-late-${i}`)));
     const group = [...late, 'lp-crowd-7', 'lp-crowd-29999'];
-    // The calls' connection reports its counters when told to, at its next idle moment; left
-    // alone it may wait up to 10 s, past rowsRead's patience.
-    const flush = async () => {
-      await pool.query('SELECT pg_stat_force_next_flush()');
-      await pool.query('SELECT 1');
+    const read = async () => {
+      await flushStats(pool);
+      return rowsRead(base.db.pool, TABLES, true);
     };
-    await flush();
-    const before = await rowsRead(base.db.pool);
+    const before = await read();
     let locked: Reservation[] = [];
     for (let i = 0; i < 10; i++) locked = await lock(group);
-    await flush();
-    return { read: (await rowsRead(base.db.pool)) - before, group, locked };
+    return { read: (await read()) - before, group, locked };
   } finally {
     await stack.close();
     await pool.end();

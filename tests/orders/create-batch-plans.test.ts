@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buyBatched } from '../support/create-batch.ts';
 import { createSku, TENANT } from '../support/fixtures.ts';
+import { flushStats, settled } from '../support/pg-stats.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 
 // A set-based statement must stay a primary-key probe per buyer however the table grew after the
@@ -33,24 +34,16 @@ describe('the transactional batch on a keys table that grew under its cached pla
   // Index entries read from the keys' primary key, once this database's counters have them
   // (each backend reports its counters when it goes idle, about once a second).
   async function keyEntriesRead(): Promise<number> {
-    // The batches' connection reports its counters at its next idle moment when told to; left
-    // alone it may wait up to 10 s, past the patience of the loop below.
-    await pool.query('SELECT pg_stat_force_next_flush()');
-    await pool.query('SELECT 1');
-    const read = async () =>
-      (
-        await base.db.pool.query<{ n: string }>(
-          `SELECT idx_tup_read AS n FROM pg_stat_user_indexes WHERE indexrelname = 'idempotency_keys_pkey'`,
-        )
-      ).rows[0]!.n;
-    let last = await read();
-    for (let stable = 0; stable < 3;) {
-      await new Promise((resolve) => setTimeout(resolve, 700));
-      const now = await read();
-      stable = now === last ? stable + 1 : 0;
-      last = now;
-    }
-    return Number(last);
+    await flushStats(pool);
+    return settled(async () =>
+      Number(
+        (
+          await base.db.pool.query<{ n: string }>(
+            `SELECT idx_tup_read AS n FROM pg_stat_user_indexes WHERE indexrelname = 'idempotency_keys_pkey'`,
+          )
+        ).rows[0]!.n,
+      ),
+    );
   }
 
   it('PLAN-01 a batch reads about one key entry per buyer, with 30,000 keys of its tenant added after the plans were made', async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSku, skuCounters, TENANT } from '../support/fixtures.ts';
+import { flushStats, rowsRead } from '../support/pg-stats.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
 import { createStockPump } from '../../src/stock.pipeline.ts';
 import { claimStockRequests, markStockRequestsSent, resendUnansweredRequests } from '../../src/orders/index.ts';
@@ -31,26 +32,7 @@ describe('queued orders: an unanswered stock request is sent again', () => {
       leaseMs: s.deps.config.claimLeaseMs,
       resendAfterMs: RESEND_AFTER_MS,
     });
-  // Rows read from these tables (by a scan, or also through an index), once this database's counters have them.
-  async function rowsRead(tables: string[], withIndex = false): Promise<number> {
-    const read = async () =>
-      (
-        await s.db.pool.query<{ n: string }>(
-          `SELECT sum(coalesce(seq_tup_read, 0) + CASE WHEN $2 THEN coalesce(idx_tup_fetch, 0) ELSE 0 END) AS n
-           FROM pg_stat_user_tables WHERE relname = ANY($1)`,
-          [tables, withIndex],
-        )
-      ).rows[0]!.n;
-    let last = await read();
-    for (let stable = 0; stable < 3;) {
-      await new Promise((resolve) => setTimeout(resolve, 700));
-      const now = await read();
-      stable = now === last ? stable + 1 : 0;
-      last = now;
-    }
-    return Number(last);
-  }
-  const scanned = () => rowsRead(['stock_requests_out']);
+  const scanned = () => rowsRead(s.db.pool, ['stock_requests_out']);
 
   it('Q-09 a request lost after it was sent goes again after resendAfterMs, once; the shop history of answered requests is not read', async () => {
     await createSku(s, { sku: 'q9', stock: 5 });
@@ -112,13 +94,11 @@ describe('queued orders: an unanswered stock request is sent again', () => {
     const one = createPool(s.db.url, 1);
     try {
       const tables = ['orders', 'stock_requests_out'];
-      await one.query('SELECT pg_stat_force_next_flush()');
-      await one.query('SELECT 1');
-      const before = await rowsRead(tables, true);
+      await flushStats(one);
+      const before = await rowsRead(s.db.pool, tables, true);
       expect(await resendUnansweredRequests(one, s.clock.now(), RESEND_AFTER_MS)).toBe(0);
-      await one.query('SELECT pg_stat_force_next_flush()');
-      await one.query('SELECT 1');
-      const read = (await rowsRead(tables, true)) - before;
+      await flushStats(one);
+      const read = (await rowsRead(s.db.pool, tables, true)) - before;
       // Without the cutoff on the orders' own index column, the pass read all 2,000.
       expect(read).toBeLessThan(500);
     } finally {
