@@ -1,6 +1,7 @@
 import { inTx, type Db, type Tx } from '../platform/db.ts';
 import {
   claimLeased,
+  markLeasedPublished,
   parkLeased,
   releaseLeasedAfterFailure,
   type LeaseClaim,
@@ -18,7 +19,7 @@ import { deductRun, setBasedDeductions, type RequestPayload, type StockAnswer } 
 // batch per transaction, by one applier at a time (an advisory lock), which is what lets a flash
 // sale's burst be absorbed: one small row per buyer at the API, then batches here.
 
-const RESULTS: LeaseTable = { table: 'stock_outbox', key: 'event_id', order: 'event_id' };
+const RESULTS: LeaseTable = { table: 'stock_outbox', key: 'event_id', keyType: 'bigint', order: 'event_id' };
 // One applier per database: arrival order per SKU holds across processes; a second waits its turn.
 const APPLIER_LOCK = 0x5_70c4; // pg_try_advisory_xact_lock key, shared by every process on this database
 // One batch locks at most this many inbox rows and their SKU rows (set-based: a few statements per batch).
@@ -257,16 +258,9 @@ export async function applyStockBatch(
 }
 
 export const claimStockResults = (db: Db, claim: LeaseClaim): Promise<LeasedRow[]> => claimLeased(db, RESULTS, claim);
-/** Marks delivered results, only those still ours; by the bigint key itself, so the primary key's index finds them. */
-export async function markStockResultsSent(db: Db, keys: readonly string[], owner: string, now: Date): Promise<number> {
-  if (keys.length === 0) return 0;
-  const result = await db.query(
-    `UPDATE stock_outbox SET published_at = $3, claimed_until = NULL
-     WHERE event_id = ANY($1::bigint[]) AND claimed_by = $2 AND published_at IS NULL`,
-    [keys, owner, now],
-  );
-  return result.rowCount ?? 0;
-}
+/** Marks delivered results, only those still ours (by the bigint key itself, so the primary key's index finds them). */
+export const markStockResultsSent = (db: Db, keys: readonly string[], owner: string, now: Date): Promise<number> =>
+  markLeasedPublished(db, RESULTS, keys, owner, now);
 export const failStockResult = (db: Db, key: string, owner: string, error: string) =>
   releaseLeasedAfterFailure(db, RESULTS, key, owner, error);
 export const parkStockResult = (db: Db, key: string, owner: string, error: string, now: Date) =>

@@ -24,7 +24,7 @@ import {
 // The shop's side of the queue: its stock outbox (claimed by any shop process) and its result inbox
 // (deduplicated by event id; every result applied through the decider, or recorded as a no-op).
 
-const REQUESTS: LeaseTable = { table: 'stock_requests_out', key: 'request_key', order: 'created_at' };
+const REQUESTS: LeaseTable = { table: 'stock_requests_out', key: 'request_key', keyType: 'text', order: 'created_at' };
 
 export const STOCK_RESULT_TYPES = [
   'STOCK_RESERVED',

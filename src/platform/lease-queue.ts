@@ -8,6 +8,8 @@ import { inTx, type Db, type Executor } from './db.ts';
 export interface LeaseTable {
   table: 'stock_requests_out' | 'stock_outbox';
   key: 'request_key' | 'event_id';
+  /** The key column's type: keys arrive as text and are cast to it, never the column to text (that hides the primary key's index). */
+  keyType: 'text' | 'bigint';
   order: 'created_at' | 'event_id';
 }
 
@@ -63,7 +65,7 @@ export async function markLeasedPublished(
   if (keys.length === 0) return 0;
   const result = await db.query(
     `UPDATE ${t.table} SET published_at = $3, claimed_until = NULL
-     WHERE ${t.key}::text = ANY($1::text[]) AND claimed_by = $2 AND published_at IS NULL`,
+     WHERE ${t.key} = ANY($1::${t.keyType}[]) AND claimed_by = $2 AND published_at IS NULL`,
     [keys, owner, now],
   );
   return result.rowCount ?? 0;
@@ -78,7 +80,7 @@ export async function releaseLeasedAfterFailure(
   error: string,
 ): Promise<void> {
   await db.query(
-    `UPDATE ${t.table} SET attempts = attempts + 1, last_error = $3, claimed_until = NULL WHERE ${t.key}::text = $1 AND claimed_by = $2`,
+    `UPDATE ${t.table} SET attempts = attempts + 1, last_error = $3, claimed_until = NULL WHERE ${t.key} = $1::${t.keyType} AND claimed_by = $2`,
     [key, owner, error.slice(0, 2000)],
   );
 }
@@ -93,7 +95,7 @@ export async function parkLeased(
   now: Date,
 ): Promise<void> {
   await db.query(
-    `UPDATE ${t.table} SET dead_at = $4, last_error = $3, claimed_until = NULL WHERE ${t.key}::text = $1 AND claimed_by = $2`,
+    `UPDATE ${t.table} SET dead_at = $4, last_error = $3, claimed_until = NULL WHERE ${t.key} = $1::${t.keyType} AND claimed_by = $2`,
     [key, owner, error.slice(0, 2000), now],
   );
 }
@@ -102,7 +104,7 @@ export async function parkLeased(
 export async function requeueLeased(db: Executor, t: LeaseTable, keys: readonly string[]): Promise<number> {
   if (keys.length === 0) return 0;
   const result = await db.query(
-    `UPDATE ${t.table} SET published_at = NULL, claimed_until = NULL WHERE ${t.key}::text = ANY($1::text[]) AND dead_at IS NULL`,
+    `UPDATE ${t.table} SET published_at = NULL, claimed_until = NULL WHERE ${t.key} = ANY($1::${t.keyType}[]) AND dead_at IS NULL`,
     [keys],
   );
   return result.rowCount ?? 0;
