@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../src/platform/db.ts';
-import { ensureDatabase } from '../../src/platform/embedded.ts';
+import { ensureDatabase, withDatabase } from '../../src/platform/embedded.ts';
 import { migrate } from '../../src/platform/migrate.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { eventually } from '../support/payments.ts';
@@ -46,9 +46,7 @@ async function reachable(url: string): Promise<boolean> {
 /** A migrated database of its own on the external server, dropped by `drop`. */
 async function externalDatabase(serverUrl: string, prefix: string): Promise<TestDatabase> {
   const name = `${prefix}_${randomBytes(4).toString('hex')}`;
-  const u = new URL(serverUrl);
-  u.pathname = `/${name}`;
-  const url = u.toString();
+  const url = withDatabase(serverUrl, name);
   await ensureDatabase(serverUrl, name);
   await migrate(url);
   const pool = createPool(url, 4);
@@ -100,11 +98,7 @@ describe('database fault: the external PostgreSQL server restarts under load', (
   }
   const serverUrl = SERVER_URL;
   const name = `flashpay_f02b_${randomBytes(4).toString('hex')}`;
-  const url = (() => {
-    const u = new URL(serverUrl);
-    u.pathname = `/${name}`;
-    return u.toString();
-  })();
+  const url = withDatabase(serverUrl, name);
   let s: FaultStack | undefined;
   // However the test ends, the server is left running (a restart that failed half way is started).
   const restore = async () => {
