@@ -6,6 +6,7 @@ import {
   BARE_PATH,
   BASELINE_PATH,
   SINGLE_KEYED_PATH,
+  SINGLE_KEYED_INSERT_FIRST_PATH,
   SINGLE_KEYED_UNPIPELINED_PATH,
   SINGLE_UNKEYED_PATH,
   startBareServer,
@@ -131,7 +132,7 @@ async function soldOutRun(ctx: OrdersContext, bare: BaselineServer, counts: Orde
 
 async function keyLayerRun(ctx: OrdersContext, bare: BaselineServer, counts: OrdersCounts, tokens: string[]) {
   const n = counts.requests;
-  const rows = Array.from({ length: 3 * n }, (_, i) => ({ sku: `p5/${i}`, stock: 1 }));
+  const rows = Array.from({ length: 4 * n }, (_, i) => ({ sku: `p5/${i}`, stock: 1 }));
   await seedSkus(ctx.flashpay.deps.db, rows);
   const targets = await rotate(
     ctx,
@@ -146,6 +147,11 @@ async function keyLayerRun(ctx: OrdersContext, bare: BaselineServer, counts: Ord
         name: 'with keys, not pipelined',
         origin: bare.url,
         requests: buyers(n, tokens, SINGLE_KEYED_UNPIPELINED_PATH, 'p5u', (i) => `p5/${2 * n + i}`),
+      },
+      {
+        name: 'with keys, insert first',
+        origin: bare.url,
+        requests: buyers(n, tokens, SINGLE_KEYED_INSERT_FIRST_PATH, 'p5i', (i) => `p5/${3 * n + i}`),
       },
     ],
     counts,
@@ -165,9 +171,13 @@ async function keyLayerRun(ctx: OrdersContext, bare: BaselineServer, counts: Ord
         targetOf(targets, 'with keys, not pipelined').perSecond,
         targetOf(targets, 'without keys').perSecond,
       ),
+      'insert first / without keys': ratio(
+        targetOf(targets, 'with keys, insert first').perSecond,
+        targetOf(targets, 'without keys').perSecond,
+      ),
     },
     checks: [stockText('flashpay', stock)],
-    ok: targets.every((t) => all(t, 201)) && stock.ok && stock.orders === 3 * n,
+    ok: targets.every((t) => all(t, 201)) && stock.ok && stock.orders === 4 * n,
   } satisfies FlashRun;
 }
 

@@ -126,6 +126,8 @@ export const SINGLE_KEYED_PATH = '/single/orders-keyed';
 export const SINGLE_UNKEYED_PATH = '/single/orders-unkeyed';
 /** P5's "before": the keyed one-transaction create with the claim's transaction not pipelined. */
 export const SINGLE_KEYED_UNPIPELINED_PATH = '/single/orders-keyed-unpipelined';
+/** P5's other "before": pipelined, but the key inserted PROCESSING first and completed by an UPDATE. */
+export const SINGLE_KEYED_INSERT_FIRST_PATH = '/single/orders-keyed-insert-first';
 
 /**
  * The ceiling: a Fastify route with flashpay's authentication hook (same signer, same verified-
@@ -161,6 +163,7 @@ export async function startBareServer(flashpay: FlashpayServer): Promise<Baselin
       const answer = await executeKeyed(keyedDeps(deps), {
         scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },
         digest: requestDigest('create_order', {}, lines[0]),
+        finalOnly: true,
         start: async (tx) => ({ final: await createOrderResponse(tx, principal, lines, deps.clock.now()) }),
       });
       return reply
@@ -170,15 +173,17 @@ export async function startBareServer(flashpay: FlashpayServer): Promise<Baselin
         .send(answer.body);
     },
   );
-  app.post<{ Body: { sku: string; quantity?: number } }>(
-    SINGLE_KEYED_UNPIPELINED_PATH,
-    { onRequest: auth },
-    async (request, reply) => {
+  // The two "before" forms of the keyed create: insert-first claims (PROCESSING, then the UPDATE).
+  for (const [path, pipeline] of [
+    [SINGLE_KEYED_UNPIPELINED_PATH, false],
+    [SINGLE_KEYED_INSERT_FIRST_PATH, true],
+  ] as const)
+    app.post<{ Body: { sku: string; quantity?: number } }>(path, { onRequest: auth }, async (request, reply) => {
       const principal = principalOf(request);
       const key = String(request.headers['idempotency-key'] ?? '');
       const lines = lineOf(request.body);
       const answer = await executeKeyed(
-        { ...keyedDeps(deps), pipeline: false },
+        { ...keyedDeps(deps), pipeline },
         {
           scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },
           digest: requestDigest('create_order', {}, lines[0]),
@@ -186,8 +191,7 @@ export async function startBareServer(flashpay: FlashpayServer): Promise<Baselin
         },
       );
       return reply.code(answer.status).type('application/json').send(answer.body);
-    },
-  );
+    });
   await app.listen({ host: '127.0.0.1', port: 0 });
   return { url: urlOf(app), db: deps.db, close: () => app.close() };
 }

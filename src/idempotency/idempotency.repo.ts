@@ -47,6 +47,7 @@ export async function tryInsertKey(
 }
 
 export async function findKey(db: Executor, scope: KeyScope): Promise<KeyRecord | undefined> {
+  // Named: the first statement of every final-only claim (idempotency.once.ts).
   const result = await db.query<{
     request_digest: string;
     state: 'PROCESSING' | 'DONE';
@@ -54,10 +55,11 @@ export async function findKey(db: Executor, scope: KeyScope): Promise<KeyRecord 
     response_body: string | null;
     response_location: string | null;
     locked_until: Date | null;
-  }>(
-    `SELECT request_digest, state, response_status, response_body, response_location, locked_until FROM idempotency_keys WHERE ${SCOPE}`,
-    scopeParams(scope),
-  );
+  }>({
+    name: 'idempotency-find',
+    text: `SELECT request_digest, state, response_status, response_body, response_location, locked_until FROM idempotency_keys WHERE ${SCOPE}`,
+    values: scopeParams(scope),
+  });
   const row = result.rows[0];
   if (!row) return undefined;
   const response =
@@ -97,6 +99,27 @@ export function completeKeyWithCommit(tx: Tx, scope: KeyScope, response: StoredR
              WHERE ${SCOPE} AND state = 'PROCESSING' RETURNING 1)
            SELECT 1 / count(*) AS completed FROM done`,
     values: [...scopeParams(scope), response.status, response.body, response.location ?? null, now],
+  });
+}
+
+/**
+ * The key of a final-only operation, written once, DONE, with the COMMIT (sendWithCommit). A plain
+ * INSERT: a row another request committed meanwhile fails it on the primary key, and that turns
+ * the COMMIT already on the wire into a rollback of the whole effect (idempotency.once.ts).
+ */
+export function insertDoneKeyWithCommit(
+  tx: Tx,
+  scope: KeyScope,
+  digest: string,
+  response: StoredResponse,
+  now: Date,
+): void {
+  sendWithCommit(tx, {
+    name: 'idempotency-insert-done',
+    text: `INSERT INTO idempotency_keys (tenant_id, user_id, operation, idempotency_key, request_digest, state,
+                                      response_status, response_body, response_location, created_at, completed_at)
+           VALUES ($1, $2, $3, $4, $5, 'DONE', $6, $7, $8, $9, $9)`,
+    values: [...scopeParams(scope), digest, response.status, response.body, response.location ?? null, now],
   });
 }
 

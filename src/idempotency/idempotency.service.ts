@@ -1,6 +1,7 @@
 import { inTx, pgCode, sendWithCommit, sleep, type Db, type Tx } from '../platform/db.ts';
 import type { Clock } from '../platform/clock.ts';
-import { AppError } from '../platform/errors.ts';
+import { inProgress, keyReused } from './idempotency.errors.ts';
+import { claimOnce } from './idempotency.once.ts';
 import {
   completeKey,
   completeKeyWithCommit,
@@ -49,6 +50,11 @@ export interface KeyedOperation {
   scope: KeyScope;
   digest: string;
   start(tx: Tx): Promise<KeyedStep>;
+  /**
+   * `start` always answers `final`: the key is then written once, DONE, with the effect's COMMIT,
+   * never as a PROCESSING row that an UPDATE completes (idempotency.once.ts).
+   */
+  finalOnly?: boolean;
   /** Answers for a key whose owner died mid-way (lease expired); runs in the takeover transaction. */
   abandoned?(tx: Tx): Promise<StoredResponse>;
 }
@@ -56,24 +62,13 @@ export interface KeyedOperation {
 const POLL_MS = 25;
 const LOCK_NOT_AVAILABLE = '55P03';
 
-function inProgress(): AppError {
-  return new AppError(
-    'REQUEST_IN_PROGRESS',
-    'a request with this Idempotency-Key is still being processed; retry later',
-    {},
-    { 'Retry-After': '1' },
-  );
-}
-
 function replay(record: KeyRecord, digest: string): KeyedResult | undefined {
-  if (record.digest !== digest)
-    throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
+  if (record.digest !== digest) throw keyReused();
   return record.state === 'DONE' && record.response ? { ...record.response, replayed: true } : undefined;
 }
 
-type Claim = { owned: true; step: KeyedStep } | { owned: false; record: KeyRecord };
-
-async function claim(deps: KeyedDeps, op: KeyedOperation): Promise<Claim> {
+async function claim(deps: KeyedDeps, op: KeyedOperation): Promise<KeyClaim> {
+  if (op.finalOnly) return claimOnce(deps, op);
   return inTx(
     deps.db,
     async (tx) => {
@@ -90,8 +85,7 @@ async function claim(deps: KeyedDeps, op: KeyedOperation): Promise<Claim> {
       // statement sees it. Compare digests before anything else: a reused key has no side effect.
       const record = await findKey(tx, op.scope);
       if (!record) throw new Error('idempotency key vanished');
-      if (record.digest !== op.digest)
-        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
+      if (record.digest !== op.digest) throw keyReused();
       return { owned: false, record } as const;
     },
     { lockTimeoutMs: deps.waitMs, pipeline: deps.pipeline ?? true },
@@ -222,8 +216,7 @@ export async function claimKeyIn(
   }
   const record = await findKey(tx, op.scope);
   if (!record) throw new Error('idempotency key vanished');
-  if (record.digest !== op.digest)
-    throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
+  if (record.digest !== op.digest) throw keyReused();
   return { owned: false, record };
 }
 
@@ -284,8 +277,7 @@ export async function claimKeysIn(
     }
     const record = await findKey(tx, op.scope);
     if (!record) throw new Error('idempotency key vanished');
-    if (record.digest !== op.digest)
-      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request');
+    if (record.digest !== op.digest) throw keyReused();
     claims.push({ owned: false, record });
   }
   return claims;

@@ -79,6 +79,7 @@ function runAlone(deps: KeyedDeps, p: Pending): void {
   executeKeyedNow(deps, {
     scope: p.scope,
     digest: p.digest,
+    finalOnly: true,
     start: async (tx) => ({ final: await createOrderResponse(tx, p.principal, [p.line], deps.clock.now()) }),
   }).then(p.resolve, p.reject);
 }

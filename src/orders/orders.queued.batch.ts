@@ -101,6 +101,7 @@ function alone(deps: KeyedDeps, m: Member): void {
   executeKeyedNow(deps, {
     scope: m.scope,
     digest: m.digest,
+    finalOnly: true,
     start: async (tx) => ({ final: await queuedCreateResponse(tx, m.principal, m.lines, deps.clock.now()) }),
   }).then(m.resolve, m.reject);
 }

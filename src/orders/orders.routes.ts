@@ -70,6 +70,7 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
             : await executeKeyed(keyedDeps(deps), {
                 scope,
                 digest,
+                finalOnly: true,
                 async start(tx) {
                   if (queued) return { final: await queuedCreateResponse(tx, principal, lines, deps.clock.now()) };
                   return { final: await createOrderResponse(tx, principal, lines, deps.clock.now()) };

@@ -27,6 +27,7 @@ export function walletRoutes(app: FastifyInstance, deps: AppDeps): void {
       const result = await executeKeyed(keyedDeps(deps), {
         scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'wallet_credit', key },
         digest: requestDigest('wallet_credit', { user: owner.userId }, { amount: request.body.amount }),
+        finalOnly: true,
         async start(tx) {
           const transferId = creditIdFor(key);
           await creditWallet(tx, owner, request.body.amount, transferId, deps.clock.now());
