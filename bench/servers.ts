@@ -5,7 +5,7 @@ import type { AppDeps } from '../src/app.deps.ts';
 import { principalOf, requirePrincipal, tokenSigner } from '../src/platform/auth.ts';
 import { keyedDeps } from '../src/app.deps.ts';
 import { executeKeyed, requestDigest } from '../src/idempotency/index.ts';
-import { createOrderResponse } from '../src/orders/index.ts';
+import { createOrderResponse, keyedCreate } from '../src/orders/index.ts';
 import { systemClock } from '../src/platform/clock.ts';
 import type { Config } from '../src/platform/config.ts';
 import { createPool, inTx, type Db } from '../src/platform/db.ts';
@@ -163,8 +163,7 @@ export async function startBareServer(flashpay: FlashpayServer): Promise<Baselin
       const answer = await executeKeyed(keyedDeps(deps), {
         scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },
         digest: requestDigest('create_order', {}, lines[0]),
-        finalOnly: true,
-        start: async (tx) => ({ final: await createOrderResponse(tx, principal, lines, deps.clock.now()) }),
+        ...keyedCreate(principal, lines, () => deps.clock.now()),
       });
       return reply
         .code(answer.status)

@@ -21,6 +21,7 @@ const KEY_CONSTRAINT = 'idempotency_keys_pkey';
  * still running) is REQUEST_IN_PROGRESS, as in the insert-first claim.
  */
 export async function claimOnce(deps: KeyedDeps, op: KeyedOperation): Promise<KeyClaim> {
+  const pipelined = deps.pipeline ?? true;
   let committing = false;
   try {
     return await inTx(
@@ -28,8 +29,11 @@ export async function claimOnce(deps: KeyedDeps, op: KeyedOperation): Promise<Ke
       async (tx): Promise<KeyClaim> => {
         committing = false;
         const now = deps.clock.now();
-        // The first statement: pipelined, it leaves in the same write as BEGIN.
-        const record = await findKey(tx, op.scope);
+        // The first statement: pipelined, it leaves in the same write as BEGIN, and the
+        // operation's read-only prefetch with it, before we know whether the key is ours.
+        const reading = findKey(tx, op.scope);
+        if (pipelined) op.prefetch?.(tx);
+        const record = await reading;
         if (record) {
           if (record.digest !== op.digest) throw keyReused();
           return { owned: false, record };
@@ -41,7 +45,7 @@ export async function claimOnce(deps: KeyedDeps, op: KeyedOperation): Promise<Ke
         committing = true;
         return { owned: true, step };
       },
-      { lockTimeoutMs: deps.waitMs, pipeline: deps.pipeline ?? true },
+      { lockTimeoutMs: deps.waitMs, pipeline: pipelined },
     );
   } catch (error) {
     if (!committing) throw error;

@@ -55,6 +55,12 @@ export interface KeyedOperation {
    * never as a PROCESSING row that an UPDATE completes (idempotency.once.ts).
    */
   finalOnly?: boolean;
+  /**
+   * Read-only statements a final-only claim sends with the key's read, in its round trip (only
+   * when the transaction is pipelined); `start` then awaits their results instead of reading.
+   * They run whether or not the key turns out to be this request's: they must not write.
+   */
+  prefetch?(tx: Tx): void;
   /** Answers for a key whose owner died mid-way (lease expired); runs in the takeover transaction. */
   abandoned?(tx: Tx): Promise<StoredResponse>;
 }

@@ -24,7 +24,7 @@ export {
 } from './orders.repo.ts';
 export { cancelOrder, createOrder, getOrderFor, orderView, timelineFor, type CreateOutcome } from './orders.service.ts';
 export { MAX_QUANTITY, ordersRoutes } from './orders.routes.ts';
-export { createOrderResponse } from './orders.create.ts';
+export { createOrderResponse, keyedCreate } from './orders.create.ts';
 export { isMarkedSoldOut } from './orders.batch.ts';
 export {
   COMPENSATION_STATUSES,

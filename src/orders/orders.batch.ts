@@ -7,7 +7,7 @@ import {
   type KeyedResult,
   type StoredResponse,
 } from '../idempotency/index.ts';
-import { createOrderResponse, refusalResponse } from './orders.create.ts';
+import { keyedCreate, refusalResponse } from './orders.create.ts';
 import {
   batchKeyId,
   claimKeysAndReadSku,
@@ -79,8 +79,7 @@ function runAlone(deps: KeyedDeps, p: Pending): void {
   executeKeyedNow(deps, {
     scope: p.scope,
     digest: p.digest,
-    finalOnly: true,
-    start: async (tx) => ({ final: await createOrderResponse(tx, p.principal, [p.line], deps.clock.now()) }),
+    ...keyedCreate(p.principal, [p.line], () => deps.clock.now()),
   }).then(p.resolve, p.reject);
 }
 

@@ -3,7 +3,7 @@ import { AppError } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
 import { findSkuTerms, reserve, skuKey, type Reservation, type SkuTerms } from '../inventory/index.ts';
 import { insertLines, lineView, orderHead, snapshotLines, type OrderLine } from './orders.lines.ts';
-import { jsonResponse, problemResponse, type StoredResponse } from '../idempotency/index.ts';
+import { jsonResponse, problemResponse, type KeyedOperation, type StoredResponse } from '../idempotency/index.ts';
 import { insertOrder, newOrderId } from './orders.repo.ts';
 import type { Order } from './orders.types.ts';
 
@@ -34,6 +34,17 @@ export async function readSkus(tx: Tx, tenantId: string, lines: readonly Request
   return skus;
 }
 
+/** readSkus with every line's read sent at once: one round trip for all in a pipelined transaction. */
+export function readSkusAtOnce(tx: Tx, tenantId: string, lines: readonly RequestedLine[]): Promise<SkuTerms[]> {
+  return Promise.all(lines.map((line) => findSkuTerms(tx, tenantId, line.sku))).then((found) =>
+    found.map((terms, i) => {
+      if (terms) return terms;
+      const sku = lines[i]!.sku;
+      throw new AppError('SKU_NOT_FOUND', `no SKU ${sku}`, { sku });
+    }),
+  );
+}
+
 /**
  * Places an order of one or more lines in the caller's transaction: every line held or none.
  * Lines are reserved in SKU order, so two buyers of the same SKUs take the SKU row locks in the same
@@ -45,9 +56,10 @@ export async function createOrderOfLines(
   principal: Principal,
   requested: readonly RequestedLine[],
   now: Date,
+  prefetched?: Promise<SkuTerms[]>,
 ): Promise<CreateOutcome> {
   const sorted = canonicalLines(requested);
-  const skus = await readSkus(tx, principal.tenantId, sorted);
+  const skus = await (prefetched ?? readSkus(tx, principal.tenantId, sorted));
   // Sold out is answered from a plain read, without queueing on the SKU's row lock.
   const short = sorted.find((line, i) => (skus[i]?.available ?? 0) < line.quantity);
   if (short) return { kind: 'SOLD_OUT', sku: short.sku };
@@ -138,10 +150,31 @@ export async function createOrderResponse(
   principal: Principal,
   lines: readonly RequestedLine[],
   now: Date,
+  prefetched?: Promise<SkuTerms[]>,
 ): Promise<StoredResponse> {
-  const outcome = await createOrderOfLines(tx, principal, lines, now);
+  const outcome = await createOrderOfLines(tx, principal, lines, now, prefetched);
   // A refusal is committed durably: one the client saw must survive a crash, or the retry with the
   // same key could get 201 once a unit came back (docs/security.md).
   if (outcome.kind !== 'CREATED') return refusalResponse(outcome.kind, outcome.sku);
   return createdResponse(outcome.order, outcome.lines, outcome.reservations);
+}
+
+/**
+ * The keyed one-transaction create (`executeKeyed`'s operation without its scope and digest): the
+ * key written once with the order, and the SKUs read in the key read's round trip.
+ */
+export function keyedCreate(
+  principal: Principal,
+  lines: readonly RequestedLine[],
+  now: () => Date,
+): Pick<KeyedOperation, 'finalOnly' | 'prefetch' | 'start'> {
+  let skus: Promise<SkuTerms[]> | undefined;
+  return {
+    finalOnly: true,
+    prefetch(tx) {
+      skus = readSkusAtOnce(tx, principal.tenantId, canonicalLines(lines));
+      skus.catch(() => undefined); // the key may be an earlier request's: then nobody awaits these
+    },
+    start: async (tx) => ({ final: await createOrderResponse(tx, principal, lines, now(), skus) }),
+  };
 }

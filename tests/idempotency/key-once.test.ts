@@ -130,6 +130,27 @@ describe('idempotency: the key of a final-only operation, written once', () => {
     expect(await executeKeyedNow(deps, op('thrown'))).toMatchObject({ status: 201, replayed: false });
     expect(await effects('thrown')).toBe(1);
   });
+
+  it('KO-08: a prefetch leaves with the key read; for an earlier key its refusal is awaited by nobody, and the replay answers', async () => {
+    const first = await executeKeyedNow(deps, op('prefetched'));
+    const before = starts;
+    let prefetched = 0;
+    // As readSkusAtOnce does for a SKU that is gone: the read succeeds, the prefetch's promise refuses.
+    const refusing: KeyedOperation = {
+      ...op('prefetched'),
+      prefetch(tx) {
+        prefetched++;
+        const read = tx.query('SELECT 1').then(() => {
+          throw new AppError('SKU_NOT_FOUND', 'gone');
+        });
+        read.catch(() => undefined);
+      },
+    };
+    expect(await executeKeyedNow(deps, refusing)).toMatchObject({ replayed: true, status: 201, body: first.body });
+    expect(prefetched).toBe(1);
+    expect(starts).toBe(before);
+    expect(await effects('prefetched')).toBe(1);
+  });
 });
 
 describe('idempotency: a several-line order over HTTP writes its key once', () => {
