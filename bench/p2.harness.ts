@@ -1,4 +1,7 @@
-// P2's server CPU per request, sold-out refusal vs the bare authenticated route, interleaved.
+// P2's server CPU per request, sold-out refusal vs the bare authenticated route, interleaved; and,
+// to place the gap, two routes on flashpay's own app that write nothing: `app bare` (the bare
+// route's handler behind every hook of the app) and `app 409` (the create's schema validated, the
+// refusal's constant problem+json sent).
 // `node --import tsx bench/p2.harness.ts [rounds] [perRound]` (add --cpu-prof to profile). The
 // server runs here; the driver in its own process, so process.cpuUsage() is the server's CPU
 // (plus the pg client's, which is the refusal's own cost).
@@ -6,6 +9,9 @@ import { openBenchDatabase } from './database.ts';
 import { startDriver, type DriverRequest } from './driver.ts';
 import { seedSkus } from './orders.stock.ts';
 import { startBareServer, startFlashpayServer, BARE_PATH } from './servers.ts';
+import type { RouteModule } from '../src/app.ts';
+import { createOrderSchema } from '../src/orders/index.ts';
+import { requirePrincipal } from '../src/platform/auth.ts';
 import { loadConfig } from '../src/platform/config.ts';
 
 const rounds = Number(process.argv[2] ?? 6);
@@ -14,7 +20,18 @@ const concurrency = 64;
 
 const database = await openBenchDatabase((line) => console.error(line));
 const config = { ...loadConfig({}, process.cwd()) };
-const flashpay = await startFlashpayServer(database.url, config);
+const SOLD_OUT =
+  '{"type":"about:blank","title":"Conflict","status":409,"code":"SOLD_OUT","detail":"no stock left for p2/sku","sku":"p2/sku"}';
+const writesNothing: RouteModule = (app, deps) => {
+  const auth = requirePrincipal(deps.signer);
+  app.post<{ Body: { sku: string } }>('/bench/app-bare', { onRequest: auth }, async (request, reply) =>
+    reply.code(201).send({ order_id: 'bare', sku: request.body.sku, status: 'CREATED' }),
+  );
+  app.post('/bench/app-409', { onRequest: auth, schema: { body: createOrderSchema.body } }, async (_request, reply) =>
+    reply.code(409).type('application/problem+json').send(SOLD_OUT),
+  );
+};
+const flashpay = await startFlashpayServer(database.url, config, [writesNothing]);
 const bare = await startBareServer(flashpay);
 const driver = await startDriver();
 await seedSkus(flashpay.deps.db, [{ sku: 'p2/sku', stock: 0 }]);
@@ -34,6 +51,8 @@ const requests = (path: string, n: number): DriverRequest[] =>
 const allTargets = [
   { name: 'refusal', origin: flashpay.url, path: '/v1/orders' },
   { name: 'bare', origin: bare.url, path: BARE_PATH },
+  { name: 'app bare', origin: flashpay.url, path: '/bench/app-bare' },
+  { name: 'app 409', origin: flashpay.url, path: '/bench/app-409' },
 ];
 const targets = allTargets.filter((t) => !process.env.P2_ONLY || t.name === process.env.P2_ONLY);
 const cpu: Record<string, { us: number; n: number; ms: number }> = {};

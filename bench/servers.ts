@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.ts';
+import { buildApp, type RouteModule } from '../src/app.ts';
 import type { AppDeps } from '../src/app.deps.ts';
 import { principalOf, requirePrincipal, tokenSigner } from '../src/platform/auth.ts';
 import { keyedDeps } from '../src/app.deps.ts';
@@ -26,7 +26,11 @@ export interface FlashpayServer {
   close(): Promise<void>;
 }
 
-export async function startFlashpayServer(databaseUrl: string, config: Config): Promise<FlashpayServer> {
+export async function startFlashpayServer(
+  databaseUrl: string,
+  config: Config,
+  extra: RouteModule[] = [],
+): Promise<FlashpayServer> {
   const db = createPool(databaseUrl, config.poolSize);
   const signer = tokenSigner(`bench-${randomBytes(16).toString('hex')}`);
   const deps: AppDeps = {
@@ -42,7 +46,7 @@ export async function startFlashpayServer(databaseUrl: string, config: Config): 
   };
   let app: FastifyInstance;
   try {
-    app = await buildApp(deps);
+    app = await buildApp(deps, extra);
     await app.listen({ host: '127.0.0.1', port: 0 });
   } catch (error) {
     await db.end();

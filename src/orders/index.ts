@@ -24,6 +24,7 @@ export {
 } from './orders.repo.ts';
 export { cancelOrder, createOrder, getOrderFor, orderView, timelineFor, type CreateOutcome } from './orders.service.ts';
 export { MAX_QUANTITY, ordersRoutes } from './orders.routes.ts';
+export { createOrderSchema } from './orders.schemas.ts';
 export { createOrderResponse, keyedCreate } from './orders.create.ts';
 export { isMarkedSoldOut } from './orders.batch.ts';
 export {
