@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeKeyedNow, type KeyedDeps, type KeyedOperation } from '../../src/idempotency/index.ts';
 import { systemClock } from '../../src/platform/clock.ts';
 import { AppError } from '../../src/platform/errors.ts';
-import type { Tx } from '../../src/platform/db.ts';
+import type { Db, Tx } from '../../src/platform/db.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { createSku, placeOrder, TENANT } from '../support/fixtures.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
@@ -15,18 +15,23 @@ const OTHER_DIGEST = 'd'.repeat(64);
 // with the COMMIT (idempotency.once.ts). The contract is the insert-first claim's: one effect per
 // key, every request with it gets the first answer, a different request with it is refused, a key
 // another request holds is REQUEST_IN_PROGRESS. A trigger counts what touches the key table.
+/** Every INSERT and UPDATE of a key row, recorded by a trigger in the writing transaction. */
+async function countKeyWrites(db: Db): Promise<void> {
+  await db.query(`
+    CREATE TABLE ko_key_writes (op text NOT NULL, operation text NOT NULL, key text NOT NULL);
+    CREATE FUNCTION ko_count() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO ko_key_writes VALUES (TG_OP, NEW.operation, NEW.idempotency_key); RETURN NEW; END $$;
+    CREATE TRIGGER ko_count BEFORE INSERT OR UPDATE ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION ko_count();`);
+}
+
 describe('idempotency: the key of a final-only operation, written once', () => {
   let db: TestDatabase;
   let deps: KeyedDeps;
   beforeAll(async () => {
     db = await freshDatabase({ poolSize: 20 });
     deps = { db: db.pool, clock: systemClock, waitMs: 5_000, leaseMs: 30_000 };
-    await db.pool.query(`
-      CREATE TABLE ko_effects (key text NOT NULL);
-      CREATE TABLE ko_key_writes (op text NOT NULL, key text NOT NULL);
-      CREATE FUNCTION ko_count() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN INSERT INTO ko_key_writes VALUES (TG_OP, NEW.idempotency_key); RETURN NEW; END $$;
-      CREATE TRIGGER ko_count BEFORE INSERT OR UPDATE ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION ko_count();`);
+    await db.pool.query('CREATE TABLE ko_effects (key text NOT NULL)');
+    await countKeyWrites(db.pool);
   });
   afterAll(async () => {
     await db.drop();
@@ -157,11 +162,7 @@ describe('idempotency: a several-line order over HTTP writes its key once', () =
   let s: Stack;
   beforeAll(async () => {
     s = await startStack();
-    await s.db.pool.query(`
-      CREATE TABLE ko_key_writes (op text NOT NULL, operation text NOT NULL);
-      CREATE FUNCTION ko_count() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN INSERT INTO ko_key_writes VALUES (TG_OP, NEW.operation); RETURN NEW; END $$;
-      CREATE TRIGGER ko_count BEFORE INSERT OR UPDATE ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION ko_count();`);
+    await countKeyWrites(s.db.pool);
   });
   afterAll(async () => {
     await s.close();
