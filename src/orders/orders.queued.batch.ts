@@ -8,7 +8,7 @@ import {
   type KeyedResult,
 } from '../idempotency/index.ts';
 import type { RequestedLine } from './orders.create.ts';
-import { buildPendingOrder, pendingResponse, queuedCreateResponse } from './orders.queued.ts';
+import { buildPendingOrder, keyedQueuedCreate, pendingResponse } from './orders.queued.ts';
 import { readSkuTerms, writeQueuedGroup, type QueuedRow } from './orders.queued.batch.repo.ts';
 
 /*
@@ -101,8 +101,7 @@ function alone(deps: KeyedDeps, m: Member): void {
   executeKeyedNow(deps, {
     scope: m.scope,
     digest: m.digest,
-    finalOnly: true,
-    start: async (tx) => ({ final: await queuedCreateResponse(tx, m.principal, m.lines, deps.clock.now()) }),
+    ...keyedQueuedCreate(m.principal, m.lines, () => deps.clock.now()),
   }).then(m.resolve, m.reject);
 }
 

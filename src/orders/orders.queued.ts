@@ -3,7 +3,7 @@ import type { Principal } from '../platform/auth.ts';
 import type { SkuTerms } from '../inventory/index.ts';
 import { canonicalLines, readSkus, type RequestedLine } from './orders.create.ts';
 import { findLines, lineColumns, lineView, orderHead, snapshotLines, type OrderLine } from './orders.lines.ts';
-import { jsonResponse, type StoredResponse } from '../idempotency/index.ts';
+import { jsonResponse, type KeyedOperation, type StoredResponse } from '../idempotency/index.ts';
 import { newOrderId } from './orders.repo.ts';
 import type { Order } from './orders.types.ts';
 
@@ -100,13 +100,22 @@ export function wantsAsync(prefer: string | string[] | undefined, mode: 'sync' |
 }
 
 /** The 202 a queued create answers (stored with the key, replayed byte for byte). */
-export async function queuedCreateResponse(
+async function queuedCreateResponse(
   tx: Tx,
   principal: Principal,
   requested: readonly RequestedLine[],
   now: Date,
 ): Promise<StoredResponse> {
   return pendingResponse(await createPendingOrder(tx, principal, requested, now));
+}
+
+/** The keyed one-transaction queued create (executeKeyed's operation without scope and digest). */
+export function keyedQueuedCreate(
+  principal: Principal,
+  lines: readonly RequestedLine[],
+  now: () => Date,
+): Pick<KeyedOperation, 'finalOnly' | 'start'> {
+  return { finalOnly: true, start: async (tx) => ({ final: await queuedCreateResponse(tx, principal, lines, now()) }) };
 }
 
 /**

@@ -10,7 +10,7 @@ import { idempotencyKeyOf, sendKeyed } from '../idempotency/index.ts';
 import { executeKeyed } from '../idempotency/index.ts';
 import { canonicalLines, keyedCreate, type RequestedLine } from './orders.create.ts';
 import { createBatched } from './orders.batch.ts';
-import { queuedCreateResponse, wantsAsync } from './orders.queued.ts';
+import { keyedQueuedCreate, wantsAsync } from './orders.queued.ts';
 import { createQueuedBatched, queuedBatchEnabled } from './orders.queued.batch.ts';
 import { cancelOrder, expireHoldNow, getOrderFor, orderView, timelineFor } from './orders.service.ts';
 
@@ -67,19 +67,11 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
           ? await createBatched(keyedDeps(deps), { principal, line: only, scope, digest })
           : queued && queuedBatchEnabled()
             ? await createQueuedBatched(keyedDeps(deps), { principal, lines, scope, digest })
-            : await executeKeyed(
-                keyedDeps(deps),
-                queued
-                  ? {
-                      scope,
-                      digest,
-                      finalOnly: true,
-                      start: async (tx) => ({
-                        final: await queuedCreateResponse(tx, principal, lines, deps.clock.now()),
-                      }),
-                    }
-                  : { scope, digest, ...keyedCreate(principal, lines, () => deps.clock.now()) },
-              );
+            : await executeKeyed(keyedDeps(deps), {
+                scope,
+                digest,
+                ...(queued ? keyedQueuedCreate : keyedCreate)(principal, lines, () => deps.clock.now()),
+              });
       if (!result.replayed) businessMetrics.orders.inc({ status: String(result.status) });
       if (result.status === 202) reply.header('Preference-Applied', 'respond-async');
       return sendKeyed(reply, result);
