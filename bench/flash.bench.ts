@@ -14,6 +14,7 @@ import {
   type BaselineServer,
 } from './servers.ts';
 import { ratio } from './stats.ts';
+import { FLOOR_PATH, startFloorServer } from './p1.floor.ts';
 import { queuedRun } from './flash.queued.ts';
 import {
   all,
@@ -37,16 +38,20 @@ async function hotRun(
   ctx: OrdersContext,
   baseline: BaselineServer,
   bare: BaselineServer,
+  floor: BaselineServer,
   counts: OrdersCounts,
   tokens: string[],
 ) {
   const n = counts.requests;
   const sku = 'p1/sku';
+  // The floor (bench/p1.floor.ts): flashpay's rows and statement behind the bare route.
+  const floorSku = 'p1/floor';
   // The same create without the group commit (flashpay's path before it), on a SKU of its own.
   const single = 'p1/single';
   await seedSkus(ctx.flashpay.deps.db, [
     { sku, stock: 2 * n },
     { sku: single, stock: 2 * n },
+    { sku: floorSku, stock: 2 * n },
   ]);
   await seedBaselineStock(baseline.db, [{ sku, stock: 2 * n }]);
   const flashpayRequests = buyers(n, tokens, '/v1/orders', 'p1', () => sku);
@@ -56,6 +61,7 @@ async function hotRun(
       { name: 'flashpay', origin: ctx.flashpay.url, requests: flashpayRequests },
       { name: 'one-tx-per-buyer', origin: baseline.url, requests: buyers(n, tokens, BASELINE_PATH, 'p1', () => sku) },
       { name: 'bare route', origin: bare.url, requests: buyers(n, tokens, BARE_PATH, 'p1', () => sku) },
+      { name: 'floor', origin: floor.url, requests: buyers(n, tokens, FLOOR_PATH, 'p1f', () => floorSku) },
       {
         name: 'flashpay, one tx per buyer',
         origin: bare.url,
@@ -68,7 +74,8 @@ async function hotRun(
   const stock = await checkSkus(ctx.flashpay.deps.db, 'p1/');
   const baseStock = await checkBaselineStock(baseline.db, 'p1/');
   const keys = await checkKeys(ctx, 'p1-', n);
-  const ok = stock.ok && baseStock.ok && keys.ok && targets.every((t) => all(t, 201));
+  const floorKeys = await checkKeys(ctx, 'p1f-', n);
+  const ok = stock.ok && baseStock.ok && keys.ok && floorKeys.ok && targets.every((t) => all(t, 201));
   const run: FlashRun = {
     id: 'P1',
     description: `hot SKU, ${counts.concurrency} buyers, stock ${2 * n}`,
@@ -76,12 +83,22 @@ async function hotRun(
     ratios: {
       'vs one-tx-per-buyer': ratio(flashpay.perSecond, targetOf(targets, 'one-tx-per-buyer').perSecond),
       'vs bare route': ratio(flashpay.perSecond, targetOf(targets, 'bare route').perSecond),
+      'vs floor': ratio(flashpay.perSecond, targetOf(targets, 'floor').perSecond),
+      'floor vs one-tx-per-buyer': ratio(
+        targetOf(targets, 'floor').perSecond,
+        targetOf(targets, 'one-tx-per-buyer').perSecond,
+      ),
       'vs flashpay one tx per buyer': ratio(
         flashpay.perSecond,
         targetOf(targets, 'flashpay, one tx per buyer').perSecond,
       ),
     },
-    checks: [stockText('flashpay', stock), stockText('one-tx-per-buyer', baseStock), keys.text],
+    checks: [
+      stockText('flashpay', stock),
+      stockText('one-tx-per-buyer', baseStock),
+      keys.text,
+      `floor: ${floorKeys.text}`,
+    ],
     ok,
   };
   return { run, flashpayRequests };
@@ -184,6 +201,7 @@ async function keyLayerRun(ctx: OrdersContext, bare: BaselineServer, counts: Ord
 export async function runFlashBench(ctx: OrdersContext, counts: OrdersCounts): Promise<FlashReport> {
   const baseline = await startBaselineServer(ctx.databaseUrl, ctx.poolSize);
   const bare = await startBareServer(ctx.flashpay);
+  const floor = await startFloorServer(ctx.flashpay);
   try {
     const tokens = await Promise.all(
       Array.from({ length: counts.users }, (_, i) => ctx.flashpay.buyerToken(`flash-${i}`)),
@@ -195,6 +213,7 @@ export async function runFlashBench(ctx: OrdersContext, counts: OrdersCounts): P
       [ctx.flashpay.url, '/v1/orders'],
       [baseline.url, BASELINE_PATH],
       [bare.url, BARE_PATH],
+      [floor.url, FLOOR_PATH],
     ] as const)
       await ctx.driver.run({
         origin,
@@ -202,7 +221,7 @@ export async function runFlashBench(ctx: OrdersContext, counts: OrdersCounts): P
         requests: buyers(counts.warmup, tokens, path, `p0${path}`, () => 'p0/sku'),
       });
     ctx.log(`orders (issue 16): P1 hot SKU, ${counts.requests} requests, ${counts.concurrency} buyers`);
-    const hot = await hotRun(ctx, baseline, bare, counts, tokens);
+    const hot = await hotRun(ctx, baseline, bare, floor, counts, tokens);
     ctx.log('orders (issue 16): P5 replays of P1');
     const replay = await replayRun(ctx, targetOf(hot.run.targets, 'flashpay'), hot.flashpayRequests, counts);
     ctx.log('orders (issue 16): P2 sold out');
@@ -215,6 +234,7 @@ export async function runFlashBench(ctx: OrdersContext, counts: OrdersCounts): P
     const runs = [hot.run, replay, soldOut, keyLayer, queued];
     return { runs, ok: runs.every((r) => r.ok) };
   } finally {
+    await floor.close();
     await bare.close();
     await baseline.close();
   }

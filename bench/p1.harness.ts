@@ -73,6 +73,7 @@ const dbStats = async () =>
 await driver.run({ origin: flashpay.url, concurrency, requests: requests(1000) });
 const stats0 = await dbStats();
 let [node, pg, n, ms, busy, all] = [0, 0, 0, 0, 0, 0];
+let sys = 0;
 for (let r = 0; r < rounds; r++) {
   const reqs = requests(perRound);
   const [b0, a0] = machine();
@@ -81,6 +82,7 @@ for (let r = 0; r < rounds; r++) {
   const run = await driver.run({ origin: flashpay.url, concurrency, requests: reqs });
   const used = process.cpuUsage(before);
   const [b1, a1] = machine();
+  sys += used.system;
   [node, pg, busy, all] = [
     node + used.user + used.system,
     pg + (postgresNs() - pg0) / 1000,
@@ -95,7 +97,7 @@ for (let r = 0; r < rounds; r++) {
 }
 console.log(
   `c=${concurrency}: ${((n / ms) * 1000).toFixed(0)} req/s; per request: server ${(node / n).toFixed(0)} µs, ` +
-    `PostgreSQL ${(pg / n).toFixed(0)} µs of CPU, machine busy ${((100 * busy) / all).toFixed(0)} %`,
+    `(${(sys / n).toFixed(0)} in the kernel), PostgreSQL ${(pg / n).toFixed(0)} µs of CPU, machine busy ${((100 * busy) / all).toFixed(0)} %`,
 );
 // PostgreSQL reports a backend's counters when it goes idle, about once a second.
 await new Promise((resolve) => setTimeout(resolve, 1500));

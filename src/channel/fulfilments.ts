@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { perform, type ChannelDeps } from './channel.routes.ts';
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../platform/ids.ts';
 import type { Outcome } from './ledger.ts';
 import { channelSchemas } from './channel.openapi.ts';
 
@@ -30,7 +30,7 @@ export function newFulfilment(key: string, orderId: string, refuse: boolean): Fu
     key,
     orderId,
     status: refuse ? 'REFUSED' : 'FULFILLED',
-    ref: refuse ? null : `ful_${randomBytes(12).toString('hex')}`,
+    ref: refuse ? null : `ful_${randomHex(12)}`,
     at: new Date().toISOString(),
   };
 }

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { invariant } from '../platform/errors.ts';
+import { randomHex } from '../platform/ids.ts';
 import { channelProblem, type ChannelCode } from './problems.ts';
 import type { FulfilmentStore } from './fulfilments.ts';
 
@@ -73,7 +73,7 @@ export interface LedgerStore {
 export class RefundKeyConflict extends Error {}
 
 export function newId(prefix: 'txn' | 're' | 'ntf'): string {
-  return `${prefix}_${randomBytes(12).toString('hex')}`;
+  return `${prefix}_${randomHex(12)}`;
 }
 
 export function describeCharge(merchantOrder: string, record: ChargeRecord | undefined): Record<string, unknown> {

@@ -27,6 +27,9 @@ export { MAX_QUANTITY, ordersRoutes } from './orders.routes.ts';
 export { createOrderSchema } from './orders.schemas.ts';
 export { createOrderResponse, keyedCreate } from './orders.create.ts';
 export { isMarkedSoldOut } from './orders.batch.ts';
+// The group commit's one statement and the order id, for the bench's P1 floor (bench/p1.floor.ts).
+export { tryFastBatch, type FastBuyer } from './orders.batch.fast.repo.ts';
+export { newOrderId } from './orders.keys.ts';
 export {
   COMPENSATION_STATUSES,
   EVENT_STATUSES,

@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../platform/ids.ts';
 
 export function newOrderId(): string {
-  return `ord_${randomBytes(10).toString('hex')}`;
+  return `ord_${randomHex(10)}`;
 }
 
 /** The first reservation key of an order; re-reservations use /r2, /r3, … */
