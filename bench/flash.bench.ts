@@ -14,7 +14,7 @@ import {
   type BaselineServer,
 } from './servers.ts';
 import { ratio } from './stats.ts';
-import { FLOOR_PATH, startFloorServer } from './p1.floor.ts';
+import { FLOOR_PATH, REFUSAL_FLOOR_PATH, startFloorServer } from './floors.ts';
 import { queuedRun } from './flash.queued.ts';
 import {
   all,
@@ -44,7 +44,7 @@ async function hotRun(
 ) {
   const n = counts.requests;
   const sku = 'p1/sku';
-  // The floor (bench/p1.floor.ts): flashpay's rows and statement behind the bare route.
+  // The floor (bench/floors.ts): flashpay's rows and statement behind the bare route.
   const floorSku = 'p1/floor';
   // The same create without the group commit (flashpay's path before it), on a SKU of its own.
   const single = 'p1/single';
@@ -122,28 +122,54 @@ async function replayRun(ctx: OrdersContext, first: FlashTarget, requests: Drive
   } satisfies FlashRun;
 }
 
-async function soldOutRun(ctx: OrdersContext, bare: BaselineServer, counts: OrdersCounts, tokens: string[]) {
+async function soldOutRun(
+  ctx: OrdersContext,
+  bare: BaselineServer,
+  floor: BaselineServer,
+  counts: OrdersCounts,
+  tokens: string[],
+) {
   const n = counts.requests;
   const sku = 'p2/sku';
-  await seedSkus(ctx.flashpay.deps.db, [{ sku, stock: 0 }]);
+  const floorSku = 'p2/floor';
+  await seedSkus(ctx.flashpay.deps.db, [
+    { sku, stock: 0 },
+    { sku: floorSku, stock: 0 },
+  ]);
   const targets = await rotate(
     ctx,
     [
       { name: 'flashpay', origin: ctx.flashpay.url, requests: buyers(n, tokens, '/v1/orders', 'p2', () => sku) },
       { name: 'bare route', origin: bare.url, requests: buyers(n, tokens, BARE_PATH, 'p2', () => sku) },
+      {
+        name: 'floor',
+        origin: floor.url,
+        requests: buyers(n, tokens, REFUSAL_FLOOR_PATH, 'p2f', () => floorSku),
+      },
     ],
     counts,
   );
   const flashpay = targetOf(targets, 'flashpay');
   const keys = await checkKeys(ctx, 'p2-', n);
+  const floorKeys = await checkKeys(ctx, 'p2f-', n);
   const stock = await checkSkus(ctx.flashpay.deps.db, 'p2/');
   return {
     id: 'P2',
     description: `sold out, ${counts.concurrency} buyers`,
     targets,
-    ratios: { 'vs bare route': ratio(flashpay.perSecond, targetOf(targets, 'bare route').perSecond) },
-    checks: [stockText('flashpay', stock), keys.text],
-    ok: all(flashpay, 409, 'SOLD_OUT') && keys.ok && stock.ok && stock.orders === 0,
+    ratios: {
+      'vs bare route': ratio(flashpay.perSecond, targetOf(targets, 'bare route').perSecond),
+      'vs floor': ratio(flashpay.perSecond, targetOf(targets, 'floor').perSecond),
+      'floor vs bare route': ratio(targetOf(targets, 'floor').perSecond, targetOf(targets, 'bare route').perSecond),
+    },
+    checks: [stockText('flashpay', stock), keys.text, `floor: ${floorKeys.text}`],
+    ok:
+      all(flashpay, 409, 'SOLD_OUT') &&
+      all(targetOf(targets, 'floor'), 409) &&
+      keys.ok &&
+      floorKeys.ok &&
+      stock.ok &&
+      stock.orders === 0,
   } satisfies FlashRun;
 }
 
@@ -225,7 +251,7 @@ export async function runFlashBench(ctx: OrdersContext, counts: OrdersCounts): P
     ctx.log('orders (issue 16): P5 replays of P1');
     const replay = await replayRun(ctx, targetOf(hot.run.targets, 'flashpay'), hot.flashpayRequests, counts);
     ctx.log('orders (issue 16): P2 sold out');
-    const soldOut = await soldOutRun(ctx, bare, counts, tokens);
+    const soldOut = await soldOutRun(ctx, bare, floor, counts, tokens);
     ctx.log('orders (issue 16): P5 key layer');
     const keyLayer = await keyLayerRun(ctx, bare, counts, tokens);
     ctx.log('orders (issue 16): P7 queued orders');

@@ -12,6 +12,7 @@ import {
   deliverAll,
   errorLog,
   runBaseline,
+  runConsumerAlone,
   warmUp,
   type Errors,
   type OutboxFigures,
@@ -32,7 +33,8 @@ const WARM_UP_SHARE = 10; // the untimed warm-up moves a tenth of the events
 export type { OutboxFigures } from './outbox.relays.ts';
 
 export interface OutboxRun {
-  sink: 'http' | 'nats';
+  /** consumer: the consumer's batch apply alone, in process, no relay (outbox.relays.ts runConsumerAlone). */
+  sink: 'http' | 'nats' | 'consumer';
   relays: number;
   flashpay: OutboxFigures;
   baseline: OutboxFigures;
@@ -173,16 +175,19 @@ export async function runOutboxBench(ctx: OutboxContext, counts: OutboxCounts): 
   const runs: OutboxRun[] = [];
   for (const relays of counts.relayCounts) {
     ctx.log(
-      `outbox: ${relays} relay(s), ${counts.events} events: baseline, http sink, baseline${ctx.natsUrl ? ', JetStream sink, baseline' : ''}`,
+      `outbox: ${relays} relay(s), ${counts.events} events: baseline, http sink, baseline, consumer alone, baseline${ctx.natsUrl ? ', JetStream sink, baseline' : ''}`,
     );
     const before = await runBaseline(ctx.db, relays, counts);
     const http = await runHttp(ctx, relays, counts);
     const between = await runBaseline(ctx.db, relays, counts);
     runs.push(toRun('http', relays, http, baselineFigures([before, between])));
+    const consumer = await runConsumerAlone(ctx.db, relays, counts);
+    const afterConsumer = await runBaseline(ctx.db, relays, counts);
+    runs.push(toRun('consumer', relays, consumer, baselineFigures([between, afterConsumer])));
     if (!ctx.natsUrl) continue;
     const nats = await runNats(ctx, ctx.natsUrl, relays, counts);
     const after = await runBaseline(ctx.db, relays, counts);
-    runs.push(toRun('nats', relays, nats, baselineFigures([between, after])));
+    runs.push(toRun('nats', relays, nats, baselineFigures([afterConsumer, after])));
   }
   runs.sort((a, b) => a.sink.localeCompare(b.sink) || a.relays - b.relays);
   const skipped = ctx.natsUrl ? [] : ['nats: skipped: no broker (NATS_URL not set)'];

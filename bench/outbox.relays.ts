@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { inTx, type Db } from '../src/platform/db.ts';
-import { createRelay, RELAY_DEFAULTS, type Relay, type Sink } from '../src/outbox/index.ts';
+import { createRelay, RELAY_DEFAULTS, type OutboxEvent, type Relay, type Sink } from '../src/outbox/index.ts';
+import { consumeBatch } from '../src/fulfillment/index.ts';
 import type { OutboxCounts } from './options.ts';
 import { checkDelivery, resetOutbox } from './outbox.seed.ts';
 import { perSecond, summarize } from './stats.ts';
@@ -143,6 +144,62 @@ async function baselineWorker(
     if (moved === 0) return;
     samplesMs.push(performance.now() - startedAt);
   }
+}
+
+/**
+ * P4's CEILING from the far side: the consumer alone. Every event is read before the clock starts
+ * and cut into batches of the relays' size; `workers` loops hand them to the consumer's own batch
+ * apply (consumeBatch: inbox, version guard, arrival line, one durable commit per batch), in
+ * process: no outbox claim, no network, no signature, no mark. Any relay that delivers to this
+ * consumer moves at most this many events/s on this machine (and less, as the relay shares its
+ * cores). The events are marked published afterwards, untimed, so the run's check is a relay run's.
+ */
+export async function runConsumerAlone(
+  db: Db,
+  workers: number,
+  counts: OutboxCounts,
+): Promise<{ figures: OutboxFigures; check: Awaited<ReturnType<typeof checkDelivery>> }> {
+  await resetOutbox(db);
+  const events = (
+    await db.query<OutboxEvent>(
+      `SELECT event_id::text, order_id, event_type, order_version, payload FROM outbox
+       WHERE published_at IS NULL AND dead_at IS NULL ORDER BY event_id`,
+    )
+  ).rows;
+  const batches = Array.from({ length: Math.ceil(events.length / counts.batchSize) }, (_, i) =>
+    events.slice(i * counts.batchSize, (i + 1) * counts.batchSize),
+  );
+  const batchesMs: number[] = [];
+  const errors = errorLog();
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < batches.length; i = next++) {
+      const startedAt = performance.now();
+      const outcomes = await consumeBatch(db, batches[i]!);
+      const failed = outcomes.find((o) => o.effect !== 'APPLIED');
+      if (failed) throw new Error(`consumer alone: event ${failed.event_id} was ${failed.effect}`);
+      batchesMs.push(performance.now() - startedAt);
+    }
+  };
+  const startedAt = performance.now();
+  await Promise.all(Array.from({ length: workers }, () => worker().catch(errors.record)));
+  const elapsedMs = performance.now() - startedAt;
+  await db.query(`UPDATE outbox SET published_at = now() WHERE event_id = ANY($1::bigint[])`, [
+    events.map((e) => e.event_id),
+  ]);
+  const batch = summarize(batchesMs);
+  return {
+    figures: {
+      events: events.length,
+      elapsedMs,
+      perSecond: perSecond(events.length, elapsedMs),
+      batchP50Ms: batch.p50Ms,
+      batchP99Ms: batch.p99Ms,
+      errors: errors.count,
+      ...(errors.first ? { firstError: errors.first } : {}),
+    },
+    check: await checkDelivery(db, counts.events, true),
+  };
 }
 
 /** One baseline run: every event claimed and marked, with each batch's time. */

@@ -1,5 +1,7 @@
 // The fulfillment domain's public surface, for wiring (`flashpay start`, admin routes).
 export { consume, type ConsumeFn } from './fulfillment.service.ts';
+// A batch applied in one transaction (the webhook's /batch); also the bench's P4 floor (bench/outbox.relays.ts).
+export { consumeBatch, type BatchOutcome } from './fulfillment.batch.ts';
 export { fulfillmentRoutes, type FulfillmentRoutesOptions } from './fulfillment.routes.ts';
 export { fulfillmentAdminView, findFulfillmentView, type FulfillmentView } from './fulfillment.admin.ts';
 export { EFFECTS, type Effect } from './fulfillment.repo.ts';

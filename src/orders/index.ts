@@ -27,8 +27,10 @@ export { MAX_QUANTITY, ordersRoutes } from './orders.routes.ts';
 export { createOrderSchema } from './orders.schemas.ts';
 export { createOrderResponse, keyedCreate } from './orders.create.ts';
 export { isMarkedSoldOut } from './orders.batch.ts';
-// The group commit's one statement and the order id, for the bench's P1 floor (bench/p1.floor.ts).
+// The group commit's and the sold-out wave's statements and the order id, for the bench's floors
+// of P1 and P2 (bench/floors.ts).
 export { tryFastBatch, type FastBuyer } from './orders.batch.fast.repo.ts';
+export { tryRefuseSoldOut } from './orders.batch.waves.repo.ts';
 export { newOrderId } from './orders.keys.ts';
 export {
   COMPENSATION_STATUSES,

@@ -60,7 +60,10 @@ it('delivers outbox events through relays to the webhook exactly once, next to i
   };
   const report = await runOutboxBench(context, { events: 60, relayCounts: [1, 2], batchSize: 10 });
   expect(report.skipped).toEqual(['nats: skipped: no broker (NATS_URL not set)']);
+  // consumer: the consumer alone, P4's ceiling from the far side (bench/outbox.relays.ts).
   expect(report.runs.map((run) => [run.sink, run.relays])).toEqual([
+    ['consumer', 1],
+    ['consumer', 2],
     ['http', 1],
     ['http', 2],
   ]);

@@ -1,21 +1,26 @@
-// P1 against its floor: flashpay's create, the floor (bench/p1.floor.ts: flashpay's one-statement
-// batch behind a bare authenticated route), the bare route and the one-tx-per-buyer baseline, on
-// one hot SKU each, 64 buyers, rounds rotating the targets. Per target: req/s over all rounds, and
-// per request the CPU of this process (every server runs here; the driver in its own) and of
-// PostgreSQL's processes. `node --import tsx bench/p1.floor.harness.ts [rounds] [perRound]`
-// (P1F_ONLY=floor,… runs those targets and the baseline; add --cpu-prof to profile them).
+// P1 or P2 against its floor (bench/floors.ts: flashpay's statement behind a bare authenticated
+// route). P1 (default): flashpay's create, the floor, the bare route and the one-tx-per-buyer
+// baseline, each on a hot SKU of its own with ample stock. P2 (FLOORS_RUN=p2): flashpay's sold-out
+// refusal, the refusal floor and the bare route, on SKUs with no stock. 64 buyers, rounds rotating
+// the targets. Per target: req/s over all rounds, and per request the CPU of this process (every
+// server runs here; the driver in its own) and of PostgreSQL's processes.
+// `node --import tsx bench/floors.harness.ts [rounds] [perRound]`; FLOORS_ONLY=floor,… runs
+// those targets and the run's reference only (to profile one with --cpu-prof).
 import { readdirSync, readFileSync } from 'node:fs';
 import { openBenchDatabase } from './database.ts';
 import { startDriver, type DriverRequest } from './driver.ts';
 import { seedBaselineStock, seedSkus } from './orders.stock.ts';
 import { BARE_PATH, BASELINE_PATH, startBareServer, startBaselineServer, startFlashpayServer } from './servers.ts';
-import { FLOOR_PATH, startFloorServer } from './p1.floor.ts';
+import { FLOOR_PATH, REFUSAL_FLOOR_PATH, startFloorServer } from './floors.ts';
 import { loadConfig } from '../src/platform/config.ts';
 
 const rounds = Number(process.argv[2] ?? 4);
 const perRound = Number(process.argv[3] ?? 3000);
-const concurrency = Number(process.env.P1_CONCURRENCY ?? 64);
+const concurrency = Number(process.env.FLOORS_CONCURRENCY ?? 64);
+const p2 = process.env.FLOORS_RUN === 'p2';
+const stock = p2 ? 0 : 10_000_000;
 
+/** Nanoseconds on a CPU of every process named `postgres`. */
 function postgresNs(): number {
   let sum = 0;
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
@@ -36,21 +41,29 @@ const floor = await startFloorServer(flashpay);
 const bare = await startBareServer(flashpay);
 const baseline = await startBaselineServer(database.url, config.poolSize);
 const driver = await startDriver();
-const stock = 10_000_000;
 await seedSkus(flashpay.deps.db, [
-  { sku: 'p1f/flashpay', stock },
-  { sku: 'p1f/floor', stock },
-  { sku: 'p1f/bare', stock },
+  { sku: 'floors/flashpay', stock },
+  { sku: 'floors/floor', stock },
+  { sku: 'floors/bare', stock },
 ]);
-await seedBaselineStock(baseline.db, [{ sku: 'p1f/baseline', stock }]);
+await seedBaselineStock(baseline.db, [{ sku: 'floors/baseline', stock }]);
 const tokens = await Promise.all(Array.from({ length: 1000 }, (_, i) => flashpay.buyerToken(`u${i}`)));
 
+const reference = p2 ? 'bare' : 'one-tx';
+const only = process.env.FLOORS_ONLY?.split(',');
 const targets = [
-  { name: 'flashpay', origin: flashpay.url, path: '/v1/orders', sku: 'p1f/flashpay' },
-  { name: 'floor', origin: floor.url, path: FLOOR_PATH, sku: 'p1f/floor' },
-  { name: 'bare', origin: bare.url, path: BARE_PATH, sku: 'p1f/bare' },
-  { name: 'one-tx', origin: baseline.url, path: BASELINE_PATH, sku: 'p1f/baseline' },
-];
+  { name: 'flashpay', origin: flashpay.url, path: '/v1/orders', sku: 'floors/flashpay', status: p2 ? 409 : 201 },
+  {
+    name: 'floor',
+    origin: floor.url,
+    path: p2 ? REFUSAL_FLOOR_PATH : FLOOR_PATH,
+    sku: 'floors/floor',
+    status: p2 ? 409 : 201,
+  },
+  { name: 'bare', origin: bare.url, path: BARE_PATH, sku: 'floors/bare', status: 201 },
+  { name: 'one-tx', origin: baseline.url, path: BASELINE_PATH, sku: 'floors/baseline', status: 201 },
+].filter((t) => (!p2 || t.name !== 'one-tx') && (!only || t.name === reference || only.includes(t.name)));
+
 let serial = 0;
 const requests = (path: string, sku: string, n: number): DriverRequest[] =>
   Array.from({ length: n }, () => {
@@ -67,9 +80,6 @@ const requests = (path: string, sku: string, n: number): DriverRequest[] =>
     };
   });
 
-// P1F_ONLY=flashpay,floor: only those (and the one-tx baseline, for the ratio), e.g. to profile one.
-const only = process.env.P1F_ONLY?.split(',');
-if (only) targets.splice(0, targets.length, ...targets.filter((t) => t.name === 'one-tx' || only.includes(t.name)));
 const totals = new Map(targets.map((t) => [t.name, { n: 0, ms: 0, node: 0, pg: 0 }]));
 for (const t of targets)
   await driver.run({ origin: t.origin, concurrency, requests: requests(t.path, t.sku, Math.min(1000, perRound)) });
@@ -85,14 +95,14 @@ for (let r = 0; r < rounds; r++) {
     sum.ms += run.elapsedMs;
     sum.node += used.user + used.system;
     sum.pg += (postgresNs() - pg0) / 1000;
-    if (Object.keys(run.statuses).length !== 1 || !run.statuses['201']) console.error(t.name, run.statuses, run.codes);
+    if (run.statuses[String(t.status)] !== run.count) console.error(t.name, run.statuses, run.codes);
   }
 }
-const oneTx = totals.get('one-tx')!;
 const rate = (s: { n: number; ms: number }) => (s.n / s.ms) * 1000;
+const ref = rate(totals.get(reference)!);
 for (const [name, s] of totals)
   console.log(
-    `${name.padEnd(9)} ${rate(s).toFixed(0).padStart(6)} req/s  ${(rate(s) / rate(oneTx)).toFixed(2).padStart(6)}× one-tx  ` +
+    `${name.padEnd(9)} ${rate(s).toFixed(0).padStart(6)} req/s  ${(rate(s) / ref).toFixed(2).padStart(6)}× ${reference}  ` +
       `server ${(s.node / s.n).toFixed(0).padStart(4)} µs  PostgreSQL ${(s.pg / s.n).toFixed(0).padStart(4)} µs per request`,
   );
 await driver.close();
