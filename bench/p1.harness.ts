@@ -1,7 +1,7 @@
 // P1's CPU per buyer: flashpay's create on one hot SKU (or, with P1_SPREAD=1, a SKU per buyer),
 // the server here, the driver in its own process, PostgreSQL's processes read from /proc
 // (schedstat: nanoseconds on a CPU). `node --import tsx bench/p1.harness.ts [rounds] [perRound]`,
-// P1_CONCURRENCY (default 64). Prints, per request: the server's CPU, PostgreSQL's, the machine's
+// P1_CONCURRENCY (default 64), P1_TOKENS (buyers, default 1000). Prints, per request: the server's CPU, PostgreSQL's, the machine's
 // busy share, and what PostgreSQL counted (commits, rows written and read, buffers).
 import { readdirSync, readFileSync } from 'node:fs';
 import { openBenchDatabase } from './database.ts';
@@ -46,7 +46,10 @@ await seedSkus(
     ? Array.from({ length: total + 1000 }, (_, i) => ({ sku: `p1/s${i}`, stock: 1 }))
     : [{ sku: 'p1/hot', stock: 10_000_000 }],
 );
-const tokens = await Promise.all(Array.from({ length: 1000 }, (_, i) => flashpay.buyerToken(`u${i}`)));
+// P1_TOKENS: how many buyers (a token each, used in turn); as many as requests: every token new to the server.
+const tokens = await Promise.all(
+  Array.from({ length: Number(process.env.P1_TOKENS ?? 1000) }, (_, i) => flashpay.buyerToken(`u${i}`)),
+);
 let serial = 0;
 const requests = (n: number): DriverRequest[] =>
   Array.from({ length: n }, () => {

@@ -3,8 +3,9 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyRequest } from 'fastify';
-import { jwtVerify, SignJWT } from 'jose';
+import { SignJWT } from 'jose';
 import { AppError } from './errors.ts';
+import { tokenVerifier } from './token.verify.ts';
 
 // `operator` is an admin of every tenant: the cross-tenant routes (outbox drain) and views.
 export type Scope = 'buyer' | 'admin' | 'operator';
@@ -59,6 +60,14 @@ export function tokenSigner(secret: string, options: TokenOptions = {}): TokenSi
   assertSecretStrength('the bearer token secret', secret);
   const key = new TextEncoder().encode(secret);
   const verified = new Map<string, { principal: Principal; expiresAtMs: number }>();
+  // `exp` is required: a token without one would be valid forever.
+  const verifyToken = tokenVerifier(key, {
+    algorithm: ALGORITHM,
+    requiredClaims: ['exp', 'sub'],
+    clockToleranceS: CLOCK_TOLERANCE_S,
+    ...(options.issuer ? { issuer: options.issuer } : {}),
+    ...(options.audience ? { audience: options.audience } : {}),
+  });
   return {
     async sign(principal, ttlSeconds = 3600) {
       if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_TOKEN_TTL_S)
@@ -75,14 +84,7 @@ export function tokenSigner(secret: string, options: TokenOptions = {}): TokenSi
     async verify(token) {
       const cached = verified.get(token);
       if (cached && cached.expiresAtMs > Date.now()) return cached.principal;
-      // `exp` is required: a token without one would be valid forever.
-      const { payload } = await jwtVerify(token, key, {
-        algorithms: [ALGORITHM],
-        requiredClaims: ['exp', 'sub'],
-        clockTolerance: CLOCK_TOLERANCE_S,
-        ...(options.issuer ? { issuer: options.issuer } : {}),
-        ...(options.audience ? { audience: options.audience } : {}),
-      });
+      const payload = await verifyToken(token);
       const { sub, tid, scope } = payload as { sub?: unknown; tid?: unknown; scope?: unknown };
       if (typeof sub !== 'string' || !ID_PATTERN.test(sub)) throw new Error('bad sub');
       if (typeof tid !== 'string' || !ID_PATTERN.test(tid)) throw new Error('bad tid');
