@@ -1,6 +1,6 @@
 // P1 or P2 against its floor (bench/floors.ts: flashpay's statement behind a bare authenticated
-// route). P1 (default): flashpay's create, the floor, the bare route and the one-tx-per-buyer
-// baseline, each on a hot SKU of its own with ample stock. P2 (FLOORS_RUN=p2): flashpay's sold-out
+// route). P1 (default): flashpay's create, the floor, the bare route, the minimal floor (one row
+// per buyer, group-committed) and the one-tx-per-buyer baseline, each on a hot SKU of its own with ample stock. P2 (FLOORS_RUN=p2): flashpay's sold-out
 // refusal, the refusal floor and the bare route, on SKUs with no stock. 64 buyers, rounds rotating
 // the targets. Per target: req/s over all rounds, and per request the CPU of this process (every
 // server runs here; the driver in its own) and of PostgreSQL's processes.
@@ -11,7 +11,7 @@ import { openBenchDatabase } from './database.ts';
 import { startDriver, type DriverRequest } from './driver.ts';
 import { seedBaselineStock, seedSkus } from './orders.stock.ts';
 import { BARE_PATH, BASELINE_PATH, startBareServer, startBaselineServer, startFlashpayServer } from './servers.ts';
-import { FLOOR_PATH, REFUSAL_FLOOR_PATH, startFloorServer } from './floors.ts';
+import { FLOOR_PATH, MINIMAL_FLOOR_PATH, REFUSAL_FLOOR_PATH, startFloorServer } from './floors.ts';
 import { loadConfig } from '../src/platform/config.ts';
 
 const rounds = Number(process.argv[2] ?? 4);
@@ -41,12 +41,17 @@ const floor = await startFloorServer(flashpay);
 const bare = await startBareServer(flashpay);
 const baseline = await startBaselineServer(database.url, config.poolSize);
 const driver = await startDriver();
+// FLOORS_SQL: statements run before the targets (to measure what a constraint or index costs).
+if (process.env.FLOORS_SQL) await flashpay.deps.db.query(process.env.FLOORS_SQL);
 await seedSkus(flashpay.deps.db, [
   { sku: 'floors/flashpay', stock },
   { sku: 'floors/floor', stock },
   { sku: 'floors/bare', stock },
 ]);
-await seedBaselineStock(baseline.db, [{ sku: 'floors/baseline', stock }]);
+await seedBaselineStock(baseline.db, [
+  { sku: 'floors/baseline', stock },
+  { sku: 'floors/minimal', stock },
+]);
 const tokens = await Promise.all(Array.from({ length: 1000 }, (_, i) => flashpay.buyerToken(`u${i}`)));
 
 const reference = p2 ? 'bare' : 'one-tx';
@@ -61,8 +66,13 @@ const targets = [
     status: p2 ? 409 : 201,
   },
   { name: 'bare', origin: bare.url, path: BARE_PATH, sku: 'floors/bare', status: 201 },
+  // One row per buyer, group-committed (bench/floors.ts MINIMAL_FLOOR_PATH): P1 only.
+  { name: 'minimal', origin: floor.url, path: MINIMAL_FLOOR_PATH, sku: 'floors/minimal', status: 201 },
   { name: 'one-tx', origin: baseline.url, path: BASELINE_PATH, sku: 'floors/baseline', status: 201 },
-].filter((t) => (!p2 || t.name !== 'one-tx') && (!only || t.name === reference || only.includes(t.name)));
+].filter(
+  (t) =>
+    (!p2 || (t.name !== 'one-tx' && t.name !== 'minimal')) && (!only || t.name === reference || only.includes(t.name)),
+);
 
 let serial = 0;
 const requests = (path: string, sku: string, n: number): DriverRequest[] =>

@@ -23,6 +23,13 @@ import type { BaselineServer, FlashpayServer } from './servers.ts';
 
 export const FLOOR_PATH = '/floor/orders';
 export const REFUSAL_FLOOR_PATH = '/floor/refusals';
+/**
+ * The least any durable sale can write, group-committed: the one-tx baseline's tables (bench_stock,
+ * bench_orders: a decrement and an order row per buyer, no key, reservation, log or line), one
+ * statement and one commit per batch. Not in `npm run bench` (bench/floors.harness.ts runs it): it
+ * says what P1's ratio could be on this machine with one row per buyer instead of five.
+ */
+export const MINIMAL_FLOOR_PATH = '/floor/minimal';
 
 const DIGEST = '0'.repeat(64);
 const MAX_BATCH = 256;
@@ -103,6 +110,18 @@ const refusalBatch: RunBatch = async (db, tenantId, sku, batch) => {
   return batch.map(() => ({ status: 409, body }));
 };
 
+const minimalBatch: RunBatch = async (db, _tenantId, sku, batch) => {
+  const result = await db.query<{ id: string }>({
+    name: 'floor-minimal',
+    text: `WITH taken AS (UPDATE bench_stock SET available = available - $2 WHERE id = $1 AND available >= $2 RETURNING 1)
+           INSERT INTO bench_orders (stock_id, idempotency_key) SELECT $1, k FROM unnest($3::text[]) AS k, taken
+           RETURNING id::text`,
+    values: [sku, batch.length, batch.map((w) => w.key)],
+  });
+  if (result.rows.length !== batch.length) throw new Error('floor: the minimal batch was not applied whole');
+  return result.rows.map((row) => ({ status: 201, body: `{"order_id":"${row.id}"}` }));
+};
+
 function lanes(db: Db, run: RunBatch) {
   const byId = new Map<string, Lane>();
   const schedule = (tenantId: string, sku: string, lane: Lane): void => {
@@ -141,6 +160,7 @@ export async function startFloorServer(flashpay: FlashpayServer): Promise<Baseli
   for (const [path, run] of [
     [FLOOR_PATH, createBatch],
     [REFUSAL_FLOOR_PATH, refusalBatch],
+    [MINIMAL_FLOOR_PATH, minimalBatch],
   ] as const) {
     const enqueue = lanes(db, run);
     app.post<{ Body: { sku: string } }>(path, { onRequest: requirePrincipal(signer) }, async (request, reply) => {
