@@ -6,7 +6,7 @@
 // server runs here; the driver in its own) and of PostgreSQL's processes.
 // `node --import tsx bench/floors.harness.ts [rounds] [perRound]`; FLOORS_ONLY=floor,… runs
 // those targets and the run's reference only (to profile one with --cpu-prof).
-import { readdirSync, readFileSync } from 'node:fs';
+import { postgresNs } from './proc.ts';
 import { openBenchDatabase } from './database.ts';
 import { startDriver, type DriverRequest } from './driver.ts';
 import { seedBaselineStock, seedSkus } from './orders.stock.ts';
@@ -19,20 +19,6 @@ const perRound = Number(process.argv[3] ?? 3000);
 const concurrency = Number(process.env.FLOORS_CONCURRENCY ?? 64);
 const p2 = process.env.FLOORS_RUN === 'p2';
 const stock = p2 ? 0 : 10_000_000;
-
-/** Nanoseconds on a CPU of every process named `postgres`. */
-function postgresNs(): number {
-  let sum = 0;
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
-      sum += Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return sum;
-}
 
 const database = await openBenchDatabase((line) => console.error(line));
 const config = loadConfig({}, process.cwd());

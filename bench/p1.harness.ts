@@ -3,7 +3,7 @@
 // (schedstat: nanoseconds on a CPU). `node --import tsx bench/p1.harness.ts [rounds] [perRound]`,
 // P1_CONCURRENCY (default 64), P1_TOKENS (buyers, default 1000). Prints, per request: the server's CPU, PostgreSQL's, the machine's
 // busy share, and what PostgreSQL counted (commits, rows written and read, buffers).
-import { readdirSync, readFileSync } from 'node:fs';
+import { machineJiffies, postgresNs } from './proc.ts';
 import { openBenchDatabase } from './database.ts';
 import { startDriver, type DriverRequest } from './driver.ts';
 import { seedSkus } from './orders.stock.ts';
@@ -14,27 +14,6 @@ const rounds = Number(process.argv[2] ?? 4);
 const perRound = Number(process.argv[3] ?? 4000);
 const concurrency = Number(process.env.P1_CONCURRENCY ?? 64);
 const spread = process.env.P1_SPREAD === '1';
-
-/** Nanoseconds on a CPU of every process named `postgres`. */
-function postgresNs(): number {
-  let sum = 0;
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
-      sum += Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return sum;
-}
-
-/** [busy, all] jiffies of the machine. */
-function machine(): [number, number] {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
-  const all = f.reduce((a, b) => a + b, 0);
-  return [all - f[3]! - f[4]!, all];
-}
 
 const database = await openBenchDatabase((line) => console.error(line));
 const flashpay = await startFlashpayServer(database.url, loadConfig({}, process.cwd()));
@@ -79,12 +58,12 @@ let [node, pg, n, ms, busy, all] = [0, 0, 0, 0, 0, 0];
 let sys = 0;
 for (let r = 0; r < rounds; r++) {
   const reqs = requests(perRound);
-  const [b0, a0] = machine();
+  const [b0, a0] = machineJiffies();
   const pg0 = postgresNs();
   const before = process.cpuUsage();
   const run = await driver.run({ origin: flashpay.url, concurrency, requests: reqs });
   const used = process.cpuUsage(before);
-  const [b1, a1] = machine();
+  const [b1, a1] = machineJiffies();
   sys += used.system;
   [node, pg, busy, all] = [
     node + used.user + used.system,

@@ -1,0 +1,24 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
+// CPU readings from /proc for the harnesses (Linux only): PostgreSQL's processes and the machine.
+
+/** Nanoseconds on a CPU of every process named `postgres` (processes gone meanwhile are skipped). */
+export function postgresNs(): number {
+  let sum = 0;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+      sum += Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return sum;
+}
+
+/** [busy, all] jiffies of the machine. */
+export function machineJiffies(): [number, number] {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
+  const all = f.reduce((a, b) => a + b, 0);
+  return [all - f[3]! - f[4]!, all];
+}
