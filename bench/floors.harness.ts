@@ -76,13 +76,19 @@ const requests = (path: string, sku: string, n: number): DriverRequest[] =>
     };
   });
 
-const totals = new Map(targets.map((t) => [t.name, { n: 0, ms: 0, node: 0, pg: 0 }]));
+// WAL written meanwhile, from the insert position (pg_stat_wal's counters are reported late).
+const walLsn = async () =>
+  Number(
+    (await flashpay.deps.db.query<{ lsn: string }>(`SELECT pg_current_wal_insert_lsn() - '0/0' AS lsn`)).rows[0]!.lsn,
+  );
+const totals = new Map(targets.map((t) => [t.name, { n: 0, ms: 0, node: 0, pg: 0, walBytes: 0 }]));
 for (const t of targets)
   await driver.run({ origin: t.origin, concurrency, requests: requests(t.path, t.sku, Math.min(1000, perRound)) });
 for (let r = 0; r < rounds; r++) {
   const order = [...targets.slice(r % targets.length), ...targets.slice(0, r % targets.length)];
   for (const t of order) {
     const pg0 = postgresNs();
+    const wal0 = await walLsn();
     const before = process.cpuUsage();
     const run = await driver.run({ origin: t.origin, concurrency, requests: requests(t.path, t.sku, perRound) });
     const used = process.cpuUsage(before);
@@ -91,6 +97,7 @@ for (let r = 0; r < rounds; r++) {
     sum.ms += run.elapsedMs;
     sum.node += used.user + used.system;
     sum.pg += (postgresNs() - pg0) / 1000;
+    sum.walBytes += (await walLsn()) - wal0;
     if (run.statuses[String(t.status)] !== run.count) console.error(t.name, run.statuses, run.codes);
   }
 }
@@ -99,7 +106,8 @@ const ref = rate(totals.get(reference)!);
 for (const [name, s] of totals)
   console.log(
     `${name.padEnd(9)} ${rate(s).toFixed(0).padStart(6)} req/s  ${(rate(s) / ref).toFixed(2).padStart(6)}× ${reference}  ` +
-      `server ${(s.node / s.n).toFixed(0).padStart(4)} µs  PostgreSQL ${(s.pg / s.n).toFixed(0).padStart(4)} µs per request`,
+      `server ${(s.node / s.n).toFixed(0).padStart(4)} µs  PostgreSQL ${(s.pg / s.n).toFixed(0).padStart(4)} µs  ` +
+      `WAL ${(s.walBytes / s.n).toFixed(0)} bytes per request`,
   );
 await driver.close();
 await Promise.all([floor.close(), bare.close(), baseline.close()]);
