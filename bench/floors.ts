@@ -7,7 +7,7 @@ import type { BaselineServer, FlashpayServer } from './servers.ts';
 
 // FLOORS (issue 16): what flashpay's rows cost on this machine with nothing of flashpay's request
 // path around them. A bare Fastify route behind the same authentication hook batches the buyers
-// of a SKU as the create's group commit does (setImmediate, two batches in flight, at most 256)
+// of a SKU as the create's group commit does (setImmediate, one batch in flight, at most 256)
 // and runs flashpay's own statement for the batch:
 // - P1's floor, FLOOR_PATH: the one-statement batch (orders.batch.fast.repo.ts): the same five
 //   rows per buyer (reservation, order, transition, line, key stored DONE with its 201), one
@@ -33,7 +33,8 @@ export const MINIMAL_FLOOR_PATH = '/floor/minimal';
 
 const DIGEST = '0'.repeat(64);
 const MAX_BATCH = 256;
-const MAX_IN_FLIGHT = 2;
+// As the create's group commit (src/orders/orders.batch.ts).
+const MAX_IN_FLIGHT = 1;
 
 type Answer = { status: number; body: string; location?: string };
 

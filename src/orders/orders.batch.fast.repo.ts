@@ -146,8 +146,8 @@ const STATEMENT = `WITH cfg AS (SELECT set_config('lock_timeout', $16, true) AS 
  * the row lock and re-checks on the newest row version that the units are still there and the
  * definition unchanged; if not, flashpay_batch_short raises FPB01 and nothing of the statement is
  * written ('short': the caller decides the batch again on the locked row). So the lock is held for
- * the decrement, the foreign-key checks and the commit only, and the next batch's inserts overlap
- * this one's commit. The lock wait (and a wait on a key another transaction holds) is bounded by
+ * the decrement, the foreign-key checks and the commit only, and another process's batch inserts
+ * while this one commits. The lock wait (and a wait on a key another transaction holds) is bounded by
  * lock_timeout, set for this statement's implicit transaction. The keys are a plain INSERT: if
  * another process claimed one of them meanwhile, the unique key fails the statement and nothing is
  * written (the caller sends every buyer down the one-buyer path).

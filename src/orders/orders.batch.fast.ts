@@ -32,8 +32,9 @@ import { findSkuTerms } from '../inventory/index.ts';
  * if the locked row then has fewer units (another batch, path or process took some since) or a
  * new definition, the statement writes nothing (FPB01) and the batch runs on the transactional
  * path, which decides on the locked row. At the end of stock that is one wasted statement per
- * batch that raced; in the middle of a sale the read is never short and two batches overlap their
- * inserts while one holds the row for its commit.
+ * batch that raced; in the middle of a sale the read is never short, and batches of other processes
+ * (one per SKU in flight per process, orders.batch.ts) overlap their inserts while one holds the
+ * row for its commit.
  *
  * Crash: the statement is atomic. Killed before it is sent, nothing happened; killed after, the
  * database commits it or not as a whole, and no buyer had an answer: each retry replays its key or

@@ -45,12 +45,16 @@ import { forgetIfIdle, laneFor, type BatchedCreate, type Lane, type Pending } fr
 
 // Rows per batch statement: bounds one statement's size and one commit's latency.
 const MAX_BATCH = 256;
-// Batches of one SKU in flight at once: the second claims its keys and reads while the first
-// holds the row and commits, then its decrement waits on the row lock.
-const MAX_IN_FLIGHT = 2;
-// Sold-out waves of one SKU in flight at once: each is one durable commit, so two overlap the
-// fsync of one with the next; each wave still reads only after all of its buyers arrived.
-const MAX_WAVES_IN_FLIGHT = 2;
+// Batches of one SKU in flight at once. One: the next batch gathers everybody who arrives while this
+// one commits. Two let the second insert while the first held the row, but the second then slept
+// on the row lock and was woken at the first's commit, and on this machine's VM PostgreSQL's
+// processes waking each other is most of its CPU: with one, 90 µs of PostgreSQL per buyer against
+// 137–143 and 15 % more buyers/s, alternated twice (docs/benchmarks.md §17).
+const MAX_IN_FLIGHT = 1;
+// Sold-out waves of one SKU in flight at once; each wave reads only after all of its buyers
+// arrived. One rather than two for the same reason: two overlapped their WAL flushes and woke each
+// other (PostgreSQL 42–45 µs per refusal against 63–66, 7–12 % more refusals/s, alternated twice).
+const MAX_WAVES_IN_FLIGHT = 1;
 
 export { isMarkedSoldOut, type BatchedCreate } from './orders.batch.lanes.ts';
 
