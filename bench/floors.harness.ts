@@ -4,6 +4,7 @@
 // refusal, the refusal floor and the bare route, on SKUs with no stock. 64 buyers, rounds rotating
 // the targets. Per target: req/s over all rounds, and per request the CPU of this process (every
 // server runs here; the driver in its own) and of PostgreSQL's processes.
+// The queued create (202, accepted only) is the target `queued`.
 // `node --import tsx bench/floors.harness.ts [rounds] [perRound]`; FLOORS_ONLY=floor,… runs
 // those targets and the run's reference only (to profile one with --cpu-prof).
 import { postgresNs } from './proc.ts';
@@ -33,6 +34,7 @@ await seedSkus(flashpay.deps.db, [
   { sku: 'floors/flashpay', stock },
   { sku: 'floors/floor', stock },
   { sku: 'floors/bare', stock },
+  { sku: 'floors/queued', stock },
 ]);
 await seedBaselineStock(baseline.db, [
   { sku: 'floors/baseline', stock },
@@ -55,13 +57,16 @@ const targets = [
   // One row per buyer, group-committed (bench/floors.ts MINIMAL_FLOOR_PATH): P1 only.
   { name: 'minimal', origin: floor.url, path: MINIMAL_FLOOR_PATH, sku: 'floors/minimal', status: 201 },
   { name: 'one-tx', origin: baseline.url, path: BASELINE_PATH, sku: 'floors/baseline', status: 201 },
+  // Queued creates (Prefer: respond-async, 202): accepted only; nothing drains the stock side here.
+  { name: 'queued', origin: flashpay.url, path: '/v1/orders', sku: 'floors/queued', status: 202, async: true },
 ].filter(
   (t) =>
-    (!p2 || (t.name !== 'one-tx' && t.name !== 'minimal')) && (!only || t.name === reference || only.includes(t.name)),
+    (!p2 || (t.name !== 'one-tx' && t.name !== 'minimal' && t.name !== 'queued')) &&
+    (!only || t.name === reference || only.includes(t.name)),
 );
 
 let serial = 0;
-const requests = (path: string, sku: string, n: number): DriverRequest[] =>
+const requests = (path: string, sku: string, n: number, async = false): DriverRequest[] =>
   Array.from({ length: n }, () => {
     const i = serial++;
     return {
@@ -71,6 +76,7 @@ const requests = (path: string, sku: string, n: number): DriverRequest[] =>
         'content-type': 'application/json',
         authorization: `Bearer ${tokens[i % tokens.length]}`,
         'idempotency-key': `k-${i}`,
+        ...(async ? { prefer: 'respond-async' } : {}),
       },
       body: JSON.stringify({ sku, quantity: 1 }),
     };
@@ -83,14 +89,22 @@ const walLsn = async () =>
   );
 const totals = new Map(targets.map((t) => [t.name, { n: 0, ms: 0, node: 0, pg: 0, walBytes: 0 }]));
 for (const t of targets)
-  await driver.run({ origin: t.origin, concurrency, requests: requests(t.path, t.sku, Math.min(1000, perRound)) });
+  await driver.run({
+    origin: t.origin,
+    concurrency,
+    requests: requests(t.path, t.sku, Math.min(1000, perRound), 'async' in t),
+  });
 for (let r = 0; r < rounds; r++) {
   const order = [...targets.slice(r % targets.length), ...targets.slice(0, r % targets.length)];
   for (const t of order) {
     const pg0 = postgresNs();
     const wal0 = await walLsn();
     const before = process.cpuUsage();
-    const run = await driver.run({ origin: t.origin, concurrency, requests: requests(t.path, t.sku, perRound) });
+    const run = await driver.run({
+      origin: t.origin,
+      concurrency,
+      requests: requests(t.path, t.sku, perRound, 'async' in t),
+    });
     const used = process.cpuUsage(before);
     const sum = totals.get(t.name)!;
     sum.n += run.count;

@@ -34,7 +34,10 @@ import { readSkuTerms, writeQueuedGroup, type QueuedRow } from './orders.queued.
  */
 
 const MAX_GROUP = 256;
-const MAX_IN_FLIGHT = 2;
+// One group of a tenant in flight: two overlapped their WAL flushes and woke each other, which on
+// this machine's VM costs PostgreSQL more than it saves (94–96 µs per 202 against 137–143, alternated
+// twice; docs/benchmarks.md §17), as for the sync create's batches.
+const MAX_IN_FLIGHT = 1;
 
 export interface QueuedCreate {
   principal: Principal;
