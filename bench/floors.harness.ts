@@ -1,12 +1,12 @@
-// P1 or P2 against its floor (bench/floors.ts: flashpay's statement behind a bare authenticated
-// route). P1 (default): flashpay's create, the floor, the bare route, the minimal floor (one row
-// per buyer, group-committed) and the one-tx-per-buyer baseline, each on a hot SKU of its own with ample stock. P2 (FLOORS_RUN=p2): flashpay's sold-out
-// refusal, the refusal floor and the bare route, on SKUs with no stock. 64 buyers, rounds rotating
-// the targets. Per target: req/s over all rounds, and per request the CPU of this process (every
-// server runs here; the driver in its own) and of PostgreSQL's processes.
-// The queued create (202, accepted only) is the target `queued`.
-// `node --import tsx bench/floors.harness.ts [rounds] [perRound]`; FLOORS_ONLY=floor,… runs
-// those targets and the run's reference only (to profile one with --cpu-prof).
+// Flashpay against its floors (bench/floors.ts: flashpay's own statement behind a bare
+// authenticated route). P1 (default): flashpay's create, the floor, the bare route, the minimal
+// floor (one row per buyer, group-committed), the one-tx-per-buyer baseline and the queued create
+// (202, accepted only), each on a SKU of its own with ample stock. P2 (FLOORS_RUN=p2): flashpay's
+// sold-out refusal, the refusal floor and the bare route, on SKUs with no stock. 64 buyers, rounds
+// rotating the targets. Per target: req/s over all rounds, and per request the CPU of this process
+// (every server runs here; the driver in its own) and of PostgreSQL's processes, and the WAL.
+// `node --import tsx bench/floors.harness.ts [rounds] [perRound]`; FLOORS_ONLY=floor,… runs those
+// targets and the run's reference only (to profile one with --cpu-prof, or to alternate a change).
 import { postgresNs } from './proc.ts';
 import { openBenchDatabase } from './database.ts';
 import { startDriver, type DriverRequest } from './driver.ts';
