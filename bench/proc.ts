@@ -2,7 +2,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 // CPU readings from /proc for the harnesses (Linux only): PostgreSQL's processes and the machine.
 
-/** Nanoseconds on a CPU of every process named `postgres` (processes gone meanwhile are skipped). */
+/**
+ * Nanoseconds on a CPU of every process named `postgres` (processes gone meanwhile are skipped).
+ * A difference of two readings undercounts, or goes below zero, when a process that used CPU
+ * exited between them (an autovacuum worker): read such a round as unknown.
+ */
 export function postgresNs(): number {
   let sum = 0;
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
