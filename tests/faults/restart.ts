@@ -4,6 +4,7 @@ import { exec } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect } from 'vitest';
 import { answersGrow, startLoad } from './load.ts';
+import { waitFor } from '../support/poll.ts';
 import { answeredMatchDatabase, convergeClean, FAULT_TENANT, simConverges, type FaultStack } from './support.ts';
 
 /**
@@ -75,8 +76,15 @@ export async function serverRestartUnderLoad(s: FaultStack, fault: ServerFault):
   expect(report.violations).toEqual([]);
   if (fault.awayBetween) {
     expect(report.unavailable).toBeGreaterThan(0);
-    // The loops said they were failing and said when they came back.
-    expect(s.proc.stderr()).toMatch(/resumed after/);
+    // The loops said they were failing, and say when they come back: a loop that failed waits out
+    // its backoff first (at most 30 s, src/workers.ts), which may end after the API answers again.
+    expect(s.proc.stderr()).toMatch(/failed \(1 in a row, backing off\)/);
+    await waitFor(
+      async () => /resumed after/.test(s.proc.stderr()),
+      'a background loop to log that it resumed',
+      40_000,
+      100,
+    );
   }
   expect(await answeredMatchDatabase(s.db, report.created, report.paid)).toEqual([]);
   expect((await convergeClean(s)).mismatches).toEqual([]);
