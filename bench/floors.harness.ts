@@ -14,6 +14,7 @@ import { seedBaselineStock, seedSkus } from './orders.stock.ts';
 import { BARE_PATH, BASELINE_PATH, startBareServer, startBaselineServer, startFlashpayServer } from './servers.ts';
 import { FLOOR_PATH, MINIMAL_FLOOR_PATH, REFUSAL_FLOOR_PATH, startFloorServer } from './floors.ts';
 import { loadConfig } from '../src/platform/config.ts';
+import { post } from './flash.support.ts';
 
 const rounds = Number(process.argv[2] ?? 4);
 const perRound = Number(process.argv[3] ?? 3000);
@@ -69,17 +70,13 @@ let serial = 0;
 const requests = (path: string, sku: string, n: number, async = false): DriverRequest[] =>
   Array.from({ length: n }, () => {
     const i = serial++;
-    return {
-      method: 'POST',
+    return post(
       path,
-      headers: {
-        'content-type': 'application/json',
-        authorization: `Bearer ${tokens[i % tokens.length]}`,
-        'idempotency-key': `k-${i}`,
-        ...(async ? { prefer: 'respond-async' } : {}),
-      },
-      body: JSON.stringify({ sku, quantity: 1 }),
-    };
+      tokens[i % tokens.length]!,
+      `k-${i}`,
+      { sku, quantity: 1 },
+      async ? { prefer: 'respond-async' } : {},
+    );
   });
 
 // WAL written meanwhile, from the insert position (pg_stat_wal's counters are reported late).

@@ -9,6 +9,7 @@ import { startDriver, type DriverRequest } from './driver.ts';
 import { seedSkus } from './orders.stock.ts';
 import { startFlashpayServer } from './servers.ts';
 import { loadConfig } from '../src/platform/config.ts';
+import { post } from './flash.support.ts';
 
 const rounds = Number(process.argv[2] ?? 4);
 const perRound = Number(process.argv[3] ?? 4000);
@@ -33,16 +34,10 @@ let serial = 0;
 const requests = (n: number): DriverRequest[] =>
   Array.from({ length: n }, () => {
     const i = serial++;
-    return {
-      method: 'POST',
-      path: '/v1/orders',
-      headers: {
-        'content-type': 'application/json',
-        authorization: `Bearer ${tokens[i % tokens.length]}`,
-        'idempotency-key': `k-${i}`,
-      },
-      body: JSON.stringify({ sku: spread ? `p1/s${i}` : 'p1/hot', quantity: 1 }),
-    };
+    return post('/v1/orders', tokens[i % tokens.length]!, `k-${i}`, {
+      sku: spread ? `p1/s${i}` : 'p1/hot',
+      quantity: 1,
+    });
   });
 const dbStats = async () =>
   (

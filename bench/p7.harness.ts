@@ -10,6 +10,7 @@ import { postgresNs } from './proc.ts';
 import { BENCH_TENANT, startFlashpayServer } from './servers.ts';
 import { loadConfig } from '../src/platform/config.ts';
 import { createStockPump } from '../src/stock.pipeline.ts';
+import { post } from './flash.support.ts';
 
 const rounds = Number(process.argv[2] ?? 4);
 const perRound = Number(process.argv[3] ?? 4000);
@@ -24,17 +25,13 @@ let serial = 0;
 const requests = (n: number): DriverRequest[] =>
   Array.from({ length: n }, () => {
     const i = serial++;
-    return {
-      method: 'POST',
-      path: '/v1/orders',
-      headers: {
-        'content-type': 'application/json',
-        authorization: `Bearer ${tokens[i % tokens.length]}`,
-        'idempotency-key': `q-${i}`,
-        prefer: 'respond-async',
-      },
-      body: JSON.stringify({ sku: 'p7h/sku', quantity: 1 }),
-    };
+    return post(
+      '/v1/orders',
+      tokens[i % tokens.length]!,
+      `q-${i}`,
+      { sku: 'p7h/sku', quantity: 1 },
+      { prefer: 'respond-async' },
+    );
   });
 const pumpOf = (overlap: boolean) =>
   createStockPump({
