@@ -1,6 +1,6 @@
 // The fulfillment domain's public surface, for wiring (`flashpay start`, admin routes).
 export { consume, type ConsumeFn } from './fulfillment.service.ts';
-// A batch applied in one transaction (the webhook's /batch); also the bench's P4 floor (bench/outbox.relays.ts).
+// A batch applied in one transaction (the webhook's /batch); also P4's consumer-alone run (bench/outbox.relays.ts).
 export { consumeBatch, type BatchOutcome } from './fulfillment.batch.ts';
 export { fulfillmentRoutes, type FulfillmentRoutesOptions } from './fulfillment.routes.ts';
 export { fulfillmentAdminView, findFulfillmentView, type FulfillmentView } from './fulfillment.admin.ts';
