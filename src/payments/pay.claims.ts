@@ -1,4 +1,4 @@
-import { groupCollector } from '../platform/group-commit.ts';
+import { GROUP_STALL_MS, groupCollector } from '../platform/group-commit.ts';
 import { inTx } from '../platform/db.ts';
 import type { Principal } from '../platform/auth.ts';
 import {
@@ -42,6 +42,7 @@ class MemberFailed extends Error {
 }
 
 export interface ClaimGroupOptions {
+  /** How long arriving pays wait behind the committing group before one goes beside it (GROUP_STALL_MS). */
   windowMs?: number;
   max?: number;
 }
@@ -51,7 +52,7 @@ export interface ClaimGroupOptions {
  * pays that arrive collect, and go as one group when that group ends, after `windowMs`, or at `max`.
  */
 export function groupPayClaims(deps: KeyedDeps, payments: PaymentDeps, options: ClaimGroupOptions = {}): PayClaims {
-  const windowMs = options.windowMs ?? 2;
+  const windowMs = options.windowMs ?? GROUP_STALL_MS;
   const max = options.max ?? 32;
   const collector = groupCollector<Member>({ windowMs, max, concurrent: 1 }, (group) =>
     commitGroup(deps, payments, group),

@@ -1,4 +1,4 @@
-import { groupCollector } from '../platform/group-commit.ts';
+import { GROUP_STALL_MS, groupCollector } from '../platform/group-commit.ts';
 import { allOf, inTx, type Tx } from '../platform/db.ts';
 import { applyOrderEvents, type AppliedEvent } from '../orders/index.ts';
 import { recordAnswer, type Answer } from './settle.ts';
@@ -43,7 +43,7 @@ class MemberFailed extends Error {
 type Deps = Pick<PaymentDeps, 'db' | 'clock'>;
 
 export interface GroupOptions {
-  /** How long the first pay of a group waits for others. */
+  /** How long arriving pays wait behind committing groups before one goes beside them (GROUP_STALL_MS). */
   windowMs?: number;
   /** A group this large commits at once. */
   max?: number;
@@ -60,7 +60,7 @@ export interface GroupOptions {
  * after `windowMs`, or at `max`, whichever is first.
  */
 export function groupPayCommits(deps: Deps, options: GroupOptions = {}): PayCommits {
-  const windowMs = options.windowMs ?? 2;
+  const windowMs = options.windowMs ?? GROUP_STALL_MS;
   const max = options.max ?? 32;
   const concurrent = options.concurrent ?? 1;
   const exclusive = oncePerOrder<Member>((group) => commitGroup(deps, group));

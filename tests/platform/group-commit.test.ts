@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { groupCollector } from '../../src/platform/group-commit.ts';
+import { GROUP_STALL_MS, groupCollector } from '../../src/platform/group-commit.ts';
 import { oncePerOrder } from '../../src/payments/pay.group.ts';
 
 // The group collector's scheduling (src/platform/group-commit.ts) with the pays' take
@@ -80,5 +80,54 @@ describe('group commit: a group never takes an order a committing group holds', 
     const { overlaps, committed } = await run((commit) => ({ take: withinGroupOnly, commit }));
     expect(committed).toHaveLength(240);
     expect(overlaps).toBeGreaterThan(0);
+  });
+});
+
+describe('group commit: members wait for the committing group, the window only bounds a stall', () => {
+  const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  /** A collector whose commits end when the test says so. */
+  function controlled(windowMs: number) {
+    const started: number[][] = [];
+    const ends: Array<() => void> = [];
+    const collector = groupCollector<number>({ windowMs, max: 32, concurrent: 1 }, (group) => {
+      started.push(group);
+      return new Promise<void>((resolve) => ends.push(resolve));
+    });
+    return { collector, started, end: (i: number) => ends[i]!() };
+  }
+
+  it('GC-03 pays that arrive while a group commits go together when it ends, not beside it every few milliseconds', async () => {
+    const { collector, started, end } = controlled(GROUP_STALL_MS);
+    collector.add(1); // idle: goes at once
+    expect(started).toEqual([[1]]);
+    for (let m = 2; m <= 6; m++) collector.add(m);
+    // Past the old 2 ms window, within GROUP_STALL_MS (timers fire in expiry order, however late the
+    // loop is): nothing went beside group 1.
+    await later(5);
+    expect(started).toEqual([[1]]);
+    end(0);
+    await later(0);
+    expect(started).toEqual([[1], [2, 3, 4, 5, 6]]);
+  });
+
+  it('GC-04 a group that stalls past GROUP_STALL_MS (a lock wait) does not hold the pays behind it longer', async () => {
+    const { collector, started, end } = controlled(GROUP_STALL_MS);
+    collector.add(1);
+    collector.add(2);
+    await later(GROUP_STALL_MS + 15);
+    expect(started).toEqual([[1], [2]]); // 2 went beside the stalled group 1
+    end(0);
+    end(1);
+  });
+
+  it('GC-05 negative control: with the old 2 ms window the same arrivals went as groups beside the committing one', async () => {
+    const { collector, started } = controlled(2);
+    collector.add(1);
+    for (let m = 2; m <= 6; m++) {
+      collector.add(m);
+      await later(4);
+    }
+    expect(started.length).toBeGreaterThan(2);
   });
 });
