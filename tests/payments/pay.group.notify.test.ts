@@ -122,4 +122,33 @@ describe('paying: notifications in the pays group commit', () => {
     );
     expect(await skuCounters(s, 'pn3')).toMatchObject({ available: 0, held: 0, confirmed: 12 });
   });
+  it('PN-04 copies of recorded notifications are answered from their records, never applied again: no attention raised again, no row; the new notification beside them commits', async () => {
+    const [a, b, c] = await unknownOrders('pn4', 3);
+    const deps = paymentDeps(s.deps);
+    const grouped = { ...deps, payCommits: groupPayCommits(deps, { concurrent: 0, windowMs: 50 }) };
+    expect(await handleNotification(grouped, charged('pn4', a!, 0))).toEqual({ effect: 'PAID' });
+    // A REFUNDED for a PAID order changes nothing and asks a person to look (attention).
+    const refunded = { ...charged('pn4', a!, 1), kind: 'REFUNDED' as const };
+    expect(await handleNotification(grouped, refunded)).toEqual({ effect: 'IGNORED' });
+    expect((await s.order(a!.orderId)).attention).toMatch(/REFUNDED notification for a PAID order/);
+    // The person looked and cleared it. Copies of both arrive, with b's first notification.
+    await s.db.pool.query('UPDATE orders SET attention = NULL WHERE order_id = $1', [a!.orderId]);
+    const version = (await s.order(a!.orderId)).version;
+    const answers = await Promise.all([
+      handleNotification(grouped, refunded),
+      handleNotification(grouped, charged('pn4', b!, 2)),
+    ]);
+    expect(answers).toEqual([{ effect: 'DUPLICATE', recorded_effect: 'IGNORED' }, { effect: 'PAID' }]);
+    expect(await handleNotification(grouped, charged('pn4', a!, 0))).toEqual({
+      effect: 'DUPLICATE',
+      recorded_effect: 'PAID',
+    });
+    const view = await s.order(a!.orderId);
+    expect([view.status, view.version, view.attention]).toEqual(['PAID', version, null]);
+    const ids = [a!, b!, c!].map((o) => o.orderId);
+    expect(await countRows(s.db, 'payment_notifications', 'merchant_order = ANY($1::text[])', [ids])).toBe(3);
+    expect(await countRows(s.db, 'order_transitions', "order_id = ANY($1::text[]) AND to_status = 'PAID'", [ids])).toBe(
+      2,
+    );
+  });
 });
