@@ -67,6 +67,8 @@ export type DriverReply =
   { kind: 'result'; id: number; result: DriverRun } | { kind: 'failed'; id: number; error: string };
 
 export interface Driver {
+  /** The driver process (its CPU is read from /proc by the runs that report CPU per order). */
+  pid: number | undefined;
   run(spec: DriverSpec): Promise<DriverRun>;
   close(): Promise<void>;
 }
@@ -137,6 +139,7 @@ export async function startDriver(): Promise<Driver> {
     pending.clear();
   });
   return {
+    pid: child.pid,
     run(spec) {
       const id = ++nextId;
       return new Promise<DriverRun>((resolve, reject) => {

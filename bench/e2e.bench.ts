@@ -14,6 +14,7 @@ import { loadConfig } from '../src/platform/config.ts';
 import { channelClient } from '../src/payments/index.ts';
 import { reconcile } from '../src/reconcile/index.ts';
 import { startProvider, type Provider } from './recovery.provider.ts';
+import { postgresNs, processNs } from './proc.ts';
 
 // Issue 16, P3: an order end to end, as `flashpay start` runs it: launchStack with its workers,
 // the provider double on HTTP in a process of its own (memory ledger, as P6 runs it: a real
@@ -66,6 +67,36 @@ async function launch(databaseUrl: string, dataDir: string, provider?: Provider)
     advertise: false,
     log: () => {},
   });
+}
+
+// P3 is CPU-bound on 2 cores (the machine 82–92 % busy): its ratio is, within noise, the CPU an
+// uncontended create costs over the CPU a paid order costs, summed over the processes that do the
+// work. Read from /proc (Linux; elsewhere the line says unknown), per phase of every round.
+type Cpu = Record<'postgres' | 'service' | 'provider' | 'driver', number>;
+const CPU_PARTS = ['postgres', 'service', 'provider', 'driver'] as const;
+
+function cpuNow(providerPid: number | undefined, driverPid: number | undefined): Cpu | undefined {
+  const usage = process.cpuUsage();
+  const postgres = postgresNs();
+  const provider = providerPid === undefined ? 0 : processNs(providerPid);
+  const driver = processNs(driverPid);
+  if (postgres === 0 || provider === undefined || driver === undefined) return undefined;
+  return { postgres, service: (usage.user + usage.system) * 1_000, provider, driver };
+}
+
+function addCpu(into: Cpu | undefined, from: Cpu | undefined, to: Cpu | undefined): Cpu | undefined {
+  if (!into || !from || !to) return undefined;
+  for (const part of CPU_PARTS) into[part] += to[part] - from[part];
+  return into;
+}
+
+const emptyCpu = (): Cpu => ({ postgres: 0, service: 0, provider: 0, driver: 0 });
+
+function describeCpu(cpu: Cpu | undefined, n: number): string {
+  if (!cpu) return 'unknown';
+  const ms = (ns: number) => round(ns / n / 1e6, 2);
+  const total = CPU_PARTS.reduce((sum, part) => sum + cpu[part], 0);
+  return `${ms(total)} ms (${CPU_PARTS.map((part) => `${part} ${ms(cpu[part])}`).join(', ')})`;
 }
 
 /** PAID orders of the SKU that are shipped; resolves when `paid` of them are, or the wait ends. */
@@ -140,7 +171,7 @@ export async function runEndToEndBench(
     const runs: FlashRun[] = [];
     for (const buyers of new Set(E2E_BUYERS.map((b) => Math.min(b, counts.concurrency)))) {
       ctx.log(`orders (issue 16): P3 end to end, ${buyers} buyers`);
-      runs.push(await runEndToEndRun(ctx, stack, counts, buyers, where));
+      runs.push(await runEndToEndRun(ctx, stack, counts, buyers, where, provider?.pid));
     }
     return runs;
   } finally {
@@ -157,6 +188,7 @@ async function runEndToEndRun(
   counts: OrdersCounts,
   buyers: number,
   where: 'process' | 'in-process',
+  providerPid: number | undefined,
 ): Promise<FlashRun> {
   // SKUs and keys of their own per run, so that two runs share one database.
   const at = `p3b${buyers}`;
@@ -203,11 +235,14 @@ async function runEndToEndRun(
     const xid = async () =>
       Number((await db.query<{ x: string }>('SELECT pg_current_xact_id()::text AS x')).rows[0]?.x);
     let [e2eMs, writes] = [0, 0]; // writes: transactions given an xid (this query's too), a figure load does not move
+    const cpu = () => cpuNow(providerPid, ctx.driver.pid);
+    let [e2eCpu, createCpu] = [emptyCpu() as Cpu | undefined, emptyCpu() as Cpu | undefined];
     for (let r = 0; r < rounds; r++) {
       const from = Math.floor((r * n) / rounds);
       const to = Math.floor(((r + 1) * n) / rounds);
       const e2e = async () => {
         const xidBefore = await xid();
+        const cpuBefore = cpu();
         const startedAt = performance.now();
         e2eRuns.push(
           await ctx.driver.run({
@@ -220,9 +255,11 @@ async function runEndToEndRun(
         );
         await waitShipped(stack, `${at}/sku`);
         e2eMs += performance.now() - startedAt;
+        e2eCpu = addCpu(e2eCpu, cpuBefore, cpu());
         writes += (await xid()) - xidBefore - 1;
       };
       const uncontended = async () => {
+        const cpuBefore = cpu();
         createRuns.push(
           await ctx.driver.run({
             origin: stack.api,
@@ -232,6 +269,7 @@ async function runEndToEndRun(
             ),
           }),
         );
+        createCpu = addCpu(createCpu, cpuBefore, cpu());
       };
       for (const step of r % 2 === 0 ? [e2e, uncontended] : [uncontended, e2e]) await step();
     }
@@ -298,6 +336,7 @@ async function runEndToEndRun(
           report.mismatches[0] ? `, first ${report.mismatches[0].class}: ${report.mismatches[0].detail}` : ''
         }`,
         `time to ship ${round(e2eMs / 1000, 2)} s, write transactions per order ${round(writes / n, 2)} (all of the database's, relay and consumer included)`,
+        `CPU per paid and shipped order ${describeCpu(e2eCpu, n)}; per uncontended create ${describeCpu(createCpu, n)}`,
       ],
       ok,
     };

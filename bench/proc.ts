@@ -26,3 +26,13 @@ export function machineJiffies(): [number, number] {
   const all = f.reduce((a, b) => a + b, 0);
   return [all - f[3]! - f[4]!, all];
 }
+
+/** Nanoseconds on a CPU of one process; undefined where /proc cannot tell (not Linux, gone). */
+export function processNs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
+  } catch {
+    return undefined;
+  }
+}

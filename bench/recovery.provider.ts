@@ -22,6 +22,8 @@ export interface Provider {
   secret: string;
   /** POST/GET on the control API. */
   control(method: 'GET' | 'POST', route: string, body?: unknown): Promise<unknown>;
+  /** Its process; undefined when it runs in this one. */
+  pid: number | undefined;
   close(): Promise<void>;
 }
 
@@ -36,7 +38,7 @@ async function controlCall(url: string, method: 'GET' | 'POST', route: string, b
   return text ? JSON.parse(text) : undefined;
 }
 
-async function childChannel(secret: string): Promise<{ url: string; close(): Promise<void> }> {
+async function childChannel(secret: string): Promise<{ url: string; pid: number | undefined; close(): Promise<void> }> {
   const child = spawn(process.execPath, [BIN, 'channel', '--port', '0', '--control'], {
     env: { ...process.env, FLASHPAY_NOTIFY_SECRET: secret, FLASHPAY_CONTROL_TOKEN: '' },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -58,6 +60,7 @@ async function childChannel(secret: string): Promise<{ url: string; close(): Pro
   });
   return {
     url,
+    pid: child.pid,
     async close() {
       child.kill('SIGTERM');
       await exited;
@@ -94,5 +97,6 @@ export async function startProvider(
     await channel.close();
     throw error;
   }
-  return { url: channel.url, secret, control, close: () => channel.close() };
+  const pid = 'pid' in channel ? channel.pid : undefined;
+  return { url: channel.url, secret, control, pid, close: () => channel.close() };
 }
