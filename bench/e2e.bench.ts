@@ -14,7 +14,7 @@ import { loadConfig } from '../src/platform/config.ts';
 import { channelClient } from '../src/payments/index.ts';
 import { reconcile } from '../src/reconcile/index.ts';
 import { startProvider, type Provider } from './recovery.provider.ts';
-import { postgresNs, processNs } from './proc.ts';
+import { postgresNsBetween, postgresNsByPid, processNs } from './proc.ts';
 
 // Issue 16, P3: an order end to end, as `flashpay start` runs it: launchStack with its workers,
 // the provider double on HTTP in a process of its own (memory ledger, as P6 runs it: a real
@@ -75,18 +75,26 @@ async function launch(databaseUrl: string, dataDir: string, provider?: Provider)
 type Cpu = Record<'postgres' | 'service' | 'provider' | 'driver', number>;
 const CPU_PARTS = ['postgres', 'service', 'provider', 'driver'] as const;
 
-function cpuNow(providerPid: number | undefined, driverPid: number | undefined): Cpu | undefined {
+interface CpuReading {
+  postgres: Map<string, number>;
+  service: number;
+  provider: number;
+  driver: number;
+}
+
+function cpuNow(providerPid: number | undefined, driverPid: number | undefined): CpuReading | undefined {
   const usage = process.cpuUsage();
-  const postgres = postgresNs();
+  const postgres = postgresNsByPid();
   const provider = providerPid === undefined ? 0 : processNs(providerPid);
   const driver = processNs(driverPid);
-  if (postgres === 0 || provider === undefined || driver === undefined) return undefined;
+  if (postgres.size === 0 || provider === undefined || driver === undefined) return undefined;
   return { postgres, service: (usage.user + usage.system) * 1_000, provider, driver };
 }
 
-function addCpu(into: Cpu | undefined, from: Cpu | undefined, to: Cpu | undefined): Cpu | undefined {
+function addCpu(into: Cpu | undefined, from: CpuReading | undefined, to: CpuReading | undefined): Cpu | undefined {
   if (!into || !from || !to) return undefined;
-  for (const part of CPU_PARTS) into[part] += to[part] - from[part];
+  into.postgres += postgresNsBetween(from.postgres, to.postgres);
+  for (const part of ['service', 'provider', 'driver'] as const) into[part] += to[part] - from[part];
   return into;
 }
 

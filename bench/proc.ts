@@ -20,6 +20,31 @@ export function postgresNs(): number {
   return sum;
 }
 
+/** Nanoseconds on a CPU of each process named `postgres`, by pid. */
+export function postgresNsByPid(): Map<string, number> {
+  const byPid = new Map<string, number>();
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+      byPid.set(pid, Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return byPid;
+}
+
+/**
+ * PostgreSQL's CPU between two postgresNsByPid readings, per process, so that a process that exited
+ * meanwhile (a pool's connection closed by an earlier run) does not make it go below zero; what such
+ * a process used in between is not counted, and a process started in between counts from zero.
+ */
+export function postgresNsBetween(before: Map<string, number>, after: Map<string, number>): number {
+  let sum = 0;
+  for (const [pid, ns] of after) sum += ns - (before.get(pid) ?? 0);
+  return sum;
+}
+
 /** [busy, all] jiffies of the machine. */
 export function machineJiffies(): [number, number] {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
