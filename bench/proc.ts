@@ -2,36 +2,31 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 // CPU readings from /proc for the harnesses (Linux only): PostgreSQL's processes and the machine.
 
-/**
- * Nanoseconds on a CPU of every process named `postgres` (processes gone meanwhile are skipped).
- * A difference of two readings undercounts, or goes below zero, when a process that used CPU
- * exited between them (an autovacuum worker): read such a round as unknown.
- */
-export function postgresNs(): number {
-  let sum = 0;
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
-      sum += Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return sum;
-}
+/** Nanoseconds on a CPU of one process (`/proc/<pid>/schedstat`); throws when it cannot be read. */
+const schedNs = (pid: number | string): number => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
 
-/** Nanoseconds on a CPU of each process named `postgres`, by pid. */
+/** Nanoseconds on a CPU of each process named `postgres`, by pid (processes gone meanwhile are skipped). */
 export function postgresNsByPid(): Map<string, number> {
   const byPid = new Map<string, number>();
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
-      byPid.set(pid, Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]));
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') byPid.set(pid, schedNs(pid));
     } catch {
       // gone meanwhile
     }
   }
   return byPid;
+}
+
+/**
+ * Nanoseconds on a CPU of every process named `postgres`. A difference of two readings
+ * undercounts, or goes below zero, when a process that used CPU exited between them (an
+ * autovacuum worker): read such a round as unknown, or use postgresNsBetween.
+ */
+export function postgresNs(): number {
+  let sum = 0;
+  for (const ns of postgresNsByPid().values()) sum += ns;
+  return sum;
 }
 
 /**
@@ -56,7 +51,7 @@ export function machineJiffies(): [number, number] {
 export function processNs(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
-    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
+    return schedNs(pid);
   } catch {
     return undefined;
   }
