@@ -118,16 +118,18 @@ async function commitWith(client: pg.PoolClient, pipelined: boolean, onSent: () 
 /**
  * Calls that each send statements on `ex`, without a round trip each where that is safe: on a
  * pool (separate connections) and on a pipelined transaction (they leave together, and PostgreSQL
- * runs them in the order given) at once; on a transaction that is not pipelined one after another
- * (the client would only queue them, and pg 9 refuses overlapping calls on one client). Results
- * in the order of the calls; the first failure is the error.
+ * runs them in the order given) at once, and what each sends before its first await in one write
+ * (inOneWrite); on a transaction that is not pipelined one after another (the client would only
+ * queue them, and pg 9 refuses overlapping calls on one client). Results in the order of the
+ * calls; the first failure is the error.
  */
 export async function allOf<T extends unknown[]>(
   ex: Executor,
   calls: { [K in keyof T]: () => Promise<T[K]> },
 ): Promise<T> {
-  if (ex instanceof pg.Pool || (ex as unknown as Switchable).pipeline === true)
-    return (await Promise.all(calls.map((call) => call()))) as T;
+  if (ex instanceof pg.Pool) return (await Promise.all(calls.map((call) => call()))) as T;
+  if ((ex as unknown as Switchable).pipeline === true)
+    return (await inOneWrite(ex as pg.PoolClient, () => Promise.all(calls.map((call) => call())))) as T;
   const out: unknown[] = [];
   for (const call of calls) out.push(await call());
   return out as T;

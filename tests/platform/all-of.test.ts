@@ -6,7 +6,9 @@ import { freshDatabase, type TestDatabase } from '../support/db.ts';
 // On a pipelined transaction they are all in flight at once and run in the order given; on one
 // that is not, one after another (pg queues overlapping calls on a client, deprecated, and pg 9
 // refuses them); on the pool, at once on separate connections. A failure is the error, and it
-// rolls the transaction back.
+// rolls the transaction back. On a pipelined transaction the calls' statements also leave in one
+// write: on this kind of VM a write to loopback is a wake-up of the backend, and it was the pays'
+// groups' main cost after their round trips (docs/benchmarks.md §19).
 
 describe('allOf: calls without a round trip each, where safe', () => {
   let db: TestDatabase;
@@ -62,5 +64,48 @@ describe('allOf: calls without a round trip each, where safe', () => {
       expect((failed as { code?: string }).code).toBe('22P02');
       expect(await ran(tag)).toEqual([]);
     }
+  });
+
+  /** The writes `fn` makes on the transaction's socket (one per syscall: write or writev). */
+  async function writesOf<T>(pipeline: boolean, fn: (tx: Executor) => Promise<T>): Promise<{ out: T; writes: number }> {
+    return inTx(
+      db.pool,
+      async (tx) => {
+        await tx.query('SELECT 1'); // BEGIN has left and been answered
+        type Sink = { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void };
+        const socket = (tx as unknown as { connection: { stream: Sink } }).connection.stream;
+        const [write, writev] = [socket._write, socket._writev];
+        let writes = 0;
+        socket._write = (...a) => (writes++, write.apply(socket, a));
+        socket._writev = (...a) => (writes++, writev.apply(socket, a));
+        try {
+          const out = await fn(tx);
+          return { out, writes };
+        } finally {
+          [socket._write, socket._writev] = [write, writev];
+        }
+      },
+      { pipeline },
+    );
+  }
+
+  it('AO-03 pipelined: the statements the calls send at once leave in one write; not pipelined: one write each', async () => {
+    const three = (tx: Executor) =>
+      allOf(
+        tx,
+        [1, 2, 3].map((n) => async () => (await tx.query<{ n: number }>('SELECT $1::int AS n', [n])).rows[0]?.n),
+      );
+    expect(await writesOf(true, three)).toEqual({ out: [1, 2, 3], writes: 1 });
+    expect(await writesOf(false, three)).toEqual({ out: [1, 2, 3], writes: 3 });
+    // A call's statements after its first await are not held back: they leave when sent.
+    const chained = (tx: Executor) =>
+      allOf(tx, [
+        async () => {
+          await tx.query('SELECT 1');
+          return (await tx.query<{ n: number }>('SELECT 2 AS n')).rows[0]?.n;
+        },
+        async () => (await tx.query<{ n: number }>('SELECT 3 AS n')).rows[0]?.n,
+      ]);
+    expect(await writesOf(true, chained)).toEqual({ out: [2, 3], writes: 2 });
   });
 });
