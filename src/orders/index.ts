@@ -16,6 +16,7 @@ export {
 export { applyOrderEvent, visibleTo, type AppliedEvent } from './orders.apply.ts';
 export {
   findOrder,
+  findOrders,
   findOrderNotes,
   getTimeline,
   lockOrder,
@@ -39,7 +40,7 @@ export {
   UNFINISHED_STATUSES,
   type OrderStatus,
 } from './orders.states.ts';
-export { listUnfulfilledPaid, trySetFulfilment } from './orders.fulfilment.ts';
+export { trySetFulfilment } from './orders.fulfilment.ts';
 export type { Order, TimelineEntry } from './orders.types.ts';
 export { applyOrderEvents } from './orders.apply-many.ts';
 export {

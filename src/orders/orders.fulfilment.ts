@@ -1,7 +1,8 @@
-import type { Executor, Tx } from '../platform/db.ts';
+import type { Tx } from '../platform/db.ts';
 
 // The fulfilment dimension of an order (seed 002), written by the after-PAID saga through these
-// functions: the order's status is never touched here (a fulfilled order stays PAID).
+// functions: the order's status is never touched here (a fulfilled order stays PAID). The saga
+// module finds the orders to start sagas for itself (saga.repo.ts startOrderSagas).
 
 /** PENDING → FULFILLED or REFUSED, once; says whether it did. */
 export async function trySetFulfilment(
@@ -15,13 +16,4 @@ export async function trySetFulfilment(
     [orderId, status, ref],
   );
   return (result.rowCount ?? 0) === 1;
-}
-
-/** PAID orders not yet fulfilled, oldest first: the saga pass starts a saga for each it has none for. */
-export async function listUnfulfilledPaid(db: Executor, limit: number): Promise<string[]> {
-  const result = await db.query<{ order_id: string }>(
-    `SELECT order_id FROM orders WHERE status = 'PAID' AND fulfilment_status = 'PENDING' ORDER BY updated_at LIMIT $1`,
-    [limit],
-  );
-  return result.rows.map((r) => r.order_id);
 }

@@ -79,6 +79,12 @@ export async function findOrder(db: Executor, orderId: string): Promise<Order | 
   return result.rows[0] ? toOrder(result.rows[0]) : undefined;
 }
 
+/** Many orders read at once, without a lock (a pass that examines a batch). */
+export async function findOrders(db: Executor, orderIds: readonly string[]): Promise<Map<string, Order>> {
+  const result = await db.query<OrderRow>('SELECT * FROM orders WHERE order_id = ANY($1::text[])', [orderIds]);
+  return new Map(result.rows.map((row) => [row.order_id, toOrder(row)]));
+}
+
 /** SELECT … FOR UPDATE: callbacks, query results and cancels on one order run one after another. */
 export async function lockOrder(tx: Tx, orderId: string): Promise<Order | undefined> {
   const result = await tx.query<OrderRow>('SELECT * FROM orders WHERE order_id = $1 FOR UPDATE', [orderId]);

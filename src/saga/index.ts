@@ -11,4 +11,4 @@ export {
 export { advance, type Advance, type Flow, type Step, type StepResult } from './saga.runner.ts';
 export { findSaga, journalOf, type JournalEntry, type Saga } from './saga.repo.ts';
 export { journalView, sagaRoutes } from './saga.routes.ts';
-export { runSagaPass, startOrderSaga, type SagaDeps, type SagaPassReport } from './saga.service.ts';
+export { runSagaPass, type SagaDeps, type SagaPassReport } from './saga.service.ts';

@@ -30,20 +30,44 @@ export interface Saga {
 
 const clip = (s: string | null | undefined) => (s == null ? null : s.slice(0, 500));
 
-/** Creates the saga row if there is none; says whether it did. */
-export async function tryInsertSaga(
-  tx: Tx,
-  sagaId: string,
+/**
+ * Starts the after-PAID saga of up to `limit` PAID, unfulfilled orders that have none (of `only`,
+ * when given), in one statement: each saga row with the two steps pay already did, journalled DONE
+ * (`reserve` under the order's reservation key, `charge` under its id, as ORDER_FLOW names them),
+ * once per order. It reads the orders module's `orders` (read only) so that the candidates are
+ * orders without a saga: sagas waiting out a backoff never hide the orders paid after them.
+ */
+export async function startOrderSagas(
+  db: Executor,
   flow: string,
   now: Date,
   deadlineAt: Date,
-): Promise<boolean> {
-  const result = await tx.query(
-    `INSERT INTO sagas (saga_id, flow, state, next_attempt_at, deadline_at, started_at, updated_at) VALUES ($1, $2, 'FORWARD', $3, $4, $3, $3)
-     ON CONFLICT (saga_id) DO NOTHING`,
-    [sagaId, flow, now, deadlineAt],
-  );
-  return (result.rowCount ?? 0) === 1;
+  limit: number,
+  only?: readonly string[],
+): Promise<number> {
+  const result = await db.query<{ started: number }>({
+    name: 'saga-start-orders',
+    text: `WITH o AS (
+             SELECT o.order_id, o.reservation_key, o.quantity, o.sku, o.amount FROM orders o
+             WHERE o.status = 'PAID' AND o.fulfilment_status = 'PENDING'
+               AND ($5::text[] IS NULL OR o.order_id = ANY($5))
+               AND NOT EXISTS (SELECT 1 FROM sagas x WHERE x.saga_id = o.order_id)
+             ORDER BY o.updated_at LIMIT $4),
+           s AS (
+             INSERT INTO sagas (saga_id, flow, state, next_attempt_at, deadline_at, started_at, updated_at)
+             SELECT order_id, $1, 'FORWARD', $2, $3, $2, $2 FROM o ORDER BY order_id
+             ON CONFLICT (saga_id) DO NOTHING RETURNING saga_id),
+           j AS (
+             INSERT INTO saga_journal (saga_id, step, direction, key, status, receipt, error, at)
+             SELECT o.order_id, x.step, 'do', x.key, 'DONE', x.receipt, NULL, $2
+             FROM s JOIN o ON o.order_id = s.saga_id,
+                  LATERAL (VALUES (1, 'reserve', o.reservation_key, o.quantity || ' × ' || o.sku || ' confirmed'),
+                                  (2, 'charge', o.order_id, 'charged ' || o.amount)) AS x(n, step, key, receipt)
+             ORDER BY o.order_id, x.n)
+           SELECT count(*)::int AS started FROM s`,
+    values: [flow, now, deadlineAt, limit, only ?? null],
+  });
+  return result.rows[0]?.started ?? 0;
 }
 
 interface SagaRow {
@@ -66,12 +90,6 @@ const toSaga = (r: SagaRow): Saga => ({
   attention: r.attention,
 });
 
-/** Of `ids`, those that already have a saga (one indexed read instead of one insert attempt each). */
-export async function existingSagas(db: Executor, ids: readonly string[]): Promise<Set<string>> {
-  const result = await db.query<{ saga_id: string }>('SELECT saga_id FROM sagas WHERE saga_id = ANY($1)', [ids]);
-  return new Set(result.rows.map((r) => r.saga_id));
-}
-
 export async function findSaga(db: Executor, sagaId: string): Promise<Saga | undefined> {
   const result = await db.query<SagaRow>('SELECT * FROM sagas WHERE saga_id = $1', [sagaId]);
   return result.rows[0] ? toSaga(result.rows[0]) : undefined;
@@ -87,6 +105,8 @@ export async function claimDueSagas(
   claimUntil: Date,
   limit: number,
   only?: readonly string[],
+  /** Sagas this pass examined already: the next pass retries them, not this one. */
+  exclude: readonly string[] = [],
 ): Promise<Saga[]> {
   const result = await tx.query<SagaRow>(
     `UPDATE sagas s SET claimed_until = $2
@@ -94,29 +114,47 @@ export async function claimDueSagas(
            WHERE state IN ('FORWARD', 'COMPENSATING') AND next_attempt_at <= $1
              AND (claimed_until IS NULL OR claimed_until < $1)
              AND ($4::text[] IS NULL OR saga_id = ANY($4))
+             AND NOT (saga_id = ANY($5::text[]))
            ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) c
      WHERE s.saga_id = c.saga_id RETURNING s.*`,
-    [now, claimUntil, limit, only ?? null],
+    [now, claimUntil, limit, only ?? null, exclude],
   );
   return result.rows.map(toSaga);
 }
 
-/** Ends an attempt: the state reached, the backoff (attempts counted only while not finished), a note. */
-export async function finishSagaAttempt(
-  db: Executor,
-  sagaId: string,
-  state: SagaState,
-  pending: boolean,
-  nextAttemptAt: Date,
-  attention: string | null,
-  now: Date,
-): Promise<void> {
-  await db.query(
-    `UPDATE sagas SET state = $2, attempts = CASE WHEN $3 THEN attempts + 1 ELSE 0 END, next_attempt_at = $4,
-       attention = CASE WHEN $3 THEN coalesce($5, attention) ELSE NULL END, claimed_until = NULL, updated_at = $6
-     WHERE saga_id = $1`,
-    [sagaId, state, pending, nextAttemptAt, clip(attention), now],
-  );
+/** How an attempt ended: the state reached, whether it is still pending, its next attempt, a note. */
+export interface SagaAttemptEnd {
+  sagaId: string;
+  state: SagaState;
+  pending: boolean;
+  nextAttemptAt: Date;
+  attention: string | null;
+}
+
+/**
+ * Ends attempts, one statement for all: the state reached, the backoff (attempts counted only
+ * while not finished), a note; the claim released.
+ */
+export async function finishSagaAttempts(db: Executor, ends: readonly SagaAttemptEnd[], now: Date): Promise<void> {
+  if (ends.length === 0) return;
+  await db.query({
+    name: 'saga-finish-attempts',
+    text: `UPDATE sagas s SET state = f.state, attempts = CASE WHEN f.pending THEN s.attempts + 1 ELSE 0 END,
+             next_attempt_at = f.next_at,
+             attention = CASE WHEN f.pending THEN coalesce(f.attention, s.attention) ELSE NULL END,
+             claimed_until = NULL, updated_at = $6
+           FROM unnest($1::text[], $2::text[], $3::bool[], $4::timestamptz[], $5::text[])
+                AS f(saga_id, state, pending, next_at, attention)
+           WHERE s.saga_id = f.saga_id`,
+    values: [
+      ends.map((e) => e.sagaId),
+      ends.map((e) => e.state),
+      ends.map((e) => e.pending),
+      ends.map((e) => e.nextAttemptAt),
+      ends.map((e) => clip(e.attention)),
+      now,
+    ],
+  });
 }
 
 export async function journalOf(db: Executor, sagaId: string): Promise<JournalEntry[]> {
@@ -125,6 +163,17 @@ export async function journalOf(db: Executor, sagaId: string): Promise<JournalEn
     [sagaId],
   );
   return result.rows;
+}
+
+/** The journals of many sagas, read at once (a claimed round), each in step order. */
+export async function journalsOf(db: Executor, sagaIds: readonly string[]): Promise<Map<string, JournalEntry[]>> {
+  const result = await db.query<JournalEntry & { saga_id: string }>(
+    'SELECT saga_id, seq::int AS seq, step, direction, key, status, receipt, error, at FROM saga_journal WHERE saga_id = ANY($1::text[]) ORDER BY saga_id, seq',
+    [sagaIds],
+  );
+  const journals = new Map<string, JournalEntry[]>(sagaIds.map((id) => [id, []]));
+  for (const { saga_id: sagaId, ...entry } of result.rows) journals.get(sagaId)?.push(entry);
+  return journals;
 }
 
 /** A settled journal row (a local step, or a step already done before the saga began). */

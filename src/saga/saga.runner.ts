@@ -59,6 +59,10 @@ function errorOf(result: StepResult): string | null {
   return 'error' in result ? result.error : null;
 }
 
+/**
+ * Settles an attempt with its local effect, in one transaction. Answers the journal row as it now
+ * stands, or undefined when another runner settled the attempt first (then nothing was applied).
+ */
 async function settle<C>(
   db: Db,
   sagaId: string,
@@ -67,29 +71,28 @@ async function settle<C>(
   action: Action<C>,
   ctx: C,
   result: StepResult,
-  seq: number | undefined,
+  started: JournalEntry | undefined,
   now: Date,
-): Promise<void> {
-  await inTx(db, async (tx) => {
+): Promise<JournalEntry | undefined> {
+  return inTx(db, async (tx) => {
     const receipt = 'receipt' in result ? (result.receipt ?? null) : null;
-    if (seq === undefined)
-      await insertEntry(tx, sagaId, {
-        step,
-        direction,
-        key: action.key(sagaId, ctx),
-        status: result.status,
-        receipt,
-        error: errorOf(result),
-        at: now,
-      });
-    else if (!(await trySettleEntry(tx, seq, result.status, receipt, errorOf(result), null))) return; // settled by another runner
+    const settled = { status: result.status, receipt, error: errorOf(result) };
+    let entry: JournalEntry;
+    if (started === undefined) {
+      const row = { step, direction, key: action.key(sagaId, ctx), ...settled, at: now };
+      entry = { seq: await insertEntry(tx, sagaId, row), ...row };
+    } else if (await trySettleEntry(tx, started.seq, result.status, receipt, settled.error, null))
+      entry = { ...started, ...settled };
+    else return undefined; // settled by another runner
     if (action.apply) await action.apply(tx, ctx, result);
+    return entry;
   });
 }
 
 /**
  * One attempt of one action: resolve an unknown earlier attempt by query first; otherwise commit
- * STARTED, call, settle. A local action is one transaction: its DONE row and its effect.
+ * STARTED, call, settle. A local action is one transaction: its DONE row and its effect. Answers
+ * the journal row the attempt left, when it knows it (undefined: another runner settled it).
  */
 async function attempt<C>(
   db: Db,
@@ -100,12 +103,11 @@ async function attempt<C>(
   action: Action<C>,
   ctx: C,
   journal: readonly JournalEntry[],
-): Promise<StepResult> {
+): Promise<{ result: StepResult; entry: JournalEntry | undefined }> {
   const key = action.key(sagaId, ctx);
   if (!action.call) {
     const done: StepResult = { status: 'DONE' };
-    await settle(db, sagaId, step, direction, action, ctx, done, undefined, now());
-    return done;
+    return { result: done, entry: await settle(db, sagaId, step, direction, action, ctx, done, undefined, now()) };
   }
   // Any earlier attempt whose outcome we never learned may have acted: ask before acting again.
   const unresolved = journal.some(
@@ -115,34 +117,46 @@ async function attempt<C>(
     const known = await action.query(ctx, key);
     if (known && (known.status === 'DONE' || known.status === 'REFUSED')) {
       // A row of its own: the journal keeps the attempt that was lost and what the query found.
-      await settle(db, sagaId, step, direction, action, ctx, known, undefined, now());
-      return known;
+      return { result: known, entry: await settle(db, sagaId, step, direction, action, ctx, known, undefined, now()) };
     }
   }
-  const seq = await insertEntry(db, sagaId, {
-    step,
-    direction,
-    key,
-    status: 'STARTED',
-    receipt: null,
-    error: null,
-    at: now(),
-  });
+  const row = { step, direction, key, status: 'STARTED' as const, receipt: null, error: null, at: now() };
+  const started: JournalEntry = { seq: await insertEntry(db, sagaId, row), ...row };
   const result = await action.call(ctx, key);
   if (action.afterCall) await faultPoint(action.afterCall, { sagaId, key });
-  await settle(db, sagaId, step, direction, action, ctx, result, seq, now());
-  return result;
+  return { result, entry: await settle(db, sagaId, step, direction, action, ctx, result, started, now()) };
 }
 
-/** Drives one saga as far as it can go now. Safe to repeat: every done action is skipped. */
-export async function advance<C>(db: Db, now: () => Date, flow: Flow<C>, sagaId: string, ctx: C): Promise<Advance> {
-  let journal = await journalOf(db, sagaId);
+/** The journal after an attempt: its row replaced or added when known, read again when not. */
+async function after(
+  db: Db,
+  sagaId: string,
+  journal: readonly JournalEntry[],
+  entry: JournalEntry | undefined,
+): Promise<JournalEntry[]> {
+  if (!entry) return journalOf(db, sagaId);
+  return [...journal.filter((e) => e.seq !== entry.seq), entry].sort((a, b) => a.seq - b.seq);
+}
+
+/**
+ * Drives one saga as far as it can go now. Safe to repeat: every done action is skipped. `journal`:
+ * the saga's journal as read under the caller's claim (read here otherwise).
+ */
+export async function advance<C>(
+  db: Db,
+  now: () => Date,
+  flow: Flow<C>,
+  sagaId: string,
+  ctx: C,
+  known?: readonly JournalEntry[],
+): Promise<Advance> {
+  let journal = known ?? (await journalOf(db, sagaId));
   const refused = () => journal.some((e) => e.direction === 'do' && e.status === 'REFUSED');
   if (!refused()) {
     for (const step of flow.steps) {
       if (isDone(journal, step.name, 'do')) continue;
-      const result = await attempt(db, now, sagaId, step.name, 'do', step.forward, ctx, journal);
-      journal = await journalOf(db, sagaId);
+      const { result, entry } = await attempt(db, now, sagaId, step.name, 'do', step.forward, ctx, journal);
+      journal = await after(db, sagaId, journal, entry);
       if (result.status === 'REFUSED') break;
       if (result.status !== 'DONE')
         return { state: 'FORWARD', pending: `${step.name}: ${errorOf(result) ?? result.status}` };
@@ -152,12 +166,12 @@ export async function advance<C>(db: Db, now: () => Date, flow: Flow<C>, sagaId:
   // Reverse order of completion, from the journal (not of declaration): what was done last is undone first.
   const done = journal.filter((e) => e.direction === 'do' && e.status === 'DONE').reverse();
   let undone = 0;
-  for (const entry of done) {
-    const step = flow.steps.find((s) => s.name === entry.step);
+  for (const completed of done) {
+    const step = flow.steps.find((s) => s.name === completed.step);
     if (!step?.undo || isDone(journal, step.name, 'undo')) continue;
     if (undone++ > 0 && flow.betweenUndos) await faultPoint(flow.betweenUndos, { sagaId });
-    const result = await attempt(db, now, sagaId, step.name, 'undo', step.undo, ctx, journal);
-    journal = await journalOf(db, sagaId);
+    const { result, entry } = await attempt(db, now, sagaId, step.name, 'undo', step.undo, ctx, journal);
+    journal = await after(db, sagaId, journal, entry);
     // Stop at the first undo that cannot complete: what came before it stays in place.
     if (result.status !== 'DONE')
       return {
