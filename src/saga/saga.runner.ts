@@ -1,4 +1,5 @@
-import { inTx, type Db, type Tx } from '../platform/db.ts';
+import type { Db, Tx } from '../platform/db.ts';
+import type { SharedTransactions } from '../platform/shared-tx.ts';
 import { faultPoint, type FaultPointName } from '../platform/faultpoints.ts';
 import {
   insertEntry,
@@ -46,6 +47,16 @@ export interface Flow<C> {
   betweenUndos?: FaultPointName;
 }
 
+/**
+ * Where the runner reads (`db`) and writes: each write is a transaction of its own, or shares one
+ * with other sagas' writes that arrive meanwhile (sharedTransactions); either way it is committed
+ * when `run` resolves.
+ */
+export interface SagaStore {
+  db: Db;
+  writes: SharedTransactions;
+}
+
 export interface Advance {
   state: SagaState;
   /** Why the saga is not finished, when it is not. */
@@ -64,7 +75,7 @@ function errorOf(result: StepResult): string | null {
  * stands, or undefined when another runner settled the attempt first (then nothing was applied).
  */
 async function settle<C>(
-  db: Db,
+  store: SagaStore,
   sagaId: string,
   step: string,
   direction: Direction,
@@ -74,7 +85,7 @@ async function settle<C>(
   started: JournalEntry | undefined,
   now: Date,
 ): Promise<JournalEntry | undefined> {
-  return inTx(db, async (tx) => {
+  return store.writes.run(async (tx) => {
     const receipt = 'receipt' in result ? (result.receipt ?? null) : null;
     const settled = { status: result.status, receipt, error: errorOf(result) };
     let entry: JournalEntry;
@@ -95,7 +106,7 @@ async function settle<C>(
  * the journal row the attempt left, when it knows it (undefined: another runner settled it).
  */
 async function attempt<C>(
-  db: Db,
+  store: SagaStore,
   now: () => Date,
   sagaId: string,
   step: string,
@@ -107,7 +118,7 @@ async function attempt<C>(
   const key = action.key(sagaId, ctx);
   if (!action.call) {
     const done: StepResult = { status: 'DONE' };
-    return { result: done, entry: await settle(db, sagaId, step, direction, action, ctx, done, undefined, now()) };
+    return { result: done, entry: await settle(store, sagaId, step, direction, action, ctx, done, undefined, now()) };
   }
   // Any earlier attempt whose outcome we never learned may have acted: ask before acting again.
   const unresolved = journal.some(
@@ -117,19 +128,23 @@ async function attempt<C>(
     const known = await action.query(ctx, key);
     if (known && (known.status === 'DONE' || known.status === 'REFUSED')) {
       // A row of its own: the journal keeps the attempt that was lost and what the query found.
-      return { result: known, entry: await settle(db, sagaId, step, direction, action, ctx, known, undefined, now()) };
+      return {
+        result: known,
+        entry: await settle(store, sagaId, step, direction, action, ctx, known, undefined, now()),
+      };
     }
   }
   const row = { step, direction, key, status: 'STARTED' as const, receipt: null, error: null, at: now() };
-  const started: JournalEntry = { seq: await insertEntry(db, sagaId, row), ...row };
+  // Committed before the call: "we may have acted" is on disk first.
+  const started: JournalEntry = { seq: await store.writes.run((tx) => insertEntry(tx, sagaId, row)), ...row };
   const result = await action.call(ctx, key);
   if (action.afterCall) await faultPoint(action.afterCall, { sagaId, key });
-  return { result, entry: await settle(db, sagaId, step, direction, action, ctx, result, started, now()) };
+  return { result, entry: await settle(store, sagaId, step, direction, action, ctx, result, started, now()) };
 }
 
 /** The journal after an attempt: its row replaced or added when known, read again when not. */
 async function after(
-  db: Db,
+  { db }: SagaStore,
   sagaId: string,
   journal: readonly JournalEntry[],
   entry: JournalEntry | undefined,
@@ -143,20 +158,20 @@ async function after(
  * the saga's journal as read under the caller's claim (read here otherwise).
  */
 export async function advance<C>(
-  db: Db,
+  store: SagaStore,
   now: () => Date,
   flow: Flow<C>,
   sagaId: string,
   ctx: C,
   known?: readonly JournalEntry[],
 ): Promise<Advance> {
-  let journal = known ?? (await journalOf(db, sagaId));
+  let journal = known ?? (await journalOf(store.db, sagaId));
   const refused = () => journal.some((e) => e.direction === 'do' && e.status === 'REFUSED');
   if (!refused()) {
     for (const step of flow.steps) {
       if (isDone(journal, step.name, 'do')) continue;
-      const { result, entry } = await attempt(db, now, sagaId, step.name, 'do', step.forward, ctx, journal);
-      journal = await after(db, sagaId, journal, entry);
+      const { result, entry } = await attempt(store, now, sagaId, step.name, 'do', step.forward, ctx, journal);
+      journal = await after(store, sagaId, journal, entry);
       if (result.status === 'REFUSED') break;
       if (result.status !== 'DONE')
         return { state: 'FORWARD', pending: `${step.name}: ${errorOf(result) ?? result.status}` };
@@ -170,8 +185,8 @@ export async function advance<C>(
     const step = flow.steps.find((s) => s.name === completed.step);
     if (!step?.undo || isDone(journal, step.name, 'undo')) continue;
     if (undone++ > 0 && flow.betweenUndos) await faultPoint(flow.betweenUndos, { sagaId });
-    const { result, entry } = await attempt(db, now, sagaId, step.name, 'undo', step.undo, ctx, journal);
-    journal = await after(db, sagaId, journal, entry);
+    const { result, entry } = await attempt(store, now, sagaId, step.name, 'undo', step.undo, ctx, journal);
+    journal = await after(store, sagaId, journal, entry);
     // Stop at the first undo that cannot complete: what came before it stays in place.
     if (result.status !== 'DONE')
       return {

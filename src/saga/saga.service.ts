@@ -5,7 +5,8 @@ import { findOrders, type Order } from '../orders/index.ts';
 import type { FulfilmentClient } from './fulfilment.client.ts';
 import { ORDER_FLOW } from './order.flow.ts';
 import { compensationRefunds, type ProviderPayments } from './refund.seam.ts';
-import { advance } from './saga.runner.ts';
+import { advance, type SagaStore } from './saga.runner.ts';
+import { sharedTransactions } from '../platform/shared-tx.ts';
 import {
   claimDueSagas,
   countSagasByState,
@@ -54,6 +55,7 @@ function nextAttemptAt(now: Date, attempts: number): Date {
 
 async function examine(
   deps: SagaDeps,
+  store: SagaStore,
   saga: Saga,
   order: Order | undefined,
   journal: readonly JournalEntry[] | undefined,
@@ -68,7 +70,7 @@ async function examine(
       fulfilment: deps.fulfilment,
     };
     try {
-      result = await advance(deps.db, ctx.now, ORDER_FLOW, saga.sagaId, ctx, journal);
+      result = await advance(store, ctx.now, ORDER_FLOW, saga.sagaId, ctx, journal);
     } catch (error) {
       result = { state: saga.state, pending: `error: ${(error as Error).message}` };
     }
@@ -91,7 +93,12 @@ async function examine(
  * attempt in one statement. The orders and the journals are read once for the round, under its
  * claims (no other runner writes a claimed saga's journal).
  */
-async function examineRound(deps: SagaDeps, claimed: readonly Saga[], report: SagaPassReport): Promise<void> {
+async function examineRound(
+  deps: SagaDeps,
+  store: SagaStore,
+  claimed: readonly Saga[],
+  report: SagaPassReport,
+): Promise<void> {
   const ids = claimed.map((saga) => saga.sagaId);
   const [orders, journals] = await Promise.all([findOrders(deps.db, ids), journalsOf(deps.db, ids)]);
   const ends: SagaAttemptEnd[] = [];
@@ -99,7 +106,7 @@ async function examineRound(deps: SagaDeps, claimed: readonly Saga[], report: Sa
   const lane = async () => {
     while (next < claimed.length) {
       const saga = claimed[next++]!;
-      const { end, pending } = await examine(deps, saga, orders.get(saga.sagaId), journals.get(saga.sagaId));
+      const { end, pending } = await examine(deps, store, saga, orders.get(saga.sagaId), journals.get(saga.sagaId));
       ends.push(end);
       if (pending !== undefined) report.pending.push({ order_id: saga.sagaId, state: end.state, reason: pending });
       else if (end.state === 'DONE') report.done++;
@@ -118,6 +125,9 @@ export async function runSagaPass(deps: SagaDeps, options: { only?: readonly str
   const report: SagaPassReport = { started: 0, examined: 0, done: 0, compensated: 0, pending: [] };
   // A saga examined in this pass is not claimed again by it: its free retries are the next passes'.
   const examined: string[] = [];
+  // The sagas' journal writes (a STARTED row, a settlement with its effect) that arrive while one
+  // commits share the next transaction: with IN_FLIGHT sagas at once, a burst pays fewer commits.
+  const store: SagaStore = { db: deps.db, writes: sharedTransactions(deps.db) };
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const now = deps.clock.now();
     const started = await startOrderSagas(
@@ -133,7 +143,7 @@ export async function runSagaPass(deps: SagaDeps, options: { only?: readonly str
     );
     report.started += started;
     report.examined += claimed.length;
-    await examineRound(deps, claimed, report);
+    await examineRound(deps, store, claimed, report);
     examined.push(...claimed.map((saga) => saga.sagaId));
     if (started < SAGA_BATCH && claimed.length < SAGA_BATCH) break;
   }
