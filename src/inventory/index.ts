@@ -33,6 +33,7 @@ export {
   receiveStockRequests,
   STOCK_BATCH,
   STOCK_REQUEST_KINDS,
+  stockServiceHasWork,
   type StockRequest,
 } from './stock.service.ts';
 export {

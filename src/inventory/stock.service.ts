@@ -257,6 +257,21 @@ export async function applyStockBatch(
   });
 }
 
+/**
+ * Whether the stock service's side of a pass could do anything: a request in its inbox not yet
+ * applied (`inbox`), a result in its outbox not yet sent (`outbox`). One statement on the two
+ * partial indexes; an idle pump asks this instead of running its pass.
+ */
+export async function stockServiceHasWork(db: Db, sides: { inbox: boolean; outbox: boolean }): Promise<boolean> {
+  const result = await db.query<{ busy: boolean }>({
+    name: 'stock-service-has-work',
+    text: `SELECT ($1 AND EXISTS (SELECT 1 FROM stock_inbox WHERE applied_at IS NULL AND parked_at IS NULL))
+               OR ($2 AND EXISTS (SELECT 1 FROM stock_outbox WHERE published_at IS NULL AND dead_at IS NULL)) AS busy`,
+    values: [sides.inbox, sides.outbox],
+  });
+  return result.rows[0]?.busy !== false;
+}
+
 export const claimStockResults = (db: Db, claim: LeaseClaim): Promise<LeasedRow[]> => claimLeased(db, RESULTS, claim);
 /** Marks delivered results, only those still ours (by the bigint key itself, so the primary key's index finds them). */
 export const markStockResultsSent = (db: Db, keys: readonly string[], owner: string, now: Date): Promise<number> =>

@@ -74,6 +74,7 @@ export {
   parkStockRequest,
   receiveStockResult,
   resendUnansweredRequests,
+  shopHasStockWork,
   STOCK_RESULT_TYPES,
   type ResultEffect,
   type StockResult,

@@ -49,6 +49,22 @@ export interface StockResult {
 export type ResultEffect = 'APPLIED' | 'IGNORED' | 'UNKNOWN_ORDER' | 'DUPLICATE' | 'ACKNOWLEDGED';
 
 export const claimStockRequests = (db: Db, claim: LeaseClaim): Promise<LeasedRow[]> => claimLeased(db, REQUESTS, claim);
+
+/**
+ * Whether the shop's side of a stock pass could do anything: a request not yet sent, or an order
+ * PENDING or RELEASING long enough that its request may need sending again. A superset of what the
+ * pass claims (leases and backoff aside), read from the two partial indexes in one statement, so
+ * an idle pump asks this instead of running its pass.
+ */
+export async function shopHasStockWork(db: Db, now: Date, resendAfterMs: number): Promise<boolean> {
+  const result = await db.query<{ busy: boolean }>({
+    name: 'stock-shop-has-work',
+    text: `SELECT EXISTS (SELECT 1 FROM stock_requests_out WHERE published_at IS NULL AND dead_at IS NULL)
+               OR EXISTS (SELECT 1 FROM orders WHERE status IN ('PENDING', 'RELEASING') AND updated_at < $1) AS busy`,
+    values: [new Date(now.getTime() - resendAfterMs)],
+  });
+  return result.rows[0]?.busy !== false;
+}
 export const markStockRequestsSent = (db: Db, keys: readonly string[], owner: string, now: Date) =>
   markLeasedPublished(db, REQUESTS, keys, owner, now);
 export const failStockRequest = (db: Db, key: string, owner: string, error: string) =>

@@ -99,6 +99,7 @@ async function examineRound(
   claimed: readonly Saga[],
   report: SagaPassReport,
 ): Promise<void> {
+  if (claimed.length === 0) return;
   const ids = claimed.map((saga) => saga.sagaId);
   const [orders, journals] = await Promise.all([findOrders(deps.db, ids), journalsOf(deps.db, ids)]);
   const ends: SagaAttemptEnd[] = [];
