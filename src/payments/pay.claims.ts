@@ -1,4 +1,4 @@
-import { GROUP_STALL_MS, groupCollector } from '../platform/group-commit.ts';
+import { GROUP_STALL_MS, groupCollector, MemberFailed } from '../platform/group-commit.ts';
 import { inTx } from '../platform/db.ts';
 import type { Principal } from '../platform/auth.ts';
 import {
@@ -33,12 +33,6 @@ interface Member {
   op: KeyedOperation;
   resolve(value: KeyClaim): void;
   reject(error: unknown): void;
-}
-
-class MemberFailed extends Error {
-  constructor(cause: unknown) {
-    super('a claim of the group failed', { cause });
-  }
 }
 
 export interface ClaimGroupOptions {

@@ -1,4 +1,4 @@
-import { GROUP_STALL_MS, groupCollector } from '../platform/group-commit.ts';
+import { GROUP_STALL_MS, groupCollector, MemberFailed } from '../platform/group-commit.ts';
 import { allOf, inTx, type Tx } from '../platform/db.ts';
 import { applyOrderEvents, type AppliedEvent } from '../orders/index.ts';
 import { recordAnswer, type Answer } from './settle.ts';
@@ -31,13 +31,6 @@ interface Member {
   item: PayAnswer;
   resolve(value: AppliedEvent): void;
   reject(error: unknown): void;
-}
-
-/** A member's statement failed inside the group: it rolled back, nothing of it committed. */
-class MemberFailed extends Error {
-  constructor(cause: unknown) {
-    super('a statement of the group failed', { cause });
-  }
 }
 
 type Deps = Pick<PaymentDeps, 'db' | 'clock'>;

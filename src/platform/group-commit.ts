@@ -62,3 +62,14 @@ export function groupCollector<M>(
     },
   };
 }
+
+/**
+ * A member's statement failed inside a group's transaction: the group rolled back and nothing of
+ * it committed, so each member can run again alone and meet its own outcome (the pays' groups,
+ * shared-tx.ts). Any other failure (no connection, a COMMIT whose outcome is unknown) is not this.
+ */
+export class MemberFailed extends Error {
+  constructor(cause: unknown) {
+    super('a member of the group failed', { cause });
+  }
+}

@@ -1,5 +1,5 @@
 import { inTx, type Db, type Tx } from './db.ts';
-import { GROUP_STALL_MS, groupCollector } from './group-commit.ts';
+import { GROUP_STALL_MS, groupCollector, MemberFailed } from './group-commit.ts';
 
 // Group commit for writes that are small, independent and each atomic: the transactions that
 // arrive while one commits share the next, so a burst of them pays one durable commit, not one
@@ -17,12 +17,6 @@ interface Member {
   fn(tx: Tx): Promise<unknown>;
   resolve(value: unknown): void;
   reject(error: unknown): void;
-}
-
-class MemberFailed extends Error {
-  constructor(cause: unknown) {
-    super('a member of the shared transaction failed', { cause });
-  }
 }
 
 export interface SharedOptions {
