@@ -3,7 +3,7 @@ import type { AppDeps } from './app.deps.ts';
 import { requirePrincipal } from './platform/auth.ts';
 import { listParkedStock } from './inventory/index.ts';
 import { listParkedStockRequests } from './orders/index.ts';
-import { stockPumpFor } from './stock.pipeline.ts';
+import { stockPumpFor } from './stock.pump.ts';
 import { stockDrainSchema, stockParkedSchema } from './stock.schemas.ts';
 
 /**

@@ -7,7 +7,7 @@ import { runSagaPass } from './saga/index.ts';
 import { channelClient } from './payments/index.ts';
 import { fullEveryNth, reconcilePass, summaryLine, whenChanged } from './reconcile/index.ts';
 import { backoffDelayMs } from './platform/backoff.ts';
-import { stockPumpFor } from './stock.pipeline.ts';
+import { stockPumpFor } from './stock.pump.ts';
 import { runAsSingleton, SINGLETON_LOCKS } from './platform/singleton.ts';
 
 export interface Loop {

@@ -8,7 +8,7 @@ import { createPool } from '../platform/db.ts';
 import { buildHttp } from '../platform/http.ts';
 import { migrate } from '../platform/migrate.ts';
 import { loadSecrets } from '../platform/secrets.ts';
-import { inventoryRoles, stockPumpFor } from '../stock.pipeline.ts';
+import { inventoryRoles, stockPumpFor } from '../stock.pump.ts';
 import { ensureDatabase, startEmbedded, type EmbeddedCluster } from '../platform/embedded.ts';
 import path from 'node:path';
 import { stockRoutes } from '../stock.routes.ts';

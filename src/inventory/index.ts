@@ -25,17 +25,19 @@ export type {
 export { listCatalogue, type CatalogueEntry } from './inventory.catalogue.ts';
 export {
   applyStockBatch,
+  receiveStockRequests,
+  STOCK_BATCH,
+  STOCK_REQUEST_KINDS,
+  type StockRequest,
+} from './stock.service.ts';
+export {
   claimStockResults,
   failStockResult,
   listParkedStock,
   markStockResultsSent,
   parkStockResult,
-  receiveStockRequests,
-  STOCK_BATCH,
-  STOCK_REQUEST_KINDS,
   stockServiceHasWork,
-  type StockRequest,
-} from './stock.service.ts';
+} from './stock.queues.ts';
 export {
   claimMirrorMoves,
   isMirrored,

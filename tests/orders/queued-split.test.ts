@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TENANT } from '../support/fixtures.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
-import { stockPumpFor } from '../../src/stock.pipeline.ts';
+import { stockPumpFor } from '../../src/stock.pump.ts';
 import { applyStockBatch, createSku, markMirrorSynced, releaseExpired } from '../../src/inventory/index.ts';
 import { applyOrderEvent, syncMirrorMoves } from '../../src/orders/index.ts';
 import { listSplitDisagreements } from '../../src/reconcile/index.ts';
