@@ -68,6 +68,9 @@ export const newPassword = () => randomBytes(24).toString('base64url');
 export const passwordFileOf = (dataDir: string) => `${dataDir.replace(/[/\\]+$/, '')}.password`;
 
 export async function writePassword(file: string, password: string): Promise<void> {
+  // Its directory may not exist yet: a cluster moved out of a private checkout (clusterDirFor)
+  // created its own directory elsewhere, not this one.
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   await writeFile(file, `${password}\n`, { mode: 0o600 });
   await chmod(file, 0o600); // an existing file keeps its old mode through writeFile
 }
