@@ -123,8 +123,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
     password = existsSync(passwordFile) ? (await readFile(passwordFile, 'utf8')).trim() : LEGACY_PASSWORD;
   } else {
     password = newPassword();
-    await initialise(binaries.initdb, dataDir, runAs, password);
+    // Kept before initdb uses it: a cluster whose password was lost could never be opened again.
     await writePassword(passwordFile, password);
+    await initialise(binaries.initdb, dataDir, runAs, password);
   }
   const port = options.port ?? (await freePort());
   let child = await startPostmaster(binaries.postgres, dataDir, port, runAs, log);
