@@ -5,6 +5,7 @@ import {
   parkLeased,
   releaseLeasedAfterFailure,
   type LeaseClaim,
+  type ParkedRow,
   type LeasedRow,
   type LeaseTable,
 } from '../platform/lease-queue.ts';
@@ -40,17 +41,8 @@ export const parkStockResult = (db: Db, key: string, owner: string, error: strin
   parkLeased(db, RESULTS, key, owner, error, now);
 
 /** What an operator looks at: requests and results nobody could handle, with the reason. */
-export async function listParkedStock(
-  db: Db,
-): Promise<Array<{ side: string; key: string; order_id: string; event_type: string; error: string | null; at: Date }>> {
-  const result = await db.query<{
-    side: string;
-    key: string;
-    order_id: string;
-    event_type: string;
-    error: string | null;
-    at: Date;
-  }>(
+export async function listParkedStock(db: Db): Promise<ParkedRow[]> {
+  const result = await db.query<ParkedRow>(
     `SELECT 'stock_inbox' AS side, request_key AS key, order_id, event_type, error, parked_at AS at FROM stock_inbox WHERE parked_at IS NOT NULL
      UNION ALL SELECT 'stock_outbox', event_id::text, order_id, event_type, last_error, dead_at FROM stock_outbox WHERE dead_at IS NOT NULL
      ORDER BY at LIMIT 500`,

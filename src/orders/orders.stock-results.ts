@@ -6,6 +6,7 @@ import {
   releaseLeasedAfterFailure,
   requeueLeased,
   type LeaseClaim,
+  type ParkedRow,
   type LeaseTable,
   type LeasedRow,
 } from '../platform/lease-queue.ts';
@@ -170,17 +171,8 @@ export async function resendUnansweredRequests(db: Db, now: Date, resendAfterMs:
 }
 
 /** The shop's stock requests nobody could send (an unknown type), with the reason, for an operator. */
-export async function listParkedStockRequests(
-  db: Db,
-): Promise<Array<{ side: string; key: string; order_id: string; event_type: string; error: string | null; at: Date }>> {
-  const result = await db.query<{
-    side: string;
-    key: string;
-    order_id: string;
-    event_type: string;
-    error: string | null;
-    at: Date;
-  }>(
+export async function listParkedStockRequests(db: Db): Promise<ParkedRow[]> {
+  const result = await db.query<ParkedRow>(
     `SELECT 'stock_requests_out' AS side, request_key AS key, order_id, event_type, last_error AS error, dead_at AS at
      FROM stock_requests_out WHERE dead_at IS NOT NULL ORDER BY dead_at LIMIT 500`,
   );

@@ -109,3 +109,13 @@ export async function requeueLeased(db: Executor, t: LeaseTable, keys: readonly 
   );
   return result.rowCount ?? 0;
 }
+
+/** A row nobody could handle (parked, or dead after its retries), as an operator's list shows it. */
+export interface ParkedRow {
+  side: string;
+  key: string;
+  order_id: string;
+  event_type: string;
+  error: string | null;
+  at: Date;
+}
