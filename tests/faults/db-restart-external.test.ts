@@ -85,6 +85,46 @@ describe('a pay group locking its reservations on the external PostgreSQL', () =
   }, 90_000);
 });
 
+// SO-03 (with SO-01/02 in tests/platform/session-options.test.ts): the suite's embedded server has
+// no LLVM, the machine's PostgreSQL has. A session of createPool's compiles nothing even with
+// jit_above_cost at 0, where a session opened without its options compiles the same statement.
+describe('pooled sessions on the external PostgreSQL never JIT-compile', () => {
+  if (!SERVER_URL) {
+    it.skip('SO-03 — skipped: no external PostgreSQL', () => undefined);
+    return;
+  }
+  const serverUrl = SERVER_URL;
+  const jitOf = async (client: pg.ClientBase) => {
+    await client.query('SET jit_above_cost = 0');
+    const plan = await client.query<{ 'QUERY PLAN': Array<{ JIT?: { Functions: number } }> }>(
+      'EXPLAIN (ANALYZE, FORMAT JSON) SELECT sum(g) FROM generate_series(1, 1000) AS g',
+    );
+    return plan.rows[0]?.['QUERY PLAN'][0]?.JIT?.Functions ?? 0;
+  };
+  it('SO-03 with jit_above_cost = 0 a plain session compiles a sum over 1,000 rows, a pooled one does not', async () => {
+    const plain = new pg.Client({ connectionString: serverUrl });
+    await plain.connect();
+    const pool = createPool(serverUrl, 1);
+    try {
+      const available = (await plain.query<{ a: boolean }>('SELECT pg_jit_available() AS a')).rows[0]?.a;
+      if (!available) {
+        console.log('SO-03 — skipped: this PostgreSQL has no JIT provider');
+        return;
+      }
+      expect(await jitOf(plain)).toBeGreaterThan(0);
+      const client = await pool.connect();
+      try {
+        expect(await jitOf(client)).toBe(0);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await plain.end();
+      await pool.end();
+    }
+  });
+});
+
 describe('database fault: the external PostgreSQL server restarts under load', () => {
   if (!SERVER_URL || !RESTART) {
     if (process.env.FLASHPAY_REQUIRE_EXTERNAL_PG === '1')
