@@ -18,15 +18,20 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 // must not hold a request forever. Above the 30 s statement_timeout the server enforces itself.
 const QUERY_TIMEOUT_MS = 35_000;
 
-// Settings every pooled session starts with (the startup packet's `options`, so no round trip).
-// jit = off: a PostgreSQL built with LLVM compiles any statement whose estimated cost passes
-// jit_above_cost (100,000), and a set-based statement over 1,000 rows passes it on estimates alone
-// (a LATERAL probe per key is costed at 50 rows). Measured on this machine's PostgreSQL 15: the
-// stock side's lock of 1,000 orders' reservations ran 8 ms and spent 150–240 ms compiling, and
-// P7's drain went from 3,100 to 5,600 reserved/s with it off (docs/benchmarks.md §20). Nothing
-// here is an analytic query that JIT would repay. PGOPTIONS is kept (after ours, so it wins); a
-// URL with its own `options` parameter replaces both, as pg reads the URL last.
-export const SESSION_OPTIONS = '-c jit=off';
+// Settings every pooled session starts with (the startup packet's `options`, so no round trip),
+// so that an external server plans flashpay's statements as the embedded one does, untuned:
+// - jit = off: a PostgreSQL built with LLVM compiles any statement whose estimated cost passes
+//   jit_above_cost (100,000), and a set-based statement over 1,000 rows passes it on estimates
+//   alone (a LATERAL probe per key is costed at 50 rows). On this machine's PostgreSQL 15 the stock
+//   side's lock of 1,000 orders' reservations ran 8 ms and spent 150–240 ms compiling; P7's drain
+//   went from 3,100 to 5,600 reserved/s with it off (docs/benchmarks.md §20). Nothing here is an
+//   analytic query that JIT would repay.
+// - random_page_cost = 1.1 (the embedded server's setting): at the default 4, a group of 1,000
+//   keys (`order_id = ANY($1)`: recovery's answers, stock results) was planned as a scan of every
+//   order, 14 ms against 2.3 ms by index (§13). The working set of a sale is in memory.
+// PGOPTIONS is kept (after ours, so it wins); a URL with its own `options` parameter replaces
+// both, as pg reads the URL last.
+export const SESSION_OPTIONS = '-c jit=off -c random_page_cost=1.1';
 
 export function sessionOptions(env: NodeJS.ProcessEnv = process.env): string {
   return [SESSION_OPTIONS, env.PGOPTIONS?.trim()].filter(Boolean).join(' ');

@@ -83,7 +83,7 @@ function startPostmaster(
     'max_connections=300',
     // The working set is in memory: at the default 4 a group's `order_id = ANY($1)` of 1,000 keys
     // was planned as a scan of every order (14 ms against 2.3 ms by the key's index). The usual
-    // setting for SSDs and cached data; the README recommends it for an external server.
+    // setting for SSDs and cached data; pooled sessions set it on any server too (SESSION_OPTIONS in db.ts).
     '-c',
     'random_page_cost=1.1',
   ];

@@ -86,9 +86,11 @@ describe('a pay group locking its reservations on the external PostgreSQL', () =
 });
 
 // SO-03 (with SO-01/02 in tests/platform/session-options.test.ts): the suite's embedded server has
-// no LLVM, the machine's PostgreSQL has. A session of createPool's compiles nothing even with
-// jit_above_cost at 0, where a session opened without its options compiles the same statement.
-describe('pooled sessions on the external PostgreSQL never JIT-compile', () => {
+// no LLVM and runs at random_page_cost 1.1; the machine's PostgreSQL has LLVM and the default 4. A
+// session of createPool's compiles nothing even with jit_above_cost at 0, where a session opened
+// without its options compiles the same statement; and it reads 1,000 keys of 100,000 rows by the
+// primary key, where the plain session scans the table.
+describe('pooled sessions on the external PostgreSQL: no JIT, keys by index', () => {
   if (!SERVER_URL) {
     it.skip('SO-03 — skipped: no external PostgreSQL', () => undefined);
     return;
@@ -119,6 +121,34 @@ describe('pooled sessions on the external PostgreSQL never JIT-compile', () => {
         client.release();
       }
     } finally {
+      await plain.end();
+      await pool.end();
+    }
+  });
+  /** The scan a session plans for 1,000 keys of a 100,000-row table of its own (temporary, analyzed). */
+  const keysPlan = async (client: pg.ClientBase) => {
+    await client.query('CREATE TEMP TABLE so_keys (id text PRIMARY KEY, v int NOT NULL, pad text NOT NULL)');
+    await client.query(`INSERT INTO so_keys SELECT 'o-' || g, g, repeat('x', 80) FROM generate_series(1, 100000) AS g`);
+    await client.query('ANALYZE so_keys');
+    const keys = Array.from({ length: 1000 }, (_, i) => `o-${(i + 1) * 97}`);
+    const plan = await client.query<{ 'QUERY PLAN': Array<{ Plan: { Plans?: Array<{ 'Node Type': string }> } }> }>(
+      'EXPLAIN (FORMAT JSON) SELECT * FROM so_keys WHERE id = ANY($1::text[]) FOR UPDATE',
+      [keys],
+    );
+    return plan.rows[0]?.['QUERY PLAN'][0]?.Plan.Plans?.[0]?.['Node Type'];
+  };
+  it('SO-03b 1,000 keys of 100,000 rows: a pooled session reads them by the primary key; a plain one at the default page cost scans the table', async () => {
+    const plain = new pg.Client({ connectionString: serverUrl });
+    await plain.connect();
+    const pool = createPool(serverUrl, 1);
+    const client = await pool.connect();
+    try {
+      expect(await keysPlan(client)).toBe('Index Scan');
+      const cost = (await plain.query<{ c: string }>(`SELECT current_setting('random_page_cost') AS c`)).rows[0]?.c;
+      if (cost === '4') expect(await keysPlan(plain)).toBe('Seq Scan');
+      else console.log(`SO-03b — control skipped: this server's random_page_cost is ${cost}, not the default 4`);
+    } finally {
+      client.release();
       await plain.end();
       await pool.end();
     }
