@@ -32,12 +32,18 @@ export interface ExistingKey {
   location: string | null;
 }
 
+/** What a queued order snapshots of a SKU: its lines' name and unit price. */
+export interface SkuTerm {
+  name: string;
+  price: number;
+}
+
 /** Name and price of each SKU of the tenant that exists (absent: no such SKU). */
 export async function readSkuTerms(
   db: Executor,
   tenantId: string,
   skus: readonly string[],
-): Promise<Map<string, { name: string; price: number }>> {
+): Promise<Map<string, SkuTerm>> {
   const result = await db.query<{ sku: string; name: string; price: number }>({
     name: 'queued-group-skus',
     text: `SELECT k.sku, k.name, k.price FROM unnest($2::text[]) AS u(sku)
@@ -47,17 +53,23 @@ export async function readSkuTerms(
   return new Map(result.rows.map((r) => [r.sku, { name: r.name, price: r.price }]));
 }
 
-// One autocommit statement: one round trip, one durable commit for the group. `ex` probes each
-// member's key by primary key (LATERAL, as the sync fast batch); members whose key exists write
-// nothing. The keys are a plain INSERT: a twin claimed in another process meanwhile fails the
-// statement as a whole (the caller then runs every member alone). lock_timeout bounds a wait on
-// a twin's uncommitted key.
+// One autocommit statement: one round trip, one durable commit for the group. `stale` checks the
+// names and prices the members' rows and 202s were built from (the caller's cache) against the SKU
+// rows in the statement's snapshot, as a read of them just before would: if one differs or its SKU
+// is gone, nothing is written and the statement says so (the caller reads them afresh and tries
+// again). `ex` probes each member's key by primary key (LATERAL, as the sync fast batch); members
+// whose key exists write nothing. The keys are a plain INSERT: a twin claimed in another process
+// meanwhile fails the statement as a whole (the caller then runs every member alone). lock_timeout
+// bounds a wait on a twin's uncommitted key.
 const STATEMENT = `WITH cfg AS (SELECT set_config('lock_timeout', $2, true) AS v),
+     stale AS (
+       SELECT count(*)::int AS n FROM unnest($23::text[], $24::text[], $25::bigint[]) AS g(sku, name, price)
+       WHERE NOT EXISTS (SELECT 1 FROM skus s WHERE s.tenant_id = $1 AND s.sku = g.sku AND s.name = g.name AND s.price = g.price)),
      u AS (
-       SELECT u.* FROM cfg, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[],
+       SELECT u.* FROM cfg, stale, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[],
                                    $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[])
          AS u(user_id, key, digest, order_id, sku, quantity, amount, reservation_key, body, location, request_key, payload, at)
-       WHERE cfg.v IS NOT NULL),
+       WHERE cfg.v IS NOT NULL AND stale.n = 0),
      ${EXISTING_KEYS}
      c AS (SELECT u.* FROM u WHERE NOT EXISTS (SELECT 1 FROM ex WHERE ex.user_id = u.user_id AND ex.key = u.key)),
      k AS (
@@ -87,17 +99,23 @@ const STATEMENT = `WITH cfg AS (SELECT set_config('lock_timeout', $2, true) AS v
        RETURNING 1)
      SELECT (SELECT count(*) FROM k)::int AS keys, (SELECT count(*) FROM t)::int AS logs,
             (SELECT count(*) FROM l)::int AS lines, (SELECT count(*) FROM r)::int AS requests,
-            (SELECT json_agg(ex) FROM ex) AS existing`;
+            (SELECT json_agg(ex) FROM ex) AS existing, (SELECT n FROM stale) AS stale`;
 
-/** Writes the group; returns the keys that existed (their members wrote nothing). Throws: nothing written. */
+/**
+ * Writes the group; returns the keys that existed (their members wrote nothing), or 'stale' when a
+ * SKU's name or price is no longer the one its lines carry (nothing was written). Throws: nothing
+ * written.
+ */
 export async function writeQueuedGroup(
   db: Executor,
   tenantId: string,
   rows: readonly QueuedRow[],
   lockTimeoutMs: number,
-): Promise<ExistingKey[]> {
+): Promise<ExistingKey[] | 'stale'> {
   const lines = rows.flatMap((r) => r.lines.map((l) => ({ orderId: r.order.orderId, ...l })));
-  const result = await db.query<{ existing: ExistingKey[] | null }>({
+  // Each SKU's name and price as the lines (and the 202s) carry them: one pair per SKU.
+  const used = [...new Map(lines.map((l) => [`${l.sku}\n${l.name}\n${l.unitPrice}`, l])).values()];
+  const result = await db.query<{ existing: ExistingKey[] | null; stale: number }>({
     name: 'queued-group-write',
     text: STATEMENT,
     values: [
@@ -118,7 +136,12 @@ export async function writeQueuedGroup(
       rows.map((r) => r.at),
       lines.map((l) => l.orderId),
       ...lineColumns(lines),
+      used.map((l) => l.sku),
+      used.map((l) => l.name),
+      used.map((l) => l.unitPrice),
     ],
   });
-  return result.rows[0]?.existing ?? [];
+  const row = result.rows[0];
+  if ((row?.stale ?? 0) > 0) return 'stale';
+  return row?.existing ?? [];
 }

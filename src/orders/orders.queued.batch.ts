@@ -9,7 +9,7 @@ import {
 } from '../idempotency/index.ts';
 import type { RequestedLine } from './orders.create.ts';
 import { buildPendingOrder, keyedQueuedCreate, pendingResponse } from './orders.queued.ts';
-import { readSkuTerms, writeQueuedGroup, type QueuedRow } from './orders.queued.batch.repo.ts';
+import { readSkuTerms, writeQueuedGroup, type QueuedRow, type SkuTerm } from './orders.queued.batch.repo.ts';
 
 /*
  * GROUP COMMIT OF QUEUED CREATES (202 PENDING). A queued create decides nothing about stock: it
@@ -19,7 +19,11 @@ import { readSkuTerms, writeQueuedGroup, type QueuedRow } from './orders.queued.
  * (orders.queued.batch.repo.ts): one round trip, one durable commit for the group, each member
  * with its own rows and its own 202, stored with its key in that commit (the replay is the first
  * answer's bytes). The SKUs' names and prices are read by one plain statement just before, as
- * the one-buyer path reads them by a plain statement in its transaction.
+ * the one-buyer path reads them by a plain statement in its transaction, or come from this
+ * process's memory of them: the group's statement then checks them against the SKU rows and writes
+ * nothing if one changed (a price, a name, a SKU gone), and the group goes again with them read
+ * afresh. With one group of a tenant in flight, that read was a round trip between a group and the
+ * next, every time (docs/benchmarks.md §20).
  *
  * No timer: a group starts at once when fewer than MAX_IN_FLIGHT groups of the tenant are
  * running (setImmediate: the requests whose bytes arrived in this turn join it), so an idle
@@ -38,6 +42,8 @@ const MAX_GROUP = 256;
 // this machine's VM costs PostgreSQL more than it saves (94–96 µs per 202 against 137–143, alternated
 // twice; docs/benchmarks.md §17), as for the sync create's batches.
 const MAX_IN_FLIGHT = 1;
+// Names and prices remembered per database; past this many SKUs the memory starts again.
+const MAX_TERMS = 10_000;
 
 export interface QueuedCreate {
   principal: Principal;
@@ -60,6 +66,29 @@ interface Lane {
 }
 
 const lanesByDb = new WeakMap<Db, Map<string, Lane>>();
+const termsByDb = new WeakMap<Db, Map<string, SkuTerm>>();
+const termId = (tenantId: string, sku: string) => `${tenantId}\n${sku}`;
+
+/** The terms of every one of `skus` as last read, or undefined when one of them is not known. */
+function rememberedTerms(db: Db, tenantId: string, skus: readonly string[]): Map<string, SkuTerm> | undefined {
+  const known = termsByDb.get(db);
+  const terms = new Map<string, SkuTerm>();
+  for (const sku of skus) {
+    const term = known?.get(termId(tenantId, sku));
+    if (!term) return undefined;
+    terms.set(sku, term);
+  }
+  return terms;
+}
+
+async function readTerms(db: Db, tenantId: string, skus: readonly string[]): Promise<Map<string, SkuTerm>> {
+  const terms = await readSkuTerms(db, tenantId, skus);
+  let known = termsByDb.get(db);
+  if (!known || known.size > MAX_TERMS) termsByDb.set(db, (known = new Map()));
+  for (const sku of skus) known.delete(termId(tenantId, sku));
+  for (const [sku, term] of terms) known.set(termId(tenantId, sku), term);
+  return terms;
+}
 
 function laneFor(db: Db, tenantId: string): Lane {
   let lanes = lanesByDb.get(db);
@@ -108,11 +137,13 @@ function alone(deps: KeyedDeps, m: Member): void {
   }).then(m.resolve, m.reject);
 }
 
-async function runGroup(deps: KeyedDeps, tenantId: string, group: Member[]): Promise<void> {
+async function runGroup(deps: KeyedDeps, tenantId: string, group: Member[], remembered = true): Promise<void> {
   if (group.length === 1) return alone(deps, group[0]!);
-  let terms: Awaited<ReturnType<typeof readSkuTerms>>;
+  const skus = [...new Set(group.flatMap((m) => m.lines.map((l) => l.sku)))];
+  let terms = remembered ? rememberedTerms(deps.db, tenantId, skus) : undefined;
+  const fromMemory = terms !== undefined;
   try {
-    terms = await readSkuTerms(deps.db, tenantId, [...new Set(group.flatMap((m) => m.lines.map((l) => l.sku)))]);
+    terms ??= await readTerms(deps.db, tenantId, skus);
   } catch {
     for (const m of group) alone(deps, m);
     return;
@@ -139,6 +170,13 @@ async function runGroup(deps: KeyedDeps, tenantId: string, group: Member[]): Pro
     existing = await writeQueuedGroup(deps.db, tenantId, rows, deps.waitMs);
   } catch {
     // Nothing of the statement was written: each member meets its own outcome alone.
+    for (const m of members) alone(deps, m);
+    return;
+  }
+  if (existing === 'stale') {
+    // Nothing was written. Remembered terms: once more with them read afresh. Read just now and
+    // changed already: each member alone, where its own transaction reads them.
+    if (fromMemory) return runGroup(deps, tenantId, members, false);
     for (const m of members) alone(deps, m);
     return;
   }

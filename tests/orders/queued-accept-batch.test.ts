@@ -158,4 +158,81 @@ describe('queued creates, group commit (P7 accepted)', () => {
     const again = await queue('qb3-r', 'qb3-reused', { sku: 'qb3', quantity: 1 });
     expect([again.status, again.text]).toEqual([202, earlier.text]);
   });
+  it('QA-04 names and prices remembered between groups: a remembered SKU costs no read; a price or name changed meanwhile is what the next group writes and answers', async () => {
+    await createSku(s, { sku: 'qb4', stock: 50, price: 300, name: 'Seat A' });
+    await createSku(s, { sku: 'qb4b', stock: 50, price: 70, name: 'Pin' });
+    // Reads of the SKUs' terms by the group path, counted on the pool (the statement is named).
+    let reads = 0;
+    const query = s.deps.db.query.bind(s.deps.db);
+    (s.deps.db as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+      if ((config as { name?: string } | null)?.name === 'queued-group-skus') reads++;
+      return (query as (...a: unknown[]) => unknown)(config, ...rest);
+    };
+    const group = async (tag: string, n = 4) => {
+      const settled = await burst(
+        Array.from({ length: n }, (_, i) => ({
+          user: `qb4-${tag}-u${i}`,
+          key: `qb4-${tag}-k${i}`,
+          body: i % 2 === 0 ? { sku: 'qb4', quantity: 2 } : { lines: [{ sku: 'qb4' }, { sku: 'qb4b', quantity: 3 }] },
+        })),
+      );
+      const answers = settled.map((r) => {
+        if (r.status !== 'fulfilled') throw r.reason;
+        return JSON.parse(r.value.body) as { order_id: string; amount: number; lines?: { name: string }[] };
+      });
+      const ids = answers.map((a) => a.order_id);
+      expect(await transactions(ids)).toBe(1); // one group, one commit
+      const rows = await s.db.pool.query<{ amount: number; prices: string; names: string }>(
+        `SELECT o.amount, string_agg(l.unit_price::text, ',' ORDER BY l.line_no) AS prices,
+                string_agg(l.name, ',' ORDER BY l.line_no) AS names
+         FROM orders o JOIN order_lines l ON l.order_id = o.order_id WHERE o.order_id = ANY($1)
+         GROUP BY o.order_id, o.amount ORDER BY array_position($1::text[], o.order_id)`,
+        [ids],
+      );
+      return { answers, rows: rows.rows };
+    };
+    try {
+      const a = await group('a');
+      expect(reads).toBe(1);
+      expect(a.answers.map((x) => x.amount)).toEqual([600, 510, 600, 510]);
+      expect(a.rows.map((r) => [r.amount, r.prices, r.names])).toEqual([
+        [600, '300', 'Seat A'],
+        [510, '300,70', 'Seat A,Pin'],
+        [600, '300', 'Seat A'],
+        [510, '300,70', 'Seat A,Pin'],
+      ]);
+      // Same terms: the next group reads nothing before its statement.
+      const b = await group('b');
+      expect(reads).toBe(1);
+      expect(b.answers.map((x) => x.amount)).toEqual([600, 510, 600, 510]);
+
+      const admin = await s.token(TENANT, 'ops', 'admin');
+      const patched = await s.call('PATCH', '/v1/admin/skus/qb4', {
+        token: admin,
+        body: { price: 450, name: 'Seat B' },
+      });
+      expect(patched.status).toBe(200);
+      // The remembered terms are stale: the statement writes nothing, the group reads them and goes again.
+      const c = await group('c');
+      expect(reads).toBe(2);
+      expect(c.answers.map((x) => x.amount)).toEqual([900, 660, 900, 660]);
+      expect(c.rows.map((r) => [r.amount, r.prices, r.names])).toEqual([
+        [900, '450', 'Seat B'],
+        [660, '450,70', 'Seat B,Pin'],
+        [900, '450', 'Seat B'],
+        [660, '450,70', 'Seat B,Pin'],
+      ]);
+      expect(c.answers[1]!.lines?.map((l) => l.name)).toEqual(['Seat B', 'Pin']);
+      // Nothing of the stale attempt is left: exactly the groups' orders, one stock request each.
+      expect(await countRows(s.db, 'orders', "user_id LIKE 'qb4-%'")).toBe(12);
+      expect(await countRows(s.db, 'idempotency_keys', "idempotency_key LIKE 'qb4-%'")).toBe(12);
+      const ids = [...a.answers, ...b.answers, ...c.answers].map((x) => x.order_id);
+      expect(await rowsOf('stock_requests_out', ids)).toBe(12);
+      const d = await group('d');
+      expect(reads).toBe(2);
+      expect(d.answers.map((x) => x.amount)).toEqual([900, 660, 900, 660]);
+    } finally {
+      (s.deps.db as { query: unknown }).query = query;
+    }
+  });
 });
