@@ -26,6 +26,7 @@ export { listCatalogue, type CatalogueEntry } from './inventory.catalogue.ts';
 export {
   applyStockBatch,
   receiveStockRequests,
+  receiveStockRequestsIn,
   STOCK_BATCH,
   STOCK_REQUEST_KINDS,
   type StockRequest,
@@ -37,6 +38,7 @@ export {
   markStockResultsSent,
   parkStockResult,
   stockServiceHasWork,
+  takeStockResults,
 } from './stock.queues.ts';
 export {
   claimMirrorMoves,

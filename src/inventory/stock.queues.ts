@@ -1,9 +1,10 @@
-import type { Db } from '../platform/db.ts';
+import type { Db, Tx } from '../platform/db.ts';
 import {
   claimLeased,
   markLeasedPublished,
   parkLeased,
   releaseLeasedAfterFailure,
+  takeLeased,
   type LeaseClaim,
   type ParkedRow,
   type LeasedRow,
@@ -32,6 +33,8 @@ export async function stockServiceHasWork(db: Db, sides: { inbox: boolean; outbo
 }
 
 export const claimStockResults = (db: Db, claim: LeaseClaim): Promise<LeasedRow[]> => claimLeased(db, RESULTS, claim);
+/** Results taken and marked sent in the caller's transaction, which delivers them (one database). */
+export const takeStockResults = (tx: Tx, claim: LeaseClaim): Promise<LeasedRow[]> => takeLeased(tx, RESULTS, claim);
 /** Marks delivered results, only those still ours (by the bigint key itself, so the primary key's index finds them). */
 export const markStockResultsSent = (db: Db, keys: readonly string[], owner: string, now: Date): Promise<number> =>
   markLeasedPublished(db, RESULTS, keys, owner, now);

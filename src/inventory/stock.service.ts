@@ -45,43 +45,51 @@ export async function receiveStockRequests(
   requests: readonly StockRequest[],
   now: Date,
 ): Promise<{ fresh: number; duplicates: number }> {
+  if (requests.length === 0) return { fresh: 0, duplicates: 0 };
+  return inTx(db, (tx) => receiveStockRequestsIn(tx, requests, now));
+}
+
+/** receiveStockRequests in the caller's transaction (a delivery that commits with its sender's mark). */
+export async function receiveStockRequestsIn(
+  tx: Tx,
+  requests: readonly StockRequest[],
+  now: Date,
+): Promise<{ fresh: number; duplicates: number }> {
   // One row per key in the statement (a key twice in one delivery is one row and one duplicate).
   const unique = [...new Map(requests.map((r) => [r.request_key, r])).values()];
   if (unique.length === 0) return { fresh: 0, duplicates: 0 };
   const kind = (r: StockRequest) => (STOCK_REQUEST_KINDS as readonly string[]).includes(r.event_type);
-  return inTx(db, async (tx) => {
-    // Arrival order is the delivery's order: seq is drawn row by row as the ordered SELECT yields them.
-    const inserted = await tx.query<{
-      request_key: string;
-      order_id: string;
-      fresh: boolean;
-      applied_at: Date | null;
-      result_type: string | null;
-      result: Record<string, unknown> | null;
-    }>(
-      `INSERT INTO stock_inbox (request_key, event_type, order_id, payload, received_at, parked_at, error)
-       SELECT k, t, o, p::jsonb, $5, CASE WHEN known THEN NULL ELSE $5::timestamptz END,
-              CASE WHEN known THEN NULL ELSE 'unknown stock request type "' || t || '"' END
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $6::bool[]) WITH ORDINALITY AS r(k, t, o, p, known, n)
-       ORDER BY n
-       ON CONFLICT (request_key) DO UPDATE SET deliveries = stock_inbox.deliveries + 1
-       RETURNING request_key, order_id, (xmax = 0) AS fresh, applied_at, result_type, result`,
-      [
-        unique.map((r) => r.request_key),
-        unique.map((r) => r.event_type),
-        unique.map((r) => r.order_id),
-        unique.map((r) => JSON.stringify(r.payload)),
-        now,
-        unique.map(kind),
-      ],
-    );
-    const fresh = inserted.rows.filter((r) => r.fresh).length;
-    // A duplicate of an applied request: its first result is published once more, so it is always answered.
-    for (const r of inserted.rows)
-      if (!r.fresh && r.applied_at && r.result_type && r.result)
-        await publishResult(tx, r.request_key, r.order_id, r.result_type, r.result, now);
-    return { fresh, duplicates: requests.length - fresh };
-  });
+  // Arrival order is the delivery's order: seq is drawn row by row as the ordered SELECT yields them.
+  const inserted = await tx.query<{
+    request_key: string;
+    order_id: string;
+    fresh: boolean;
+    applied_at: Date | null;
+    result_type: string | null;
+    result: Record<string, unknown> | null;
+  }>(
+    `INSERT INTO stock_inbox (request_key, event_type, order_id, payload, received_at, parked_at, error)
+     SELECT k, t, o, p::jsonb, $5, CASE WHEN known THEN NULL ELSE $5::timestamptz END,
+            CASE WHEN known THEN NULL ELSE 'unknown stock request type "' || t || '"' END
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $6::bool[]) WITH ORDINALITY AS r(k, t, o, p, known, n)
+     ORDER BY n
+     ON CONFLICT (request_key) DO UPDATE SET deliveries = stock_inbox.deliveries + 1
+     RETURNING request_key, order_id, (xmax = 0) AS fresh, applied_at, result_type, result`,
+    [
+      unique.map((r) => r.request_key),
+      unique.map((r) => r.event_type),
+      unique.map((r) => r.order_id),
+      unique.map((r) => JSON.stringify(r.payload)),
+      now,
+      unique.map(kind),
+    ],
+  );
+  const fresh = inserted.rows.filter((r) => r.fresh).length;
+  // A duplicate of an applied request: its first result is published once more, so it is always answered.
+  for (const r of inserted.rows)
+    if (!r.fresh && r.applied_at && r.result_type && r.result)
+      await publishResult(tx, r.request_key, r.order_id, r.result_type, r.result, now);
+  return { fresh, duplicates: requests.length - fresh };
 }
 
 async function publishResult(

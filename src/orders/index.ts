@@ -76,8 +76,9 @@ export {
   resendUnansweredRequests,
   shopHasStockWork,
   STOCK_RESULT_TYPES,
+  takeStockRequests,
   type ResultEffect,
   type StockResult,
 } from './orders.stock-results.ts';
 export { mirrorRequestKey, syncMirrorMoves } from './orders.stock-mirror.ts';
-export { receiveStockResults } from './orders.stock-results.many.ts';
+export { receiveStockResults, receiveStockResultsIn } from './orders.stock-results.many.ts';

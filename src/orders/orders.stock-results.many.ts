@@ -1,4 +1,4 @@
-import { inTx, type Db } from '../platform/db.ts';
+import { inTx, type Db, type Tx } from '../platform/db.ts';
 import type { OrderEvent } from './decider.ts';
 import { applyOrderEvents } from './orders.apply-many.ts';
 import type { AppliedEvent } from './orders.apply.ts';
@@ -56,45 +56,70 @@ export async function receiveStockResults(db: Db, results: readonly StockResult[
   return effects;
 }
 
+/**
+ * Every one of `results` applied once, in sequence, in the caller's transaction (a delivery that
+ * commits with its sender's mark, both sides in one database); answers in input order. Undefined,
+ * with nothing done, when one of them needs more than the decider (receiveStockResults' one-result
+ * path, which has transactions of its own).
+ */
+export async function receiveStockResultsIn(
+  tx: Tx,
+  results: readonly StockResult[],
+  now: Date,
+): Promise<ResultEffect[] | undefined> {
+  if (!results.every(plainEvent)) return undefined;
+  const effects: ResultEffect[] = [];
+  // Runs as receiveStockResults makes them: each order once in a run, so a later result for the
+  // same order is in a later run and sees the first one's effect.
+  for (let i = 0; i < results.length;) {
+    const orders = new Set<string>();
+    const run: StockResult[] = [];
+    for (let r = results[i]; r && !orders.has(r.order_id); r = results[++i]) {
+      orders.add(r.order_id);
+      run.push(r);
+    }
+    effects.push(...(await applyRunIn(tx, run, now)));
+  }
+  return effects;
+}
+
 async function applyRun(db: Db, run: readonly StockResult[], now: Date): Promise<ResultEffect[]> {
   // Pipelined: applyOrderEvents sends its locking reads together, and its writes.
-  return inTx(
-    db,
-    async (tx) => {
-      const inserted = await tx.query<{ event_id: string }>(
-        `INSERT INTO stock_results_in (event_id, order_id, event_type, effect, received_at)
-       SELECT e, o, t, 'APPLIED', $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS r(e, o, t)
-       ON CONFLICT (event_id) DO NOTHING RETURNING event_id`,
-        [run.map((r) => r.event_id), run.map((r) => r.order_id), run.map((r) => r.event_type), now],
-      );
-      const fresh = new Set(inserted.rows.map((r) => r.event_id));
-      const todo = run.filter((r) => fresh.has(r.event_id));
-      const applied: AppliedEvent[] = [];
-      for (let k = 0; k < todo.length; k += GROUP)
-        applied.push(
-          ...(await applyOrderEvents(
-            tx,
-            todo.slice(k, k + GROUP).map((r) => ({ orderId: r.order_id, event: plainEvent(r) as OrderEvent })),
-            now,
-          )),
-        );
-      const byEvent = new Map<string, ResultEffect>();
-      const notes: Array<{ id: string; effect: ResultEffect; detail: string | null }> = [];
-      todo.forEach((r, k) => {
-        const a = applied[k];
-        const effect: ResultEffect =
-          !a || a.outcome === 'UNKNOWN_ORDER' ? 'UNKNOWN_ORDER' : a.decision?.to ? 'APPLIED' : 'IGNORED';
-        byEvent.set(r.event_id, effect);
-        if (effect !== 'APPLIED') notes.push({ id: r.event_id, effect, detail: a?.decision?.reason ?? null });
-      });
-      if (notes.length > 0)
-        await tx.query(
-          `UPDATE stock_results_in i SET effect = n.effect, detail = n.detail
-         FROM unnest($1::text[], $2::text[], $3::text[]) AS n(id, effect, detail) WHERE i.event_id = n.id`,
-          [notes.map((n) => n.id), notes.map((n) => n.effect), notes.map((n) => n.detail)],
-        );
-      return run.map((r) => byEvent.get(r.event_id) ?? 'DUPLICATE');
-    },
-    { pipeline: true },
+  return inTx(db, (tx) => applyRunIn(tx, run, now), { pipeline: true });
+}
+
+async function applyRunIn(tx: Tx, run: readonly StockResult[], now: Date): Promise<ResultEffect[]> {
+  const inserted = await tx.query<{ event_id: string }>(
+    `INSERT INTO stock_results_in (event_id, order_id, event_type, effect, received_at)
+     SELECT e, o, t, 'APPLIED', $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS r(e, o, t)
+     ON CONFLICT (event_id) DO NOTHING RETURNING event_id`,
+    [run.map((r) => r.event_id), run.map((r) => r.order_id), run.map((r) => r.event_type), now],
   );
+  const fresh = new Set(inserted.rows.map((r) => r.event_id));
+  const todo = run.filter((r) => fresh.has(r.event_id));
+  const applied: AppliedEvent[] = [];
+  for (let k = 0; k < todo.length; k += GROUP)
+    applied.push(
+      ...(await applyOrderEvents(
+        tx,
+        todo.slice(k, k + GROUP).map((r) => ({ orderId: r.order_id, event: plainEvent(r) as OrderEvent })),
+        now,
+      )),
+    );
+  const byEvent = new Map<string, ResultEffect>();
+  const notes: Array<{ id: string; effect: ResultEffect; detail: string | null }> = [];
+  todo.forEach((r, k) => {
+    const a = applied[k];
+    const effect: ResultEffect =
+      !a || a.outcome === 'UNKNOWN_ORDER' ? 'UNKNOWN_ORDER' : a.decision?.to ? 'APPLIED' : 'IGNORED';
+    byEvent.set(r.event_id, effect);
+    if (effect !== 'APPLIED') notes.push({ id: r.event_id, effect, detail: a?.decision?.reason ?? null });
+  });
+  if (notes.length > 0)
+    await tx.query(
+      `UPDATE stock_results_in i SET effect = n.effect, detail = n.detail
+       FROM unnest($1::text[], $2::text[], $3::text[]) AS n(id, effect, detail) WHERE i.event_id = n.id`,
+      [notes.map((n) => n.id), notes.map((n) => n.effect), notes.map((n) => n.detail)],
+    );
+  return run.map((r) => byEvent.get(r.event_id) ?? 'DUPLICATE');
 }

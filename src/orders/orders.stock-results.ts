@@ -1,10 +1,11 @@
-import { inTx, type Db } from '../platform/db.ts';
+import { inTx, type Db, type Tx } from '../platform/db.ts';
 import {
   claimLeased,
   markLeasedPublished,
   parkLeased,
   releaseLeasedAfterFailure,
   requeueLeased,
+  takeLeased,
   type LeaseClaim,
   type ParkedRow,
   type LeaseTable,
@@ -50,6 +51,8 @@ export interface StockResult {
 export type ResultEffect = 'APPLIED' | 'IGNORED' | 'UNKNOWN_ORDER' | 'DUPLICATE' | 'ACKNOWLEDGED';
 
 export const claimStockRequests = (db: Db, claim: LeaseClaim): Promise<LeasedRow[]> => claimLeased(db, REQUESTS, claim);
+/** Requests taken and marked sent in the caller's transaction, which delivers them (one database). */
+export const takeStockRequests = (tx: Tx, claim: LeaseClaim): Promise<LeasedRow[]> => takeLeased(tx, REQUESTS, claim);
 
 /**
  * Whether the shop's side of a stock pass could do anything: a request not yet sent, or an order

@@ -1,4 +1,4 @@
-import { inTx, type Db, type Executor } from './db.ts';
+import { inTx, type Db, type Executor, type Tx } from './db.ts';
 
 // The claim / mark / park statements of the queued-order outboxes (stock_requests_out on the shop
 // side, stock_outbox on the stock side), one named function each. Table and key names are
@@ -50,6 +50,26 @@ export async function claimLeased(db: Db, t: LeaseTable, claim: LeaseClaim): Pro
         [claim.now, claim.limit, claim.owner, until],
       ),
     { lockTimeoutMs: 2_000, statementTimeoutMs: 10_000 },
+  );
+  return result.rows;
+}
+
+/**
+ * Claim and mark at once, in the caller's transaction: for a delivery made in that same
+ * transaction (both sides in one database), so the rows are published exactly when the delivery
+ * commits and nothing needs a lease. SKIP LOCKED, as claimLeased: another process's take or claim
+ * never waits on these rows, and a row under another's live lease is left to it.
+ */
+export async function takeLeased(tx: Tx, t: LeaseTable, claim: LeaseClaim): Promise<LeasedRow[]> {
+  const result = await tx.query<LeasedRow>(
+    `WITH due AS (
+       SELECT ${t.key} FROM ${t.table}
+       WHERE published_at IS NULL AND dead_at IS NULL AND (claimed_until IS NULL OR claimed_until < $1)
+       ORDER BY ${t.order} LIMIT $2 FOR UPDATE SKIP LOCKED)
+     UPDATE ${t.table} x SET published_at = $1, claimed_by = $3, claimed_until = NULL FROM due
+     WHERE x.${t.key} = due.${t.key}
+     RETURNING x.${t.key}::text AS key, x.order_id, x.event_type, x.payload, x.attempts`,
+    [claim.now, claim.limit, claim.owner],
   );
   return result.rows;
 }
