@@ -28,6 +28,8 @@ export function every(
   intervalMs: number,
   runOnce: () => Promise<unknown>,
   log: (line: string) => void,
+  /** When the first pass runs (default: one interval after the start). */
+  firstAfterMs = intervalMs,
 ): Loop {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -50,7 +52,7 @@ export function every(
         if (!stopped) timer = setTimeout(tick, delayMs);
       });
   };
-  timer = setTimeout(tick, intervalMs);
+  timer = setTimeout(tick, firstAfterMs);
   return {
     async stop() {
       stopped = true;
@@ -72,13 +74,19 @@ function stockLoop(deps: AppDeps, log: (line: string) => void): Loop {
   };
 }
 
-/** Recovery's loop as `flashpay start` runs it (the bench's P6 run starts it alone). */
+/**
+ * Recovery's loop as `flashpay start` runs it (the bench's P6 run starts it alone). Its first pass
+ * runs at once: a process restarted after a crash converges what the crash left UNKNOWN now, not
+ * one interval (5 s by default) later. A PAYING order of a live process is not taken before it is
+ * stale (staleAfterMs), whenever the pass runs.
+ */
 export function recoveryLoop(deps: AppDeps, log: (line: string) => void): Loop {
   return every(
     'recovery',
     deps.config.recoveryIntervalMs,
     () => runRecoveryPass(paymentDeps(deps), { staleAfterMs: deps.config.staleAfterMs }),
     log,
+    0,
   );
 }
 
