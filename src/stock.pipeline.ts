@@ -87,13 +87,25 @@ export function createStockPump(options: StockPumpOptions): StockPump {
   const roles = options.roles ?? { shop: true, stock: true };
   const knownRequest = (r: LeasedRow) => (STOCK_REQUEST_KINDS as readonly string[]).includes(r.event_type);
   const knownResult = (r: LeasedRow) => (STOCK_RESULT_TYPES as readonly string[]).includes(r.event_type);
+  const requestOf = (r: LeasedRow) => ({
+    request_key: r.key,
+    order_id: r.order_id,
+    event_type: r.event_type,
+    payload: r.payload,
+  });
+  const resultOf = (r: LeasedRow) => ({
+    event_id: `stock-${r.key}`,
+    order_id: r.order_id,
+    event_type: r.event_type,
+    payload: r.payload,
+  });
 
   // Both sides in one database over the database transport: a relay step takes its rows, delivers
   // them (the far side's inbox and what it applies) and marks them sent in ONE transaction. No lease
   // is needed (a crash rolls all of it back), and each row is written once instead of claimed, then
   // marked: one durable commit where there were three (docs/benchmarks.md §20). Anything the move
-  // does not take (an unknown type, a result that needs more than the decider) or any error: it
-  // rolls back, and the pass takes the leased path below, which parks, fails or retries row by row.
+  // does not take (an unknown type, a result that needs more than the decider) or an error (reported):
+  // it rolls back, and the pass takes the leased path below, which parks, fails or retries row by row.
   const local = options.transport === undefined && options.shopDb === options.stockDb && roles.apart !== true;
 
   async function moveLocally(move: (tx: Tx) => Promise<number | undefined>): Promise<number | undefined> {
@@ -108,7 +120,10 @@ export function createStockPump(options: StockPumpOptions): StockPump {
         },
         { pipeline: true },
       );
-    } catch {
+    } catch (error) {
+      // Rolled back. A row it does not take is routine; an error is reported, and the leased path
+      // below meets it again row by row.
+      if (error !== notHere) onError(error);
       return undefined;
     }
   }
@@ -118,13 +133,7 @@ export function createStockPump(options: StockPumpOptions): StockPump {
       const moved = await moveLocally(async (tx) => {
         const rows = await takeStockRequests(tx, claim());
         if (!rows.every(knownRequest)) return undefined;
-        const requests = rows.map((r) => ({
-          request_key: r.key,
-          order_id: r.order_id,
-          event_type: r.event_type,
-          payload: r.payload,
-        }));
-        await receiveStockRequestsIn(tx, requests, options.clock.now());
+        await receiveStockRequestsIn(tx, rows.map(requestOf), options.clock.now());
         return rows.length;
       });
       if (moved !== undefined) return moved;
@@ -143,10 +152,7 @@ export function createStockPump(options: StockPumpOptions): StockPump {
     }
     if (known.length === 0) return rows.length;
     try {
-      await transport.sendRequests(
-        known.map((r) => ({ request_key: r.key, order_id: r.order_id, event_type: r.event_type, payload: r.payload })),
-        options.clock.now(),
-      );
+      await transport.sendRequests(known.map(requestOf), options.clock.now());
     } catch (error) {
       for (const r of known) await failStockRequest(options.shopDb, r.key, owner, (error as Error).message);
       throw error;
@@ -160,13 +166,6 @@ export function createStockPump(options: StockPumpOptions): StockPump {
     );
     return rows.length;
   }
-
-  const resultOf = (r: LeasedRow) => ({
-    event_id: `stock-${r.key}`,
-    order_id: r.order_id,
-    event_type: r.event_type,
-    payload: r.payload,
-  });
 
   async function relayResults(): Promise<number> {
     if (local) {

@@ -40,20 +40,20 @@ export async function receiveStockResults(db: Db, results: readonly StockResult[
       i++;
       continue;
     }
-    const run: number[] = [];
-    const orders = new Set<string>();
-    for (let r = results[i]; r && plainEvent(r) && !orders.has(r.order_id); r = results[++i]) {
-      orders.add(r.order_id);
-      run.push(i);
-    }
-    const done = await applyRun(
-      db,
-      run.map((j) => results[j] as StockResult),
-      now,
-    );
-    run.forEach((j, k) => (effects[j] = done[k] as ResultEffect));
+    const end = runEnd(results, i);
+    const done = await applyRun(db, results.slice(i, end), now);
+    done.forEach((effect, k) => (effects[i + k] = effect));
+    i = end;
   }
   return effects;
+}
+
+/** Where the run of plain results starting at `start` ends: each order once, so a later result for one sees the first's effect. */
+function runEnd(results: readonly StockResult[], start: number): number {
+  const orders = new Set<string>();
+  let i = start;
+  for (let r = results[i]; r && plainEvent(r) && !orders.has(r.order_id); r = results[++i]) orders.add(r.order_id);
+  return i;
 }
 
 /**
@@ -69,16 +69,9 @@ export async function receiveStockResultsIn(
 ): Promise<ResultEffect[] | undefined> {
   if (!results.every(plainEvent)) return undefined;
   const effects: ResultEffect[] = [];
-  // Runs as receiveStockResults makes them: each order once in a run, so a later result for the
-  // same order is in a later run and sees the first one's effect.
-  for (let i = 0; i < results.length;) {
-    const orders = new Set<string>();
-    const run: StockResult[] = [];
-    for (let r = results[i]; r && !orders.has(r.order_id); r = results[++i]) {
-      orders.add(r.order_id);
-      run.push(r);
-    }
-    effects.push(...(await applyRunIn(tx, run, now)));
+  for (let i = 0, end = 0; i < results.length; i = end) {
+    end = runEnd(results, i);
+    effects.push(...(await applyRunIn(tx, results.slice(i, end), now)));
   }
   return effects;
 }
