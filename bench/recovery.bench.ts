@@ -4,6 +4,7 @@ import { RECOVERY_PROVIDER_CONCURRENCY } from '../src/recovery/index.ts';
 import { sleep } from '../src/platform/db.ts';
 import { recoveryLoop } from '../src/workers.ts';
 import { withRss } from './flash.bench.ts';
+import { postgresNsBetween, postgresNsByPid, processNs } from './proc.ts';
 import type { RecoveryCounts } from './options.ts';
 import { startProvider, type Provider } from './recovery.provider.ts';
 import {
@@ -51,7 +52,7 @@ export interface RecoveryReport {
   providerLatencyMs: number;
   concurrency: number;
   /** Orders converged per second; p50/p99: time from the loop's start until each order was PAID or FAILED. */
-  recovery: QueryFigures & { queries: number; closes: number; peakRssMb: number };
+  recovery: QueryFigures & { queries: number; closes: number; peakRssMb: number; cpu?: RecoveryCpu };
   /** The provider's raw query rate: `orders` queries; p50/p99 per call. Mean of the runs before and after. */
   baseline: QueryFigures;
   /** Recovered orders/s over baseline queries/s. */
@@ -60,6 +61,32 @@ export interface RecoveryReport {
   ceiling: number;
   check: RecoveryCheck;
   ok: boolean;
+}
+
+/** CPU time in ms during recovery, per process (Linux /proc; absent elsewhere). */
+interface RecoveryCpu {
+  postgres: number;
+  /** This process: the recovery loop and its client (the provider too when it runs in this process). */
+  service: number;
+  provider: number;
+}
+
+/** `fn` with the CPU that PostgreSQL, this process and the provider's process spent meanwhile. */
+async function withCpu<T>(providerPid: number | undefined, fn: () => Promise<T>): Promise<[T, RecoveryCpu | undefined]> {
+  const postgres = postgresNsByPid();
+  const usage = process.cpuUsage();
+  const provider = processNs(providerPid) ?? 0;
+  const result = await fn();
+  if (postgres.size === 0) return [result, undefined];
+  const self = process.cpuUsage(usage);
+  return [
+    result,
+    {
+      postgres: postgresNsBetween(postgres, postgresNsByPid()) / 1e6,
+      service: (self.user + self.system) / 1000,
+      provider: ((processNs(providerPid) ?? 0) - provider) / 1e6,
+    },
+  ];
 }
 
 /** `orders` query calls, `concurrency` in flight, nothing else. */
@@ -128,7 +155,9 @@ export async function runRecoveryBench(ctx: RecoveryContext, counts: RecoveryCou
     ctx.log(`recovery: baseline (${counts.orders} queries, ${concurrency} in flight), recovery, baseline`);
     const before = await queryBaseline(channel, counts.orders, concurrency);
     const calls = await callTotals(provider);
-    const { result, peakRssMb } = await withRss(() => recoverAll(ctx, provider.url, counts.orders));
+    const [{ result, peakRssMb }, cpu] = await withCpu(provider.pid, () =>
+      withRss(() => recoverAll(ctx, provider.url, counts.orders)),
+    );
     const after = await callTotals(provider);
     const between = await queryBaseline(channel, counts.orders, concurrency);
     const mean = (key: 'perSecond' | 'elapsedMs' | 'p50Ms' | 'p99Ms') => round((before[key] + between[key]) / 2, 2);
@@ -139,7 +168,13 @@ export async function runRecoveryBench(ctx: RecoveryContext, counts: RecoveryCou
       p99Ms: mean('p99Ms'),
       unanswered: (before.unanswered ?? 0) + (between.unanswered ?? 0),
     };
-    const recovery = { ...result, queries: after.query - calls.query, closes: after.close - calls.close, peakRssMb };
+    const recovery = {
+      ...result,
+      queries: after.query - calls.query,
+      closes: after.close - calls.close,
+      peakRssMb,
+      ...(cpu ? { cpu } : {}),
+    };
     const check = await checkRecovery(db, channel, counts.orders, counts.unchargedEvery);
     return {
       orders: counts.orders,
@@ -158,6 +193,12 @@ export async function runRecoveryBench(ctx: RecoveryContext, counts: RecoveryCou
   }
 }
 
+function describeCpu(cpu: RecoveryCpu | undefined, orders: number): string {
+  if (!cpu) return 'unknown';
+  const ms = (total: number) => (total / orders).toFixed(2);
+  return `${ms(cpu.postgres + cpu.service + cpu.provider)} ms (postgres ${ms(cpu.postgres)}, service ${ms(cpu.service)}, provider ${ms(cpu.provider)})`;
+}
+
 export function formatRecovery(r: RecoveryReport): string {
   const c = r.check;
   const checks = `${c.ok ? 'ok' : 'FAIL'}: ${Object.entries(c.byStatus)
@@ -168,6 +209,7 @@ export function formatRecovery(r: RecoveryReport): string {
   return [
     `P6 recovery: ${r.orders} UNKNOWN orders (${r.charged} charged at the provider, the rest never reached it), provider latency ${r.providerLatencyMs} ms per query/close, ${r.concurrency} calls in flight`,
     `  recovery loop: ${r.recovery.perSecond.toFixed(1)} orders/s (${(r.recovery.elapsedMs / 1000).toFixed(2)} s; ${r.recovery.queries} queries + ${r.recovery.closes} closes), converged p50 ${r.recovery.p50Ms.toFixed(0)} ms p99 ${r.recovery.p99Ms.toFixed(0)} ms after the start, peak RSS ${r.recovery.peakRssMb} MB`,
+    `  CPU per recovered order: ${describeCpu(r.recovery.cpu, r.orders)}`,
     `  provider raw query rate: ${r.baseline.perSecond.toFixed(1)} queries/s (p50 ${r.baseline.p50Ms.toFixed(1)} ms p99 ${r.baseline.p99Ms.toFixed(1)} ms per call${r.baseline.unanswered ? `, ${r.baseline.unanswered} unanswered in 300 ms` : ''})`,
     `  ratio ${r.ratio?.toFixed(3) ?? '—'} (goal >= 0.8; a provider-bound ceiling is ${r.ceiling.toFixed(3)}: a never-charged order costs a query and a close)`,
     `  check ${checks}`,
