@@ -1,6 +1,6 @@
 // P7's stock side: queued orders accepted over HTTP (untimed), then drained by the stock pump with
 // its three steps overlapped (drain's default) or one after the other, rounds alternating the two.
-// Per form: orders reserved per second and PostgreSQL's CPU per order.
+// Per form: orders reserved per second, and PostgreSQL's and this process's CPU per order.
 // `node --import tsx bench/p7.harness.ts [rounds] [perRound]`.
 import { performance } from 'node:perf_hooks';
 import { openBenchDatabase } from './database.ts';
@@ -44,8 +44,8 @@ const pumpOf = (overlap: boolean) =>
     overlap,
   });
 const forms = [
-  { name: 'overlapped', pump: pumpOf(true), n: 0, ms: 0, pg: 0 },
-  { name: 'sequential', pump: pumpOf(false), n: 0, ms: 0, pg: 0 },
+  { name: 'overlapped', pump: pumpOf(true), n: 0, ms: 0, pg: 0, node: 0 },
+  { name: 'sequential', pump: pumpOf(false), n: 0, ms: 0, pg: 0, node: 0 },
 ];
 // Warm-up: a round of each, untimed.
 for (const form of forms) {
@@ -57,10 +57,13 @@ for (let r = 0; r < rounds; r++)
     const run = await driver.run({ origin: flashpay.url, concurrency: 64, requests: requests(perRound) });
     if (run.statuses['202'] !== run.count) console.error(run.statuses, run.codes);
     const pg0 = postgresNs();
+    const node0 = process.cpuUsage();
     const startedAt = performance.now();
     const pass = await form.pump.drain();
     form.ms += performance.now() - startedAt;
     form.pg += (postgresNs() - pg0) / 1000;
+    const node = process.cpuUsage(node0);
+    form.node += node.user + node.system;
     form.n += pass.applied;
   }
 const pending = await flashpay.deps.db.query<{ n: number }>(
@@ -70,7 +73,7 @@ const pending = await flashpay.deps.db.query<{ n: number }>(
 for (const form of forms)
   console.log(
     `${form.name.padEnd(10)} ${((form.n / form.ms) * 1000).toFixed(0).padStart(6)} reserved/s  ` +
-      `PostgreSQL ${(form.pg / form.n).toFixed(0)} µs per order (${form.n} applied)`,
+      `PostgreSQL ${(form.pg / form.n).toFixed(0)} µs, this process ${(form.node / form.n).toFixed(0)} µs per order (${form.n} applied)`,
   );
 console.log(`orders still PENDING: ${pending.rows[0]?.n}`);
 await Promise.all(forms.map((f) => f.pump.close()));
