@@ -72,7 +72,10 @@ interface RecoveryCpu {
 }
 
 /** `fn` with the CPU that PostgreSQL, this process and the provider's process spent meanwhile. */
-async function withCpu<T>(providerPid: number | undefined, fn: () => Promise<T>): Promise<[T, RecoveryCpu | undefined]> {
+async function withCpu<T>(
+  providerPid: number | undefined,
+  fn: () => Promise<T>,
+): Promise<[T, RecoveryCpu | undefined]> {
   const postgres = postgresNsByPid();
   const usage = process.cpuUsage();
   const provider = processNs(providerPid) ?? 0;

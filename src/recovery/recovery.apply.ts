@@ -19,8 +19,8 @@ const ANSWER_WRITERS = 1;
  * How long a group that is not full waits for more answers before it goes. Recovery is bound by
  * the provider, not by how soon an answer is written: a provider slot is free once its call has
  * returned, and an order's close waits for nothing but its query's group. Without the wait, groups
- * averaged 11 answers on P6 and cost twice the CPU: 30 ms gave groups of about 26, halved
- * PostgreSQL's CPU and left the provider's calls less slowed (docs/benchmarks.md §21).
+ * averaged 11 answers on P6; waits of 20–40 ms more than doubled them, halved PostgreSQL's CPU and
+ * slowed the provider's calls less (docs/benchmarks.md §21).
  */
 export const ANSWER_LINGER_MS = 30;
 
