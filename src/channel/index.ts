@@ -4,7 +4,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../platform/errors.ts';
-import { buildHttp } from '../platform/http.ts';
+import { buildHttp, routesOf, type RouteEntry } from '../platform/http.ts';
 import { contractCheckEnabled, installContractCheck } from '../platform/contract.ts';
 import { channelSwaggerOptions } from './channel.openapi.ts';
 import { registerControlRoutes } from './channel.control.ts';
@@ -38,6 +38,8 @@ export interface ChannelOptions {
 export interface RunningChannel {
   url: string;
   port: number;
+  /** Every route the channel's router holds (tests walk them; `routesOf`). */
+  routes: readonly RouteEntry[];
   close(): Promise<void>;
 }
 
@@ -50,11 +52,16 @@ const BODY_LIMIT_BYTES = 16 * 1024;
 
 const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '::1'];
 
-/** The control API scripts the ledger (one call marks an order paid): it has a token of its own. */
+/**
+ * The control API scripts the ledger (one call marks an order paid): it has a token of its own.
+ * The hook is installed on the control routes' own scope (see startChannel), so it runs for exactly
+ * the requests the router matched to one of them — never decided from the raw URL, which the
+ * router reads differently (`/%5Fcontrol/…` and `http://host/_control/…` both reach `/_control/…`;
+ * issue 40, docs/security.md "One path, one decision").
+ */
 function requireControlToken(token: string) {
   const expected = createHash('sha256').update(token).digest();
   return async (request: FastifyRequest): Promise<void> => {
-    if (!request.url.startsWith('/_control')) return;
     const match = /^Bearer +(\S+)$/i.exec(request.headers.authorization ?? '');
     // Compared as digests: equal length, constant time, whatever was sent.
     const given = createHash('sha256')
@@ -104,9 +111,14 @@ export async function startChannel(
   registerLedgerRoutes(app, deps);
   registerFulfilmentRoutes(app, deps, deps.fulfilments ?? new FulfilmentBook());
   if (options.control) {
-    if (options.controlToken !== undefined) app.addHook('onRequest', requireControlToken(options.controlToken));
-    registerControlRoutes(app, deps);
-    registerAccountControlRoutes(app, deps.accounts ?? new Accounts());
+    const { controlToken } = options;
+    // An encapsulated scope: its onRequest hook belongs to the routes registered inside it and to
+    // nothing else, so access follows the route matched, whatever spelling of the path matched it.
+    await app.register(async (control) => {
+      if (controlToken !== undefined) control.addHook('onRequest', requireControlToken(controlToken));
+      registerControlRoutes(control, deps);
+      registerAccountControlRoutes(control, deps.accounts ?? new Accounts());
+    });
   }
   await app.listen({ host, port: options.port ?? 0 });
   const address = app.server.address();
@@ -116,6 +128,7 @@ export async function startChannel(
   return {
     url: `http://${urlHost}:${port}`,
     port,
+    routes: routesOf(app),
     close() {
       closing ??= (async () => {
         // Faulted requests still being held are cut short, then sockets, then deliveries.

@@ -13,6 +13,21 @@ declare module 'fastify' {
   }
 }
 
+/** A route as the router holds it: what a request can reach, whatever its raw URL said. */
+export interface RouteEntry {
+  method: string;
+  url: string;
+}
+
+// Filled by an onRoute hook as routes are declared (the automatic HEAD of each GET included), so a
+// test can walk every route the router matches — a route added later is covered without a list.
+const routeTables = new WeakMap<FastifyInstance, RouteEntry[]>();
+
+/** Every route declared on `app` (built by buildHttp), in declaration order. */
+export function routesOf(app: FastifyInstance): readonly RouteEntry[] {
+  return routeTables.get(app) ?? [];
+}
+
 export interface HttpOptions {
   bodyLimitBytes: number;
   /** Per principal (or client address) per route; absent or 0: no limit. */
@@ -78,6 +93,12 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrors(MAX_PARAM_LENGTH),
     clientErrorHandler,
+  });
+
+  const table: RouteEntry[] = [];
+  routeTables.set(app, table);
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) table.push({ method, url: route.url });
   });
 
   // While closing, every answer says `Connection: close`: a keep-alive socket whose request was
