@@ -21,18 +21,34 @@ const USAGE = `usage: flashpay <command> [options]
   inventory [--port 8082] [--database-url URL]
   token --tenant T --user U [--admin | --operator] [--ttl 3600]
   migrate
-  reconcile [--json]
+  reconcile [--json] [--full | --incremental] [--stock-database-url URL]
   recover [--stale-after-ms N] [--json]
   sim --seed N [--orders 24] [--stock 24] [--late 12] [--mix …] [--api URL --channel URL] [--json]
   bench [--quick] [--json]
 `;
 
+const HELP_FLAGS = ['--help', '-h'];
+
+/** The command's line of USAGE (every command has one). */
+function usageOf(name: string): string {
+  const line = USAGE.split('\n').find((l) => l.trimStart().split(' ')[0] === name);
+  return `usage: flashpay ${line?.trim() ?? name}\n`;
+}
+
 async function main(): Promise<void> {
   const [name, ...rest] = process.argv.slice(2);
   const load = name ? COMMANDS[name] : undefined;
   if (!load) {
-    process.stderr.write(USAGE);
-    process.exit(name && name !== '--help' && name !== 'help' ? 2 : 0);
+    const asked = name === undefined || name === 'help' || HELP_FLAGS.includes(name);
+    (asked ? process.stdout : process.stderr).write(USAGE);
+    process.exit(asked ? 0 : 2);
+  }
+  // Asking for help acts on nothing: answered here, before the command is even loaded, so no
+  // command can migrate, recover or start because it did not know the flag (CONTRACT.md, "Command
+  // line habits"; issue 40).
+  if (rest.some((arg) => HELP_FLAGS.includes(arg))) {
+    process.stdout.write(usageOf(name!));
+    return;
   }
   await (
     await load()
