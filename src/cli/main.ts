@@ -13,6 +13,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   recover: async () => (await import('./recover.command.ts')).recoverCommand,
   sim: async () => (await import('./sim.command.ts')).simCommand,
   bench: async () => (await import('./bench.command.ts')).benchCommand,
+  cluster: async () => (await import('./cluster.command.ts')).clusterCommand,
 };
 
 const USAGE = `usage: flashpay <command> [options]
@@ -25,6 +26,7 @@ const USAGE = `usage: flashpay <command> [options]
   recover [--stale-after-ms N] [--json]
   sim --seed N [--orders 24] [--stock 24] [--late 12] [--mix …] [--api URL --channel URL] [--json]
   bench [--quick] [--json]
+  cluster up|status|kill NAME|start NAME|down [--dir D] [--api 2] [--nats 3] [--json]
 `;
 
 const HELP_FLAGS = ['--help', '-h'];

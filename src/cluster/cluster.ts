@@ -1,0 +1,369 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { loadConfig } from '../platform/config.ts';
+import { loadSecrets } from '../platform/secrets.ts';
+import { haproxySpec } from './haproxy.ts';
+import { natsNodeSpecs } from './nats.config.ts';
+import {
+  freePorts,
+  isAlive,
+  signalNode,
+  spawnNode,
+  waitGone,
+  waitUntil,
+  type NodeKind,
+  type NodeRecord,
+  type NodeSpec,
+} from './node.ts';
+import { formationState, pgBinDir, roleOf, startPgFormation } from './postgres.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const FLASHPAY_BIN = path.join(ROOT, 'bin', 'flashpay.js');
+export const APT_LINE = 'apt-get install -y postgresql-15-auto-failover haproxy nats-server';
+const READY_TIMEOUT_MS = 90_000;
+const STOP_GRACE_MS = 10_000;
+
+/** What `cluster.json` keeps: enough for status, kill, start and down from another process. */
+export interface ClusterState {
+  dir: string;
+  api: string;
+  channel: string;
+  databaseUrl: string;
+  monitor: string;
+  natsUrl: string | undefined;
+  nodes: NodeRecord[];
+}
+
+export interface NodeView {
+  name: string;
+  kind: NodeKind;
+  role: string;
+  pid: number;
+  url: string;
+}
+
+export class ClusterError extends Error {}
+
+const stateFile = (dir: string) => path.join(dir, 'cluster.json');
+
+export async function readState(dir: string): Promise<ClusterState> {
+  if (!existsSync(stateFile(dir)))
+    throw new ClusterError(`no cluster in ${dir} (start one with: flashpay cluster up --dir ${dir})`);
+  return JSON.parse(await readFile(stateFile(dir), 'utf8')) as ClusterState;
+}
+
+async function saveState(state: ClusterState): Promise<void> {
+  await writeFile(stateFile(state.dir), `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+}
+
+function onPath(binary: string): boolean {
+  return (process.env.PATH ?? '').split(':').some((dir) => dir && existsSync(path.join(dir, binary)));
+}
+
+/** One clear error naming the apt-get line, before anything is started. */
+export function checkEngines(natsNodes: number): void {
+  const missing = [
+    !onPath('pg_autoctl') || !pgBinDir() ? 'pg_autoctl (postgresql-15-auto-failover)' : '',
+    !onPath('haproxy') && !existsSync('/usr/sbin/haproxy') ? 'haproxy' : '',
+    natsNodes > 0 && !onPath('nats-server') && !existsSync('/usr/sbin/nats-server') ? 'nats-server' : '',
+  ].filter(Boolean);
+  if (missing.length > 0)
+    throw new ClusterError(`flashpay cluster needs ${missing.join(', ')}: install them with\n  ${APT_LINE}`);
+}
+
+/** As root, PostgreSQL runs as `postgres`, which must be able to reach the cluster's directory. */
+function checkReachable(dir: string): void {
+  if (process.getuid?.() !== 0) return;
+  try {
+    execFileSync('runuser', ['-u', 'postgres', '--', 'test', '-x', path.dirname(dir)]);
+  } catch {
+    throw new ClusterError(`the postgres user cannot reach ${dir}; choose a --dir it can, e.g. /tmp/flashpay-cluster`);
+  }
+}
+
+async function waitHttp(url: string, what: string): Promise<void> {
+  await waitUntil(what, READY_TIMEOUT_MS, async () => {
+    const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+    return response.status === 200 ? true : undefined;
+  });
+}
+
+/** JetStream answers account info only once the cluster has elected its meta leader. */
+async function waitJetStream(servers: string): Promise<void> {
+  await waitUntil('the JetStream cluster', READY_TIMEOUT_MS, async () => {
+    const nc = await connect({ servers: servers.split(','), timeout: 2_000 });
+    try {
+      await (await jetstreamManager(nc, { timeout: 2_000 })).getAccountInfo();
+      return true;
+    } finally {
+      await nc.close();
+    }
+  });
+}
+
+function flashpaySpec(
+  name: string,
+  kind: NodeKind,
+  args: string[],
+  env: Record<string, string>,
+  logs: string,
+  url: string,
+): NodeSpec {
+  return {
+    name,
+    kind,
+    url,
+    command: process.execPath,
+    args: [FLASHPAY_BIN, ...args],
+    env,
+    log: path.join(logs, `${name}.log`),
+  };
+}
+
+export interface UpOptions {
+  dir: string;
+  apis: number;
+  nats: number;
+  log?: (line: string) => void;
+}
+
+/**
+ * Starts the whole cluster on loopback; every node is recorded in `cluster.json` as soon as it is
+ * spawned, so a failed `up` is cleaned by `down` (which `up` itself calls before giving up).
+ */
+export async function clusterUp(options: UpOptions): Promise<ClusterState> {
+  const { dir } = options;
+  const log = options.log ?? (() => undefined);
+  checkEngines(options.nats);
+  if (existsSync(stateFile(dir)) && (await readState(dir)).nodes.some((n) => isAlive(n.pid)))
+    throw new ClusterError(`a cluster is already running in ${dir}; stop it with: flashpay cluster down --dir ${dir}`);
+  await mkdir(dir, { recursive: true });
+  checkReachable(path.join(dir, 'pg'));
+  const logs = path.join(dir, 'logs');
+  await mkdir(logs, { recursive: true });
+  const state: ClusterState = {
+    dir,
+    api: '',
+    channel: '',
+    databaseUrl: '',
+    monitor: '',
+    natsUrl: undefined,
+    nodes: [],
+  };
+  await saveState(state);
+  try {
+    await startAll(state, options, logs, log);
+    return state;
+  } catch (error) {
+    log(`up failed (${(error as Error).message}); stopping what started; logs in ${logs}`);
+    await clusterDown(dir).catch(() => undefined);
+    throw error;
+  }
+}
+
+async function startAll(
+  state: ClusterState,
+  options: UpOptions,
+  logs: string,
+  log: (line: string) => void,
+): Promise<void> {
+  const ports = await freePorts(3 + options.nats * 2 + 3 + options.apis);
+  const take = (n: number) => ports.splice(0, n);
+  const add = async (record: NodeRecord) => {
+    state.nodes.push(record);
+    await saveState(state);
+    return record;
+  };
+
+  log('starting the PostgreSQL formation (pg_auto_failover: a monitor, a primary, a synchronous standby)');
+  const [monitorPort = 0, pg1 = 0, pg2 = 0] = take(3);
+  const formation = await startPgFormation({
+    dir: path.join(state.dir, 'pg'),
+    logs,
+    cwd: ROOT,
+    ports: [monitorPort, pg1, pg2],
+  });
+  state.nodes.push(...formation.nodes);
+  state.databaseUrl = formation.databaseUrl;
+  state.monitor = formation.monitor;
+  await saveState(state);
+
+  if (options.nats > 0) {
+    log(`starting a JetStream cluster of ${options.nats} nats-server nodes`);
+    const natsPorts = take(options.nats * 2);
+    const specs = await natsNodeSpecs({
+      dir: path.join(state.dir, 'nats'),
+      logs,
+      ports: Array.from({ length: options.nats }, (_, i) => ({
+        client: natsPorts[i * 2] ?? 0,
+        route: natsPorts[i * 2 + 1] ?? 0,
+      })),
+    });
+    for (const spec of specs) await add(spawnNode(spec, ROOT));
+    state.natsUrl = specs.map((s) => s.url).join(',');
+    await waitJetStream(state.natsUrl);
+  }
+
+  const config = loadConfig();
+  const secrets = await loadSecrets({ ...config, dataDir: path.join(state.dir, 'data') });
+  const [channelPort = 0, workerPort = 0, haproxyPort = 0, ...apiPorts] = ports;
+  const api = `http://127.0.0.1:${haproxyPort}`;
+  state.channel = `http://127.0.0.1:${channelPort}`;
+  const env = (name: string): Record<string, string> => ({
+    DATABASE_URL: state.databaseUrl,
+    FLASHPAY_DATA_DIR: path.join(state.dir, 'data', name),
+    FLASHPAY_JWT_SECRET: secrets.jwt,
+    FLASHPAY_NOTIFY_SECRET: secrets.notify,
+    FLASHPAY_EVENTS_SECRET: secrets.events,
+    FLASHPAY_CHANNEL_URL: state.channel,
+    FLASHPAY_PUBLIC_URL: api,
+    ...(state.natsUrl
+      ? {
+          NATS_URL: state.natsUrl,
+          FLASHPAY_OUTBOX_SINK: 'nats',
+          FLASHPAY_NATS_REPLICAS: String(Math.min(3, options.nats)),
+        }
+      : {}),
+  });
+
+  log('starting the provider double, the API processes and the worker');
+  await add(
+    spawnNode(
+      flashpaySpec(
+        'channel',
+        'channel',
+        ['channel', '--port', String(channelPort), '--control'],
+        env('channel'),
+        logs,
+        state.channel,
+      ),
+      ROOT,
+    ),
+  );
+  await waitHttp(`${state.channel}/docs/json`, 'the provider double');
+  // The worker first: it migrates the schema once, so the API processes start on a migrated database.
+  const worker = await add(
+    spawnNode(
+      flashpaySpec(
+        'worker',
+        'worker',
+        ['start', '--port', String(workerPort)],
+        env('worker'),
+        logs,
+        `http://127.0.0.1:${workerPort}`,
+      ),
+      ROOT,
+    ),
+  );
+  await waitHttp(`${worker.url}/readyz`, 'the worker');
+  const apis = apiPorts.map((port, i) => ({ name: `api${i + 1}`, port }));
+  for (const a of apis)
+    await add(
+      spawnNode(
+        flashpaySpec(
+          a.name,
+          'api',
+          ['start', '--no-workers', '--port', String(a.port)],
+          env(a.name),
+          logs,
+          `http://127.0.0.1:${a.port}`,
+        ),
+        ROOT,
+      ),
+    );
+  for (const a of apis) await waitHttp(`http://127.0.0.1:${a.port}/readyz`, a.name);
+
+  const haproxyDir = path.join(state.dir, 'haproxy');
+  await mkdir(haproxyDir, { recursive: true });
+  await add(spawnNode(await haproxySpec({ dir: haproxyDir, logs, port: haproxyPort, apis }), ROOT));
+  state.api = api;
+  await saveState(state);
+  await waitHttp(`${api}/readyz`, 'the API through HAProxy');
+}
+
+/** Every node with its role now: a PostgreSQL node's from the monitor, any other's from its process. */
+export async function clusterStatus(dir: string): Promise<{ api: string; channel: string; nodes: NodeView[] }> {
+  const state = await readState(dir);
+  const pgStates = await formationState(state.monitor).catch(() => []);
+  const nodes = state.nodes.map((node): NodeView => {
+    const alive = isAlive(node.pid);
+    let role = alive ? 'up' : 'down';
+    if (node.kind === 'postgres' && alive) {
+      const known = pgStates.find((s) => s.name === node.name);
+      role = known ? roleOf(known) : 'unknown';
+    } else if (node.kind === 'monitor' && alive) role = 'monitor';
+    return { name: node.name, kind: node.kind, role, pid: node.pid, url: node.url };
+  });
+  return { api: state.api, channel: state.channel, nodes };
+}
+
+function nodeOf(state: ClusterState, name: string): NodeRecord {
+  const node = state.nodes.find((n) => n.name === name);
+  if (!node)
+    throw new ClusterError(`no node "${name}" in ${state.dir}; nodes: ${state.nodes.map((n) => n.name).join(', ')}`);
+  return node;
+}
+
+/** SIGKILL to every process of the node (a PostgreSQL node: its keeper and its postgres, as a host dies). */
+export async function clusterKill(dir: string, name: string): Promise<NodeRecord> {
+  const node = nodeOf(await readState(dir), name);
+  signalNode(node.pid, 'SIGKILL');
+  if (!(await waitGone(node.pid, STOP_GRACE_MS))) throw new ClusterError(`${name} (pid ${node.pid}) is still alive`);
+  return node;
+}
+
+/** Starts a stopped node again with the command it was first started with (a PostgreSQL node rejoins as a standby). */
+export async function clusterStart(dir: string, name: string): Promise<NodeRecord> {
+  const state = await readState(dir);
+  const node = nodeOf(state, name);
+  if (isAlive(node.pid)) return node;
+  const started = spawnNode(node, ROOT);
+  state.nodes = state.nodes.map((n) => (n.name === name ? started : n));
+  await saveState(state);
+  return started;
+}
+
+// The engines' own binaries: a user's `tail -f` of a log in the directory is not ours to kill.
+const ENGINE_BINARIES = new Set(['pg_autoctl', 'postgres', 'nats-server', 'haproxy']);
+
+/** Engine processes whose command line names the cluster's directory: what a killed keeper left behind. */
+function strays(dir: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (ENGINE_BINARIES.has(path.basename(argv[0] ?? '')) && argv.some((arg) => arg.includes(dir)))
+        pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** Stops every node (SIGTERM, then SIGKILL after a grace), newest first, and whatever they left. */
+export async function clusterDown(dir: string): Promise<void> {
+  const state = await readState(dir);
+  const order = [...state.nodes].reverse();
+  for (const node of order) signalNode(node.pid, 'SIGTERM');
+  for (const node of order)
+    if (!(await waitGone(node.pid, STOP_GRACE_MS))) {
+      signalNode(node.pid, 'SIGKILL');
+      await waitGone(node.pid, STOP_GRACE_MS);
+    }
+  for (const pid of strays(path.resolve(dir))) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  const left = strays(path.resolve(dir));
+  if (left.length > 0) throw new ClusterError(`processes still running in ${dir}: ${left.join(', ')}`);
+}

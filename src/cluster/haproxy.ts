@@ -1,0 +1,86 @@
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { NodeSpec } from './node.ts';
+
+// HAProxy's own error pages are HTML; flashpay's clients expect problem+json with a `code` and a
+// Retry-After on every 503, whoever answers it (docs/errors.md).
+function problemPage(status: number, reason: string, detail: string): string {
+  const body = JSON.stringify({
+    type: 'https://flashpay.dev/errors/unavailable',
+    title: 'Service temporarily unavailable',
+    status,
+    code: 'UNAVAILABLE',
+    detail,
+  });
+  return [
+    `HTTP/1.1 ${status} ${reason}`,
+    'content-type: application/problem+json',
+    'retry-after: 1',
+    'cache-control: no-store',
+    'connection: close',
+    `content-length: ${Buffer.byteLength(body)}`,
+    '',
+    body,
+  ].join('\r\n');
+}
+
+/**
+ * Round robin over the API processes, each checked on /readyz (red while its database or broker is
+ * down) every 500 ms. A request whose process died before answering (connection refused, closed
+ * without a response) is sent to another one: every write carries an Idempotency-Key, so the second
+ * attempt replays or finishes what the first began.
+ */
+export function haproxyConfig(port: number, apis: { name: string; port: number }[], pages: string): string {
+  return `global
+  maxconn 4096
+
+defaults
+  mode http
+  timeout connect 1s
+  timeout client 60s
+  timeout server 60s
+  timeout http-keep-alive 10s
+  retries 3
+  option redispatch 1
+  retry-on conn-failure empty-response
+  errorfile 502 ${pages}/502.http
+  errorfile 503 ${pages}/503.http
+  errorfile 504 ${pages}/504.http
+
+frontend api
+  bind 127.0.0.1:${port}
+  default_backend apis
+
+backend apis
+  balance roundrobin
+  option httpchk GET /readyz
+  http-check expect status 200
+  default-server inter 500ms fall 2 rise 2
+${apis.map((api) => `  server ${api.name} 127.0.0.1:${api.port} check`).join('\n')}
+`;
+}
+
+export async function haproxySpec(options: {
+  dir: string;
+  logs: string;
+  port: number;
+  apis: { name: string; port: number }[];
+}): Promise<NodeSpec> {
+  const file = path.join(options.dir, 'haproxy.cfg');
+  await writeFile(path.join(options.dir, '502.http'), problemPage(502, 'Bad Gateway', 'an API process failed'));
+  await writeFile(
+    path.join(options.dir, '503.http'),
+    problemPage(503, 'Service Unavailable', 'no API process is ready'),
+  );
+  await writeFile(path.join(options.dir, '504.http'), problemPage(504, 'Gateway Timeout', 'an API process timed out'));
+  await writeFile(file, haproxyConfig(options.port, options.apis, options.dir));
+  return {
+    name: 'haproxy',
+    kind: 'haproxy',
+    url: `http://127.0.0.1:${options.port}`,
+    command: 'haproxy',
+    args: ['-db', '-f', file],
+    env: {},
+    log: path.join(options.logs, 'haproxy.log'),
+  };
+}

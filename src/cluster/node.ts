@@ -1,0 +1,110 @@
+import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import net from 'node:net';
+
+export const NODE_KINDS = ['postgres', 'monitor', 'nats', 'api', 'worker', 'haproxy', 'channel'] as const;
+export type NodeKind = (typeof NODE_KINDS)[number];
+
+/** One process of the local cluster, as `cluster.json` keeps it: enough to find it, kill it and start it again. */
+export interface NodeRecord {
+  name: string;
+  kind: NodeKind;
+  /** The process group's leader: a node is its whole group (a pg_autoctl keeper and its postgres). */
+  pid: number;
+  url: string;
+  command: string;
+  args: string[];
+  /** Only what differs from the environment `cluster up` ran in. */
+  env: Record<string, string>;
+  log: string;
+  /** PostgreSQL nodes: the data directory pg_autoctl keeps. */
+  dataDir?: string;
+}
+
+export type NodeSpec = Omit<NodeRecord, 'pid'>;
+
+/**
+ * Starts a node detached in its own process group (so `cluster up` may exit and leave it running,
+ * and a kill takes every process of the node), its output appended to its log.
+ */
+export function spawnNode(spec: NodeSpec, cwd: string): NodeRecord {
+  const fd = openSync(spec.log, 'a');
+  try {
+    const child = spawn(spec.command, spec.args, {
+      cwd,
+      detached: true,
+      stdio: ['ignore', fd, fd],
+      env: { ...process.env, ...spec.env },
+    });
+    if (child.pid === undefined) throw new Error(`cannot start ${spec.name} (${spec.command})`);
+    child.on('error', () => undefined); // a start failure shows as a dead pid and in its log
+    child.unref();
+    return { ...spec, pid: child.pid };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Signals the node's whole process group; a group already gone is not an error. */
+export function signalNode(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  }
+}
+
+export async function waitGone(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) return false;
+    await sleep(50);
+  }
+  return true;
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Polls `probe` until it returns a value; `what` names the wait in the error after `timeoutMs`. */
+export async function waitUntil<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (${(last as Error).message})` : ''}`);
+    await sleep(200);
+  }
+}
+
+/** Free loopback ports, held until all are found so two of them cannot be the same. */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<net.Server>((resolve, reject) => {
+          const server = net.createServer();
+          server.once('error', reject);
+          server.listen(0, '127.0.0.1', () => resolve(server));
+        }),
+    ),
+  );
+  const ports = servers.map((server) => (server.address() as net.AddressInfo).port);
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  return ports;
+}
