@@ -30,6 +30,8 @@ export interface Config {
   eventsSecret: string | undefined;
   outboxSink: 'http' | 'nats' | 'amqp';
   natsUrl: string | undefined;
+  /** `num_replicas` of every JetStream stream flashpay creates (3 on a three-node cluster: one may die). */
+  natsReplicas: number;
   amqpUrl: string | undefined;
   logLevel: string;
   /** NODE_ENV=production or `start --production`: no development secrets, no built-in provider double. */
@@ -108,6 +110,17 @@ function stockTransport(raw: string | undefined): 'database' | 'amqp' | 'jetstre
   throw new Error('FLASHPAY_STOCK_TRANSPORT must be database, amqp or jetstream');
 }
 
+// JetStream refuses a stream of more than 5 replicas; say so at start, not at the first stream update.
+const MAX_NATS_REPLICAS = 5;
+
+function natsReplicas(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 1;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > MAX_NATS_REPLICAS)
+    throw new Error(`FLASHPAY_NATS_REPLICAS must be an integer from 1 to ${MAX_NATS_REPLICAS}, got "${raw}"`);
+  return value;
+}
+
 function orderMode(raw: string | undefined): 'sync' | 'async' {
   if (raw === undefined || raw === '' || raw === 'sync') return 'sync';
   if (raw === 'async') return 'async';
@@ -151,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     eventsSecret: env.FLASHPAY_EVENTS_SECRET || undefined,
     outboxSink: sink,
     natsUrl: env.NATS_URL || undefined,
+    natsReplicas: natsReplicas(env.FLASHPAY_NATS_REPLICAS),
     amqpUrl: env.AMQP_URL || undefined,
     logLevel: env.FLASHPAY_LOG_LEVEL ?? 'info',
     production: env.NODE_ENV === 'production',
