@@ -1,5 +1,5 @@
 import { listSplitDisagreements, reconcile, reconcilePass, summaryLine } from '../reconcile/index.ts';
-import { parseArgs, stringFlag } from '../platform/args.ts';
+import { parseArgs, refuseUnknownFlags, stringFlag } from '../platform/args.ts';
 import { createPool } from '../platform/db.ts';
 import { connectOps } from './ops.ts';
 
@@ -13,6 +13,7 @@ import { connectOps } from './ops.ts';
  */
 export async function reconcileCommand(argv: string[]): Promise<void> {
   const args = parseArgs(argv, ['json', 'full', 'incremental']);
+  refuseUnknownFlags('reconcile', args, ['json', 'full', 'incremental', 'stock-database-url']);
   if (args.flags.has('full') && args.flags.has('incremental'))
     throw new Error('--full and --incremental exclude each other');
   const ops = await connectOps();

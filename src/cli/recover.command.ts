@@ -2,15 +2,17 @@ import { createRelay, createSinkFromConfig, RELAY_DEFAULTS } from '../outbox/ind
 import { recoverAll } from '../recovery/index.ts';
 import { fulfilmentClient } from '../saga/index.ts';
 import { summaryLine } from '../reconcile/index.ts';
-import { parseArgs } from '../platform/args.ts';
+import { intFlag, parseArgs, refuseUnknownFlags } from '../platform/args.ts';
 import { connectOps } from './ops.ts';
 
 /** `flashpay recover [--stale-after-ms N] [--json]`: one recovery pass, then the outbox, then reconciliation. */
 export async function recoverCommand(argv: string[]): Promise<void> {
   const args = parseArgs(argv, ['json']);
+  refuseUnknownFlags('recover', args, ['json', 'stale-after-ms']);
+  // Checked before connecting: `--stale-after-ms abc` is a usage error, not a pass with NaN.
+  const staleGiven = intFlag(args, 'stale-after-ms', -1);
   const ops = await connectOps();
-  const staleRaw = args.flags.get('stale-after-ms');
-  const staleAfterMs = typeof staleRaw === 'string' ? Number(staleRaw) : ops.config.staleAfterMs;
+  const staleAfterMs = staleGiven >= 0 ? staleGiven : ops.config.staleAfterMs;
   // Events are delivered where `flashpay start` delivers them: its webhook, or the configured broker.
   const sink =
     ops.apiUrl || ops.config.outboxSink !== 'http'

@@ -1,10 +1,11 @@
 import { loadSecret, MAX_TOKEN_TTL_S, tokenSigner } from '../platform/auth.ts';
 import { loadConfig, tokenOptions } from '../platform/config.ts';
-import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
+import { intFlag, parseArgs, refuseUnknownFlags, stringFlag, UsageError } from '../platform/args.ts';
 
 /** `flashpay token --tenant T --user U [--admin | --operator] [--ttl 3600]` prints a bearer token. */
 export async function tokenCommand(argv: string[]): Promise<void> {
   const args = parseArgs(argv, ['admin', 'operator']);
+  refuseUnknownFlags('token', args, ['tenant', 'user', 'admin', 'operator', 'ttl']);
   const tenantId = stringFlag(args, 'tenant');
   const userId = stringFlag(args, 'user');
   if (!tenantId || !userId)

@@ -37,3 +37,14 @@ export function intFlag(args: Args, name: string, fallback: number): number {
 }
 
 export class UsageError extends Error {}
+
+/**
+ * A usage error (exit 2) for a flag the command does not know or a stray argument, before the
+ * command acts: a misspelt `--stale-after-ms` must not run a pass with the default instead.
+ */
+export function refuseUnknownFlags(command: string, args: Args, known: readonly string[]): void {
+  const unknown = [...args.flags.keys()].filter((name) => !known.includes(name)).map((name) => `--${name}`);
+  const stray = [...unknown, ...args.positional];
+  if (stray.length > 0)
+    throw new UsageError(`flashpay ${command}: unexpected ${stray.join(' ')} (flashpay ${command} --help)`);
+}
