@@ -5,6 +5,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { ensureDatabase, startEmbedded, withDatabase, type EmbeddedCluster } from '../src/platform/embedded.ts';
 import { migrate } from '../src/platform/migrate.ts';
+import { databaseOf } from '../src/platform/pg-hosts.ts';
+import { newClient } from '../src/platform/pg-primary.ts';
 
 /** The database one bench run owns: created for it, migrated, and gone afterwards. */
 export interface BenchDatabase {
@@ -15,7 +17,7 @@ export interface BenchDatabase {
 }
 
 async function adminQuery(serverUrl: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: serverUrl });
+  const client = newClient(serverUrl);
   await client.connect();
   try {
     await client.query(sql);
@@ -85,8 +87,8 @@ export function openBenchDatabase(
 
 /** launchStack made `<database>_channel` for its own provider double's ledger; the bench leaves nothing behind. */
 export async function dropChannelDatabase(databaseUrl: string): Promise<void> {
-  const name = `${new URL(databaseUrl).pathname.slice(1) || 'postgres'}_channel`;
-  const client = new pg.Client({ connectionString: withDatabase(databaseUrl, 'postgres') });
+  const name = `${databaseOf(databaseUrl) || 'postgres'}_channel`;
+  const client = newClient(withDatabase(databaseUrl, 'postgres'));
   await client.connect();
   try {
     await client.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`);

@@ -3,6 +3,7 @@ import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from './platform/config.ts';
 import { ensureDatabase, startEmbedded, withDatabase, type EmbeddedCluster } from './platform/embedded.ts';
+import { databaseOf } from './platform/pg-hosts.ts';
 
 const SERVICE_DB = 'flashpay';
 const CHANNEL_DB = 'flashpay_channel';
@@ -53,7 +54,7 @@ export async function readRuntime(config: Config): Promise<RuntimeInfo | undefin
  */
 export async function openDatabase(config: Config, log: (line: string) => void): Promise<DatabaseTarget> {
   if (config.databaseUrl) {
-    const channelName = `${new URL(config.databaseUrl).pathname.slice(1) || 'postgres'}_channel`;
+    const channelName = `${databaseOf(config.databaseUrl) || 'postgres'}_channel`;
     const channelUrl = withDatabase(config.databaseUrl, channelName);
     try {
       await ensureDatabase(withDatabase(config.databaseUrl, 'postgres'), channelName);

@@ -4,6 +4,8 @@ import { assertSecretStrength, loadSecret } from '../platform/auth.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createPool, pgCode, type Db } from '../platform/db.ts';
 import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
+import { databaseOf, withDatabaseName } from '../platform/pg-hosts.ts';
+import { newClient } from '../platform/pg-primary.ts';
 
 const USAGE = 'usage: flashpay channel [--port 8081] [--host 127.0.0.1] [--control] [--database-url URL]';
 const KNOWN_FLAGS = new Set(['port', 'host', 'control', 'database-url']);
@@ -16,10 +18,8 @@ const CHANNEL_POOL_SIZE = 10;
  * SIGTERM before our clean shutdown runs.
  */
 async function createDatabase(url: string): Promise<void> {
-  const target = new URL(url);
-  const database = decodeURIComponent(target.pathname.slice(1));
-  target.pathname = '/postgres';
-  const admin = new pg.Client({ connectionString: target.toString() });
+  const database = databaseOf(url);
+  const admin = newClient(withDatabaseName(url, 'postgres')); // on the primary when the URL names several hosts
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`).catch((error: unknown) => {
@@ -85,7 +85,7 @@ export async function channelCommand(argv: string[]): Promise<void> {
     port,
     log: (message) => console.error(message),
   });
-  const storage = ledger ? `PostgreSQL ${new URL(databaseUrl ?? '').pathname.slice(1)}` : 'memory';
+  const storage = ledger ? `PostgreSQL ${databaseOf(databaseUrl ?? '')}` : 'memory';
   if (port === 0) console.log(JSON.stringify({ channel: channel.url }));
   else
     console.log(

@@ -48,7 +48,10 @@ export function listenForWakeups(options: WakeupOptions): WakeupListener {
 
   function connect(): void {
     if (stopped) return;
-    const current = new pg.Client({
+    // The pool's own Client class: on a multi-host URL the listener, too, connects only to the
+    // writable primary, and after a failover its reconnects find the new one (pg-primary.ts).
+    const Client = (options.db.options as { Client?: typeof pg.Client }).Client ?? pg.Client;
+    const current = new Client({
       ...options.db.options,
       application_name: options.applicationName ?? 'flashpay-outbox-listener',
       keepAlive: true,

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { businessMetrics } from './business-metrics.ts';
+import { routeFor } from './pg-primary.ts';
 
 // bigint counts (COUNT(*), SUM) come back as strings by default; every amount here fits a JS number.
 pg.types.setTypeParser(20, (value) => Number(value));
@@ -37,9 +38,15 @@ export function sessionOptions(env: NodeJS.ProcessEnv = process.env): string {
   return [SESSION_OPTIONS, env.PGOPTIONS?.trim()].filter(Boolean).join(' ');
 }
 
+/**
+ * A URL naming several hosts or a target_session_attrs (libpq's form) gets a Client that connects
+ * only to a host that qualifies (pg-primary.ts); any other URL, the plain pool exactly as before.
+ */
 export function createPool(url: string, max: number, connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS): Db {
+  const route = routeFor(url);
   const pool = new pg.Pool({
-    connectionString: url,
+    connectionString: route.connectionString,
+    ...(route.Client ? { Client: route.Client } : {}),
     options: sessionOptions(),
     max,
     connectionTimeoutMillis: connectTimeoutMs,
@@ -201,7 +208,9 @@ export async function inTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOpt
       await commitWith(client, pipelined, () => (committing = true));
       return result;
     } catch (error) {
-      if (committing && isConnectionError(error)) {
+      // A read-only server's refusal (25006) is known: nothing committed. Like a dead connection
+      // it is discarded below (on a standby or a fenced primary) and tried once more afresh.
+      if (committing && isConnectionError(error) && !isReadOnlyError(error)) {
         broken = true;
         throw new CommitOutcomeUnknownError(error);
       }
@@ -250,10 +259,23 @@ export function pgCode(error: unknown): string | undefined {
   return (error as { code?: string } | null)?.code;
 }
 
-/** Errors that mean "the database could not be reached", as opposed to a bug in a statement. */
+/**
+ * 25006 read_only_sql_transaction: the connection is on a server that cannot write (a standby, a
+ * demoted or fenced primary). Nothing of the transaction committed.
+ */
+export function isReadOnlyError(error: unknown): boolean {
+  return pgCode(error) === '25006';
+}
+
+/**
+ * Errors that mean "the database could not be reached", as opposed to a bug in a statement. A
+ * server that cannot write counts: the writable primary is what could not be reached.
+ */
 export function isConnectionError(error: unknown): boolean {
   const code = pgCode(error);
-  if (code && (code.startsWith('08') || code === '57P01' || code === '57P03' || code === '53300')) return true;
+  // 57P01 admin shutdown, 57P02 crash shutdown (another backend died: every session is cut),
+  // 57P03 cannot connect now (starting up, shutting down, in recovery), 53300 too many connections.
+  if (code && (code.startsWith('08') || /^57P0[123]$/.test(code) || code === '53300' || code === '25006')) return true;
   const message = (error as Error | null)?.message ?? '';
   return /ECONNREFUSED|ECONNRESET|Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
     message,

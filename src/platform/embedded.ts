@@ -5,6 +5,8 @@ import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { sleep } from './db.ts';
+import { withDatabaseName } from './pg-hosts.ts';
+import { newClient } from './pg-primary.ts';
 import { isRoot, postgresUser, resolveBinaries, type RunAs } from './embedded.binaries.ts';
 import {
   clusterDirFor,
@@ -195,7 +197,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
 
 /** Creates the database if it does not exist (CREATE DATABASE has no IF NOT EXISTS). */
 export async function ensureDatabase(serverUrl: string, database: string, template?: string): Promise<void> {
-  const client = new pg.Client({ connectionString: serverUrl });
+  const client = newClient(serverUrl); // on the primary when serverUrl names several hosts
   await client.connect();
   try {
     const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
@@ -212,9 +214,7 @@ export async function ensureDatabase(serverUrl: string, database: string, templa
   }
 }
 
-/** Replaces the database name in a connection URL. */
+/** Replaces the database name in a connection URL (libpq's multi-host form too: pg-hosts.ts). */
 export function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
+  return withDatabaseName(url, database);
 }

@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import { newClient } from './pg-primary.ts';
 
 const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
 // Arbitrary but fixed: every flashpay process that migrates takes this one advisory lock.
@@ -31,7 +31,8 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
  */
 export async function migrate(databaseUrl: string, migrations?: Migration[]): Promise<number[]> {
   const all = migrations ?? (await loadMigrations());
-  const client = new pg.Client({ connectionString: databaseUrl });
+  // On the writable primary when the URL names several hosts (pg-primary.ts).
+  const client = newClient(databaseUrl);
   await client.connect();
   const applied: number[] = [];
   try {

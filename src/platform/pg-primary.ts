@@ -1,0 +1,200 @@
+import pg from 'pg';
+import { isPgUrl, needsHostChoice, parsePgUrl, singleHostUrl, type PgUrl, type SessionAttrs } from './pg-hosts.ts';
+
+// A pg.Client that connects only to a host that satisfies the URL's target_session_attrs, trying
+// the hosts of a libpq multi-host URL (pg-hosts.ts) as libpq does: it is given to pg.Pool as its
+// `Client`, so the pool never holds a connection that was not checked on itself, and after a
+// failover new connections find the new primary without a restart. Connections to a primary that
+// died fail and the pool drops them (db.ts); a statement that meets a read-only server (25006) is a
+// connection fault there too, and its connection is discarded.
+
+// A lone client (migrate's, a LISTEN) has no connect timeout: a host that drops our SYN must not
+// hold the next one back for the kernel's two minutes, so without a budget each host gets this.
+const HOST_TIMEOUT_WITHOUT_BUDGET_MS = 10_000;
+// Below this a further host is not worth starting: the pool's own connect timeout is about to fire.
+const MIN_ATTEMPT_MS = 20;
+
+/** No host satisfied target_session_attrs within the connect timeout: the database is unreachable. */
+export class NoPrimaryError extends Error {
+  // 08001 (sqlclient_unable_to_establish_sqlconnection), so isConnectionError and the 503 mapping know it.
+  readonly code = '08001';
+  constructor(tried: string[]) {
+    super(`no writable primary among the database hosts (${tried.join('; ') || 'none tried'})`);
+  }
+}
+
+// pg 8.23.1's Client fields (pinned in package.json) that one connection attempt uses. A Client
+// connects once; to try the next host, the spent Connection is let go and these are set as the
+// constructor left them, on a Connection built by pg itself from the same config.
+interface Internals {
+  connection: pg.Connection & { stream: { destroy(): void }; end(): void };
+  host: string;
+  port: number;
+  connectionParameters: { host: string; port: number };
+  connectionTimeoutHandle?: NodeJS.Timeout;
+  _connectionTimeoutMillis: number;
+  _queryable: boolean;
+}
+
+const freshState = {
+  _connecting: false,
+  _connected: false,
+  _connectionError: false,
+  _queryable: true,
+  _ending: false,
+  _ended: false,
+  _activeQuery: null,
+  _connectionCallback: null,
+  readyForQuery: false,
+  _txStatus: null,
+  processID: null,
+  secretKey: null,
+};
+
+type Callback = ((err: Error) => void) | ((err: null, c: pg.Client) => void);
+
+/** The Client class for one parsed URL; its instances share which host answered last. */
+export function primaryClientClass(parsed: PgUrl): typeof pg.Client {
+  const hosts = parsed.hosts;
+  const attrs: SessionAttrs = parsed.sessionAttrs ?? 'any';
+  let lastGood = 0; // the known primary is tried first: after a failover only the first connect pays for the search
+
+  return class PrimaryClient extends pg.Client {
+    readonly #config: string | pg.ClientConfig | undefined;
+    #attempting = false;
+
+    constructor(config?: string | pg.ClientConfig) {
+      super(config);
+      this.#config = config;
+    }
+
+    override connect(): Promise<pg.Client>;
+    override connect(callback: Callback): void;
+    override connect(callback?: Callback): Promise<pg.Client> | void {
+      const connected = this.#connectToPrimary().then(() => this as pg.Client);
+      if (!callback) return connected;
+      connected.then(
+        (client) => (callback as (err: null, c: pg.Client) => void)(null, client),
+        (error: Error) => (callback as (err: Error) => void)(error),
+      );
+    }
+
+    // While hosts are tried, what a spent attempt emits ('end' of its socket, 'error' of its check)
+    // is not news to the pool or a LISTEN loop: only the outcome of connect() is.
+    override emit(event: string | symbol, ...args: unknown[]): boolean {
+      if (this.#attempting && (event === 'end' || event === 'error')) return false;
+      return super.emit(event, ...args);
+    }
+
+    async #connectToPrimary(): Promise<void> {
+      const self = this as unknown as Internals;
+      const budgetMs = self._connectionTimeoutMillis;
+      const startedAt = Date.now();
+      const order = [lastGood, ...hosts.keys()].filter((index, at, all) => all.indexOf(index) === at);
+      const tried: string[] = [];
+      this.#attempting = true;
+      try {
+        for (const [at, index] of order.entries()) {
+          const remainingMs = budgetMs > 0 ? budgetMs - (Date.now() - startedAt) : Infinity;
+          if (at > 0 && remainingMs < MIN_ATTEMPT_MS) break;
+          if (at > 0) this.#renew();
+          const host = hosts[index] ?? hosts[0]!;
+          self.host = self.connectionParameters.host = host.host;
+          self.port = self.connectionParameters.port = host.port;
+          // The budget is shared so that a silent host leaves the others their turn.
+          self._connectionTimeoutMillis =
+            budgetMs > 0 ? Math.max(1, Math.floor(remainingMs / (order.length - at))) : HOST_TIMEOUT_WITHOUT_BUDGET_MS;
+          const reported = new Map<string, string>();
+          self.connection.on('parameterStatus', (message: { parameterName: string; parameterValue: string }) =>
+            reported.set(message.parameterName, message.parameterValue),
+          );
+          const label = `${host.host}:${host.port}`;
+          let writable: boolean;
+          try {
+            await super.connect();
+            writable = attrs === 'any' || (await this.#isWritable(reported, remainingMs));
+          } catch (error) {
+            tried.push(`${label}: ${(error as Error).message}`);
+            this.#letGo(false);
+            continue;
+          }
+          if (writable) {
+            lastGood = index;
+            self._connectionTimeoutMillis = budgetMs;
+            return;
+          }
+          tried.push(`${label}: read-only (a standby, or default_transaction_read_only)`);
+          this.#letGo(true);
+        }
+        // Spent: connect() fails, and a statement sent anyway fails at once instead of waiting.
+        this.#renew();
+        self._queryable = false;
+        throw new NoPrimaryError(tried);
+      } finally {
+        this.#attempting = false;
+      }
+    }
+
+    /**
+     * On the connection itself, so a failover between two attempts cannot hand out a standby.
+     * PostgreSQL 14+ reports in_hot_standby and default_transaction_read_only at startup (libpq's
+     * way, no round trip); an older server is asked, as libpq asks it.
+     */
+    async #isWritable(reported: Map<string, string>, remainingMs: number): Promise<boolean> {
+      const standby = reported.get('in_hot_standby');
+      const readOnly = reported.get('default_transaction_read_only');
+      const timeout = Number.isFinite(remainingMs) ? { query_timeout: Math.max(1, remainingMs) } : {};
+      if (attrs === 'primary') {
+        if (standby !== undefined) return standby === 'off';
+        const sql = 'SELECT pg_catalog.pg_is_in_recovery() AS recovering';
+        const result = await this.query({ text: sql, ...timeout } as pg.QueryConfig);
+        return result.rows[0]?.recovering === false;
+      }
+      if (standby !== undefined && readOnly !== undefined) return standby === 'off' && readOnly === 'off';
+      const result = await this.query({ text: 'SHOW transaction_read_only', ...timeout } as pg.QueryConfig);
+      return result.rows[0]?.transaction_read_only === 'off';
+    }
+
+    /** Lets the spent attempt's connection go: its events no longer reach this client. */
+    #letGo(graceful: boolean): void {
+      const self = this as unknown as Internals;
+      clearTimeout(self.connectionTimeoutHandle);
+      const spent = self.connection;
+      spent.removeAllListeners();
+      spent.on('error', () => undefined); // a late socket error of a connection we dropped is nobody's
+      if (graceful) spent.end();
+      else spent.stream.destroy();
+    }
+
+    /** This client as its constructor left it, on a new Connection pg builds from the same config. */
+    #renew(): void {
+      Object.assign(this, freshState, { connection: new pg.Client(this.#config).connection });
+    }
+  };
+}
+
+export interface Route {
+  /** What pg parses: the URL itself, or the first host's single-host URL when a Client chooses. */
+  connectionString: string;
+  /** Set when the URL needs a choice of host (several hosts, or target_session_attrs). */
+  Client?: typeof pg.Client;
+}
+
+/**
+ * How to connect to `url`. A single host without target_session_attrs is pg's alone, the URL
+ * untouched: the pool is then exactly the plain pg.Pool it always was, with no extra round trip.
+ */
+export function routeFor(url: string): Route {
+  if (!isPgUrl(url) || !needsHostChoice(url)) return { connectionString: url };
+  const parsed = parsePgUrl(url);
+  const first = parsed.hosts[0];
+  if (!first) throw new Error('DATABASE_URL: target_session_attrs needs at least one host');
+  return { connectionString: singleHostUrl(parsed, first), Client: primaryClientClass(parsed) };
+}
+
+/** A lone pg.Client for `url` (migrations, CREATE DATABASE), on the primary when the URL asks for one. */
+export function newClient(url: string, config: pg.ClientConfig = {}): pg.Client {
+  const route = routeFor(url);
+  const Client = route.Client ?? pg.Client;
+  return new Client({ ...config, connectionString: route.connectionString });
+}
