@@ -1207,7 +1207,7 @@ export interface operations {
                     /** @description minor units, at least 1 */
                     price?: number;
                     name?: string;
-                    /** @description new units put on sale */
+                    /** @description new units put on sale; the SKU's total stays at most 100000000 (400 `VALIDATION` otherwise, `maximum` saying how many more fit) */
                     add_stock?: number;
                 };
             };
@@ -5594,7 +5594,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description the buyer’s user id (`sub`)
+                 * @description the buyer’s user id, as a token’s `sub` carries it: 1..128 visible ASCII characters
                  * @example alice
                  */
                 user: string;
@@ -6042,7 +6042,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description the buyer’s user id (`sub`)
+                 * @description the buyer’s user id, as a token’s `sub` carries it: 1..128 visible ASCII characters
                  * @example alice
                  */
                 user: string;

@@ -4,7 +4,11 @@ import { PARAM_ERRORS } from '../platform/openapi.ts';
 
 // Prices are minor units; 10^12 keeps price × MAX_QUANTITY far inside Number.MAX_SAFE_INTEGER.
 const MAX_PRICE = 1_000_000_000_000;
-const MAX_STOCK = 100_000_000;
+/**
+ * A SKU holds at most this many units, whatever adds up to it (`stock`, every `add_stock`), and no
+ * per-user limit is larger: far inside the integer columns, whose overflow answered 500 (issue 40).
+ */
+export const MAX_STOCK = 100_000_000;
 /**
  * A SKU id is a path segment (`/v1/admin/skus/{sku}`): it starts with a letter or digit, so `.` and
  * `..` (which URL normalisation removes) and anything that needs escaping are refused at creation.
@@ -25,7 +29,13 @@ export const SkuBody = Type.Object(
     price: Type.Integer({ minimum: 1, maximum: MAX_PRICE, description: 'minor units, at least 1' }),
     stock: Type.Integer({ minimum: 0, maximum: MAX_STOCK }),
     per_user_limit: Type.Optional(
-      nullable(Type.Integer({ minimum: 1, description: 'units one buyer may hold or own; null: no limit' })),
+      nullable(
+        Type.Integer({
+          minimum: 1,
+          maximum: MAX_STOCK,
+          description: 'units one buyer may hold or own; null: no limit',
+        }),
+      ),
     ),
     hold_ttl_ms: Type.Optional(
       Type.Integer({
@@ -104,7 +114,13 @@ export const PatchSkuBody = Type.Object(
   {
     price: Type.Optional(SkuBody.properties.price),
     name: Type.Optional(SkuBody.properties.name),
-    add_stock: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_STOCK, description: 'new units put on sale' })),
+    add_stock: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_STOCK,
+        description: `new units put on sale; the SKU's total stays at most ${MAX_STOCK} (400 \`VALIDATION\` otherwise, \`maximum\` saying how many more fit)`,
+      }),
+    ),
   },
   { additionalProperties: false, minProperties: 1, examples: [{ price: 2490, add_stock: 50 }] },
 );

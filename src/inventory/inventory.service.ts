@@ -4,6 +4,7 @@ import { AppError } from '../platform/errors.ts';
 import { findSku, tryInsertSku, tryUpdateSku, type NewSku, type SkuChange } from './inventory.skus.ts';
 import { releaseExpiredBatch } from './inventory.expiry.ts';
 import type { Sku } from './inventory.types.ts';
+import { MAX_STOCK } from './inventory.schemas.ts';
 
 export const DEFAULT_HOLD_TTL_MS = 60_000;
 
@@ -15,8 +16,15 @@ export async function createSku(db: Db, sku: NewSku, clock: Clock): Promise<Sku>
 }
 
 export async function updateSku(db: Db, tenantId: string, sku: string, change: SkuChange): Promise<Sku> {
-  if (!(await tryUpdateSku(db, tenantId, sku, change))) throw new AppError('SKU_NOT_FOUND', `no SKU ${sku}`);
-  return getSku(db, tenantId, sku);
+  if (await tryUpdateSku(db, tenantId, sku, change, MAX_STOCK)) return getSku(db, tenantId, sku);
+  // Refused: no such SKU, or too many units. Read only now, so the common path stays one statement.
+  const current = await getSku(db, tenantId, sku);
+  const room = Math.max(0, MAX_STOCK - current.total);
+  throw new AppError(
+    'VALIDATION',
+    `body.add_stock would take the total of ${sku} past ${MAX_STOCK} units; at most ${room} more fit`,
+    { field: 'body.add_stock', maximum: room },
+  );
 }
 
 export async function getSku(db: Db, tenantId: string, sku: string): Promise<Sku> {

@@ -61,12 +61,22 @@ export interface SkuChange {
   addStock?: number;
 }
 
-/** Changes a SKU's price, name or stock in one statement; false when there is no such SKU. Orders keep their snapshot. */
-export async function tryUpdateSku(db: Executor, tenantId: string, sku: string, change: SkuChange): Promise<boolean> {
+/**
+ * Changes a SKU's price, name or stock in one statement; false when there is no such SKU or the
+ * stock added would take its total past `maxTotal` (summed as bigint: the integer column itself
+ * must never be asked to overflow). Orders keep their snapshot.
+ */
+export async function tryUpdateSku(
+  db: Executor,
+  tenantId: string,
+  sku: string,
+  change: SkuChange,
+  maxTotal: number,
+): Promise<boolean> {
   const result = await db.query(
     `UPDATE skus SET price = coalesce($3, price), name = coalesce($4, name), total = total + $5, available = available + $5
-     WHERE tenant_id = $1 AND sku = $2`,
-    [tenantId, sku, change.price ?? null, change.name ?? null, change.addStock ?? 0],
+     WHERE tenant_id = $1 AND sku = $2 AND ($5 = 0 OR total::bigint + $5 <= $6)`,
+    [tenantId, sku, change.price ?? null, change.name ?? null, change.addStock ?? 0, maxTotal],
   );
   return result.rowCount === 1;
 }

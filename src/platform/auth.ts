@@ -26,7 +26,13 @@ declare module 'fastify' {
 
 // Pinned: a token naming any other algorithm (`none` included) is refused before its MAC is read.
 const ALGORITHM = 'HS256';
-const ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
+/**
+ * What a token's `sub` and `tid` may be: 1..128 visible ASCII characters. Routes that name a user
+ * in their path (an admin crediting a wallet) take the same grammar, so no money lands on a user
+ * id no token can carry (issue 40).
+ */
+export const PRINCIPAL_ID_PATTERN = '^[\\x21-\\x7e]{1,128}$';
+const ID_PATTERN = new RegExp(PRINCIPAL_ID_PATTERN);
 /** RFC 7518 §3.2: an HS256 key shorter than the hash output (32 bytes) weakens the MAC. */
 export const MIN_SECRET_BYTES = 32;
 // Clocks of the issuer and of this server may disagree by this much on `exp`, `nbf` and `iat`.

@@ -10,13 +10,20 @@ import {
   problemAnswers,
   stringEnum,
 } from '../platform/openapi.ts';
+import { PRINCIPAL_ID_PATTERN } from '../platform/auth.ts';
 
 // A credit is a top-up or a gift card, not a treasury: 10^10 minor units keeps every sum exact.
 const MAX_CREDIT = 10_000_000_000;
 const AT_EXAMPLE = '2026-11-30T18:00:00.000Z';
 
 export const UserParams = Type.Object({
-  user: Type.String({ minLength: 1, maxLength: 128, description: 'the buyer’s user id (`sub`)', examples: ['alice'] }),
+  user: Type.String({
+    minLength: 1,
+    maxLength: 128,
+    pattern: PRINCIPAL_ID_PATTERN,
+    description: 'the buyer’s user id, as a token’s `sub` carries it: 1..128 visible ASCII characters',
+    examples: ['alice'],
+  }),
 });
 export type UserParams = Static<typeof UserParams>;
 export const CreditBody = Type.Object(

@@ -52,6 +52,10 @@ export async function debitForOrder(
   amount: number,
   now: Date,
 ): Promise<TransferOutcome> {
+  // An amount past 2^53 − 1 is more than any wallet holds (a credit is at most 10^10, a balance an
+  // exact integer): the buyer's answer is too little money, 409, not tryTransfer's invariant (a 500
+  // on every retry; issue 40). Nothing is written.
+  if (!Number.isSafeInteger(amount)) return counted('DEBIT', 'INSUFFICIENT_FUNDS');
   const outcome = await tryTransfer(
     tx,
     {
