@@ -1,5 +1,6 @@
 import { parse } from 'pg-connection-string';
 import { describe, expect, it } from 'vitest';
+import { createPool } from '../../src/platform/db.ts';
 import { routeFor } from '../../src/platform/pg-primary.ts';
 import {
   databaseOf,
@@ -76,7 +77,7 @@ describe('pg-hosts: libpq multi-host URLs', () => {
     expect(() => parsePgUrl('postgres://u%zz@h1/d')).toThrow(/percent-encoding in the user/);
   });
 
-  it('MH-P05: only several hosts or a demand on the session need a choice; one plain host stays pg’s', () => {
+  it('MH-P05: only several hosts or a demand on the session need a choice; one plain host stays pg’s', async () => {
     expect(needsHostChoice('postgres://u@h1:1,h2:2/d')).toBe(true);
     expect(needsHostChoice('postgres://u@h1:1,h2:2/d?target_session_attrs=any')).toBe(true);
     expect(needsHostChoice('postgres://u@h1:1/d?target_session_attrs=read-write')).toBe(true);
@@ -87,6 +88,11 @@ describe('pg-hosts: libpq multi-host URLs', () => {
     const multi = routeFor('postgres://u@h1:1,h2:2/d?target_session_attrs=read-write');
     expect(multi.connectionString).toBe('postgres://u@h1:1/d');
     expect(multi.Client).toBeTypeOf('function');
+    // The pool of a plain URL is the plain pg.Pool: no Client of ours, the URL as given.
+    const pool = createPool(plain, 1);
+    expect(pool.options).toMatchObject({ connectionString: plain });
+    expect(pool.options).not.toHaveProperty('Client');
+    await pool.end();
   });
 
   it('MH-P06: the database of a URL, and the same URL naming another, for one host or several', () => {
