@@ -2,7 +2,15 @@ import type { Tx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
 import { findSkuTerms, reserve, skuKey, type Reservation, type SkuTerms } from '../inventory/index.ts';
-import { insertLines, lineView, orderHead, snapshotLines, type OrderLine } from './orders.lines.ts';
+import {
+  insertLines,
+  lineView,
+  orderHead,
+  refuseInexactTotal,
+  snapshotLines,
+  totalIsExact,
+  type OrderLine,
+} from './orders.lines.ts';
 import { jsonResponse, problemResponse, type KeyedOperation, type StoredResponse } from '../idempotency/index.ts';
 import { insertOrder, newOrderId } from './orders.repo.ts';
 import type { Order } from './orders.types.ts';
@@ -60,6 +68,13 @@ export async function createOrderOfLines(
 ): Promise<CreateOutcome> {
   const sorted = canonicalLines(requested);
   const skus = await (prefetched ?? readSkus(tx, principal.tenantId, sorted));
+  if (
+    !totalIsExact(
+      sorted,
+      skus.map((sku) => sku.price),
+    )
+  )
+    refuseInexactTotal();
   // Sold out is answered from a plain read, without queueing on the SKU's row lock.
   const short = sorted.find((line, i) => (skus[i]?.available ?? 0) < line.quantity);
   if (short) return { kind: 'SOLD_OUT', sku: short.sku };

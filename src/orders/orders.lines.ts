@@ -1,4 +1,5 @@
 import type { Executor, Tx } from '../platform/db.ts';
+import { AppError } from '../platform/errors.ts';
 export { lineReservationKeyFor } from './orders.keys.ts';
 import { lineReservationKeyFor } from './orders.keys.ts';
 import type { Order } from './orders.types.ts';
@@ -15,6 +16,24 @@ export interface OrderLine {
   quantity: number;
   amount: number;
   reservationKey: string;
+}
+
+/**
+ * Whether an order of these lines at these prices (same order) has a total that adds up exactly
+ * in JavaScript (at most 2^53 − 1 minor units): 20 lines of 1,000 units at the top price do not,
+ * and such a total could be neither charged nor debited exactly (issue 40). A float sum past the
+ * bound never rounds back under it, so the test is exact.
+ */
+export function totalIsExact(lines: readonly { quantity: number }[], prices: readonly number[]): boolean {
+  return Number.isSafeInteger(lines.reduce((sum, line, i) => sum + line.quantity * (prices[i] ?? 0), 0));
+}
+
+/** The 400 for an order whose total is past exact integers: before anything is reserved or written. */
+export function refuseInexactTotal(): never {
+  throw new AppError('VALIDATION', `the order's total is more than ${Number.MAX_SAFE_INTEGER} minor units`, {
+    field: 'body.lines',
+    maximum: Number.MAX_SAFE_INTEGER,
+  });
 }
 
 /** A new order's lines in canonical order, its names and prices snapshot from `skus` (same order). */

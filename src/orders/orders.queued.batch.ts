@@ -9,6 +9,7 @@ import {
 } from '../idempotency/index.ts';
 import type { RequestedLine } from './orders.create.ts';
 import { buildPendingOrder, keyedQueuedCreate, pendingResponse } from './orders.queued.ts';
+import { totalIsExact } from './orders.lines.ts';
 import { readSkuTerms, writeQueuedGroup, type QueuedRow, type SkuTerm } from './orders.queued.batch.repo.ts';
 
 /*
@@ -150,8 +151,17 @@ async function runGroup(deps: KeyedDeps, tenantId: string, group: Member[], reme
   }
   const members: Member[] = [];
   for (const m of group) {
-    if (m.lines.every((l) => terms.has(l.sku))) members.push(m);
-    else alone(deps, m); // SKU_NOT_FOUND, answered (and not stored) by the one-buyer path
+    const known = m.lines.every((l) => terms.has(l.sku));
+    if (
+      known &&
+      totalIsExact(
+        m.lines,
+        m.lines.map((l) => terms.get(l.sku)!.price),
+      )
+    )
+      members.push(m);
+    // SKU_NOT_FOUND or a total past exact integers: answered (and not stored) by the one-buyer path.
+    else alone(deps, m);
   }
   if (members.length === 0) return;
   const rows: QueuedRow[] = members.map((m) => {

@@ -2,7 +2,16 @@ import type { Tx } from '../platform/db.ts';
 import type { Principal } from '../platform/auth.ts';
 import type { SkuTerms } from '../inventory/index.ts';
 import { canonicalLines, readSkus, type RequestedLine } from './orders.create.ts';
-import { findLines, lineColumns, lineView, orderHead, snapshotLines, type OrderLine } from './orders.lines.ts';
+import {
+  findLines,
+  lineColumns,
+  lineView,
+  orderHead,
+  refuseInexactTotal,
+  snapshotLines,
+  totalIsExact,
+  type OrderLine,
+} from './orders.lines.ts';
 import { jsonResponse, type KeyedOperation, type StoredResponse } from '../idempotency/index.ts';
 import { newOrderId } from './orders.repo.ts';
 import type { Order } from './orders.types.ts';
@@ -34,6 +43,13 @@ export async function createPendingOrder(
 ): Promise<PendingOutcome> {
   const sorted = canonicalLines(requested);
   const skus = await readSkus(tx, principal.tenantId, sorted);
+  if (
+    !totalIsExact(
+      sorted,
+      skus.map((sku) => sku.price),
+    )
+  )
+    refuseInexactTotal();
   const { order, lines, payload, requestKey } = buildPendingOrder(principal, sorted, skus as SkuTerms[], now);
   const first = lines[0] as OrderLine;
   // One statement (one round trip) for the order, its log row, its lines and its stock request: the

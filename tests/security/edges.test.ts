@@ -110,4 +110,41 @@ describe('edges: bounds and grammars at the edge (issue 40)', () => {
     }
     expect(await state()).toEqual(before);
   });
+
+  it('ED-05: an order whose total is past 2^53 − 1 (20 lines × 1,000 units at the top price) is 400 and holds nothing', async () => {
+    const skus = Array.from({ length: 20 }, (_, i) => `top-${i}`);
+    for (const sku of skus) await createSku(s, { sku, price: 1_000_000_000_000, stock: 1_000 });
+    const buyer = await s.token(TENANT, 'tycoon');
+    const lines = skus.map((sku) => ({ sku, quantity: 1_000 }));
+    const counters = async () =>
+      (await s.db.pool.query("SELECT sku, available FROM skus WHERE sku LIKE 'top-%' ORDER BY sku")).rows;
+    const before = await counters();
+    const order = (key: string, body: unknown, headers: Record<string, string> = {}) =>
+      s.call('POST', '/v1/orders', { token: buyer, body, headers: { 'idempotency-key': key, ...headers } });
+    const sync = await order('tycoon-sync', { lines });
+    // Queued, beside a small queued order of another buyer, so the group commit of queued creates
+    // meets it too: the small one is taken, the big one refused alone.
+    const queued = { prefer: 'respond-async' };
+    const [big, small] = await Promise.all([
+      order('tycoon-queued', { lines }, queued),
+      s.call('POST', '/v1/orders', {
+        token: await s.token(TENANT, 'shopper'),
+        body: { sku: 'top-0' },
+        headers: { 'idempotency-key': 'shopper-queued', ...queued },
+      }),
+    ]);
+    for (const reply of [sync, big])
+      expect([reply.status, reply.body.code, reply.body.field]).toEqual([400, 'VALIDATION', 'body.lines']);
+    expect([small.status, small.body.status]).toEqual([202, 'PENDING']);
+    expect(await countRows(s.db, 'orders', "user_id = 'tycoon'")).toBe(0);
+    expect(await countRows(s.db, 'idempotency_keys', "user_id = 'tycoon'")).toBe(0);
+    expect(await counters()).toEqual(before);
+    // One unit fewer on a line and the total fits: the same buyer's order is taken.
+    const fits = await s.call('POST', '/v1/orders', {
+      token: buyer,
+      body: { lines: lines.slice(0, 9) },
+      headers: { 'idempotency-key': 'tycoon-fits' },
+    });
+    expect([fits.status, fits.body.amount]).toEqual([201, 9_000_000_000_000_000]);
+  });
 });
