@@ -10,6 +10,8 @@ process.env.FLASHPAY_CONTRACT_LOG = contractLog;
 export default defineConfig({
   test: {
     include: ['tests/**/*.test.ts'],
+    // tests/cluster runs alone: npm run test:cluster (vitest.cluster.config.ts).
+    exclude: ['tests/cluster/**', 'node_modules/**'],
     globalSetup: ['tests/support/global-setup.ts'],
     setupFiles: ['tests/support/contract.ts'],
     // Every response of every server the suite starts is validated against its OpenAPI document.

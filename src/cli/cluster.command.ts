@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { ClusterError, clusterDown, clusterKill, clusterStart, clusterStatus, clusterUp } from '../cluster/cluster.ts';
+import { ClusterError, clusterDown, clusterKill, clusterStart, clusterStatus, clusterUp } from '../cluster/index.ts';
 import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
 
 const USAGE = `usage: flashpay cluster <command> [--dir D]

@@ -11,6 +11,7 @@ import { haproxySpec } from './haproxy.ts';
 import { natsNodeSpecs } from './nats.config.ts';
 import {
   freePorts,
+  GiveUp,
   isAlive,
   signalNode,
   spawnNode,
@@ -47,7 +48,7 @@ export interface NodeView {
   url: string;
 }
 
-export class ClusterError extends Error {}
+export class ClusterError extends GiveUp {}
 
 const stateFile = (dir: string) => path.join(dir, 'cluster.json');
 
@@ -86,11 +87,22 @@ function checkReachable(dir: string): void {
   }
 }
 
-async function waitHttp(url: string, what: string): Promise<void> {
+/** Waits for a 200 from `url`; a node that died meanwhile fails at once, with the end of its log. */
+async function waitHttp(url: string, what: string, node?: NodeRecord): Promise<void> {
   await waitUntil(what, READY_TIMEOUT_MS, async () => {
-    const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-    return response.status === 200 ? true : undefined;
+    if (node && !isAlive(node.pid))
+      throw new ClusterError(`${what} exited; the end of ${node.log}:\n${tail(node.log)}`);
+    const response = await fetch(url, { signal: AbortSignal.timeout(2_000) }).catch(() => undefined);
+    return response?.status === 200 ? true : undefined;
   });
+}
+
+function tail(file: string, lines = 15): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
 }
 
 /** JetStream answers account info only once the cluster has elected its meta leader. */
@@ -232,7 +244,7 @@ async function startAll(
   });
 
   log('starting the provider double, the API processes and the worker');
-  await add(
+  const channel = await add(
     spawnNode(
       flashpaySpec(
         'channel',
@@ -245,7 +257,7 @@ async function startAll(
       ROOT,
     ),
   );
-  await waitHttp(`${state.channel}/docs/json`, 'the provider double');
+  await waitHttp(`${state.channel}/docs/json`, 'the provider double', channel);
   // The worker first: it migrates the schema once, so the API processes start on a migrated database.
   const worker = await add(
     spawnNode(
@@ -260,7 +272,7 @@ async function startAll(
       ROOT,
     ),
   );
-  await waitHttp(`${worker.url}/readyz`, 'the worker');
+  await waitHttp(`${worker.url}/readyz`, 'the worker', worker);
   const apis = apiPorts.map((port, i) => ({ name: `api${i + 1}`, port }));
   for (const a of apis)
     await add(
@@ -276,7 +288,12 @@ async function startAll(
         ROOT,
       ),
     );
-  for (const a of apis) await waitHttp(`http://127.0.0.1:${a.port}/readyz`, a.name);
+  for (const a of apis)
+    await waitHttp(
+      `http://127.0.0.1:${a.port}/readyz`,
+      a.name,
+      state.nodes.find((n) => n.name === a.name),
+    );
 
   const haproxyDir = path.join(state.dir, 'haproxy');
   await mkdir(haproxyDir, { recursive: true });

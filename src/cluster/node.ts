@@ -74,6 +74,9 @@ export async function waitGone(pid: number, timeoutMs: number): Promise<boolean>
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** Thrown by a probe: stop waiting at once (what was waited for can no longer happen). */
+export class GiveUp extends Error {}
+
 /** Polls `probe` until it returns a value; `what` names the wait in the error after `timeoutMs`. */
 export async function waitUntil<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -83,6 +86,7 @@ export async function waitUntil<T>(what: string, timeoutMs: number, probe: () =>
       const value = await probe();
       if (value !== undefined) return value;
     } catch (error) {
+      if (error instanceof GiveUp) throw error;
       last = error;
     }
     if (Date.now() > deadline)

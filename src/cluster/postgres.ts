@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
 import { appendFile, chown, mkdir } from 'node:fs/promises';
 import { existsSync, readdirSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -238,4 +237,3 @@ export async function setReplicationQuorum(dir: string, name: string, synchronou
 }
 
 export const pgDirOf = (clusterDir: string) => path.join(clusterDir, 'pg');
-export const tmpHint = () => os.tmpdir();
