@@ -62,6 +62,9 @@ export function primaryClientClass(parsed: PgUrl): typeof pg.Client {
   return class PrimaryClient extends pg.Client {
     readonly #config: string | pg.ClientConfig | undefined;
     #attempting = false;
+    #used = false;
+    #closed = false;
+    #search: Promise<void> | undefined;
 
     constructor(config?: string | pg.ClientConfig) {
       super(config);
@@ -71,12 +74,33 @@ export function primaryClientClass(parsed: PgUrl): typeof pg.Client {
     override connect(): Promise<pg.Client>;
     override connect(callback: Callback): void;
     override connect(callback?: Callback): Promise<pg.Client> | void {
-      const connected = this.#connectToPrimary().then(() => this as pg.Client);
+      // A client connects once, as pg's own: a second connect() must not touch the live connection.
+      const connected = this.#used
+        ? Promise.reject(new Error('Client has already been connected. You cannot reuse a client.'))
+        : (this.#search = this.#connectToPrimary()).then(() => this as pg.Client);
+      this.#used = true;
       if (!callback) return connected;
       connected.then(
         (client) => (callback as (err: null, c: pg.Client) => void)(null, client),
         (error: Error) => (callback as (err: Error) => void)(error),
       );
+    }
+
+    // end() during the search (a LISTEN loop stopping) cuts the attempt in flight and no further
+    // host is tried; there is then no connection left to end. pg's end() would wait for the 'end'
+    // of an attempt's connection that the search has already let go.
+    override end(): Promise<void>;
+    override end(callback: (err: Error) => void): void;
+    override end(callback?: (err: Error) => void): Promise<void> | void {
+      this.#closed = true;
+      if (!this.#attempting) return callback ? super.end(callback) : super.end();
+      (this as unknown as Internals).connection.stream.destroy();
+      const ended = (this.#search ?? Promise.resolve()).then(
+        () => undefined,
+        () => undefined,
+      );
+      if (!callback) return ended;
+      void ended.then(() => (callback as (err?: Error) => void)());
     }
 
     // While hosts are tried, what a spent attempt emits ('end' of its socket, 'error' of its check)
@@ -96,7 +120,7 @@ export function primaryClientClass(parsed: PgUrl): typeof pg.Client {
       try {
         for (const [at, index] of order.entries()) {
           const remainingMs = budgetMs > 0 ? budgetMs - (Date.now() - startedAt) : Infinity;
-          if (at > 0 && remainingMs < MIN_ATTEMPT_MS) break;
+          if (at > 0 && (remainingMs < MIN_ATTEMPT_MS || this.#closed)) break;
           if (at > 0) this.#renew();
           const host = hosts[index] ?? hosts[0]!;
           self.host = self.connectionParameters.host = host.host;

@@ -5,6 +5,7 @@ import { listenForWakeups } from '../../src/outbox/outbox.wakeup.ts';
 import { createPool, inTx, isDatabaseFault, pgCode, sleep, type Db } from '../../src/platform/db.ts';
 import { ensureDatabase } from '../../src/platform/embedded.ts';
 import { migrate } from '../../src/platform/migrate.ts';
+import { newClient } from '../../src/platform/pg-primary.ts';
 import { eventually } from '../support/payments.ts';
 import { startStack } from '../support/stack.ts';
 import { standbyBinaries, startPair, type PgNode, type PgPair } from './multihost.pair.ts';
@@ -39,7 +40,7 @@ const WHERE = 'SELECT pg_is_in_recovery() AS recovering, inet_server_port() AS p
 
 describe('multi-host DATABASE_URL: flashpay follows the writable primary', () => {
   if (!binaries) {
-    it.skip('MH-01..MH-04 — skipped: no PostgreSQL binaries for a standby', () => undefined);
+    it.skip('MH-01..MH-05 — skipped: no PostgreSQL binaries for a standby', () => undefined);
     return;
   }
   let pair: PgPair;
@@ -113,10 +114,58 @@ describe('multi-host DATABASE_URL: flashpay follows the writable primary', () =>
       expect((await second.query<Where>(WHERE)).rows[0]?.port).toBe(pair.primary.port);
       first.release();
       second.release();
+      // end() while the silent host is being tried (a LISTEN loop stopping): the search stops there.
+      const lone = newClient(url, { connectionTimeoutMillis: 60_000 });
+      const connecting = lone.connect().then(
+        () => 'connected',
+        () => 'refused',
+      );
+      await sleep(100);
+      startedAt = Date.now();
+      await lone.end();
+      expect(Date.now() - startedAt).toBeLessThan(500);
+      expect(await connecting).toBe('refused');
     } finally {
       await pool.end();
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
+  it('MH-05: a pooled connection whose primary turns read-only is discarded on its first refused write; 503 until it is writable', async () => {
+    const pool = createPool(pair.url('flashpay', 'read-write'), 1, CONNECT_TIMEOUT_MS);
+    const write = () =>
+      inTx(pool, (tx) => tx.query<Where>(`INSERT INTO mh_probe (note) VALUES ('fence') RETURNING ${WHERE.slice(7)}`));
+    const fence = (on: boolean) =>
+      onNode(
+        pair,
+        pair.primary,
+        on ? 'ALTER SYSTEM SET default_transaction_read_only = on' : 'ALTER SYSTEM RESET default_transaction_read_only',
+      ).then(() => onNode(pair, pair.primary, 'SELECT pg_reload_conf()'));
+    try {
+      expect((await write()).rows[0]?.port).toBe(pair.primary.port);
+      expect(pool.totalCount).toBe(1);
+      await fence(true); // how an operator fences a primary before a switchover
+      try {
+        // The pooled connection meets 25006, is discarded, and the retry finds no writable host.
+        const error = await eventually(
+          () =>
+            write().then(
+              () => undefined,
+              (e: unknown) => e,
+            ),
+          (e) => e !== undefined,
+        );
+        expect(isDatabaseFault(error)).toBe(true);
+        expect(pgCode(error)).toBe('08001');
+        expect((error as Error).message).toMatch(/read-only/);
+        expect(pool.totalCount).toBe(0);
+      } finally {
+        await fence(false);
+      }
+      expect((await write()).rows[0]).toEqual({ recovering: false, port: pair.primary.port });
+    } finally {
+      await pool.end();
     }
   });
 
