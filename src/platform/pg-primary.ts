@@ -51,6 +51,18 @@ const freshState = {
   secretKey: null,
 };
 
+/**
+ * A server that answered and refused for a reason of its own (3D000 no such database, 28P01 bad
+ * password) is not a matter of reaching it: that error is the outcome, as with one host, so that
+ * callers still see it (the channel creates its missing database on 3D000). Unreachable, shutting
+ * down, starting up, too many connections (08, 57P, 53) are the search's to report.
+ */
+function serverRefusal(error: unknown): Error | undefined {
+  const code = (error as { code?: unknown }).code;
+  if (!(error instanceof pg.DatabaseError) || typeof code !== 'string' || /^(08|57P|53)/.test(code)) return undefined;
+  return error;
+}
+
 type Callback = ((err: Error) => void) | ((err: null, c: pg.Client) => void);
 
 /** The Client class for one parsed URL; its instances share which host answered last. */
@@ -116,6 +128,7 @@ export function primaryClientClass(parsed: PgUrl): typeof pg.Client {
       const startedAt = Date.now();
       const order = [lastGood, ...hosts.keys()].filter((index, at, all) => all.indexOf(index) === at);
       const tried: string[] = [];
+      let refusal: Error | undefined;
       this.#attempting = true;
       try {
         for (const [at, index] of order.entries()) {
@@ -139,6 +152,7 @@ export function primaryClientClass(parsed: PgUrl): typeof pg.Client {
             writable = attrs === 'any' || (await this.#isWritable(reported, remainingMs));
           } catch (error) {
             tried.push(`${label}: ${(error as Error).message}`);
+            refusal ??= serverRefusal(error);
             this.#letGo(false);
             continue;
           }
@@ -153,7 +167,7 @@ export function primaryClientClass(parsed: PgUrl): typeof pg.Client {
         // Spent: connect() fails, and a statement sent anyway fails at once instead of waiting.
         this.#renew();
         self._queryable = false;
-        throw new NoPrimaryError(tried);
+        throw refusal ?? new NoPrimaryError(tried);
       } finally {
         this.#attempting = false;
       }

@@ -18,9 +18,10 @@ import { standbyBinaries, startPair, type PgNode, type PgPair } from './multihos
 // target_session_attrs=any the standby listed first is used and refuses the write (25006).
 const binaries = await standbyBinaries();
 const CONNECT_TIMEOUT_MS = 2_000;
-// Measured here from asking `pg_ctl promote` to the first committed write: ~0.2–0.3 s, the promotion
-// itself (the writer tries every 10 ms; the old primary refuses at once, the promoted standby qualifies).
-const FIRST_WRITE_AFTER_PROMOTE_BOUND_MS = 3_000;
+// Our part of a failover: from `pg_ctl promote` returning to the first committed write. Measured
+// here at or below 0 (pg_ctl polls, and the writer, trying every 10 ms, is often first) up to
+// ~0.4 s under the rest of the suite's load; the promotion itself took 0.13–1.0 s.
+const FIRST_WRITE_AFTER_PROMOTED_BOUND_MS = 2_000;
 
 async function onNode<T>(pair: PgPair, node: PgNode, sql: string): Promise<T[]> {
   const client = new pg.Client({ connectionString: pair.url('flashpay', 'any', [node]) });
@@ -40,7 +41,7 @@ const WHERE = 'SELECT pg_is_in_recovery() AS recovering, inet_server_port() AS p
 
 describe('multi-host DATABASE_URL: flashpay follows the writable primary', () => {
   if (!binaries) {
-    it.skip('MH-01..MH-05 — skipped: no PostgreSQL binaries for a standby', () => undefined);
+    it.skip('MH-01..MH-06 — skipped: no PostgreSQL binaries for a standby', () => undefined);
     return;
   }
   let pair: PgPair;
@@ -169,6 +170,16 @@ describe('multi-host DATABASE_URL: flashpay follows the writable primary', () =>
     }
   });
 
+  it('MH-06: a server that answers and refuses (no such database) is the outcome, not "no primary"', async () => {
+    const pool = createPool(pair.url('no_such_db', 'read-write'), 1, CONNECT_TIMEOUT_MS);
+    try {
+      const error = await pool.query('SELECT 1').catch((e: unknown) => e);
+      expect(pgCode(error)).toBe('3D000'); // what the channel's ledger waits for to create its database
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('MH-03: primary killed, standby promoted: the same pool, listener and API write to the new primary', async () => {
     const url = pair.url('flashpay', 'read-write');
     const pool: Db = createPool(url, 4, CONNECT_TIMEOUT_MS);
@@ -238,15 +249,13 @@ describe('multi-host DATABASE_URL: flashpay follows the writable primary', () =>
         (o) => o !== undefined,
         15_000,
       );
-      // pg_ctl promote -w polls, so the first write may commit before it returns: the bound is
-      // taken from the moment promotion was asked for.
-      const afterPromoteMs = first!.endedAt - promoteStartedAt;
+      const afterPromotedMs = first!.endedAt - promotedAt;
       console.log(
         `MH-03: primary stopped; promote asked ${promoteStartedAt - stoppedAt} ms later (our wait, 503s meanwhile); ` +
-          `pg_ctl promote returned after ${promotedAt - promoteStartedAt} ms; first write committed ${afterPromoteMs} ms ` +
-          `after promote was asked (${first!.endedAt - stoppedAt} ms after the stop)`,
+          `pg_ctl promote returned after ${promotedAt - promoteStartedAt} ms; first write committed ` +
+          `${first!.endedAt - promoteStartedAt} ms after promote was asked, ${afterPromotedMs} ms after it returned`,
       );
-      expect(afterPromoteMs).toBeLessThan(FIRST_WRITE_AFTER_PROMOTE_BOUND_MS);
+      expect(afterPromotedMs).toBeLessThan(FIRST_WRITE_AFTER_PROMOTED_BOUND_MS);
       expect(first!.where).toEqual({ recovering: false, port: pair.standby.port });
 
       // The API writes again, and the listener is back, on the new primary.
