@@ -87,8 +87,12 @@ export async function startPair(binaries: PgBinaries): Promise<PgPair> {
   // If the test process ends without close(), no postmaster is left behind.
   const onExit = () => {
     for (const node of running) {
-      const pid = Number(readFileSync(path.join(node.dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-      if (pid > 0) process.kill(pid, 'SIGQUIT');
+      try {
+        const pid = Number(readFileSync(path.join(node.dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+        if (pid > 0) process.kill(pid, 'SIGQUIT');
+      } catch {
+        // already gone
+      }
     }
   };
   process.once('exit', onExit);
