@@ -4,8 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenForWakeups } from '../../src/outbox/outbox.wakeup.ts';
 import { createPool, inTx, isDatabaseFault, pgCode, sleep, type Db } from '../../src/platform/db.ts';
 import { ensureDatabase } from '../../src/platform/embedded.ts';
+import { loadConfig } from '../../src/platform/config.ts';
 import { migrate } from '../../src/platform/migrate.ts';
 import { newClient } from '../../src/platform/pg-primary.ts';
+import { openDatabase } from '../../src/runtime.ts';
 import { eventually } from '../support/payments.ts';
 import { startStack } from '../support/stack.ts';
 import { standbyBinaries, startPair, type PgNode, type PgPair } from './multihost.pair.ts';
@@ -80,6 +82,13 @@ describe('multi-host DATABASE_URL: flashpay follows the writable primary', () =>
     );
     const stats = await onNode<{ n: number }>(pair, pair.primary, 'SELECT count(*)::int AS n FROM pg_stat_replication');
     expect(stats[0]?.n).toBe(1);
+    // `flashpay start` with this DATABASE_URL: the channel's ledger database, named and created on the primary.
+    const target = await openDatabase({ ...loadConfig({}), databaseUrl: pair.url('flashpay', 'read-write') }, () => {
+      throw new Error('the channel database could not be created');
+    });
+    expect(target.channelUrl).toBe(pair.url('flashpay_channel', 'read-write'));
+    const channelDb = await onNode(pair, pair.primary, `SELECT 1 FROM pg_database WHERE datname = 'flashpay_channel'`);
+    expect(channelDb).toHaveLength(1);
   });
 
   it('MH-02: negative control: target_session_attrs=any takes the standby listed first, and a write fails 25006', async () => {
