@@ -17,7 +17,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 };
 
 const USAGE = `usage: flashpay <command> [options]
-  start [--port 8080] [--channel-port 8081] [--no-workers] [--control] [--production]
+  start [--port 8080] [--channel-port 8081] [--role all|api|worker] [--no-workers] [--control] [--production]
   channel [--port 8081] [--control]
   inventory [--port 8082] [--database-url URL]
   token --tenant T --user U [--admin | --operator] [--ttl 3600]

@@ -1,11 +1,22 @@
 import { loadConfig } from '../platform/config.ts';
 import { isDatabaseFault } from '../platform/db.ts';
 import { launchStack } from '../stack.ts';
-import { intFlag, parseArgs } from '../platform/args.ts';
+import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
 
 const log = (line: string) => process.stderr.write(`flashpay: ${line}\n`);
 
-/** `flashpay start [--port 8080] [--channel-port 8081] [--no-workers] [--control] [--production]`: the whole stack in one process. */
+// Several processes on one database (docs/deploy.md): `api` serves requests and runs no timed loop;
+// `worker` (the default, `all`) also runs the relay, recovery, expiry, saga and stock loops, which are
+// safe to run in any number of processes at once.
+const ROLES = ['all', 'api', 'worker'] as const;
+
+function workersOf(args: ReturnType<typeof parseArgs>): boolean {
+  const role = stringFlag(args, 'role') ?? 'all';
+  if (!(ROLES as readonly string[]).includes(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
+  return role !== 'api' && !args.flags.has('no-workers');
+}
+
+/** `flashpay start [--port 8080] [--channel-port 8081] [--role all|api|worker] [--no-workers] [--control] [--production]`: the whole stack in one process. */
 export async function startCommand(argv: string[]): Promise<void> {
   const args = parseArgs(argv, ['no-workers', 'control', 'production']);
   const loaded = loadConfig();
@@ -22,7 +33,7 @@ export async function startCommand(argv: string[]): Promise<void> {
     port,
     channelPort,
     control: args.flags.has('control'),
-    workers: !args.flags.has('no-workers'),
+    workers: workersOf(args),
     advertise: true,
     log,
   });

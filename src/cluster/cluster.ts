@@ -264,7 +264,7 @@ async function startAll(
       flashpaySpec(
         'worker',
         'worker',
-        ['start', '--port', String(workerPort)],
+        ['start', '--role', 'worker', '--port', String(workerPort)],
         env('worker'),
         logs,
         `http://127.0.0.1:${workerPort}`,
@@ -280,7 +280,7 @@ async function startAll(
         flashpaySpec(
           a.name,
           'api',
-          ['start', '--no-workers', '--port', String(a.port)],
+          ['start', '--role', 'api', '--port', String(a.port)],
           env(a.name),
           logs,
           `http://127.0.0.1:${a.port}`,

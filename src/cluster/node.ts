@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 
 export const NODE_KINDS = ['postgres', 'monitor', 'nats', 'api', 'worker', 'haproxy', 'channel'] as const;
@@ -54,13 +54,47 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/** Signals the node's whole process group; a group already gone is not an error. */
-export function signalNode(pid: number, signal: NodeJS.Signals): void {
+/** Every process below `root`, from /proc: the parent is the 4th field of /proc/PID/stat, after the name. */
+function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: number[] = [];
+  const walk = (pid: number) => {
+    for (const child of children.get(pid) ?? []) {
+      found.push(child);
+      walk(child);
+    }
+  };
+  walk(root);
+  return found;
+}
+
+const quietly = (pid: number, signal: NodeJS.Signals) => {
   try {
-    process.kill(-pid, signal);
+    process.kill(pid, signal);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
   }
+};
+
+/**
+ * Signals the node's process group and, for SIGKILL, every process below it at the same moment:
+ * PostgreSQL's backends each lead a process group of their own (they call setsid), and a walsender
+ * left alive after its postmaster would go on shipping WAL that a dead host could not have sent.
+ */
+export function signalNode(pid: number, signal: NodeJS.Signals): void {
+  const below = signal === 'SIGKILL' ? descendants(pid) : [];
+  quietly(-pid, signal);
+  for (const child of below) quietly(child, signal);
 }
 
 export async function waitGone(pid: number, timeoutMs: number): Promise<boolean> {

@@ -24,7 +24,7 @@ export interface TestCluster {
   state: ClusterState;
   /** A pool on the formation (multi-host URL): follows the primary like the API processes. */
   db: Db;
-  token(user: string, scope?: 'buyer' | 'admin'): Promise<string>;
+  token(user: string, scope?: 'buyer' | 'admin' | 'operator'): Promise<string>;
   primary(): Promise<string>;
   standby(): Promise<string>;
 }
