@@ -165,6 +165,13 @@ describe('security: tenants, scopes, secrets, the double', () => {
         'UNAUTHENTICATED',
       );
       expectProblem(await t.call('POST', `${t.channel}/_control/reset`, {}), 401, 'UNAUTHENTICATED');
+      // However the path is spelt (issue 40; every spelling of every route: path-variants.test.ts).
+      for (const control of ['/%5Fcontrol', '/%5fcontrol', '/%5F%63ontrol'])
+        expectProblem(
+          await t.call('POST', `${t.channel}${control}/callbacks/send`, { body: forge }),
+          401,
+          'UNAUTHENTICATED',
+        );
       const elsewhere = await t.call('POST', `${t.channel}/charge`, {
         body: { merchant_order: 'ord_probe', amount: 100, notify_url: 'http://169.254.169.254/latest/meta-data' },
       });
