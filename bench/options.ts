@@ -4,8 +4,8 @@ import { intFlag, parseArgs, stringFlag, UsageError } from '../src/platform/args
 export interface BenchOptions {
   quick: boolean;
   json: boolean;
-  /** Run only one part (handy while iterating); default both. */
-  only: 'orders' | 'outbox' | 'flash' | 'recovery' | 'p3' | undefined;
+  /** Run only one part (handy while iterating); default all (the cluster part not with --quick). */
+  only: 'orders' | 'outbox' | 'flash' | 'recovery' | 'p3' | 'cluster' | undefined;
   orders: OrdersCounts;
   outbox: OutboxCounts;
   recovery: RecoveryCounts;
@@ -48,7 +48,7 @@ const FULL_RECOVERY: RecoveryCounts = { orders: 10_000, unchargedEvery: 5, provi
 const QUICK_DIVISOR = 10;
 
 const USAGE =
-  'usage: flashpay bench [--quick] [--json] [--only orders|outbox|flash|recovery|p3] [--requests N] [--events N] [--concurrency N]';
+  'usage: flashpay bench [--quick] [--json] [--only orders|outbox|flash|recovery|p3|cluster] [--requests N] [--events N] [--concurrency N]';
 
 export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv = process.env): BenchOptions {
   const args = parseArgs(argv, ['quick', 'json']);
@@ -64,9 +64,10 @@ export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv = proce
     only !== 'outbox' &&
     only !== 'flash' &&
     only !== 'recovery' &&
-    only !== 'p3'
+    only !== 'p3' &&
+    only !== 'cluster'
   )
-    throw new UsageError(`--only must be orders, outbox, flash, recovery or p3
+    throw new UsageError(`--only must be orders, outbox, flash, recovery, p3 or cluster
 ${USAGE}`);
   const scale = (n: number) => (quick ? Math.max(1, Math.round(n / QUICK_DIVISOR)) : n);
   const requests = intFlag(args, 'requests', scale(FULL_ORDERS.requests));

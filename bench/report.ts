@@ -1,4 +1,6 @@
 import type { DriverResult } from './driver.ts';
+import type { ClusterReport } from './cluster.bench.ts';
+import { formatCluster } from './cluster.report.ts';
 import type { FlashReport } from './flash.bench.ts';
 import { formatFlash } from './flash.report.ts';
 import { formatRecovery, type RecoveryReport } from './recovery.bench.ts';
@@ -20,6 +22,8 @@ export interface BenchReport {
   flash?: FlashReport;
   /** Issue 16's P6: recovery of UNKNOWN orders against the provider's query rate. */
   recovery?: RecoveryReport;
+  /** Issue 33: a local cluster's sync/async and N/1 API ratios, failover times, CPU per node. */
+  cluster?: ClusterReport;
   ok: boolean;
 }
 
@@ -152,6 +156,7 @@ export function formatReport(report: BenchReport): string {
   if (report.flash) lines.push('', formatFlash(report.flash));
   if (report.outbox) lines.push('', formatOutbox(report.outbox));
   if (report.recovery) lines.push('', formatRecovery(report.recovery));
+  if (report.cluster) lines.push('', formatCluster(report.cluster));
   lines.push(
     '',
     'Ratios are flashpay / baseline from this same run: req/s or events/s above 1 means faster, p99 above 1 means slower.',

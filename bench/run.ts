@@ -10,6 +10,7 @@ import { runOutboxBench } from './outbox.bench.ts';
 import { runFlashBench } from './flash.bench.ts';
 import { runRecoveryBench } from './recovery.bench.ts';
 import { runEndToEndBench } from './e2e.bench.ts';
+import { runClusterBench } from './cluster.bench.ts';
 import type { BenchReport, MachineInfo } from './report.ts';
 import { startFlashpayServer } from './servers.ts';
 import { round } from './stats.ts';
@@ -33,10 +34,54 @@ async function machineInfo(db: Db, where: string, poolSize: number): Promise<Omi
 }
 
 /**
- * The whole bench: its own database (embedded, or fresh on DATABASE_URL's server), the real API on
- * 127.0.0.1:0, the driver process; order runs, then outbox runs. Everything is torn down after.
+ * The whole bench: the single-node parts, then (full runs, not --quick) the cluster part on a local
+ * cluster of its own (bench/cluster.bench.ts, issue 33), which starts once the others are torn down.
  */
 export async function runBench(options: BenchOptions, log: (line: string) => void): Promise<BenchReport> {
+  if (options.only === 'cluster') return runClusterAlone(options, log);
+  const report = await runSingleNode(options, log);
+  if (options.only !== undefined || options.quick) return report;
+  const cluster = await runClusterBench(options, log);
+  const loadAverage = { ...report.machine.loadAverage, end: round(os.loadavg()[0] ?? 0, 2) };
+  return {
+    ...report,
+    runtimeMs: report.runtimeMs + cluster.runtimeMs,
+    machine: { ...report.machine, loadAverage },
+    cluster,
+    ok: report.ok && cluster.ok,
+  };
+}
+
+/** `--only cluster`: no single-node database, server or driver; the machine line names the formation's PostgreSQL. */
+async function runClusterAlone(options: BenchOptions, log: (line: string) => void): Promise<BenchReport> {
+  const loadAtStart = os.loadavg()[0] ?? 0;
+  const cluster = await runClusterBench(options, log);
+  const machine: MachineInfo = {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
+    node: process.version,
+    postgres: cluster.postgres,
+    synchronousCommit: 'on (a synchronous standby, but in the async runs)',
+    database: "the cluster part's own pg_auto_failover formation",
+    poolSize: loadConfig().poolSize,
+    driver: cluster.driver,
+    loadAverage: { start: round(loadAtStart, 2), end: round(os.loadavg()[0] ?? 0, 2) },
+  };
+  return {
+    date: new Date().toISOString(),
+    quick: options.quick,
+    runtimeMs: cluster.runtimeMs,
+    machine,
+    cluster,
+    ok: cluster.ok,
+  };
+}
+
+/**
+ * The single-node parts: their own database (embedded, or fresh on DATABASE_URL's server), the real
+ * API on 127.0.0.1:0, the driver process; order runs, then outbox runs. Everything is torn down after.
+ */
+async function runSingleNode(options: BenchOptions, log: (line: string) => void): Promise<BenchReport> {
   const startedAt = performance.now();
   const loadAtStart = os.loadavg()[0] ?? 0;
   log(
