@@ -6,7 +6,8 @@ import {
   type ConsumerMessages,
   type JsMsg,
 } from '@nats-io/jetstream';
-import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { nanos, type NatsConnection } from '@nats-io/transport-node';
+import { connectNats } from './platform/nats.ts';
 import type { Db } from './platform/db.ts';
 import { receiveStockRequests, type StockRequest } from './inventory/index.ts';
 import { receiveStockResult, STOCK_RESULT_TYPES, type StockResult } from './orders/index.ts';
@@ -25,7 +26,10 @@ const RETRY_DELAY_MS = 500; // a failed inbox write comes back after this, not i
 const MAX_IN_FLIGHT = 64; // messages pulled ahead of processing
 
 export interface JetStreamStockOptions {
+  /** `NATS_URL`: one server or several, comma-separated. */
   servers: string;
+  /** `FLASHPAY_NATS_REPLICAS`: the stock stream's replicas (raised when it has fewer). */
+  replicas?: number;
   /** Subjects `<prefix>.requests|results`; the stream and durable names derive from it. */
   prefix: string;
   shopDb: Db;
@@ -82,10 +86,12 @@ export function jetStreamStockTransport(options: JetStreamStockOptions): StockTr
 
   const open = () => {
     connection ??= (async () => {
-      const nc = await connect({ servers: options.servers, name: 'flashpay-stock' });
+      // Reconnects forever to any server of the list, as the outbox sink does.
+      const nc = await connectNats(options.servers, 'flashpay-stock');
       await ensureStream(await jetstreamManager(nc), {
         servers: options.servers,
         topology: { stream: names.stream, subjectPrefix: options.prefix },
+        replicas: options.replicas,
       });
       return nc;
     })().catch((error: unknown) => {

@@ -43,7 +43,12 @@ export function stockPumpFor(
     config.stockTransport === 'amqp'
       ? amqpStockTransport({ url: config.amqpUrl ?? '', ...sides })
       : config.stockTransport === 'jetstream'
-        ? jetStreamStockTransport({ servers: config.natsUrl ?? '', ackWaitMs: config.stockAckWaitMs, ...sides })
+        ? jetStreamStockTransport({
+            servers: config.natsUrl ?? '',
+            replicas: config.natsReplicas,
+            ackWaitMs: config.stockAckWaitMs,
+            ...sides,
+          })
         : undefined;
   const made = createStockPump({
     shopDb: deps.db,

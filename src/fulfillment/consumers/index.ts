@@ -12,7 +12,7 @@ export { startAmqpConsumer, startJetStreamConsumer, type RunningConsumer };
  * consumer; for http none (the webhook route `fulfillmentRoutes` is the consumer), so null.
  */
 export async function startBrokerConsumerFromConfig(
-  config: Pick<Config, 'outboxSink' | 'natsUrl' | 'amqpUrl'>,
+  config: Pick<Config, 'outboxSink' | 'natsUrl' | 'amqpUrl'> & Partial<Pick<Config, 'natsReplicas'>>,
   db: Db,
   options: { topology?: Partial<BrokerTopology>; onError?: (error: unknown) => void } = {},
 ): Promise<RunningConsumer | null> {
@@ -22,7 +22,13 @@ export async function startBrokerConsumerFromConfig(
       return null;
     case 'nats':
       if (!config.natsUrl) throw new Error('FLASHPAY_OUTBOX_SINK=nats needs NATS_URL');
-      return startJetStreamConsumer({ servers: config.natsUrl, db, topology, onError: options.onError });
+      return startJetStreamConsumer({
+        servers: config.natsUrl,
+        replicas: config.natsReplicas,
+        db,
+        topology,
+        onError: options.onError,
+      });
     case 'amqp':
       if (!config.amqpUrl) throw new Error('FLASHPAY_OUTBOX_SINK=amqp needs AMQP_URL');
       return startAmqpConsumer({ url: config.amqpUrl, db, topology, onError: options.onError });

@@ -1,5 +1,6 @@
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
-import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { nanos, type NatsConnection } from '@nats-io/transport-node';
+import { connectNats } from '../../platform/nats.ts';
 import { registerComponent, type ComponentHealth } from '../../platform/health.ts';
 import type { Db } from '../../platform/db.ts';
 import { ensureStream } from '../../outbox/index.ts';
@@ -10,7 +11,10 @@ import { consume, type ConsumeFn } from '../fulfillment.service.ts';
 import type { RunningConsumer } from './running.ts';
 
 export interface JetStreamConsumerOptions {
+  /** `NATS_URL`: one server or several, comma-separated. */
   servers: string;
+  /** `FLASHPAY_NATS_REPLICAS`, for the stream when this side creates it (the consumer inherits the stream's). */
+  replicas?: number;
   db: Db;
   topology: Pick<BrokerTopology, 'stream' | 'subjectPrefix' | 'durable'>;
   /** Unacknowledged messages are redelivered after this (at least once). */
@@ -165,19 +169,15 @@ async function watchConnection(
 export async function startJetStreamConsumer(options: JetStreamConsumerOptions): Promise<RunningConsumer> {
   const apply = options.consumeFn ?? consume;
   const { stream, subjectPrefix, durable } = options.topology;
-  // Never give up reconnecting (the client's default stops after 10 tries): a broker that comes
-  // back after a long outage must find its consumer again.
-  const connection = await connect({
-    servers: options.servers,
-    name: 'flashpay-fulfillment',
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 500,
-  });
+  // Reconnects forever, to any server of the list: a broker back after a long outage, or the
+  // cluster's next server when one dies, must find its consumer again.
+  const connection = await connectNats(options.servers, 'flashpay-fulfillment');
   const health = registerComponent('jetstream-consumer');
   void watchConnection(connection, health, options.onError);
   try {
     const jsm = await jetstreamManager(connection);
-    await ensureStream(jsm, { servers: options.servers, topology: options.topology }); // either side may start first
+    // Either side may start first.
+    await ensureStream(jsm, { servers: options.servers, topology: options.topology, replicas: options.replicas });
     await jsm.consumers.add(stream, {
       durable_name: durable,
       ack_policy: AckPolicy.Explicit,

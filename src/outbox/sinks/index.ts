@@ -23,7 +23,7 @@ const DEFAULT_HTTP_TIMEOUT_MS = 5_000;
 
 /** `FLASHPAY_OUTBOX_SINK`: http (default), nats (needs NATS_URL) or amqp (needs AMQP_URL). */
 export async function createSinkFromConfig(
-  config: Pick<Config, 'outboxSink' | 'natsUrl' | 'amqpUrl'>,
+  config: Pick<Config, 'outboxSink' | 'natsUrl' | 'amqpUrl'> & Partial<Pick<Config, 'natsReplicas'>>,
   wiring: SinkWiring,
 ): Promise<Sink> {
   const topology = { ...DEFAULT_TOPOLOGY, ...wiring.topology };
@@ -37,7 +37,7 @@ export async function createSinkFromConfig(
       });
     case 'nats':
       if (!config.natsUrl) throw new Error('FLASHPAY_OUTBOX_SINK=nats needs NATS_URL');
-      return createNatsSink({ servers: config.natsUrl, topology });
+      return createNatsSink({ servers: config.natsUrl, topology, replicas: config.natsReplicas });
     case 'amqp':
       if (!config.amqpUrl) throw new Error('FLASHPAY_OUTBOX_SINK=amqp needs AMQP_URL');
       return createAmqpSink({ url: config.amqpUrl, topology });

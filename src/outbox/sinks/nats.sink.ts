@@ -1,35 +1,71 @@
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
-import { connect, createInbox, headers, nanos, type Msg, type NatsConnection } from '@nats-io/transport-node';
+import { createInbox, headers, nanos, type Msg, type NatsConnection } from '@nats-io/transport-node';
+import { connectNats } from '../../platform/nats.ts';
 import type { OutboxEvent, Sink } from '../outbox.events.ts';
 import { subjectFor, type BrokerTopology } from './topology.ts';
 
 export interface NatsSinkOptions {
+  /** `NATS_URL`: one server or several, comma-separated. */
   servers: string;
   topology: Pick<BrokerTopology, 'stream' | 'subjectPrefix'>;
   /** The stream drops a re-published Nats-Msg-Id seen within this window (JetStream's own dedupe). */
   duplicateWindowMs?: number;
   /** How long to wait for the stream's PubAck; below the relay lease. */
   publishTimeoutMs?: number;
+  /** `FLASHPAY_NATS_REPLICAS`: the stream's replicas when this creates it, and at least that many after. */
+  replicas?: number;
 }
 
 const DEFAULT_DUPLICATE_WINDOW_MS = 10 * 60_000; // longer than a relay lease plus a few retries
 const DEFAULT_PUBLISH_TIMEOUT_MS = 5_000;
 
-/** Creates the stream when missing; widens its subjects when it exists without ours. */
+const notFound = (error: unknown) =>
+  error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
+
+function replicasError(stream: string, replicas: number, why: string): Error {
+  return new Error(
+    `stream ${stream} at ${replicas} replicas (FLASHPAY_NATS_REPLICAS=${replicas}): ${why}; ` +
+      'that needs a JetStream cluster of at least as many servers (NATS_URL lists them)',
+  );
+}
+
+/**
+ * Creates the stream when missing; widens its subjects when it exists without ours; raises its
+ * replicas when it has fewer than asked (JetStream moves a stream to more peers on an update).
+ * Never lowers them: a process started without FLASHPAY_NATS_REPLICAS must not undo a cluster's 3.
+ */
 export async function ensureStream(jsm: JetStreamManager, options: NatsSinkOptions): Promise<void> {
   const { stream, subjectPrefix } = options.topology;
   const wanted = `${subjectPrefix}.>`;
+  const replicas = options.replicas ?? 1;
+  const info = await jsm.streams.info(stream).catch((error: unknown) => {
+    if (notFound(error)) return undefined;
+    throw error;
+  });
+  // A single server takes an update to 3 replicas and reports 3 while it stores one copy: only a
+  // stream with cluster peers is replicated, so look at that before asking.
+  if (info && replicas > 1 && !info.cluster?.name) throw replicasError(stream, replicas, 'the server is not clustered');
   try {
-    const info = await jsm.streams.info(stream);
+    if (!info) {
+      await jsm.streams.add({
+        name: stream,
+        subjects: [wanted],
+        duplicate_window: nanos(options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS),
+        num_replicas: replicas,
+      });
+      return;
+    }
     const subjects = info.config.subjects ?? [];
-    if (!subjects.includes(wanted)) await jsm.streams.update(stream, { subjects: [...subjects, wanted] });
+    const change = {
+      ...(subjects.includes(wanted) ? {} : { subjects: [...subjects, wanted] }),
+      ...(info.config.num_replicas < replicas ? { num_replicas: replicas } : {}),
+    };
+    if (Object.keys(change).length > 0) await jsm.streams.update(stream, change);
   } catch (error) {
-    if (!(error instanceof JetStreamApiError) || error.code !== JetStreamApiCodes.StreamNotFound) throw error;
-    await jsm.streams.add({
-      name: stream,
-      subjects: [wanted],
-      duplicate_window: nanos(options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS),
-    });
+    // "replicas > 1 not supported in non-clustered mode", "insufficient resources": say what to change.
+    if (replicas > 1 && error instanceof JetStreamApiError)
+      throw replicasError(stream, replicas, `JetStream refused (${error.message})`);
+    throw error;
   }
 }
 
@@ -115,14 +151,9 @@ function ackPipeline(connection: NatsConnection) {
  * (the message is stored). A PubAck marked duplicate also counts: the stream already holds it.
  */
 export async function createNatsSink(options: NatsSinkOptions): Promise<Sink> {
-  // Reconnect forever (the client's default gives up after 10 tries); publishes fail meanwhile
-  // and the relay backs them off, so nothing is lost while the broker is away.
-  const connection: NatsConnection = await connect({
-    servers: options.servers,
-    name: 'flashpay-relay',
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 500,
-  });
+  // Reconnects forever, to any server of the list; publishes fail meanwhile (no PubAck in time) and
+  // the relay backs them off, so nothing is lost while a server, or the stream's leader, is away.
+  const connection: NatsConnection = await connectNats(options.servers, 'flashpay-relay');
   try {
     await ensureStream(await jetstreamManager(connection), options);
   } catch (error) {
