@@ -112,7 +112,11 @@ describe.skipIf(!runIt)('JetStream cluster: a node dies while the relay delivers
       const leader = await leaderOf(topology.stream);
       const before = await info(topology.stream);
       expect(before.config.num_replicas).toBe(3);
-      expect(before.cluster?.replicas?.map((r) => r.name).sort()).toHaveLength(2); // + the leader: three copies
+      const copies = (c: StreamInfo['cluster']) => [c?.leader, ...(c?.replicas ?? []).map((r) => r.name)].sort();
+      expect(copies(before.cluster)).toEqual(cluster.nodes.map((n) => n.name)); // a copy on each of the three
+      // The durable consumer inherits the stream's replicas: its acknowledgements survive the node too.
+      const durable = await (await jetstreamManager(admin)).consumers.info(topology.stream, topology.durable);
+      expect(durable.cluster?.replicas ?? []).toHaveLength(2);
 
       await seedOrdersWithEvents(db, 'nc1', EVENTS, 'PAID');
       let publishedAtKill = -1;
