@@ -3,6 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
+import { natsServers } from '../platform/nats.ts';
 import { natsNodeSpecs } from './nats.config.ts';
 import { freePorts, isAlive, signalNode, spawnNode, waitGone, waitUntil, type NodeSpec } from './node.ts';
 
@@ -93,7 +94,7 @@ function tail(file: string, lines = 15): string {
 
 /** The server name of a stream's current leader (undefined while it has none, or when standalone). */
 export async function streamLeader(servers: string, stream: string): Promise<string | undefined> {
-  const nc = await connect({ servers: servers.split(','), timeout: PROBE_TIMEOUT_MS });
+  const nc = await connect({ servers: natsServers(servers), timeout: PROBE_TIMEOUT_MS });
   try {
     const info = await (await jetstreamManager(nc, { timeout: PROBE_TIMEOUT_MS })).streams.info(stream);
     return info.cluster?.leader || undefined;
