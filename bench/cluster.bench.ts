@@ -4,11 +4,12 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { APT_LINE, checkEngines, clusterDown, clusterUp, readState } from '../src/cluster/index.ts';
 import { tokenSigner } from '../src/platform/auth.ts';
-import { cpuBetween, readCpu } from './cluster.cpu.ts';
+import { cpuBetween, readCpu, type CpuUse } from './cluster.cpu.ts';
 import { adminCall, checkSku, createSku, runLoad, type LoadRun, type Tokens } from './cluster.load.ts';
 import {
   bringApiBack,
   pgRoles,
+  primaryCounters,
   serverVersion,
   setReplication,
   takeApiOut,
@@ -31,8 +32,8 @@ const BUYERS = 32;
 const BUYER_TOKENS = 200;
 const TENANT = 'bench-cluster';
 /** Each timed run lasts about this long at the rate the warm-up measured. */
-const RUN_SECONDS = { full: 8, quick: 3 };
-const WARMUP_ORDERS = { full: 400, quick: 150 };
+const RUN_SECONDS = { full: 10, quick: 3 };
+const WARMUP_ORDERS = { full: 400, quick: 150, again: 200 };
 const KILLS = { full: 5, quick: 2 };
 const SETTLE_TIMEOUT_MS = 120_000;
 
@@ -46,9 +47,13 @@ export interface ClusterRun {
   label: string;
   replication: Replication;
   apis: number;
+  /** Untimed: not in the ratios nor in the CPU table (still checked). */
+  warmup: boolean;
   load: LoadRun;
-  /** CPU ms of each node (and the driver) during the run, and of the whole machine. */
-  cpu: { byNodeMs: Record<string, number>; machineMs: number };
+  /** CPU ms of each node (and the driver, and this process) during the run, and of the whole machine. */
+  cpu: CpuUse;
+  /** The primary's commits and WAL bytes during the run. */
+  primary: { commits: number; walBytes: number };
   failures: string[];
 }
 
@@ -65,9 +70,7 @@ export interface ClusterReport {
   runSeconds: number;
   /** Each node's role during the timed runs (PostgreSQL nodes: primary / standby). */
   roles: Record<string, string>;
-  /** Untimed, before the runs: JIT, pools, keep-alive sockets, the streams; the second sizes the runs. */
-  warmups: ClusterRun[];
-  /** In the order they ran: sync, async, async, sync, 1 API, 1 API, sync. */
+  /** In the order they ran: 2 warm-ups, sync, async, async, sync, 1 API, 1 API, a warm-up, sync. */
   runs: ClusterRun[];
   ratios: { asyncOverSync: number | null; manyOverOne: number | null };
   failover: FailoverSample[];
@@ -84,17 +87,31 @@ interface Context {
   log: (line: string) => void;
 }
 
-async function timedRun(context: Context, label: string, replication: Replication, apis: number, orders: number) {
+interface RunSpec {
+  label: string;
+  replication: Replication;
+  apis: number;
+  orders: number;
+  warmup: boolean;
+}
+
+async function timedRun(context: Context, spec: RunSpec): Promise<ClusterRun> {
   const { dir, api, tokens, driver } = context;
+  const { label, orders } = spec;
   const sku = `run-${label.replace(/\W+/g, '-')}-${Math.random().toString(36).slice(2, 8)}`;
   await createSku(api, tokens.admin, sku, orders);
   const nodes = (await readState(dir)).nodes;
-  const before = readCpu(nodes, { driver: driver.pid });
+  const { primary } = await pgRoles(dir);
+  const extra = { driver: driver.pid, 'bench (this process)': process.pid };
+  const counters = await primaryCounters(dir, primary);
+  const before = readCpu(nodes, extra);
   const load = await runLoad(driver, api, tokens, { sku, orders, concurrency: BUYERS, keyPrefix: sku });
-  const cpu = cpuBetween(before, readCpu(nodes, { driver: driver.pid }));
+  const cpu = cpuBetween(before, readCpu(nodes, extra));
+  const after = await primaryCounters(dir, primary);
   const failures = await checkSku(api, tokens.admin, sku, load.paid);
   context.log(`cluster: ${label}: ${load.paidPerSecond} paid orders/s (${load.paid}/${load.orders})`);
-  return { label, replication, apis, load, cpu, failures } satisfies ClusterRun;
+  const delta = { commits: after.commits - counters.commits, walBytes: after.walBytes - counters.walBytes };
+  return { ...spec, load, cpu, primary: delta, failures };
 }
 
 /** Paid orders over the summed time of the runs that match. */
@@ -105,26 +122,27 @@ function pooled(runs: ClusterRun[], match: (run: ClusterRun) => boolean): number
 }
 
 /**
- * Two untimed warm-ups (the second's rate sizes the runs to about RUN_SECONDS each), then
- * sync/async ABBA, then N/1 API processes ABBA (the second sync run is the first N of it).
+ * Two warm-ups (the second's rate sizes the runs to about RUN_SECONDS each), then sync/async ABBA,
+ * then N/1 API processes ABBA (the second sync run is the first N of it). Runs in the order they ran.
  */
 async function throughput(context: Context, quick: boolean) {
   const many = `sync, ${APIS} APIs`;
-  const warmups = [
-    await timedRun(context, many, 'sync', APIS, quick ? WARMUP_ORDERS.quick : WARMUP_ORDERS.full),
-    await timedRun(context, many, 'sync', APIS, quick ? WARMUP_ORDERS.quick : WARMUP_ORDERS.full),
-  ];
-  const seconds = quick ? RUN_SECONDS.quick : RUN_SECONDS.full;
-  const orders = Math.min(20_000, Math.max(100, Math.round((warmups[1]?.load.paidPerSecond ?? 0) * seconds)));
-  context.log(`cluster: ${orders} orders per timed run (~${seconds} s each at the second warm-up's rate)`);
   const runs: ClusterRun[] = [];
+  const warmupOrders = quick ? WARMUP_ORDERS.quick : WARMUP_ORDERS.full;
+  const warmup = async (label: string, orders: number) =>
+    runs.push(await timedRun(context, { label, replication: 'sync', apis: APIS, orders, warmup: true }));
+  await warmup(many, warmupOrders);
+  await warmup(many, warmupOrders);
+  const seconds = quick ? RUN_SECONDS.quick : RUN_SECONDS.full;
+  const orders = Math.min(20_000, Math.max(100, Math.round((runs[1]?.load.paidPerSecond ?? 0) * seconds)));
+  context.log(`cluster: ${orders} orders per timed run (~${seconds} s each at the second warm-up's rate)`);
   const step = async (what: string, action: () => Promise<void>) => {
     const startedAt = performance.now();
     await action();
     context.log(`cluster: ${what} in ${Math.round(performance.now() - startedAt)} ms`);
   };
   const run = async (label: string, replication: Replication, apis: number) =>
-    runs.push(await timedRun(context, label, replication, apis, orders));
+    runs.push(await timedRun(context, { label, replication, apis, orders, warmup: false }));
   const asynchronous = `async, ${APIS} APIs`;
   await run(many, 'sync', APIS);
   await step('asynchronous replication', () => setReplication(context.dir, false));
@@ -137,8 +155,10 @@ async function throughput(context: Context, quick: boolean) {
   await run('sync, 1 API', 'sync', 1);
   await run('sync, 1 API', 'sync', 1);
   await step(`${out} back in HAProxy`, () => bringApiBack(context.dir, out));
+  // A process just started runs its first requests cold (JIT, its pool's connections).
+  await warmup(`${many}, ${out} just back`, WARMUP_ORDERS.again);
   await run(many, 'sync', APIS);
-  return { warmups, runs, orders, seconds };
+  return { runs, orders, seconds };
 }
 
 /** Recovery run by an operator, then reconciliation until it is clean (or the last report). */
@@ -175,7 +195,6 @@ function skippedReport(why: string): ClusterReport {
     ordersPerRun: 0,
     runSeconds: 0,
     roles: {},
-    warmups: [],
     runs: [],
     ratios: { asyncOverSync: null, manyOverOne: null },
     failover: [],
@@ -224,7 +243,8 @@ export async function runClusterBench(
 async function measure(context: Context, quick: boolean): Promise<Omit<ClusterReport, 'upMs' | 'runtimeMs'>> {
   const { dir, api, tokens, log } = context;
   const roles = await pgRoles(dir);
-  const { warmups, runs: timed, orders, seconds } = await throughput(context, quick);
+  const { runs, orders, seconds } = await throughput(context, quick);
+  const timed = runs.filter((run) => !run.warmup);
   const sync = (run: ClusterRun) => run.replication === 'sync' && run.apis === APIS;
   const asyncOverSync = ratio(
     pooled(timed.slice(0, 4), (r) => r.replication === 'async'),
@@ -243,15 +263,12 @@ async function measure(context: Context, quick: boolean): Promise<Omit<ClusterRe
       keyPrefix: `probe${i}`,
     });
     log(
-      `cluster: kill ${i + 1}: ${sample.killed} died, writes again after ${sample.outageMs} ms; back as standby in ${sample.rejoinMs} ms`,
+      `cluster: kill ${i + 1}: ${sample.killed} died, standby promoted after ${sample.promotedMs} ms, writes again after ${sample.outageMs} ms; back as standby in ${sample.rejoinMs} ms`,
     );
     failover.push(sample);
   }
   const reconciliation = await settle(api, tokens.operator);
-  const failures = [
-    ...[...warmups, ...timed].flatMap((run) => run.failures),
-    ...(reconciliation.ok ? [] : [reconciliation.text]),
-  ];
+  const failures = [...runs.flatMap((run) => run.failures), ...(reconciliation.ok ? [] : [reconciliation.text])];
   return {
     setup: `pg_auto_failover (monitor, primary, synchronous standby), ${NATS} nats-server (JetStream, 3 replicas), ${APIS} API processes + 1 worker behind HAProxy, the provider double; loopback, one machine`,
     driver: CLUSTER_DRIVER,
@@ -260,8 +277,7 @@ async function measure(context: Context, quick: boolean): Promise<Omit<ClusterRe
     ordersPerRun: orders,
     runSeconds: seconds,
     roles: { [roles.primary]: 'primary', [roles.standby]: 'standby' },
-    warmups,
-    runs: timed,
+    runs,
     ratios: { asyncOverSync, manyOverOne },
     failover,
     reconciliation: reconciliation.text,

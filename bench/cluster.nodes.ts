@@ -45,6 +45,17 @@ export async function serverVersion(dir: string, node: string): Promise<string> 
   return String((await sqlRow(dir, node, 'SHOW server_version'))?.server_version);
 }
 
+/** The primary's committed transactions (pg_stat_database, flushed by backends within ~1 s) and WAL position. */
+export async function primaryCounters(dir: string, primary: string): Promise<{ commits: number; walBytes: number }> {
+  const row = await sqlRow(
+    dir,
+    primary,
+    `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()) AS commits,
+            pg_current_wal_lsn() - '0/0'::pg_lsn AS wal`,
+  );
+  return { commits: Number(row?.commits), walBytes: Number(row?.wal) };
+}
+
 /** The primary with a standby streaming and counted for its commits (`sync` or `quorum`). */
 async function synchronousStandbys(dir: string, primary: string): Promise<number> {
   const row = await sqlRow(
@@ -105,6 +116,8 @@ export interface FailoverSample {
   killed: string;
   /** From the SIGKILL of the primary's node to the answer of the first create sent after it died. */
   outageMs: number;
+  /** From the SIGKILL to the monitor showing the standby as the primary (wait_primary), polled every 200 ms. */
+  promotedMs: number;
   /** From clusterStart of the old primary to it streaming as the synchronous standby again. */
   rejoinMs: number;
 }
@@ -118,10 +131,15 @@ export async function timeFailover(
   const { primary, standby } = await pgRoles(dir);
   const writers = startProbe(api, probe.token, probe.sku, probe.keyPrefix);
   let outageMs: number;
+  let promoted: Promise<number | undefined> = Promise.resolve(undefined);
   try {
     await within(writers.firstAcceptedAfter(performance.now()), FIRST_WRITE_TIMEOUT_MS, 'a write before the kill');
     const killAt = performance.now();
     await clusterKill(dir, primary);
+    promoted = waitUntil(`${standby} promoted`, FIRST_WRITE_TIMEOUT_MS, async () => {
+      const { nodes } = await clusterStatus(dir);
+      return nodes.some((n) => n.name === standby && n.role === 'primary') ? performance.now() - killAt : undefined;
+    }).catch(() => undefined); // awaited below, or never when the writes did not resume
     // Writes sent before the node was gone may have committed on it: only later ones count.
     const acceptedAt = await within(
       writers.firstAcceptedAfter(performance.now()),
@@ -132,6 +150,8 @@ export async function timeFailover(
   } finally {
     await writers.stop();
   }
+  const promotedMs = await promoted;
+  if (promotedMs === undefined) throw new Error(`the monitor never showed ${standby} promoted`);
   const restartAt = performance.now();
   await clusterStart(dir, primary);
   await waitUntil(`${primary} back as the synchronous standby`, REJOIN_TIMEOUT_MS, async () => {
@@ -139,5 +159,10 @@ export async function timeFailover(
     if (roles?.primary !== standby || roles.standby !== primary) return undefined;
     return (await synchronousStandbys(dir, standby)) > 0 ? true : undefined;
   });
-  return { killed: primary, outageMs: Math.round(outageMs), rejoinMs: Math.round(performance.now() - restartAt) };
+  return {
+    killed: primary,
+    outageMs: Math.round(outageMs),
+    promotedMs: Math.round(promotedMs),
+    rejoinMs: Math.round(performance.now() - restartAt),
+  };
 }
