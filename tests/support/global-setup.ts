@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
+import { newClient } from '../../src/platform/pg-primary.ts';
 import type { TestProject } from 'vitest/node';
 import { startEmbedded, withDatabase, type EmbeddedCluster } from '../../src/platform/embedded.ts';
 import { migrate } from '../../src/platform/migrate.ts';
@@ -28,7 +28,7 @@ export async function setup(project: TestProject): Promise<void> {
     cluster = await startEmbedded({ dataDir: path.join(dir, 'pg'), persistent: false });
     serverUrl = cluster.url('postgres');
   }
-  const admin = new pg.Client({ connectionString: serverUrl });
+  const admin = newClient(serverUrl);
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${templateDb}`);
   await admin.query(`CREATE DATABASE ${templateDb}`);
@@ -51,7 +51,7 @@ export async function teardown(): Promise<void> {
   const violations = await childViolations();
   if (violations) throw new Error(`responses in child processes not described by the OpenAPI document:\n${violations}`);
   if (!serverUrl) return;
-  const admin = new pg.Client({ connectionString: serverUrl });
+  const admin = newClient(serverUrl);
   await admin.connect();
   // Drop databases this run left behind (a crashed test file), then the template.
   const leftovers = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [
