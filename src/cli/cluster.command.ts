@@ -85,7 +85,9 @@ function print(status: Awaited<ReturnType<typeof clusterStatus>>, json: boolean,
     return;
   }
   const lines = status.nodes.map(
-    (n) => `  ${n.name.padEnd(8)} ${n.kind.padEnd(9)} ${n.role.padEnd(12)} pid ${String(n.pid).padEnd(8)} ${n.url}`,
+    (n) =>
+      `  ${n.name.padEnd(8)} ${n.kind.padEnd(9)} ${n.role.padEnd(12)} pid ${String(n.pid).padEnd(8)} ${n.url}` +
+      (n.balancer ? `  HAProxy: ${n.balancer}` : ''),
   );
   process.stdout.write(
     `flashpay API      ${status.api}  (through HAProxy)\nflashpay channel  ${status.channel}\n${lines.join('\n')}\n` +

@@ -7,7 +7,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { loadConfig } from '../platform/config.ts';
 import { loadSecrets } from '../platform/secrets.ts';
-import { haproxySpec } from './haproxy.ts';
+import { haproxyServers, haproxySpec } from './haproxy.ts';
 import { natsNodeSpecs } from './nats.config.ts';
 import {
   freePorts,
@@ -46,6 +46,8 @@ export interface NodeView {
   role: string;
   pid: number;
   url: string;
+  /** An API process only: HAProxy's verdict on it ("UP", "DOWN"…), the one that decides its traffic. */
+  balancer?: string;
 }
 
 export class ClusterError extends GiveUp {}
@@ -307,6 +309,7 @@ async function startAll(
 export async function clusterStatus(dir: string): Promise<{ api: string; channel: string; nodes: NodeView[] }> {
   const state = await readState(dir);
   const pgStates = await formationState(state.monitor).catch(() => []);
+  const balancerStates = await haproxyServers(path.join(state.dir, 'haproxy')).catch(() => undefined);
   const nodes = state.nodes.map((node): NodeView => {
     const alive = isAlive(node.pid);
     let role = alive ? 'up' : 'down';
@@ -314,7 +317,8 @@ export async function clusterStatus(dir: string): Promise<{ api: string; channel
       const known = pgStates.find((s) => s.name === node.name);
       role = known ? roleOf(known) : 'unknown';
     } else if (node.kind === 'monitor' && alive) role = 'monitor';
-    return { name: node.name, kind: node.kind, role, pid: node.pid, url: node.url };
+    const balancer = node.kind === 'api' ? balancerStates?.get(node.name) : undefined;
+    return { name: node.name, kind: node.kind, role, pid: node.pid, url: node.url, ...(balancer ? { balancer } : {}) };
   });
   return { api: state.api, channel: state.channel, nodes };
 }
@@ -342,6 +346,14 @@ export async function clusterStart(dir: string, name: string): Promise<NodeRecor
   const started = spawnNode(node, ROOT);
   state.nodes = state.nodes.map((n) => (n.name === name ? started : n));
   await saveState(state);
+  // An API process is back once the balancer sends it traffic, not when its process exists.
+  if (started.kind === 'api' || started.kind === 'worker') await waitHttp(`${started.url}/readyz`, name, started);
+  if (started.kind === 'api')
+    await waitUntil(`HAProxy marking ${name} UP`, READY_TIMEOUT_MS, async () =>
+      (await haproxyServers(path.join(state.dir, 'haproxy')).catch(() => undefined))?.get(name) === 'UP'
+        ? true
+        : undefined,
+    );
   return started;
 }
 

@@ -1,4 +1,5 @@
 import { writeFile } from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import type { NodeSpec } from './node.ts';
 
@@ -33,6 +34,7 @@ function problemPage(status: number, reason: string, detail: string): string {
 export function haproxyConfig(port: number, apis: { name: string; port: number }[], pages: string): string {
   return `global
   maxconn 4096
+  stats socket ${pages}/admin.sock mode 600 level admin
 
 defaults
   mode http
@@ -40,6 +42,9 @@ defaults
   timeout client 60s
   timeout server 60s
   timeout http-keep-alive 10s
+  # A /readyz slower than this counts as a failed check; under a sale's load 500 ms (the default,
+  # inter) marked healthy processes down.
+  timeout check 2s
   retries 3
   option redispatch 1
   retry-on conn-failure empty-response
@@ -83,4 +88,31 @@ export async function haproxySpec(options: {
     env: {},
     log: path.join(options.logs, 'haproxy.log'),
   };
+}
+
+/** The socket HAProxy answers admin commands on, in the directory its config lives in. */
+export function haproxySocket(haproxyDir: string): string {
+  return path.join(haproxyDir, 'admin.sock');
+}
+
+/** Each API server's status as HAProxy sees it now ("UP", "DOWN", "UP 1/2"…), from `show stat`. */
+export async function haproxyServers(haproxyDir: string): Promise<Map<string, string>> {
+  const csv = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const socket = net.connect(haproxySocket(haproxyDir), () => socket.end('show stat\n'));
+    socket.setTimeout(2_000, () => socket.destroy(new Error('haproxy admin socket timed out')));
+    socket.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    socket.on('end', () => resolve(out));
+    socket.on('error', reject);
+  });
+  const [header = '', ...rows] = csv.trim().split('\n');
+  const columns = header.replace(/^# /, '').split(',');
+  const [proxy, server, status] = ['pxname', 'svname', 'status'].map((name) => columns.indexOf(name));
+  const states = new Map<string, string>();
+  for (const row of rows) {
+    const cells = row.split(',');
+    if (cells[proxy!] === 'apis' && !['FRONTEND', 'BACKEND'].includes(cells[server!]!))
+      states.set(cells[server!]!, cells[status!]!);
+  }
+  return states;
 }

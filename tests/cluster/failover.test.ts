@@ -1,7 +1,8 @@
 import { execFileSync, spawn } from 'node:child_process';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   clusterDown,
   clusterKill,
@@ -44,6 +45,23 @@ describe.skipIf(!engines.ok)('a flash sale on a cluster whose nodes die', () => 
     admin = await cluster.token('ops', 'admin');
     operator = await cluster.token('oncall', 'operator');
   }, 300_000);
+
+  // A failure in CI leaves no cluster behind to look at: print what the nodes said.
+  afterEach(async ({ task }) => {
+    if (task.result?.state !== 'fail' || !cluster) return;
+    const status = await clusterStatus(cluster.state.dir).catch((error: Error) => error.message);
+    console.error(`${task.name} failed; cluster status: ${JSON.stringify(status)}`);
+    for (const node of cluster.state.nodes.filter((n) => ['api', 'worker', 'haproxy'].includes(n.kind))) {
+      const log = (() => {
+        try {
+          return readFileSync(node.log, 'utf8').trimEnd().split('\n').slice(-25).join('\n');
+        } catch {
+          return '(no log)';
+        }
+      })();
+      console.error(`--- the end of ${node.log}\n${log}`);
+    }
+  });
 
   afterAll(async () => {
     await cluster?.db.end();
@@ -186,6 +204,12 @@ describe.skipIf(!engines.ok)('a flash sale on a cluster whose nodes die', () => 
     const status = await clusterStatus(cluster.state.dir);
     const roles = status.nodes.filter((n) => n.kind === 'postgres').map((n) => n.role);
     expect(roles.sort()).toEqual(['primary', 'standby']);
+    // Every API process restarted by the tests before is taking traffic again.
+    const balanced = status.nodes.filter((n) => n.kind === 'api').map((n) => [n.name, n.balancer]);
+    expect(balanced).toEqual([
+      ['api1', 'UP'],
+      ['api2', 'UP'],
+    ]);
   });
 
   // The negative control of CL-01: with asynchronous replication, and the primary's walsender stopped
