@@ -24,7 +24,7 @@ export async function queuedRun(
   ]);
   const requests = buyers(n, tokens, '/v1/orders', 'p7', () => sku, { prefer: 'respond-async' });
   const perBuyer = buyers(n, tokens, '/v1/orders', 'p7b', () => alone, { prefer: 'respond-async' });
-  // Interleaved A/B in one run: the group commit of queued creates (orders.queued.batch.ts) and
+  // Interleaved A/B in one run: the group commit of queued creates (orders/queued/pending.batch.ts) and
   // FLASHPAY_QUEUED_BATCH=0, one keyed transaction per 202 (the path before it).
   const previous = process.env.FLASHPAY_QUEUED_BATCH;
   const setBatch = (on: boolean) => () => {

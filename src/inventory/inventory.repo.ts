@@ -19,7 +19,7 @@ import type { Reservation, ReservationStatus, ReserveRequest, ReserveResult } fr
  * SKU row. Create therefore takes the stock first and the per-user limit second (and gives the
  * stock back on USER_LIMIT); cancel and decline (`tryRelease`) go reservation → SKU → holding; the
  * expiry sweep claims reservations, then locks their SKU rows in order, then the holdings.
- * The group commit of creates (src/orders/orders.batch.ts) keeps the same order: its key rows
+ * The group commit of creates (src/orders/create/batch.ts) keeps the same order: its key rows
  * and new reservations lock nothing anyone else waits on, then the one SKU row (its batch
  * decrement, or FOR UPDATE when it decides on the locked row), then the holdings of its buyers.
  * tests/inventory/lock-order.test.ts races all three on one hot SKU and counts deadlocks; the

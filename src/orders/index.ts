@@ -12,8 +12,8 @@ export {
   type ProviderCall,
   type ProviderStatus,
   type ProviderVia,
-} from './decider.ts';
-export { applyOrderEvent, visibleTo, type AppliedEvent } from './orders.apply.ts';
+} from './decide/decider.ts';
+export { applyOrderEvent, visibleTo, type AppliedEvent } from './apply/one.ts';
 export {
   findOrder,
   findOrders,
@@ -26,12 +26,12 @@ export {
 export { cancelOrder, createOrder, getOrderFor, orderView, timelineFor, type CreateOutcome } from './orders.service.ts';
 export { MAX_QUANTITY, ordersRoutes } from './orders.routes.ts';
 export { createOrderSchema } from './orders.schemas.ts';
-export { createOrderResponse, keyedCreate } from './orders.create.ts';
-export { isMarkedSoldOut } from './orders.batch.ts';
+export { createOrderResponse, keyedCreate } from './create/one.ts';
+export { isMarkedSoldOut } from './create/batch.ts';
 // The group commit's and the sold-out wave's statements and the order id, for the bench's floors
 // of P1 and P2 (bench/floors.ts).
-export { tryFastBatch, type FastBuyer } from './orders.batch.fast.repo.ts';
-export { tryRefuseSoldOut } from './orders.batch.waves.repo.ts';
+export { tryFastBatch, type FastBuyer } from './create/batch.fast.repo.ts';
+export { tryRefuseSoldOut } from './create/waves.repo.ts';
 export { newOrderId } from './orders.keys.ts';
 export {
   COMPENSATION_STATUSES,
@@ -39,10 +39,10 @@ export {
   ORDER_STATUSES,
   UNFINISHED_STATUSES,
   type OrderStatus,
-} from './orders.states.ts';
+} from './decide/states.ts';
 export { trySetFulfilment } from './orders.fulfilment.ts';
 export type { Order, TimelineEntry } from './orders.types.ts';
-export { applyOrderEvents } from './orders.apply-many.ts';
+export { applyOrderEvents } from './apply/many.ts';
 export {
   claimAbandonedCreated,
   claimUnfinished,
@@ -54,7 +54,7 @@ export {
   RECOVERY_BATCH,
   STUCK_PREFIX,
   type Candidate,
-} from './orders.recovery.ts';
+} from './find/recovery.ts';
 export { AT_EXAMPLE, ORDER_ID_EXAMPLE, PAID_ORDER_EXAMPLE } from './orders.examples.ts';
 export { OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from './orders.schemas.ts';
 export {
@@ -64,8 +64,8 @@ export {
   statusCounts,
   tryClearRecoveryBackoff,
   type OrderRow,
-} from './orders.browse.ts';
-export { createPendingOrder, STOCK_REQUEST_TYPES, stockRequestKey } from './orders.queued.ts';
+} from './find/browse.ts';
+export { createPendingOrder, STOCK_REQUEST_TYPES, stockRequestKey } from './queued/pending.ts';
 export {
   claimStockRequests,
   failStockRequest,
@@ -79,6 +79,6 @@ export {
   takeStockRequests,
   type ResultEffect,
   type StockResult,
-} from './orders.stock-results.ts';
-export { mirrorRequestKey, syncMirrorMoves } from './orders.stock-mirror.ts';
-export { receiveStockResults, receiveStockResultsIn } from './orders.stock-results.many.ts';
+} from './queued/results.ts';
+export { mirrorRequestKey, syncMirrorMoves } from './queued/mirror.ts';
+export { receiveStockResults, receiveStockResultsIn } from './queued/results.many.ts';

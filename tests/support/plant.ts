@@ -9,7 +9,7 @@ import { tryConfirm, tryRelease } from '../../src/inventory/inventory.finish.ts'
 import { findOrder, lockOrder, reservationKeyFor, transition } from '../../src/orders/orders.repo.ts';
 import { createOrder } from '../../src/orders/orders.service.ts';
 import type { Order } from '../../src/orders/orders.types.ts';
-import type { OrderStatus } from '../../src/orders/orders.states.ts';
+import type { OrderStatus } from '../../src/orders/decide/states.ts';
 import type { Principal } from '../../src/platform/auth.ts';
 import { inTx, type Db } from '../../src/platform/db.ts';
 import type { ChannelClient } from '../../src/payments/channel.client.ts';

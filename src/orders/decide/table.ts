@@ -1,7 +1,7 @@
 // The decision table: `decide` over every status × a representative of every event, rendered for
 // docs/state-machine.md (tests/docs checks the document) and pinned by tests/orders/decide.table.test.ts.
 import { decide, type Decision, type Hold, type OrderEvent } from './decider.ts';
-import { ORDER_STATUSES, type OrderStatus } from './orders.states.ts';
+import { ORDER_STATUSES, type OrderStatus } from './states.ts';
 
 const NOW = new Date('2026-01-01T00:00:00Z');
 const LATER = new Date('2026-01-01T00:01:00Z');

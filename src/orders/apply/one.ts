@@ -1,7 +1,7 @@
-import type { Tx } from '../platform/db.ts';
-import { faultPoint } from '../platform/faultpoints.ts';
-import { AppError, invariant } from '../platform/errors.ts';
-import type { Principal } from '../platform/auth.ts';
+import type { Tx } from '../../platform/db.ts';
+import { faultPoint } from '../../platform/faultpoints.ts';
+import { AppError, invariant } from '../../platform/errors.ts';
+import type { Principal } from '../../platform/auth.ts';
 import {
   isMirrored,
   lockReservations,
@@ -10,7 +10,7 @@ import {
   tryRelease,
   tryUnconfirm,
   type Reservation,
-} from '../inventory/index.ts';
+} from '../../inventory/index.ts';
 import {
   decide,
   type Decision,
@@ -19,11 +19,11 @@ import {
   type Outcome,
   type ProviderCall,
   type StockMove,
-} from './decider.ts';
-import { lockOrder, noteAttention, transition } from './orders.repo.ts';
-import { findLines, setLineReservation, type OrderLine } from './orders.lines.ts';
-import type { Order } from './orders.types.ts';
-import { queueStockRequest } from './orders.queued.ts';
+} from '../decide/decider.ts';
+import { lockOrder, noteAttention, transition } from '../orders.repo.ts';
+import { findLines, setLineReservation, type OrderLine } from '../orders.lines.ts';
+import type { Order } from '../orders.types.ts';
+import { queueStockRequest } from '../queued/pending.ts';
 
 export interface AppliedEvent {
   outcome: Outcome | 'UNKNOWN_ORDER';

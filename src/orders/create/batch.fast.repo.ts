@@ -1,5 +1,5 @@
-import type { Executor } from '../platform/db.ts';
-import { doneKeys, OPERATION, type DoneKey, type DoneRow } from './orders.batch.repo.ts';
+import type { Executor } from '../../platform/db.ts';
+import { doneKeys, OPERATION, type DoneKey, type DoneRow } from './batch.repo.ts';
 
 /**
  * `ex`: the batch's keys that exist already (any state), one primary-key probe per buyer of `u`
@@ -14,10 +14,10 @@ export const EXISTING_KEYS = `ex AS (
          WHERE i.tenant_id = $1 AND i.user_id = u.user_id AND i.operation = '${OPERATION}' AND i.idempotency_key = u.key
          OFFSET 0) AS i),`;
 
-// The group commit's ONE-STATEMENT form (orders.batch.fast.ts): a batch of quantity-1 buyers of a
+// The group commit's ONE-STATEMENT form (orders/create/batch.fast.ts): a batch of quantity-1 buyers of a
 // SKU without a per-user limit, claimed, decided and written by one autocommit statement — one
 // round trip and one durable commit; the SKU's row lock is taken last inside that statement. The
-// rows are the ones the transactional batch writes (orders.batch.repo.ts tryApplyBatch), keys
+// rows are the ones the transactional batch writes (orders/create/batch.repo.ts tryApplyBatch), keys
 // inserted DONE at once.
 
 /** What the caller read and built the buyers' 201 bodies from; the statement checks it on the locked row. */

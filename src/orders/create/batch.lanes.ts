@@ -1,9 +1,9 @@
-import type { Db } from '../platform/db.ts';
-import type { KeyScope, KeyedResult } from '../idempotency/index.ts';
-import type { Principal } from '../platform/auth.ts';
-import type { RequestedLine } from './orders.create.ts';
+import type { Db } from '../../platform/db.ts';
+import type { KeyScope, KeyedResult } from '../../idempotency/index.ts';
+import type { Principal } from '../../platform/auth.ts';
+import type { RequestedLine } from './one.ts';
 
-// The group commit's per-SKU queues (orders.batch.ts): who waits for the SKU's next batch or
+// The group commit's per-SKU queues (orders/create/batch.ts): who waits for the SKU's next batch or
 // sold-out wave, and how many of each are running.
 
 export interface BatchedCreate {

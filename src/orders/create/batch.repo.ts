@@ -1,6 +1,6 @@
-import type { Tx } from '../platform/db.ts';
+import type { Tx } from '../../platform/db.ts';
 
-// The statements of the group commit per SKU (orders.batch.ts). They write the rows of three
+// The statements of the group commit per SKU (orders/create/batch.ts). They write the rows of three
 // domains (keys, stock, orders) in one statement each, on purpose: on a hot SKU every round trip
 // inside the SKU's row lock is paid once per batch, and the batch is the unit of the hot path. The
 // rows are exactly the ones the one-buyer path writes (inventory.repo, orders.repo, idempotency.repo).

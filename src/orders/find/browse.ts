@@ -1,4 +1,4 @@
-import type { Executor } from '../platform/db.ts';
+import type { Executor } from '../../platform/db.ts';
 
 // Read-only lists for the browser pages (src/web). Bounded: a page shows the newest orders, never all.
 export const BROWSE_LIMIT = 50;

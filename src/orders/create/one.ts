@@ -1,7 +1,7 @@
-import type { Tx } from '../platform/db.ts';
-import { AppError } from '../platform/errors.ts';
-import type { Principal } from '../platform/auth.ts';
-import { findSkuTerms, reserve, skuKey, type Reservation, type SkuTerms } from '../inventory/index.ts';
+import type { Tx } from '../../platform/db.ts';
+import { AppError } from '../../platform/errors.ts';
+import type { Principal } from '../../platform/auth.ts';
+import { findSkuTerms, reserve, skuKey, type Reservation, type SkuTerms } from '../../inventory/index.ts';
 import {
   insertLines,
   lineView,
@@ -10,10 +10,10 @@ import {
   snapshotLines,
   totalIsExact,
   type OrderLine,
-} from './orders.lines.ts';
-import { jsonResponse, problemResponse, type KeyedOperation, type StoredResponse } from '../idempotency/index.ts';
-import { insertOrder, newOrderId } from './orders.repo.ts';
-import type { Order } from './orders.types.ts';
+} from '../orders.lines.ts';
+import { jsonResponse, problemResponse, type KeyedOperation, type StoredResponse } from '../../idempotency/index.ts';
+import { insertOrder, newOrderId } from '../orders.repo.ts';
+import type { Order } from '../orders.types.ts';
 
 export interface RequestedLine {
   sku: string;

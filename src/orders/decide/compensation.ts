@@ -1,5 +1,6 @@
-// Seed 002's compensation rows of the decision table (docs/saga.md), beside decider.queued.ts.
-import { decision, nothing, type Decision, type Hold, type OrderEvent, type OrderFacts } from './decider.ts';
+// Seed 002's compensation rows of the decision table (docs/saga.md), beside queued.ts.
+import { decision, nothing } from './decision.ts';
+import type { Decision, Hold, OrderEvent, OrderFacts } from './types.ts';
 
 /**
  * Seed 002's compensation, step by step as the saga's journal drives it: refused → COMPENSATING;

@@ -1,14 +1,7 @@
 // Queued orders (seed 004): what the stock service's answers, and a wallet too low to pay a queued
-// order, do. Kept apart from decider.ts so the seed-000 table stays readable; `decide` delegates here.
-import { decision, nothing, releaseHeld, type Decision, type Hold, type OrderFacts } from './decider.ts';
-
-export type StockEvent =
-  /** Every line is held under the order's line keys (/r1). */
-  | { type: 'STOCK_RESERVED' }
-  /** Nothing is held: `reason` is SOLD_OUT or USER_LIMIT (with the SKU refused). */
-  | { type: 'STOCK_REJECTED'; reason: string }
-  /** Every unit of the order is back on sale. */
-  | { type: 'STOCK_RELEASED' };
+// order, do. Kept apart from orders/decide/decider.ts so the seed-000 table stays readable; `decide` delegates here.
+import { decision, nothing, releaseHeld } from './decision.ts';
+import type { Decision, Hold, OrderFacts, StockEvent } from './types.ts';
 
 /** The stock request an entry into this status asks for (written to the order's stock outbox in the same transaction). */
 export const STOCK_REQUEST_ON_ENTRY = { RELEASING: 'STOCK_RELEASE_REQUESTED' } as const;

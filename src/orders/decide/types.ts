@@ -1,7 +1,6 @@
-// The vocabulary of the decider (decider.ts): the facts it reads, the events it is asked about and
-// the decision it answers. Types and closed lists only; the decisions themselves are in decider.ts.
-import type { OrderStatus } from './orders.states.ts';
-import type { StockEvent } from './decider.queued.ts';
+// The vocabulary of the decider (orders/decide/decider.ts): the facts it reads, the events it is asked about and
+// the decision it answers. Types and closed lists only; the decisions themselves are in orders/decide/decider.ts.
+import type { OrderStatus } from './states.ts';
 
 /** The reservation behind an order, as read under its row lock. */
 export interface Hold {
@@ -21,7 +20,7 @@ export interface OrderFacts {
   status: OrderStatus;
   amount: number;
   reserveAttempt: number;
-  /** Placed with Prefer: respond-async: its stock lives behind the stock service (orders.queued.ts). */
+  /** Placed with Prefer: respond-async: its stock lives behind the stock service (queued/pending.ts). */
   queued?: boolean;
 }
 
@@ -46,7 +45,7 @@ export type OrderEvent =
   | { type: 'COMPENSATION_REFUND'; ok: boolean; cause: string }
   /** The saga: the refund is confirmed, the confirmed unit(s) go back on sale. */
   | { type: 'COMPENSATION_RELEASE' }
-  /** The stock service's answer to a queued order's request (decider.queued.ts). */
+  /** The stock service's answer to a queued order's request (queued.ts). */
   | StockEvent
   /** A wallet pay of a queued order found too low a balance: the units go back through the stock service. */
   | { type: 'WALLET_FUNDS_SHORT' };
@@ -123,3 +122,11 @@ export interface Decision {
   /** The order is still unfinished after this event, and why. */
   pending?: string;
 }
+
+export type StockEvent =
+  /** Every line is held under the order's line keys (/r1). */
+  | { type: 'STOCK_RESERVED' }
+  /** Nothing is held: `reason` is SOLD_OUT or USER_LIMIT (with the SKU refused). */
+  | { type: 'STOCK_REJECTED'; reason: string }
+  /** Every unit of the order is back on sale. */
+  | { type: 'STOCK_RELEASED' };

@@ -1,7 +1,7 @@
-import type { Executor } from '../platform/db.ts';
-import { DONE_KEYS, doneKeys, OPERATION, type BatchKey, type DoneKey, type DoneRow } from './orders.batch.repo.ts';
+import type { Executor } from '../../platform/db.ts';
+import { DONE_KEYS, doneKeys, OPERATION, type BatchKey, type DoneKey, type DoneRow } from './batch.repo.ts';
 
-// The sold-out wave's statement (orders.batch.ts): refusals stored as completed keys in one go.
+// The sold-out wave's statement (orders/create/batch.ts): refusals stored as completed keys in one go.
 
 /** The buyers (`user\nkey`) whose 409 this wave stored. */
 export interface RefusedKeys {

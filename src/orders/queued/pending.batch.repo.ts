@@ -1,9 +1,9 @@
-import { EXISTING_KEYS } from './orders.batch.fast.repo.ts';
-import { lineColumns } from './orders.lines.ts';
-import type { Executor } from '../platform/db.ts';
-import type { PendingOutcome } from './orders.queued.ts';
+import { EXISTING_KEYS } from '../create/batch.fast.repo.ts';
+import { lineColumns } from '../orders.lines.ts';
+import type { Executor } from '../../platform/db.ts';
+import type { PendingOutcome } from './pending.ts';
 
-// The statements of the group commit of queued creates (orders.queued.batch.ts). The rows are the
+// The statements of the group commit of queued creates (orders/queued/pending.batch.ts). The rows are the
 // ones createPendingOrder and the key's claim and completion write, for a whole group at once.
 
 const OPERATION = 'create_order';

@@ -1,6 +1,6 @@
-import { allOf, type Tx } from '../platform/db.ts';
-import { faultPoint } from '../platform/faultpoints.ts';
-import { invariant } from '../platform/errors.ts';
+import { allOf, type Tx } from '../../platform/db.ts';
+import { faultPoint } from '../../platform/faultpoints.ts';
+import { invariant } from '../../platform/errors.ts';
 import {
   confirmMany,
   heldKeyOf,
@@ -8,12 +8,12 @@ import {
   releaseMany,
   type HeldKey,
   type Reservation,
-} from '../inventory/index.ts';
-import { decide, type Decision, type OrderEvent } from './decider.ts';
-import { applyOrderEvent, holdsOf, moves, type AppliedEvent } from './orders.apply.ts';
-import { lineRowsOf, linesOf } from './orders.lines.ts';
-import { lockOrders, transitionMany, type TransitionRequest } from './orders.repo.ts';
-import type { Order } from './orders.types.ts';
+} from '../../inventory/index.ts';
+import { decide, type Decision, type OrderEvent } from '../decide/decider.ts';
+import { applyOrderEvent, holdsOf, moves, type AppliedEvent } from './one.ts';
+import { lineRowsOf, linesOf } from '../orders.lines.ts';
+import { lockOrders, transitionMany, type TransitionRequest } from '../orders.repo.ts';
+import type { Order } from '../orders.types.ts';
 
 // applyOrderEvent for many orders in the caller's transaction (recovery applies thousands of
 // provider answers after an outage): the same locks, the same decider, the same stock moves and

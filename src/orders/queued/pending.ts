@@ -1,7 +1,7 @@
-import type { Tx } from '../platform/db.ts';
-import type { Principal } from '../platform/auth.ts';
-import type { SkuTerms } from '../inventory/index.ts';
-import { canonicalLines, readSkus, type RequestedLine } from './orders.create.ts';
+import type { Tx } from '../../platform/db.ts';
+import type { Principal } from '../../platform/auth.ts';
+import type { SkuTerms } from '../../inventory/index.ts';
+import { canonicalLines, readSkus, type RequestedLine } from '../create/one.ts';
 import {
   findLines,
   lineColumns,
@@ -11,13 +11,13 @@ import {
   snapshotLines,
   totalIsExact,
   type OrderLine,
-} from './orders.lines.ts';
-import { jsonResponse, type KeyedOperation, type StoredResponse } from '../idempotency/index.ts';
-import { newOrderId } from './orders.repo.ts';
-import type { Order } from './orders.types.ts';
+} from '../orders.lines.ts';
+import { jsonResponse, type KeyedOperation, type StoredResponse } from '../../idempotency/index.ts';
+import { newOrderId } from '../orders.repo.ts';
+import type { Order } from '../orders.types.ts';
 
 // Queued orders (seed 004): the create answers 202 PENDING and the stock request travels with the
-// order in ONE commit; the stock service holds the units later and answers (orders.stock-results.ts).
+// order in ONE commit; the stock service holds the units later and answers (orders/queued/results.ts).
 
 export const STOCK_REQUEST_TYPES = ['STOCK_DEDUCTION_REQUESTED', 'STOCK_RELEASE_REQUESTED'] as const;
 export type StockRequestType = (typeof STOCK_REQUEST_TYPES)[number];
@@ -136,7 +136,7 @@ export function keyedQueuedCreate(
 
 /**
  * The PENDING order and lines createPendingOrder writes, built from SKU terms read before (the
- * group commit of queued creates, orders.queued.batch.ts): same ids, names, prices, line keys.
+ * group commit of queued creates, orders/queued/pending.batch.ts): same ids, names, prices, line keys.
  */
 export function buildPendingOrder(
   principal: Principal,

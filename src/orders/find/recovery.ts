@@ -1,5 +1,5 @@
-import type { Executor, Tx } from '../platform/db.ts';
-import { UNFINISHED_STATUSES, type OrderStatus } from './orders.states.ts';
+import type { Executor, Tx } from '../../platform/db.ts';
+import { UNFINISHED_STATUSES, type OrderStatus } from '../decide/states.ts';
 
 // Recovery's bookkeeping on the order (claim, misses, next attempt, the note for a person) lives
 // with the order; src/recovery drives it through these functions.
@@ -30,7 +30,7 @@ export const RECOVERY_BATCH = 200;
  * LOCKED plus a short claim lets several recovery processes divide the work without waiting on
  * each other or on a payment flow that holds the row right now.
  */
-// PENDING and RELEASING wait for the stock service, not the provider: the stock pump re-sends their request (orders.stock-results.ts).
+// PENDING and RELEASING wait for the stock service, not the provider: the stock pump re-sends their request (orders/queued/results.ts).
 export async function claimUnfinished(
   tx: Tx,
   now: Date,

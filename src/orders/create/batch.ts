@@ -1,13 +1,13 @@
-import { inTx } from '../platform/db.ts';
-import { faultPoint } from '../platform/faultpoints.ts';
+import { inTx } from '../../platform/db.ts';
+import { faultPoint } from '../../platform/faultpoints.ts';
 import {
   executeKeyedNow,
   oncePerKeyInProcess,
   type KeyedDeps,
   type KeyedResult,
   type StoredResponse,
-} from '../idempotency/index.ts';
-import { keyedCreate, refusalResponse } from './orders.create.ts';
+} from '../../idempotency/index.ts';
+import { keyedCreate, refusalResponse } from './one.ts';
 import {
   batchKeyId,
   claimKeysAndReadSku,
@@ -17,15 +17,15 @@ import {
   tryApplyBatch,
   type BatchSku,
   type DoneKey,
-} from './orders.batch.repo.ts';
-import { tryRefuseSoldOut } from './orders.batch.waves.repo.ts';
-import { rememberDefinition, tryOneStatementBatch } from './orders.batch.fast.ts';
-import { decide } from './orders.batch.decide.ts';
-import { forgetIfIdle, laneFor, type BatchedCreate, type Lane, type Pending } from './orders.batch.lanes.ts';
+} from './batch.repo.ts';
+import { tryRefuseSoldOut } from './waves.repo.ts';
+import { rememberDefinition, tryOneStatementBatch } from './batch.fast.ts';
+import { decide } from './batch.decide.ts';
+import { forgetIfIdle, laneFor, type BatchedCreate, type Lane, type Pending } from './batch.lanes.ts';
 
 /*
  * GROUP COMMIT PER SKU for one-line sync creates. Concurrent buyers of one SKU are queued in this
- * process and applied as one transaction (orders.batch.repo.ts): the keys claimed and the SKU read
+ * process and applied as one transaction (orders/create/batch.repo.ts): the keys claimed and the SKU read
  * in one statement, then one statement that takes the units for the whole batch and writes every
  * buyer's rows, then one durable commit; each buyer gets its own answer, stored with its key in
  * that commit. There is no timer: a batch starts as soon as fewer than MAX_IN_FLIGHT batches of
@@ -56,7 +56,7 @@ const MAX_IN_FLIGHT = 1;
 // other (PostgreSQL 42–45 µs per refusal against 63–66, 7–12 % more refusals/s, alternated twice).
 const MAX_WAVES_IN_FLIGHT = 1;
 
-export { isMarkedSoldOut, type BatchedCreate } from './orders.batch.lanes.ts';
+export { isMarkedSoldOut, type BatchedCreate } from './batch.lanes.ts';
 
 /** A one-line sync create, answered by the SKU's next batch (or wave). Same contract as executeKeyed. */
 export function createBatched(deps: KeyedDeps, request: BatchedCreate): Promise<KeyedResult> {

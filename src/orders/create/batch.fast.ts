@@ -1,18 +1,18 @@
-import type { Db } from '../platform/db.ts';
-import type { KeyedDeps, KeyedResult } from '../idempotency/index.ts';
-import { createdResponse, refusalResponse } from './orders.create.ts';
-import { batchKeyId } from './orders.batch.repo.ts';
-import { tryFastBatch, type FastBuyer, type SkuDefinition } from './orders.batch.fast.repo.ts';
-import { lineReservationKeyFor } from './orders.keys.ts';
-import { newOrderId } from './orders.repo.ts';
-import type { BatchedCreate } from './orders.batch.lanes.ts';
-import { findSkuTerms } from '../inventory/index.ts';
+import type { Db } from '../../platform/db.ts';
+import type { KeyedDeps, KeyedResult } from '../../idempotency/index.ts';
+import { createdResponse, refusalResponse } from './one.ts';
+import { batchKeyId } from './batch.repo.ts';
+import { tryFastBatch, type FastBuyer, type SkuDefinition } from './batch.fast.repo.ts';
+import { lineReservationKeyFor } from '../orders.keys.ts';
+import { newOrderId } from '../orders.repo.ts';
+import type { BatchedCreate } from './batch.lanes.ts';
+import { findSkuTerms } from '../../inventory/index.ts';
 
 /*
  * THE ONE-STATEMENT BATCH. A batch whose buyers each want one unit of a SKU without a per-user
  * limit needs no decision that the database cannot take itself: the first LEAST(available, n)
  * new keys, in arrival order, get a unit. So claim, decision and writes go in one autocommit
- * statement (orders.batch.fast.repo.ts): one round trip and one durable commit per batch, where the
+ * statement (orders/create/batch.fast.repo.ts): one round trip and one durable commit per batch, where the
  * transactional batch needs four (BEGIN, claim + read, apply, COMMIT), and the SKU's row lock is
  * held for that statement's decrement and its commit.
  *
@@ -33,7 +33,7 @@ import { findSkuTerms } from '../inventory/index.ts';
  * new definition, the statement writes nothing (FPB01) and the batch runs on the transactional
  * path, which decides on the locked row. At the end of stock that is one wasted statement per
  * batch that raced; in the middle of a sale the read is never short, and batches of other processes
- * (one per SKU in flight per process, orders.batch.ts) overlap their inserts while one holds the
+ * (one per SKU in flight per process, orders/create/batch.ts) overlap their inserts while one holds the
  * row for its commit.
  *
  * Crash: the statement is atomic. Killed before it is sent, nothing happened; killed after, the

@@ -1,8 +1,8 @@
-import { inTx, type Db, type Tx } from '../platform/db.ts';
-import type { OrderEvent } from './decider.ts';
-import { applyOrderEvents } from './orders.apply-many.ts';
-import type { AppliedEvent } from './orders.apply.ts';
-import { receiveStockResult, type ResultEffect, type StockResult } from './orders.stock-results.ts';
+import { inTx, type Db, type Tx } from '../../platform/db.ts';
+import type { OrderEvent } from '../decide/decider.ts';
+import { applyOrderEvents } from '../apply/many.ts';
+import type { AppliedEvent } from '../apply/one.ts';
+import { receiveStockResult, type ResultEffect, type StockResult } from './results.ts';
 
 // The shop's result inbox, a batch at a time (issue 16, P7): what receiveStockResult does for one
 // result, for a whole relay pass in ONE transaction — the inbox rows in one statement, the orders

@@ -1,11 +1,11 @@
-import type { StoredResponse } from '../idempotency/index.ts';
-import { createdResponse, refusalResponse } from './orders.create.ts';
-import type { BatchAnswer, BatchGrant, BatchSku } from './orders.batch.repo.ts';
-import type { BatchedCreate } from './orders.batch.lanes.ts';
-import { lineReservationKeyFor } from './orders.keys.ts';
-import { newOrderId } from './orders.repo.ts';
+import type { StoredResponse } from '../../idempotency/index.ts';
+import { createdResponse, refusalResponse } from './one.ts';
+import type { BatchAnswer, BatchGrant, BatchSku } from './batch.repo.ts';
+import type { BatchedCreate } from './batch.lanes.ts';
+import { lineReservationKeyFor } from '../orders.keys.ts';
+import { newOrderId } from '../orders.repo.ts';
 
-// The transactional batch's decision (orders.batch.ts), pure: who of the batch gets units.
+// The transactional batch's decision (orders/create/batch.ts), pure: who of the batch gets units.
 
 export interface Plan {
   grants: BatchGrant[];

@@ -1,23 +1,23 @@
-import type { Db } from '../platform/db.ts';
-import type { Principal } from '../platform/auth.ts';
+import type { Db } from '../../platform/db.ts';
+import type { Principal } from '../../platform/auth.ts';
 import {
   executeKeyedNow,
   oncePerKeyInProcess,
   type KeyScope,
   type KeyedDeps,
   type KeyedResult,
-} from '../idempotency/index.ts';
-import type { RequestedLine } from './orders.create.ts';
-import { buildPendingOrder, keyedQueuedCreate, pendingResponse } from './orders.queued.ts';
-import { totalIsExact } from './orders.lines.ts';
-import { readSkuTerms, writeQueuedGroup, type QueuedRow, type SkuTerm } from './orders.queued.batch.repo.ts';
+} from '../../idempotency/index.ts';
+import type { RequestedLine } from '../create/one.ts';
+import { buildPendingOrder, keyedQueuedCreate, pendingResponse } from './pending.ts';
+import { totalIsExact } from '../orders.lines.ts';
+import { readSkuTerms, writeQueuedGroup, type QueuedRow, type SkuTerm } from './pending.batch.repo.ts';
 
 /*
  * GROUP COMMIT OF QUEUED CREATES (202 PENDING). A queued create decides nothing about stock: it
  * writes its key (DONE, with its 202), the PENDING order, its log row, its lines and its stock
  * request. Alone that is one keyed transaction and one durable commit per buyer. Here concurrent
  * queued creates of a tenant are collected and written by ONE autocommit statement
- * (orders.queued.batch.repo.ts): one round trip, one durable commit for the group, each member
+ * (orders/queued/pending.batch.repo.ts): one round trip, one durable commit for the group, each member
  * with its own rows and its own 202, stored with its key in that commit (the replay is the first
  * answer's bytes). The SKUs' names and prices are read by one plain statement just before, as
  * the one-buyer path reads them by a plain statement in its transaction, or come from this

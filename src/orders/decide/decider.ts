@@ -1,13 +1,16 @@
 // What an event does to an order, decided in one pure function (seed 000's effect table).
-// `applyOrderEvent` (orders.apply.ts) locks the order and its holds, asks `decide`, and applies the
+// `applyOrderEvent` (apply/one.ts) locks the order and its holds, asks `decide`, and applies the
 // answer in one transaction; nothing else in the codebase decides an order's next status.
-import { EVENT_STATUSES, isAllowed, type OrderStatus } from './orders.states.ts';
-import { lineReservationKeyFor } from './orders.keys.ts';
-import { decideQueued } from './decider.queued.ts';
-import { compensation } from './decider.compensation.ts';
+import { isAllowed, type OrderStatus } from './states.ts';
+import { lineReservationKeyFor } from '../orders.keys.ts';
+import { decideQueued } from './queued.ts';
+import { compensation } from './compensation.ts';
+import { decision, holdIsGone, nothing, releaseHeld } from './decision.ts';
 
-// The vocabulary (facts, events, decisions) lives in decider.types.ts; callers import it from here.
-export { EVENT_KINDS, EFFECTS } from './decider.types.ts';
+// The vocabulary (facts, events, decisions) lives in types.ts and the helpers that build a decision
+// in decision.ts, leaves that queued.ts and compensation.ts share without importing this file back.
+export { holdIsGone } from './decision.ts';
+export { EVENT_KINDS, EFFECTS } from './types.ts';
 export type {
   Hold,
   OrderFacts,
@@ -19,8 +22,8 @@ export type {
   StockMove,
   ProviderCall,
   Decision,
-} from './decider.types.ts';
-import type { Decision, Hold, OrderEvent, OrderFacts, Outcome, ProviderVia, StockMove } from './decider.types.ts';
+} from './types.ts';
+import type { Decision, Hold, OrderEvent, OrderFacts, Outcome, ProviderVia, StockMove } from './types.ts';
 
 const UNPAID: ReadonlySet<OrderStatus> = new Set(['CREATED', 'PAYING', 'UNKNOWN']);
 const SETTLED_PAID: ReadonlySet<OrderStatus> = new Set([
@@ -31,21 +34,6 @@ const SETTLED_PAID: ReadonlySet<OrderStatus> = new Set([
   'COMPENSATION_PENDING',
   'COMPENSATED',
 ]);
-
-export function decision(outcome: Outcome, extra: Partial<Decision> = {}): Decision {
-  const to = extra.to;
-  return { outcome, stock: [], calls: [], emits: to && EVENT_STATUSES.has(to) ? [`ORDER_${to}`] : [], ...extra };
-}
-
-export const nothing = (outcome: Outcome, extra: Omit<Partial<Decision>, 'to'> = {}) => decision(outcome, extra);
-
-export const releaseHeld = (holds: readonly Hold[]): StockMove[] =>
-  holds.filter((h) => h.status === 'HELD').map((h) => ({ op: 'release', key: h.key }));
-
-/** The hold can no longer be paid for: released, confirmed elsewhere, missing, or past its expiry. */
-export function holdIsGone(holds: readonly Hold[], now: Date): boolean {
-  return holds.some((h) => h.status !== 'HELD' || (h.expiresAt !== null && h.expiresAt <= now));
-}
 
 function startRefund(outcome: Outcome, reason: string): Decision {
   return decision(outcome, { to: 'REFUNDING', reason, calls: ['REFUND'] });
@@ -171,7 +159,7 @@ function walletPay(order: OrderFacts, holds: readonly Hold[], now: Date): Decisi
 
 /**
  * What `event` does to `order` whose holds are `holds`, at `now`. Pure: no I/O, no clock of its
- * own. Every transition it returns is in the state machine (orders.states.ts); a refused event
+ * own. Every transition it returns is in the state machine (orders/decide/states.ts); a refused event
  * returns no transition and outcome REJECTED.
  */
 export function decide(order: OrderFacts, holds: readonly Hold[], event: OrderEvent, now: Date): Decision {

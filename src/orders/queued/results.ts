@@ -1,4 +1,4 @@
-import { inTx, type Db, type Tx } from '../platform/db.ts';
+import { inTx, type Db, type Tx } from '../../platform/db.ts';
 import {
   claimLeased,
   markLeasedPublished,
@@ -10,18 +10,18 @@ import {
   type ParkedRow,
   type LeaseTable,
   type LeasedRow,
-} from '../platform/lease-queue.ts';
-import type { OrderEvent } from './decider.ts';
-import { applyOrderEvent } from './orders.apply.ts';
-import { lockOrder } from './orders.repo.ts';
-import { stockRequestKey } from './orders.queued.ts';
+} from '../../platform/lease-queue.ts';
+import type { OrderEvent } from '../decide/decider.ts';
+import { applyOrderEvent } from '../apply/one.ts';
+import { lockOrder } from '../orders.repo.ts';
+import { stockRequestKey } from './pending.ts';
 import {
   applySkuDefinition,
   mirrorHolds,
   SKU_DEFINED,
   type GrantedHold,
   type SkuDefinition,
-} from '../inventory/index.ts';
+} from '../../inventory/index.ts';
 
 // The shop's side of the queue: its stock outbox (claimed by any shop process) and its result inbox
 // (deduplicated by event id; every result applied through the decider, or recorded as a no-op).
