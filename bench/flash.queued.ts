@@ -4,7 +4,7 @@ import type { OrdersCounts } from './options.ts';
 import { checkSkus, seedSkus } from './orders.stock.ts';
 import { BENCH_TENANT } from './servers.ts';
 import { ratio, round } from './stats.ts';
-import { stockPumpFor } from '../src/stock.pump.ts';
+import { stockPumpFor } from '../src/orders/index.ts';
 import { all, buyers, rotate, stockText, withRss, type FlashRun, type FlashTarget } from './flash.support.ts';
 
 export async function queuedRun(

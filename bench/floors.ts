@@ -1,7 +1,7 @@
 import Fastify from 'fastify';
 import { principalOf, requirePrincipal, type Principal } from '../src/platform/auth.ts';
 import type { Db } from '../src/platform/db.ts';
-import { findSkuTerms, type SkuTerms } from '../src/inventory/index.ts';
+import { findSkuTerms, type SkuTerms } from '../src/stock/index.ts';
 import { newOrderId, tryFastBatch, tryRefuseSoldOut, type FastBuyer } from '../src/orders/index.ts';
 import type { BaselineServer, FlashpayServer } from './servers.ts';
 

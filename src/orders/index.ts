@@ -82,3 +82,9 @@ export {
 } from './queued/results.ts';
 export { mirrorRequestKey, syncMirrorMoves } from './queued/mirror.ts';
 export { receiveStockResults, receiveStockResultsIn } from './queued/results.many.ts';
+// The wire between the shop and the stock service (queued orders): the pump over one transport
+// (database, RabbitMQ or JetStream, orders/queued/transports/) and its operator routes.
+export { stockPumpFor, stockServiceRoles } from './queued/pump.ts';
+// The pump itself, for bench/p7.harness.ts (its floors run it on one pool).
+export { createStockPump } from './queued/pipeline.ts';
+export { stockRoutes } from './queued/admin.routes.ts';

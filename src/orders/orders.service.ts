@@ -1,7 +1,7 @@
 import { allOf, type Db, type Executor, type Tx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
-import { findReservation, tryExpireNow } from '../inventory/index.ts';
+import { findReservation, tryExpireNow } from '../stock/index.ts';
 import { createOrderOfLines, type CreateOutcome } from './create/one.ts';
 import { findLines, lineView } from './orders.lines.ts';
 import { applyOrderEvent, visibleTo } from './apply/one.ts';

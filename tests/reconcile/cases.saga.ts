@@ -4,7 +4,7 @@
 import { expect } from 'vitest';
 import { applyOrderEvent } from '../../src/orders/apply/one.ts';
 import { transition } from '../../src/orders/orders.repo.ts';
-import { tryUnconfirm } from '../../src/inventory/inventory.finish.ts';
+import { tryUnconfirm } from '../../src/stock/reservations/finish.ts';
 import { inTx } from '../../src/platform/db.ts';
 import type { PaymentStack } from '../support/payments.ts';
 import type { Case } from './cases.ts';

@@ -8,7 +8,7 @@ import {
   releaseMany,
   type HeldKey,
   type Reservation,
-} from '../../inventory/index.ts';
+} from '../../stock/index.ts';
 import { decide, type Decision, type OrderEvent } from '../decide/decider.ts';
 import { applyOrderEvent, holdsOf, moves, type AppliedEvent } from './one.ts';
 import { lineRowsOf, linesOf } from '../orders.lines.ts';
@@ -28,7 +28,7 @@ const groupMoves = (d: Decision) => d.stock.every((m) => m.op === 'confirm' || m
 
 /**
  * The group's confirms in one statement and its releases in three (each SKU row once, by the
- * summed units: inventory.finish.ts), after every order and reservation of the group is locked.
+ * summed units: stock/reservations/finish.ts), after every order and reservation of the group is locked.
  * Each was decided from a reservation locked HELD, so each must match: asserted.
  */
 async function groupStockMoves(tx: Tx, confirms: HeldKey[], releases: HeldKey[], now: Date): Promise<void> {

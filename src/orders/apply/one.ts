@@ -10,7 +10,7 @@ import {
   tryRelease,
   tryUnconfirm,
   type Reservation,
-} from '../../inventory/index.ts';
+} from '../../stock/index.ts';
 import {
   decide,
   type Decision,

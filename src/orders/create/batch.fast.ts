@@ -6,7 +6,7 @@ import { tryFastBatch, type FastBuyer, type SkuDefinition } from './batch.fast.r
 import { lineReservationKeyFor } from '../orders.keys.ts';
 import { newOrderId } from '../orders.repo.ts';
 import type { BatchedCreate } from './batch.lanes.ts';
-import { findSkuTerms } from '../../inventory/index.ts';
+import { findSkuTerms } from '../../stock/index.ts';
 
 /*
  * THE ONE-STATEMENT BATCH. A batch whose buyers each want one unit of a SKU without a per-user

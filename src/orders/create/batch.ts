@@ -31,7 +31,7 @@ import { forgetIfIdle, laneFor, type BatchedCreate, type Lane, type Pending } fr
  * that commit. There is no timer: a batch starts as soon as fewer than MAX_IN_FLIGHT batches of
  * the SKU are running, and takes everybody who queued meanwhile, so the batch grows with the load.
  *
- * Lock order (inventory.repo.ts): key rows, then the SKU row (taken by the batch's decrement, or by
+ * Lock order (stock/reservations/repo.ts): key rows, then the SKU row (taken by the batch's decrement, or by
  * FOR UPDATE in the pessimistic pass), then holding rows only while the SKU row is locked. Several
  * processes batch on their own; their batches queue on the SKU's row lock like single buyers did.
  *

@@ -1,7 +1,7 @@
 import type { Tx } from '../../platform/db.ts';
 import { AppError } from '../../platform/errors.ts';
 import type { Principal } from '../../platform/auth.ts';
-import { findSkuTerms, reserve, skuKey, type Reservation, type SkuTerms } from '../../inventory/index.ts';
+import { findSkuTerms, reserve, skuKey, type Reservation, type SkuTerms } from '../../stock/index.ts';
 import {
   insertLines,
   lineView,

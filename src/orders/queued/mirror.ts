@@ -1,5 +1,5 @@
 import { inTx, type Db } from '../../platform/db.ts';
-import { claimMirrorMoves, markMirrorSynced, type MirrorMove } from '../../inventory/index.ts';
+import { claimMirrorMoves, markMirrorSynced, type MirrorMove } from '../../stock/index.ts';
 
 // Split databases (docs/queued-orders.md): a queued order's holds are mirrored in the shop, and
 // the decider moves the mirror under the order's lock exactly as it moves any reservation. What it

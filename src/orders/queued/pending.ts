@@ -1,6 +1,6 @@
 import type { Tx } from '../../platform/db.ts';
 import type { Principal } from '../../platform/auth.ts';
-import type { SkuTerms } from '../../inventory/index.ts';
+import type { SkuTerms } from '../../stock/index.ts';
 import { canonicalLines, readSkus, type RequestedLine } from '../create/one.ts';
 import {
   findLines,

@@ -21,7 +21,7 @@ import {
   SKU_DEFINED,
   type GrantedHold,
   type SkuDefinition,
-} from '../../inventory/index.ts';
+} from '../../stock/index.ts';
 
 // The shop's side of the queue: its stock outbox (claimed by any shop process) and its result inbox
 // (deduplicated by event id; every result applied through the decider, or recorded as a no-op).
