@@ -1,18 +1,6 @@
-// The orders domain's public surface. What an event does to an order is decided by `decide` and
-// applied by `applyOrderEvent`, nowhere else; other modules read orders through these functions.
-export {
-  decide,
-  EFFECTS,
-  holdIsGone,
-  type Decision,
-  type Effect,
-  type Hold,
-  type OrderEvent,
-  type Outcome,
-  type ProviderCall,
-  type ProviderStatus,
-  type ProviderVia,
-} from './decide/decider.ts';
+// The orders domain's door: only what other modules use. What an event does to an order is decided
+// by decide/ and applied by `applyOrderEvent`, nowhere else; other modules read orders through these.
+export { EFFECTS, type Effect, type OrderEvent, type ProviderStatus, type ProviderVia } from './decide/decider.ts';
 export { applyOrderEvent, visibleTo, type AppliedEvent } from './apply/one.ts';
 export {
   findOrder,
@@ -23,8 +11,8 @@ export {
   orderIdsForSku,
   statusCountsForSku,
 } from './orders.repo.ts';
-export { cancelOrder, createOrder, getOrderFor, orderView, timelineFor, type CreateOutcome } from './orders.service.ts';
-export { MAX_QUANTITY, ordersRoutes } from './orders.routes.ts';
+export { getOrderFor, orderView } from './orders.service.ts';
+export { ordersRoutes } from './orders.routes.ts';
 export { createOrderSchema } from './orders.schemas.ts';
 export { createOrderResponse, keyedCreate } from './create/one.ts';
 export { isMarkedSoldOut } from './create/batch.ts';
@@ -41,13 +29,12 @@ export {
   type OrderStatus,
 } from './decide/states.ts';
 export { trySetFulfilment } from './orders.fulfilment.ts';
-export type { Order, TimelineEntry } from './orders.types.ts';
+export type { Order } from './orders.types.ts';
 export { applyOrderEvents } from './apply/many.ts';
 export {
   claimAbandonedCreated,
   claimUnfinished,
   countUnfinished,
-  finishAttempt,
   finishAttempts,
   type AttemptOutcome,
   listNeedingAttention,
@@ -57,31 +44,15 @@ export {
 } from './find/recovery.ts';
 export { AT_EXAMPLE, ORDER_ID_EXAMPLE, PAID_ORDER_EXAMPLE } from './orders.examples.ts';
 export { OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from './orders.schemas.ts';
-export {
-  BROWSE_LIMIT,
-  listOrderIdsOfUser,
-  listOrdersByStatus,
-  statusCounts,
-  tryClearRecoveryBackoff,
-  type OrderRow,
-} from './find/browse.ts';
-export { createPendingOrder, STOCK_REQUEST_TYPES, stockRequestKey } from './queued/pending.ts';
+export { listOrderIdsOfUser, listOrdersByStatus, statusCounts, tryClearRecoveryBackoff } from './find/browse.ts';
 export {
   claimStockRequests,
-  failStockRequest,
-  listParkedStockRequests,
   markStockRequestsSent,
-  parkStockRequest,
-  receiveStockResult,
   resendUnansweredRequests,
-  shopHasStockWork,
-  STOCK_RESULT_TYPES,
-  takeStockRequests,
-  type ResultEffect,
   type StockResult,
 } from './queued/results.ts';
-export { mirrorRequestKey, syncMirrorMoves } from './queued/mirror.ts';
-export { receiveStockResults, receiveStockResultsIn } from './queued/results.many.ts';
+export { syncMirrorMoves } from './queued/mirror.ts';
+export { receiveStockResults } from './queued/results.many.ts';
 // The wire between the shop and the stock service (queued orders): the pump over one transport
 // (database, RabbitMQ or JetStream, orders/queued/transports/) and its operator routes.
 export { stockPumpFor, stockServiceRoles } from './queued/pump.ts';
