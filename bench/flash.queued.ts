@@ -4,7 +4,7 @@ import type { OrdersCounts } from './options.ts';
 import { checkSkus, seedSkus } from './orders.stock.ts';
 import { BENCH_TENANT } from './servers.ts';
 import { ratio, round } from './stats.ts';
-import { stockPumpFor } from '../src/stock.pump.ts';
+import { stockPumpFor } from '../src/orders/index.ts';
 import { all, buyers, rotate, stockText, withRss, type FlashRun, type FlashTarget } from './flash.support.ts';
 
 export async function queuedRun(
@@ -24,7 +24,7 @@ export async function queuedRun(
   ]);
   const requests = buyers(n, tokens, '/v1/orders', 'p7', () => sku, { prefer: 'respond-async' });
   const perBuyer = buyers(n, tokens, '/v1/orders', 'p7b', () => alone, { prefer: 'respond-async' });
-  // Interleaved A/B in one run: the group commit of queued creates (orders.queued.batch.ts) and
+  // Interleaved A/B in one run: the group commit of queued creates (orders/queued/pending.batch.ts) and
   // FLASHPAY_QUEUED_BATCH=0, one keyed transaction per 202 (the path before it).
   const previous = process.env.FLASHPAY_QUEUED_BATCH;
   const setBatch = (on: boolean) => () => {

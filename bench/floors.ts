@@ -1,7 +1,7 @@
 import Fastify from 'fastify';
 import { principalOf, requirePrincipal, type Principal } from '../src/platform/auth.ts';
 import type { Db } from '../src/platform/db.ts';
-import { findSkuTerms, type SkuTerms } from '../src/inventory/index.ts';
+import { findSkuTerms, type SkuTerms } from '../src/stock/index.ts';
 import { newOrderId, tryFastBatch, tryRefuseSoldOut, type FastBuyer } from '../src/orders/index.ts';
 import type { BaselineServer, FlashpayServer } from './servers.ts';
 
@@ -9,10 +9,10 @@ import type { BaselineServer, FlashpayServer } from './servers.ts';
 // path around them. A bare Fastify route behind the same authentication hook batches the buyers
 // of a SKU as the create's group commit does (setImmediate, one batch in flight, at most 256)
 // and runs flashpay's own statement for the batch:
-// - P1's floor, FLOOR_PATH: the one-statement batch (orders.batch.fast.repo.ts): the same five
+// - P1's floor, FLOOR_PATH: the one-statement batch (orders/create/batch.fast.repo.ts): the same five
 //   rows per buyer (reservation, order, transition, line, key stored DONE with its 201), one
 //   decrement, one durable commit per batch;
-// - P2's floor, REFUSAL_FLOOR_PATH: the sold-out wave (orders.batch.waves.repo.ts): one key row
+// - P2's floor, REFUSAL_FLOOR_PATH: the sold-out wave (orders/create/waves.repo.ts): one key row
 //   per buyer, stored DONE with its 409, one durable commit per wave.
 // Left out, and so the gap between a floor and flashpay: the body's schema and hostile-text checks,
 // the request digest (a constant here), the in-process key guard, the SKU definition cache's
@@ -33,7 +33,7 @@ export const MINIMAL_FLOOR_PATH = '/floor/minimal';
 
 const DIGEST = '0'.repeat(64);
 const MAX_BATCH = 256;
-// As the create's group commit (src/orders/orders.batch.ts).
+// As the create's group commit (src/orders/create/batch.ts).
 const MAX_IN_FLIGHT = 1;
 
 type Answer = { status: number; body: string; location?: string };

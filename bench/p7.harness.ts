@@ -9,7 +9,7 @@ import { seedSkus } from './orders.stock.ts';
 import { postgresNs } from './proc.ts';
 import { BENCH_TENANT, startFlashpayServer } from './servers.ts';
 import { loadConfig } from '../src/platform/config.ts';
-import { createStockPump } from '../src/stock.pipeline.ts';
+import { createStockPump } from '../src/orders/index.ts';
 import { post } from './flash.support.ts';
 
 const rounds = Number(process.argv[2] ?? 4);

@@ -3,8 +3,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from './app.deps.ts';
 import { swaggerOptions } from './api.document.ts';
-import { eventsRoutes } from './events.routes.ts';
-import { inventoryRoutes } from './inventory/index.ts';
+import { eventsRoutes } from './events/index.ts';
+import { skuRoutes } from './stock/index.ts';
 import { ordersRoutes } from './orders/index.ts';
 import { paymentsRoutes } from './payments/index.ts';
 import { reconcileRoutes } from './reconcile/index.ts';
@@ -17,14 +17,14 @@ import { installMetrics } from './platform/metrics.ts';
 import { contractCheckEnabled, installContractCheck } from './platform/contract.ts';
 import { metricsGuard } from './platform/metrics.guard.ts';
 import { componentsDown } from './platform/health.ts';
-import { stockRoutes } from './stock.routes.ts';
+import { stockRoutes } from './orders/index.ts';
 
 export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void;
 
 /** Later modules (payments, outbox, fulfillment, recovery) plug in their routes here. */
 const ROUTE_MODULES: RouteModule[] = [
   // With split databases the shop's SKUs are the stock service's replica: no writes here.
-  (app, deps) => inventoryRoutes(app, deps, { replica: deps.config.stockService === 'separate' }),
+  (app, deps) => skuRoutes(app, deps, { replica: deps.config.stockService === 'separate' }),
   ordersRoutes,
   paymentsRoutes,
   recoveryRoutes,

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import type { AppDeps } from './app.deps.ts';
 import { createPgLedger, startChannel, type RunningChannel } from './channel/index.ts';
-import { startEventPipeline, type EventPipeline } from './events.pipeline.ts';
+import { startEventPipeline, type EventPipeline } from './events/index.ts';
 import { tokenSigner, type TokenSigner } from './platform/auth.ts';
 import { loadSecrets } from './platform/secrets.ts';
 import { systemClock } from './platform/clock.ts';

@@ -1,13 +1,13 @@
 import type { AppDeps } from './app.deps.ts';
 import { purgeCompletedKeys } from './idempotency/index.ts';
-import { releaseExpired } from './inventory/index.ts';
+import { releaseExpired } from './stock/index.ts';
 import { paymentDeps } from './payments/index.ts';
 import { runRecoveryPass, sagaDeps } from './recovery/index.ts';
 import { runSagaPass } from './saga/index.ts';
 import { channelClient } from './payments/index.ts';
 import { fullEveryNth, reconcilePass, summaryLine, whenChanged } from './reconcile/index.ts';
 import { backoffDelayMs } from './platform/backoff.ts';
-import { stockPumpFor } from './stock.pump.ts';
+import { stockPumpFor } from './orders/index.ts';
 import { runAsSingleton, SINGLETON_LOCKS } from './platform/singleton.ts';
 
 export interface Loop {
@@ -122,7 +122,7 @@ export const WORKERS: WorkerFactory[] = [
       ),
       log,
     ),
-    // Queued orders: requests to the stock service, its batches, its results back (stock.pipeline.ts).
+    // Queued orders: requests to the stock service, its batches, its results back (orders/queued/pipeline.ts).
     stockLoop(deps, log),
     // Every 10 s, each pass looping over batches: it keeps up with a sale writing 10k keys/s.
     every(

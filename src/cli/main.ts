@@ -6,7 +6,9 @@ type Command = (argv: string[]) => Promise<void>;
 const COMMANDS: Record<string, () => Promise<Command>> = {
   start: async () => (await import('./start.command.ts')).startCommand,
   channel: async () => (await import('./channel.command.ts')).channelCommand,
-  inventory: async () => (await import('./inventory.command.ts')).inventoryCommand,
+  stock: async () => (await import('./stock.command.ts')).stockCommand,
+  // The contract's name for `flashpay stock` (docs/queued-orders.md); kept working.
+  inventory: async () => (await import('./stock.command.ts')).stockCommand,
   token: async () => (await import('./token.command.ts')).tokenCommand,
   migrate: async () => (await import('./migrate.command.ts')).migrateCommand,
   reconcile: async () => (await import('./reconcile.command.ts')).reconcileCommand,
@@ -19,6 +21,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 const USAGE = `usage: flashpay <command> [options]
   start [--port 8080] [--channel-port 8081] [--role all|api|worker] [--no-workers] [--control] [--production]
   channel [--port 8081] [--control]
+  stock [--port 8082] [--database-url URL]
   inventory [--port 8082] [--database-url URL]
   token --tenant T --user U [--admin | --operator] [--ttl 3600]
   migrate

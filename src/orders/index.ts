@@ -1,19 +1,7 @@
-// The orders domain's public surface. What an event does to an order is decided by `decide` and
-// applied by `applyOrderEvent`, nowhere else; other modules read orders through these functions.
-export {
-  decide,
-  EFFECTS,
-  holdIsGone,
-  type Decision,
-  type Effect,
-  type Hold,
-  type OrderEvent,
-  type Outcome,
-  type ProviderCall,
-  type ProviderStatus,
-  type ProviderVia,
-} from './decider.ts';
-export { applyOrderEvent, visibleTo, type AppliedEvent } from './orders.apply.ts';
+// The orders domain's door: only what other modules use. What an event does to an order is decided
+// by decide/ and applied by `applyOrderEvent`, nowhere else; other modules read orders through these.
+export { EFFECTS, type Effect, type OrderEvent, type ProviderStatus, type ProviderVia } from './decide/decider.ts';
+export { applyOrderEvent, visibleTo, type AppliedEvent } from './apply/one.ts';
 export {
   findOrder,
   findOrders,
@@ -23,15 +11,15 @@ export {
   orderIdsForSku,
   statusCountsForSku,
 } from './orders.repo.ts';
-export { cancelOrder, createOrder, getOrderFor, orderView, timelineFor, type CreateOutcome } from './orders.service.ts';
-export { MAX_QUANTITY, ordersRoutes } from './orders.routes.ts';
+export { getOrderFor, orderView } from './orders.service.ts';
+export { ordersRoutes } from './orders.routes.ts';
 export { createOrderSchema } from './orders.schemas.ts';
-export { createOrderResponse, keyedCreate } from './orders.create.ts';
-export { isMarkedSoldOut } from './orders.batch.ts';
+export { createOrderResponse, keyedCreate } from './create/one.ts';
+export { isMarkedSoldOut } from './create/batch.ts';
 // The group commit's and the sold-out wave's statements and the order id, for the bench's floors
 // of P1 and P2 (bench/floors.ts).
-export { tryFastBatch, type FastBuyer } from './orders.batch.fast.repo.ts';
-export { tryRefuseSoldOut } from './orders.batch.waves.repo.ts';
+export { tryFastBatch, type FastBuyer } from './create/batch.fast.repo.ts';
+export { tryRefuseSoldOut } from './create/waves.repo.ts';
 export { newOrderId } from './orders.keys.ts';
 export {
   COMPENSATION_STATUSES,
@@ -39,46 +27,35 @@ export {
   ORDER_STATUSES,
   UNFINISHED_STATUSES,
   type OrderStatus,
-} from './orders.states.ts';
+} from './decide/states.ts';
 export { trySetFulfilment } from './orders.fulfilment.ts';
-export type { Order, TimelineEntry } from './orders.types.ts';
-export { applyOrderEvents } from './orders.apply-many.ts';
+export type { Order } from './orders.types.ts';
+export { applyOrderEvents } from './apply/many.ts';
 export {
   claimAbandonedCreated,
   claimUnfinished,
   countUnfinished,
-  finishAttempt,
   finishAttempts,
   type AttemptOutcome,
   listNeedingAttention,
   RECOVERY_BATCH,
   STUCK_PREFIX,
   type Candidate,
-} from './orders.recovery.ts';
+} from './find/recovery.ts';
 export { AT_EXAMPLE, ORDER_ID_EXAMPLE, PAID_ORDER_EXAMPLE } from './orders.examples.ts';
 export { OrderIdParams, OrderStatusSchema, OrderView, TimelineEntrySchema } from './orders.schemas.ts';
-export {
-  BROWSE_LIMIT,
-  listOrderIdsOfUser,
-  listOrdersByStatus,
-  statusCounts,
-  tryClearRecoveryBackoff,
-  type OrderRow,
-} from './orders.browse.ts';
-export { createPendingOrder, STOCK_REQUEST_TYPES, stockRequestKey } from './orders.queued.ts';
+export { listOrderIdsOfUser, listOrdersByStatus, statusCounts, tryClearRecoveryBackoff } from './find/browse.ts';
 export {
   claimStockRequests,
-  failStockRequest,
-  listParkedStockRequests,
   markStockRequestsSent,
-  parkStockRequest,
-  receiveStockResult,
   resendUnansweredRequests,
-  shopHasStockWork,
-  STOCK_RESULT_TYPES,
-  takeStockRequests,
-  type ResultEffect,
   type StockResult,
-} from './orders.stock-results.ts';
-export { mirrorRequestKey, syncMirrorMoves } from './orders.stock-mirror.ts';
-export { receiveStockResults, receiveStockResultsIn } from './orders.stock-results.many.ts';
+} from './queued/results.ts';
+export { syncMirrorMoves } from './queued/mirror.ts';
+export { receiveStockResults } from './queued/results.many.ts';
+// The wire between the shop and the stock service (queued orders): the pump over one transport
+// (database, RabbitMQ or JetStream, orders/queued/transports/) and its operator routes.
+export { stockPumpFor, stockServiceRoles } from './queued/pump.ts';
+// The pump itself, for bench/p7.harness.ts (its floors run it on one pool).
+export { createStockPump } from './queued/pipeline.ts';
+export { stockRoutes } from './queued/admin.routes.ts';

@@ -1,6 +1,6 @@
 import type { Executor, Tx } from '../platform/db.ts';
 import { invariant } from '../platform/errors.ts';
-import { EVENT_STATUSES, isAllowed, type OrderStatus } from './orders.states.ts';
+import { EVENT_STATUSES, isAllowed, type OrderStatus } from './decide/states.ts';
 import type { Order, TimelineEntry } from './orders.types.ts';
 
 interface OrderRow {

@@ -8,10 +8,10 @@ import { AppError } from '../platform/errors.ts';
 import { requestDigest } from '../idempotency/index.ts';
 import { idempotencyKeyOf, sendKeyed } from '../idempotency/index.ts';
 import { executeKeyed } from '../idempotency/index.ts';
-import { canonicalLines, keyedCreate, type RequestedLine } from './orders.create.ts';
-import { createBatched } from './orders.batch.ts';
-import { keyedQueuedCreate, wantsAsync } from './orders.queued.ts';
-import { createQueuedBatched, queuedBatchEnabled } from './orders.queued.batch.ts';
+import { canonicalLines, keyedCreate, type RequestedLine } from './create/one.ts';
+import { createBatched } from './create/batch.ts';
+import { keyedQueuedCreate, wantsAsync } from './queued/pending.ts';
+import { createQueuedBatched, queuedBatchEnabled } from './queued/pending.batch.ts';
 import { cancelOrder, expireHoldNow, getOrderFor, orderView, timelineFor } from './orders.service.ts';
 
 import {
@@ -60,8 +60,8 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
       const scope = { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key };
       const digest = requestDigest('create_order', queued ? { respond: 'async' } : {}, canonical);
       const [only] = lines;
-      // One-line sync creates go through the group commit per SKU (orders.batch.ts).
-      // Queued creates go through the group commit per tenant (orders.queued.batch.ts).
+      // One-line sync creates go through the group commit per SKU (orders/create/batch.ts).
+      // Queued creates go through the group commit per tenant (orders/queued/pending.batch.ts).
       const result =
         !queued && only && lines.length === 1 && deps.config.createBatch
           ? await createBatched(keyedDeps(deps), { principal, line: only, scope, digest })

@@ -13,7 +13,7 @@ import {
 import { PARAM_ERRORS, type Covers } from '../platform/openapi.ts';
 import type { orderView } from './orders.service.ts';
 import { MAX_LINES } from './orders.lines.ts';
-import { ORDER_STATUSES } from './orders.states.ts';
+import { ORDER_STATUSES } from './decide/states.ts';
 import { AT_EXAMPLE, createdExample, ORDER_ID_EXAMPLE, PAID_ORDER_EXAMPLE, queuedExample } from './orders.examples.ts';
 
 // A flash sale sells a handful of units per buyer; anything near 10^9 is a client bug.

@@ -1,15 +1,15 @@
 import { allOf, type Db, type Executor, type Tx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import type { Principal } from '../platform/auth.ts';
-import { findReservation, tryExpireNow } from '../inventory/index.ts';
-import { createOrderOfLines, type CreateOutcome } from './orders.create.ts';
+import { findReservation, tryExpireNow } from '../stock/index.ts';
+import { createOrderOfLines, type CreateOutcome } from './create/one.ts';
 import { findLines, lineView } from './orders.lines.ts';
-import { applyOrderEvent, visibleTo } from './orders.apply.ts';
+import { applyOrderEvent, visibleTo } from './apply/one.ts';
 import { findOrder, getTimeline } from './orders.repo.ts';
-import type { OrderStatus } from './orders.states.ts';
+import type { OrderStatus } from './decide/states.ts';
 import type { Order, TimelineEntry } from './orders.types.ts';
 
-export type { CreateOutcome } from './orders.create.ts';
+export type { CreateOutcome } from './create/one.ts';
 
 /** The one-line form: an order of one line. */
 export function createOrder(

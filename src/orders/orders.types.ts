@@ -1,4 +1,4 @@
-import type { OrderStatus } from './orders.states.ts';
+import type { OrderStatus } from './decide/states.ts';
 
 export interface Order {
   orderId: string;

@@ -51,7 +51,7 @@ export interface Config {
   compensationDeadlineMs: number;
   /** `async`: every create answers 202 PENDING, as with `Prefer: respond-async` (docs/queued-orders.md). */
   orderMode: 'sync' | 'async';
-  /** Group commit of concurrent one-line creates per SKU (src/orders/orders.batch.ts); off: one transaction per buyer. */
+  /** Group commit of concurrent one-line creates per SKU (src/orders/create/batch.ts); off: one transaction per buyer. */
   createBatch: boolean;
   /** A claim on a queued-order outbox row older than this is taken over by another process. */
   claimLeaseMs: number;

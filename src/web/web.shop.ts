@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal } from '../platform/auth.ts';
-import { listCatalogue } from '../inventory/index.ts';
+import { listCatalogue } from '../stock/index.ts';
 import { findOrder, getTimeline, listOrderIdsOfUser, orderView } from '../orders/index.ts';
 import { catalogueSchema, myOrdersSchema } from './web.schemas.ts';
 

@@ -10,7 +10,7 @@ import {
 } from '../support/stack.ts';
 import { waitFor } from '../support/poll.ts';
 import { spawnInventory, waitForExit } from '../support/process.ts';
-import { stockPumpFor } from '../../src/stock.pump.ts';
+import { stockPumpFor } from '../../src/orders/queued/pump.ts';
 
 // MP-04: the stock service killed with kill -9 in the middle of a batch (every request of it
 // written, nothing committed). Proves a batch is all or nothing: after the restart each request

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import amqp from 'amqplib';
 import { describe, expect } from 'vitest';
 import { brokerTest } from '../outbox/broker-gate.ts';
-import { stockQueues } from '../../src/stock.amqp.ts';
+import { stockQueues } from '../../src/orders/queued/transports/amqp.ts';
 import { runSplitSale } from './split-sale.ts';
 
 describe('three processes, split databases, over RabbitMQ', () => {

@@ -3,7 +3,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { describe, expect } from 'vitest';
 import { brokerTest } from '../outbox/broker-gate.ts';
-import { stockStream } from '../../src/stock.jetstream.ts';
+import { stockStream } from '../../src/orders/queued/transports/jetstream.ts';
 import { runSplitSale } from './split-sale.ts';
 
 describe('three processes, split databases, over JetStream', () => {

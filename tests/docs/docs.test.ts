@@ -1,8 +1,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { ERROR_STATUS } from '../../src/platform/errors.ts';
-import { mermaidDiagram } from '../../src/orders/orders.states.ts';
-import { decisionTableMarkdown } from '../../src/orders/decider.table.ts';
+import { mermaidDiagram } from '../../src/orders/decide/states.ts';
+import { decisionTableMarkdown } from '../../src/orders/decide/table.ts';
 import { GLOBAL_CLASSES, ORDER_CLASSES } from '../../src/reconcile/reconcile.rules.ts';
 
 const doc = (name: string) => readFile(new URL(`../../docs/${name}`, import.meta.url), 'utf8');

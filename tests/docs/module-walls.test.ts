@@ -24,7 +24,7 @@ describe('module walls', () => {
     const wrong = lint('src/payments/x.ts', "import { transition } from '../orders/orders.repo.ts';\nexport const t = transition;\n");
     expect(wrong.map((m) => m.ruleId)).toEqual(['flashpay/module-walls']);
     expect(wrong[0]?.message).toContain('src/orders/index.ts');
-    expect(lint('bench/x.ts', "export { reserve } from '../src/inventory/inventory.repo.ts';\n")).toHaveLength(1);
+    expect(lint('bench/x.ts', "export { reserve } from '../src/stock/reservations/repo.ts';\n")).toHaveLength(1);
     for (const ok of ["import { applyOrderEvent } from '../orders/index.ts';", "import { settle } from './settle.ts';", "import { inTx } from '../platform/db.ts';"]) {
       expect(lint('src/payments/x.ts', `${ok}\n`)).toEqual([]);
     }
@@ -49,11 +49,11 @@ describe('module walls', () => {
     expect(cycles).toEqual([]);
   });
 
-  it('order statuses are written and stock is moved only inside src/orders and src/inventory', async () => {
+  it('order statuses are written and stock is moved only inside src/orders and src/stock', async () => {
     const offenders: string[] = [];
     for (const file of await sourceFiles('src')) {
       const domain = domainOf(file);
-      if (domain === 'orders' || domain === 'inventory') continue;
+      if (domain === 'orders' || domain === 'stock') continue;
       const text = await readFile(file, 'utf8');
       if (/UPDATE\s+(orders|reservations|skus|user_holdings)\b|INSERT\s+INTO\s+(orders|reservations|order_transitions)\b/i.test(text)) offenders.push(path.relative(root, file));
       if (/\b(transition|tryConfirm|tryRelease|reserve)\(/.test(text)) offenders.push(path.relative(root, file));

@@ -7,7 +7,7 @@ import { migrate } from '../../src/platform/migrate.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { eventually } from '../support/payments.ts';
 import { startStack } from '../support/stack.ts';
-import { lockOnGrownTables, MAX_ROWS_READ } from '../inventory/lock-plans.ts';
+import { lockOnGrownTables, MAX_ROWS_READ } from '../stock/lock-plans.ts';
 import { adminSql, startFaultStack, type FaultStack } from './support.ts';
 import { RESTART_STACK_ENV, runCommand, serverRestartUnderLoad } from './restart.ts';
 
@@ -61,7 +61,7 @@ async function externalDatabase(serverUrl: string, prefix: string): Promise<Test
   };
 }
 
-// LP-01 (tests/inventory/lock-of-orders-plans.test.ts) on the machine's PostgreSQL, an older major
+// LP-01 (tests/stock/lock-of-orders-plans.test.ts) on the machine's PostgreSQL, an older major
 // than the suite's: there the statement before the fix read every order, line and reservation. In
 // this file, before the restart below, so that nothing restarts the server under it.
 describe('a pay group locking its reservations on the external PostgreSQL', () => {

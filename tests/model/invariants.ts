@@ -3,7 +3,7 @@
 // expectations. A violation throws with every finding, so fast-check prints them with the seed.
 import { channelClient } from '../../src/payments/channel.client.ts';
 import { reconcile } from '../../src/reconcile/reconcile.service.ts';
-import { EVENT_STATUSES } from '../../src/orders/orders.states.ts';
+import { EVENT_STATUSES } from '../../src/orders/decide/states.ts';
 import { deliver, settleNotifications } from './commands.ts';
 import type { Model, Run } from './model.ts';
 import { PAY_TIMEOUT_MS } from './world.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyOrderEvents } from '../../src/orders/index.ts';
-import type { OrderEvent } from '../../src/orders/decider.ts';
+import type { OrderEvent } from '../../src/orders/decide/decider.ts';
 import { inTx } from '../../src/platform/db.ts';
 import { buyBatched, inFlight } from '../support/create-batch.ts';
 import { createSku, skuCounters, TENANT } from '../support/fixtures.ts';

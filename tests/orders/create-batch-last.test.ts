@@ -1,13 +1,13 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tryFastBatch, type FastBuyer } from '../../src/orders/orders.batch.fast.repo.ts';
+import { tryFastBatch, type FastBuyer } from '../../src/orders/create/batch.fast.repo.ts';
 import { armFaultPoint } from '../../src/platform/faultpoints.ts';
-import { createdResponse } from '../../src/orders/orders.create.ts';
+import { createdResponse } from '../../src/orders/create/one.ts';
 import { buyBatched, inFlight } from '../support/create-batch.ts';
 import { createSku, skuCounters, TENANT } from '../support/fixtures.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
 
-// The one-statement batch takes the SKU's row lock LAST (orders.batch.fast.repo.ts): it decides on
+// The one-statement batch takes the SKU's row lock LAST (orders/create/batch.fast.repo.ts): it decides on
 // a plain read, writes every buyer's rows and keys, and decrements at the end; a row that then has
 // fewer units than it granted fails the statement whole (FPB01) and the batch is decided again on
 // the locked row by the transactional batch.
@@ -186,7 +186,7 @@ describe('the one-statement batch locks the SKU row last', () => {
       const row = byKey.get(`cbl4-${i}`)!;
       expect(answer.body).toBe(row.body);
       expect(answer.location).toBe(row.location);
-      // The body one buyer alone would get for this order (orders.create.ts), byte for byte.
+      // The body one buyer alone would get for this order (orders/create/one.ts), byte for byte.
       const orderId = bodyOf(row.body).order_id!;
       const reservationKey = `${orderId}/r1`;
       const alone = createdResponse(

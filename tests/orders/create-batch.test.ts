@@ -1,17 +1,17 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isMarkedSoldOut } from '../../src/orders/index.ts';
-import { knownDefinition } from '../../src/orders/orders.batch.fast.ts';
-import { tryFastBatch } from '../../src/orders/orders.batch.fast.repo.ts';
+import { knownDefinition } from '../../src/orders/create/batch.fast.ts';
+import { tryFastBatch } from '../../src/orders/create/batch.fast.repo.ts';
 import { armFaultPoint } from '../../src/platform/faultpoints.ts';
 import { buyBatched, crashCreateBatch, inFlight } from '../support/create-batch.ts';
 import { createSku, placeOrder, skuCounters, TENANT } from '../support/fixtures.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
 import { keyedDeps } from '../../src/app.deps.ts';
 import { requestDigest } from '../../src/idempotency/index.ts';
-import { createBatched } from '../../src/orders/orders.batch.ts';
+import { createBatched } from '../../src/orders/create/batch.ts';
 
-// The group commit per SKU (src/orders/orders.batch.ts) and its sold-out fast path. Buyers go
+// The group commit per SKU (src/orders/create/batch.ts) and its sold-out fast path. Buyers go
 // through the batcher directly (keyed exactly as POST /v1/orders keys them) where thousands are
 // needed; every other create test of the suite goes through it over HTTP.
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { CASES, decideCase, describeDecision } from '../../src/orders/decider.table.ts';
-import { decide, holdIsGone, type Hold } from '../../src/orders/decider.ts';
-import { isAllowed, ORDER_STATUSES, type OrderStatus } from '../../src/orders/orders.states.ts';
+import { CASES, decideCase, describeDecision } from '../../src/orders/decide/table.ts';
+import { decide, holdIsGone, type Hold } from '../../src/orders/decide/decider.ts';
+import { isAllowed, ORDER_STATUSES, type OrderStatus } from '../../src/orders/decide/states.ts';
 
 // Seed 000's effect table as the decider answers it: every status × a representative of every
 // event. No database: `decide` is pure. Each row was read against the seed and the contract.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTx } from '../../src/platform/db.ts';
-import { reserve } from '../../src/inventory/inventory.repo.ts';
-import { tryConfirm, tryRelease } from '../../src/inventory/inventory.finish.ts';
+import { reserve } from '../../src/stock/reservations/repo.ts';
+import { tryConfirm, tryRelease } from '../../src/stock/reservations/finish.ts';
 import { transition } from '../../src/orders/orders.repo.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
 import { createSku, placeOrder, skuCounters, TENANT } from '../support/fixtures.ts';

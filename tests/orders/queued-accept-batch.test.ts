@@ -3,11 +3,11 @@ import { createSku, TENANT } from '../support/fixtures.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
 import { keyedDeps } from '../../src/app.deps.ts';
 import { requestDigest } from '../../src/idempotency/index.ts';
-import { canonicalLines } from '../../src/orders/orders.create.ts';
-import { createQueuedBatched } from '../../src/orders/orders.queued.batch.ts';
+import { canonicalLines } from '../../src/orders/create/one.ts';
+import { createQueuedBatched } from '../../src/orders/queued/pending.batch.ts';
 
 // Issue 16, P7 accepted: concurrent queued creates (202 PENDING) written by one statement and one
-// durable commit per group (orders.queued.batch.ts); each buyer its own order, stock request, 202.
+// durable commit per group (orders/queued/pending.batch.ts); each buyer its own order, stock request, 202.
 describe('queued creates, group commit (P7 accepted)', () => {
   let s: Stack;
   beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSku, skuCounters, TENANT } from '../support/fixtures.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
-import { createStockPump } from '../../src/stock.pipeline.ts';
+import { createStockPump } from '../../src/orders/queued/pipeline.ts';
 import { receiveStockResults, type StockResult } from '../../src/orders/index.ts';
 
 // Issue 16, P7: the queued path applied set-based. The stock service decides a run of deductions

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSku, TENANT } from '../support/fixtures.ts';
 import { startStack, type Stack } from '../support/stack.ts';
-import { createStockPump } from '../../src/stock.pipeline.ts';
+import { createStockPump } from '../../src/orders/queued/pipeline.ts';
 import { createPool, type Db } from '../../src/platform/db.ts';
 
 // The stock pump of `flashpay start` drains every 100 ms. With nothing queued it used to run a

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSku, TENANT } from '../support/fixtures.ts';
 import { startStack, type Stack } from '../support/stack.ts';
-import { createStockPump, type PumpRoles } from '../../src/stock.pipeline.ts';
-import { databaseTransport } from '../../src/stock.transport.ts';
+import { createStockPump, type PumpRoles } from '../../src/orders/queued/pipeline.ts';
+import { databaseTransport } from '../../src/orders/queued/transports/transport.ts';
 
 // Both sides in one database, over the database transport (the embedded default): a relay step
 // takes its outbox rows, delivers them into the far side's inbox (the results: applied to the
-// orders) and marks them sent in ONE transaction (stock.pipeline.ts, the local move). Proven by
+// orders) and marks them sent in ONE transaction (orders/queued/pipeline.ts, the local move). Proven by
 // the rows themselves: the inbox row a step wrote and the outbox row it marked carry the same
 // transaction id. The leased path (claim, deliver, mark: three transactions) is the control.
 describe('queued orders, one database: each relay step is one transaction', () => {

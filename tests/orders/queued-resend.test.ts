@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSku, skuCounters, TENANT } from '../support/fixtures.ts';
 import { flushStats, rowsRead } from '../support/pg-stats.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
-import { createStockPump } from '../../src/stock.pipeline.ts';
+import { createStockPump } from '../../src/orders/queued/pipeline.ts';
 import { claimStockRequests, markStockRequestsSent, resendUnansweredRequests } from '../../src/orders/index.ts';
 import { createPool } from '../../src/platform/db.ts';
 

@@ -4,14 +4,14 @@ import { brokerTest } from '../outbox/broker-gate.ts';
 import { createSku, skuCounters, TENANT } from '../support/fixtures.ts';
 import { waitFor } from '../support/poll.ts';
 import { startStack, type Stack } from '../support/stack.ts';
-import { createStockPump } from '../../src/stock.pipeline.ts';
+import { createStockPump } from '../../src/orders/queued/pipeline.ts';
 import amqp from 'amqplib';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { amqpStockTransport, stockQueues } from '../../src/stock.amqp.ts';
-import { jetStreamStockTransport, stockStream } from '../../src/stock.jetstream.ts';
-import type { StockTransport } from '../../src/stock.transport.ts';
-import type { StockRequest } from '../../src/inventory/index.ts';
+import { amqpStockTransport, stockQueues } from '../../src/orders/queued/transports/amqp.ts';
+import { jetStreamStockTransport, stockStream } from '../../src/orders/queued/transports/jetstream.ts';
+import type { StockTransport } from '../../src/orders/queued/transports/transport.ts';
+import type { StockRequest } from '../../src/stock/index.ts';
 
 type MakeTransport = (s: Stack) => StockTransport;
 

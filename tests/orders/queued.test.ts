@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSku, skuCounters, TENANT } from '../support/fixtures.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
-import { createStockPump } from '../../src/stock.pipeline.ts';
-import { stockPumpFor } from '../../src/stock.pump.ts';
+import { createStockPump } from '../../src/orders/queued/pipeline.ts';
+import { stockPumpFor } from '../../src/orders/queued/pump.ts';
 import { claimStockRequests, markStockRequestsSent } from '../../src/orders/index.ts';
 
 // Queued orders (seed 004 part 2): 202 PENDING, a stock service behind the database-carried queue,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tryRefuseSoldOut } from '../../src/orders/orders.batch.waves.repo.ts';
+import { tryRefuseSoldOut } from '../../src/orders/create/waves.repo.ts';
 import { createSku, TENANT } from '../support/fixtures.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 

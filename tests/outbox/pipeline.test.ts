@@ -4,7 +4,7 @@ import { connect } from '@nats-io/transport-node';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/platform/config.ts';
-import { startEventPipeline } from '../../src/events.pipeline.ts';
+import { startEventPipeline } from '../../src/events/pipeline.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { brokerTest } from './broker-gate.ts';
 import {

@@ -2,9 +2,9 @@
 // negative controls of a compensation runner that releases before refunding, that forgets the
 // unit, that stalls past its deadline, and a fulfilment claimed without the provider's record.
 import { expect } from 'vitest';
-import { applyOrderEvent } from '../../src/orders/orders.apply.ts';
+import { applyOrderEvent } from '../../src/orders/apply/one.ts';
 import { transition } from '../../src/orders/orders.repo.ts';
-import { tryUnconfirm } from '../../src/inventory/inventory.finish.ts';
+import { tryUnconfirm } from '../../src/stock/reservations/finish.ts';
 import { inTx } from '../../src/platform/db.ts';
 import type { PaymentStack } from '../support/payments.ts';
 import type { Case } from './cases.ts';

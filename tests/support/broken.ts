@@ -1,7 +1,7 @@
 // Test-only broken strategies for the negative controls (C29-14..17). Each removes exactly one
 // safeguard of the real code. They live under tests/ so no production path can reach them.
 import { inTx, type Db } from '../../src/platform/db.ts';
-import { tryConfirm, tryRelease } from '../../src/inventory/inventory.finish.ts';
+import { tryConfirm, tryRelease } from '../../src/stock/reservations/finish.ts';
 import { findOrder, lockOrder, transition } from '../../src/orders/orders.repo.ts';
 import type { ChannelClient } from '../../src/payments/channel.client.ts';
 

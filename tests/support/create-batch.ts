@@ -3,14 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { keyedDeps } from '../../src/app.deps.ts';
 import { requestDigest } from '../../src/idempotency/index.ts';
-import { createBatched } from '../../src/orders/orders.batch.ts';
+import { createBatched } from '../../src/orders/create/batch.ts';
 import { tokenSigner } from '../../src/platform/auth.ts';
 import type { FaultPointName } from '../../src/platform/faultpoints.ts';
 import { spawnStart, waitForExit } from './process.ts';
 import type { Stack } from './stack.ts';
 import { TEST_EVENTS_SECRET, TEST_JWT_SECRET, TEST_NOTIFY_SECRET } from './stack.ts';
 
-// Drivers for the group commit of creates (src/orders/orders.batch.ts): a buyer through the batcher
+// Drivers for the group commit of creates (src/orders/create/batch.ts): a buyer through the batcher
 // without HTTP (for tests of thousands of buyers), and the crash driver of its fault point.
 
 /** One one-line create through the batcher, keyed exactly as POST /v1/orders keys it. */

@@ -4,12 +4,12 @@
 // strategy can reach (a second line in the provider's own books) write the broken state directly.
 import { randomBytes } from 'node:crypto';
 import { createPgLedger } from '../../src/channel/index.ts';
-import { reserve } from '../../src/inventory/inventory.repo.ts';
-import { tryConfirm, tryRelease } from '../../src/inventory/inventory.finish.ts';
+import { reserve } from '../../src/stock/reservations/repo.ts';
+import { tryConfirm, tryRelease } from '../../src/stock/reservations/finish.ts';
 import { findOrder, lockOrder, reservationKeyFor, transition } from '../../src/orders/orders.repo.ts';
 import { createOrder } from '../../src/orders/orders.service.ts';
 import type { Order } from '../../src/orders/orders.types.ts';
-import type { OrderStatus } from '../../src/orders/orders.states.ts';
+import type { OrderStatus } from '../../src/orders/decide/states.ts';
 import type { Principal } from '../../src/platform/auth.ts';
 import { inTx, type Db } from '../../src/platform/db.ts';
 import type { ChannelClient } from '../../src/payments/channel.client.ts';

@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { browserIt, launchBrowser, SCREENSHOT_DIR, type TestBrowser } from '../support/browser.ts';
 import { createSku, startPaymentStack, TENANT, type PaymentStack } from '../support/payments.ts';
-import { stockPumpFor } from '../../src/stock.pump.ts';
+import { stockPumpFor } from '../../src/orders/queued/pump.ts';
 import { countRows } from '../support/stack.ts';
 
 // Generous bounds: a loaded 2-core machine runs Chromium beside the suite. Waits are on state.

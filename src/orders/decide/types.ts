@@ -1,0 +1,132 @@
+// The vocabulary of the decider (orders/decide/decider.ts): the facts it reads, the events it is asked about and
+// the decision it answers. Types and closed lists only; the decisions themselves are in orders/decide/decider.ts.
+import type { OrderStatus } from './states.ts';
+
+/** The reservation behind an order, as read under its row lock. */
+export interface Hold {
+  key: string;
+  sku: string;
+  quantity: number;
+  /** MISSING: no reservation row (only a planted fault produces one). */
+  status: 'HELD' | 'CONFIRMED' | 'RELEASED' | 'MISSING';
+  expiresAt: Date | null;
+  /** The order line it holds units for (1 when absent: a one-line order). */
+  line?: number;
+}
+
+/** The part of an order the decider reads. */
+export interface OrderFacts {
+  orderId: string;
+  status: OrderStatus;
+  amount: number;
+  reserveAttempt: number;
+  /** Placed with Prefer: respond-async: its stock lives behind the stock service (queued/pending.ts). */
+  queued?: boolean;
+}
+
+/** A provider answer: through the charge reply, a query, a close, a notification or a refund reply. */
+export type ProviderVia = 'charge' | 'query' | 'close' | 'callback' | 'refund';
+export type ProviderStatus = 'CHARGED' | 'DECLINED' | 'CLOSED' | 'REFUNDED' | 'REFUND_REFUSED' | 'NOT_FOUND' | 'LOST';
+
+export type OrderEvent =
+  /** The buyer asked to pay. */
+  | { type: 'PAY_REQUESTED' }
+  /** The buyer asked to pay from their wallet: the caller debits in the same transaction (src/payments/wallet-pay.ts). */
+  | { type: 'WALLET_PAY_REQUESTED' }
+  /** The buyer asked to cancel. */
+  | { type: 'CANCEL_REQUESTED' }
+  /** Recovery found a CREATED order whose hold is gone. */
+  | { type: 'HOLD_EXPIRED' }
+  /** The provider said something about the order (LOST: the answer never came). */
+  | { type: 'PROVIDER_ANSWERED'; via: ProviderVia; status: ProviderStatus; amount?: number; cause: string }
+  /** The saga (src/saga): the fulfilment provider refused for good; compensation starts. */
+  | { type: 'FULFILMENT_REFUSED'; cause: string }
+  /** The saga: the compensating refund was confirmed (ok) or cannot be done now. */
+  | { type: 'COMPENSATION_REFUND'; ok: boolean; cause: string }
+  /** The saga: the refund is confirmed, the confirmed unit(s) go back on sale. */
+  | { type: 'COMPENSATION_RELEASE' }
+  /** The stock service's answer to a queued order's request (queued.ts). */
+  | StockEvent
+  /** A wallet pay of a queued order found too low a balance: the units go back through the stock service. */
+  | { type: 'WALLET_FUNDS_SHORT' };
+
+export const EVENT_KINDS = [
+  'PAY_REQUESTED',
+  'WALLET_PAY_REQUESTED',
+  'CANCEL_REQUESTED',
+  'HOLD_EXPIRED',
+  'PROVIDER_ANSWERED',
+  'FULFILMENT_REFUSED',
+  'COMPENSATION_REFUND',
+  'COMPENSATION_RELEASE',
+  'STOCK_RESERVED',
+  'STOCK_REJECTED',
+  'STOCK_RELEASED',
+  'WALLET_FUNDS_SHORT',
+] as const;
+
+// What a provider message did to an order. Stored with every notification and returned to callers.
+export const EFFECTS = [
+  'PAID',
+  'PAID_REHELD',
+  'REFUNDING',
+  'REFUNDING_ANOMALY',
+  'FAILED',
+  'REFUNDED',
+  'DUPLICATE',
+  'IGNORED',
+  'AMOUNT_MISMATCH',
+  'UNKNOWN_ORDER',
+] as const;
+export type Effect = (typeof EFFECTS)[number];
+
+/** What the decision does for the caller that is not a provider-message effect. */
+export type Outcome =
+  | Effect
+  | 'PAYING'
+  | 'CANCELLED'
+  | 'UNKNOWN'
+  | 'REJECTED'
+  | 'PENDING'
+  | 'COMPENSATING'
+  | 'COMPENSATION_PENDING'
+  | 'COMPENSATED'
+  | 'CREATED'
+  | 'RELEASING';
+
+export type StockMove =
+  | { op: 'confirm'; key: string }
+  | { op: 'release'; key: string }
+  /** A CONFIRMED unit goes back on sale (compensation, after the refund is confirmed). */
+  | { op: 'unconfirm'; key: string }
+  /** Take a new unit under a new key and confirm it at once; may be refused (sold out, limit). */
+  | { op: 'rereserve'; key: string; attempt: number; sku: string; quantity: number; line: number };
+
+/** A call to the provider, made by the payments module after the decision committed. */
+export type ProviderCall = 'CHARGE' | 'CLOSE' | 'REFUND';
+
+export interface Decision {
+  outcome: Outcome;
+  /** The guarded transition from the order's current status. */
+  to?: OrderStatus;
+  reason?: string;
+  stock: StockMove[];
+  /** Used instead when a `rereserve` move is refused (all of this decision's moves are undone); its reason gets the refusal appended. */
+  orElse?: Decision;
+  /** Provider calls to make after commit, in order. */
+  calls: ProviderCall[];
+  /** Outbox events the transition emits (same transaction). */
+  emits: string[];
+  /** Contradicts what we know: recorded on the order for a person. */
+  attention?: string;
+  /** The order is still unfinished after this event, and why. */
+  pending?: string;
+}
+
+export type StockEvent =
+  /** Every line is held under the order's line keys (/r1). */
+  | { type: 'STOCK_RESERVED' }
+  /** Nothing is held: `reason` is SOLD_OUT or USER_LIMIT (with the SKU refused). */
+  | { type: 'STOCK_REJECTED'; reason: string }
+  /** Every unit of the order is back on sale. */
+  | { type: 'STOCK_RELEASED' };
