@@ -9,7 +9,7 @@ import { perSecond, round, summarize } from './stats.ts';
  * client cost. It runs in its own process (its event loop never competes with the server's) and
  * uses node:http with one keep-alive `http.Agent` per origin, `maxSockets` = concurrency: each
  * simulated buyer owns one persistent connection. node:http costs less per request than the
- * global fetch (undici behind WHATWG streams); docs/benchmarks.md has the comparison.
+ * global fetch (undici behind WHATWG streams); docs/benchmarks/journal.md has the comparison.
  */
 
 export interface DriverRequest {

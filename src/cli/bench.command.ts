@@ -4,7 +4,7 @@ import { runBench } from '../../bench/run.ts';
 
 /**
  * `flashpay bench [--quick] [--json]`: order creation and outbox delivery on real HTTP against a
- * database of its own, each run next to a baseline measured the same way (docs/benchmarks.md).
+ * database of its own, each run next to a baseline measured the same way (docs/benchmarks/journal.md).
  * Figures go to stdout (one JSON document with --json); progress goes to stderr. No thresholds:
  * the exit code is non-zero only when a correctness check (oversell, exactly-once) failed.
  */

@@ -42,7 +42,7 @@ export interface GroupOptions {
   max?: number;
   /**
    * Groups that may commit at once before arriving pays start to collect (0: always collect). One
-   * rather than two: larger groups at 64 buyers (p50 3 pays, not 2), fewer commits (docs/benchmarks.md §6).
+   * rather than two: larger groups at 64 buyers (p50 3 pays, not 2), fewer commits (docs/benchmarks/journal.md §6).
    */
   concurrent?: number;
 }
@@ -70,7 +70,7 @@ export function groupPayCommits(deps: Deps, options: GroupOptions = {}): PayComm
  * pay's answer and the provider's notification of the same charge often arrive together, and the
  * second waits for the first's group to end (then goes, in arrival order). Two groups that shared
  * an order would wait on its row lock, the second holding its other orders' locks meanwhile, and
- * the groups behind it on those: a convoy (docs/benchmarks.md §11). `take` and `commit` go to the
+ * the groups behind it on those: a convoy (docs/benchmarks/journal.md §11). `take` and `commit` go to the
  * collector together: `commit` frees a group's orders when it ends, before the next take.
  */
 export function oncePerOrder<M extends { item: { orderId: string } }>(commit: (group: M[]) => Promise<void>) {

@@ -25,7 +25,7 @@ const QUERY_TIMEOUT_MS = 35_000;
 //   jit_above_cost (100,000), and a set-based statement over 1,000 rows passes it on estimates
 //   alone (a LATERAL probe per key is costed at 50 rows). On this machine's PostgreSQL 15 the stock
 //   side's lock of 1,000 orders' reservations ran 8 ms and spent 150–240 ms compiling; P7's drain
-//   went from 3,100 to 5,600 reserved/s with it off (docs/benchmarks.md §20). Nothing here is an
+//   went from 3,100 to 5,600 reserved/s with it off (docs/benchmarks/journal.md §20). Nothing here is an
 //   analytic query that JIT would repay.
 // - random_page_cost = 1.1 (the embedded server's setting): at the default 4, a group of 1,000
 //   keys (`order_id = ANY($1)`: recovery's answers, stock results) was planned as a scan of every

@@ -9,7 +9,7 @@
  * commit (a lock wait) and the groups are what group commit makes them: all that arrived while
  * the last one committed. At 2 ms, on 2 saturated cores where a group takes 10–30 ms, the timer
  * sent a group of one or two pays every 2 ms beside the one committing: more transactions, more
- * wake-ups of PostgreSQL, and P3 at 20 buyers 15–20 % lower (docs/benchmarks.md §18).
+ * wake-ups of PostgreSQL, and P3 at 20 buyers 15–20 % lower (docs/benchmarks/journal.md §18).
  */
 export const GROUP_STALL_MS = 25;
 

@@ -4,7 +4,7 @@ import https from 'node:https';
 // Outgoing HTTP (the provider, the fulfilment provider, the outbox's webhook, the fake channel's
 // notifications) on node:http with keep-alive agents, not fetch. Measured on this machine, 32
 // calls in flight, client and server in one process: fetch 494–752 µs of CPU per call, node:http
-// 82–157 (docs/benchmarks.md §12). A pay calls the provider once, recovery 1.2 times per order.
+// 82–157 (docs/benchmarks/journal.md §12). A pay calls the provider once, recovery 1.2 times per order.
 
 export interface HttpAnswer {
   status: number;

@@ -4,7 +4,7 @@ import { randomFillSync } from 'node:crypto';
  * Random identifiers from a pooled CSPRNG buffer. `randomBytes(n)` asks the operating system's
  * generator once per call, about 5 µs on this machine's kernel whatever n is; an order id is drawn
  * for every buyer of a batch, a charge id for every charge. One 4 KiB fill serves ~400 ids at
- * ~0.1 µs each (docs/benchmarks.md §17). The bytes are the same generator's, so the ids are as
+ * ~0.1 µs each (docs/benchmarks/journal.md §17). The bytes are the same generator's, so the ids are as
  * unguessable as before; each byte is handed out once (the pool is refilled, never reread).
  */
 const POOL_BYTES = 4096;

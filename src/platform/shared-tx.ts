@@ -3,7 +3,7 @@ import { GROUP_STALL_MS, groupCollector, MemberFailed } from './group-commit.ts'
 
 // Group commit for writes that are small, independent and each atomic: the transactions that
 // arrive while one commits share the next, so a burst of them pays one durable commit, not one
-// each (the saga runner's journal writes: docs/benchmarks.md §19). Each member's statements run
+// each (the saga runner's journal writes: docs/benchmarks/journal.md §19). Each member's statements run
 // one after another in the shared transaction, as they would in a transaction of its own, and
 // what a member commits is exactly its own statements: if one fails, the group rolls back and
 // every member runs again alone, so one member's failure is never another's.

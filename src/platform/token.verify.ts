@@ -6,7 +6,7 @@ import { jwtVerify, type JWTPayload } from 'jose';
  * on libuv's thread pool, and a key import per call when given bytes — about 100 µs of CPU per
  * token on this machine, 58 µs with the key imported once, against about 10 µs for the same MAC
  * with node:crypto. In a flash sale most buyers send one or two requests, so nearly every token is
- * new to the verified-token cache (auth.ts) and this is paid per buyer (docs/benchmarks.md §17).
+ * new to the verified-token cache (auth.ts) and this is paid per buyer (docs/benchmarks/journal.md §17).
  *
  * The fast path accepts only tokens of the one shape flashpay issues, and only when every check
  * passes; anything else — another header, a claim it does not know, a number that is not one, a

@@ -33,7 +33,7 @@ export async function listOrdersWithReservationPage(
 ): Promise<OrderRow[]> {
   // Each line's reservation is read by its key: the LATERAL's LIMIT 1 (the key is unique) keeps
   // PostgreSQL from flattening it into a join that, on young statistics, compared every order of a
-  // tenant with every reservation of it (0.3–0.5 s a page after the bench's sale; docs/benchmarks.md §13).
+  // tenant with every reservation of it (0.3–0.5 s a page after the bench's sale; docs/benchmarks/journal.md §13).
   const result = await db.query<OrderRow>(
     `SELECT o.order_id, o.status, o.amount,
             CASE WHEN bool_or(r.status IS NULL) THEN NULL
@@ -90,7 +90,7 @@ export async function listStockDrift(
   }>(
     // The reservations are summed per SKU once, then joined: as a join then a GROUP BY, a plan made
     // on young statistics compared every SKU with every reservation of its tenant (4.7 s after the
-    // bench's sale; docs/benchmarks.md §13).
+    // bench's sale; docs/benchmarks/journal.md §13).
     `WITH r AS MATERIALIZED (
        SELECT tenant_id, sku,
               sum(quantity) FILTER (WHERE status = 'HELD') AS held_rows,

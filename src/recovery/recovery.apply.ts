@@ -20,7 +20,7 @@ const ANSWER_WRITERS = 1;
  * the provider, not by how soon an answer is written: a provider slot is free once its call has
  * returned, and an order's close waits for nothing but its query's group. Without the wait, groups
  * averaged 11 answers on P6; waits of 20–40 ms more than doubled them, halved PostgreSQL's CPU and
- * slowed the provider's calls less (docs/benchmarks.md §21).
+ * slowed the provider's calls less (docs/benchmarks/journal.md §21).
  */
 export const ANSWER_LINGER_MS = 30;
 

@@ -8,7 +8,7 @@ import { freshDatabase, type TestDatabase } from '../support/db.ts';
 // refuses them); on the pool, at once on separate connections. A failure is the error, and it
 // rolls the transaction back. On a pipelined transaction the calls' statements also leave in one
 // write: on this kind of VM a write to loopback is a wake-up of the backend, and it was the pays'
-// groups' main cost after their round trips (docs/benchmarks.md §19).
+// groups' main cost after their round trips (docs/benchmarks/journal.md §19).
 
 describe('allOf: calls without a round trip each, where safe', () => {
   let db: TestDatabase;

@@ -7,7 +7,7 @@ import { freshDatabase, type TestDatabase } from '../support/db.ts';
 // src/platform/db.ts), so an untuned external server plans flashpay's statements as the embedded
 // one does. With LLVM a set-based statement over 1,000 rows passes jit_above_cost on its estimates
 // and spends 150–240 ms compiling what runs in 8 ms; at random_page_cost 4 a group of 1,000 keys
-// is read by scanning the table (docs/benchmarks.md §20, §13). The suite's embedded server has no
+// is read by scanning the table (docs/benchmarks/journal.md §20, §13). The suite's embedded server has no
 // LLVM and runs at 1.1 itself, so the plans are checked on the machine's own PostgreSQL (SO-03,
 // tests/faults/db-restart-external.test.ts); here, the settings and what a user's PGOPTIONS does.
 

@@ -6,7 +6,7 @@ import { startStack, type Stack } from '../support/stack.ts';
 
 // What recovery claims, in a database that looks like the day after a sale: live holds, a released
 // history, and the few orders that are really abandoned or unfinished among them. Both claims were
-// rewritten to read indexes and sets (migration 140, docs/benchmarks.md §13); these pin that they
+// rewritten to read indexes and sets (migration 140, docs/benchmarks/journal.md §13); these pin that they
 // still take exactly the right orders, oldest first.
 
 const OTHER = 'rc-other-tenant';

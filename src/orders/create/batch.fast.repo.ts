@@ -4,7 +4,7 @@ import { doneKeys, OPERATION, type DoneKey, type DoneRow } from './batch.repo.ts
 /**
  * `ex`: the batch's keys that exist already (any state), one primary-key probe per buyer of `u`
  * (columns user_id, key): flat in the key table's size, where a join planned once went to a scan of
- * the tenant's keys (docs/benchmarks.md §3). Shared by the one-statement batch and the grouped 202s.
+ * the tenant's keys (docs/benchmarks/journal.md §3). Shared by the one-statement batch and the grouped 202s.
  */
 export const EXISTING_KEYS = `ex AS (
        SELECT i.* FROM u CROSS JOIN LATERAL (

@@ -49,7 +49,7 @@ const MAX_BATCH = 256;
 // one commits. Two let the second insert while the first held the row, but the second then slept
 // on the row lock and was woken at the first's commit, and on this machine's VM PostgreSQL's
 // processes waking each other is most of its CPU: with one, 90 µs of PostgreSQL per buyer against
-// 137–143 and 15 % more buyers/s, alternated twice (docs/benchmarks.md §17).
+// 137–143 and 15 % more buyers/s, alternated twice (docs/benchmarks/journal.md §17).
 const MAX_IN_FLIGHT = 1;
 // Sold-out waves of one SKU in flight at once; each wave reads only after all of its buyers
 // arrived. One rather than two for the same reason: two overlapped their WAL flushes and woke each

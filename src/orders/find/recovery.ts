@@ -64,7 +64,7 @@ export async function claimUnfinished(
  * Computed as a set: the gone reservations joined to the CREATED orders' first lines and to the
  * other lines' keys. Written as one EXISTS with an OR per order, PostgreSQL joined every CREATED
  * order to every gone reservation of its tenant and ran the lines' subquery per pair: 500 ms a pass
- * after a 60,000-order sale, and minutes once a tenant's released history grew (docs/benchmarks.md §13).
+ * after a 60,000-order sale, and minutes once a tenant's released history grew (docs/benchmarks/journal.md §13).
  */
 export async function claimAbandonedCreated(tx: Tx, now: Date, tenantId?: string): Promise<string[]> {
   const gone = `(r.status = 'RELEASED' OR (r.status = 'HELD' AND r.expires_at <= $1))`;

@@ -24,7 +24,7 @@ import { readSkuTerms, writeQueuedGroup, type QueuedRow, type SkuTerm } from './
  * process's memory of them: the group's statement then checks them against the SKU rows and writes
  * nothing if one changed (a price, a name, a SKU gone), and the group goes again with them read
  * afresh. With one group of a tenant in flight, that read was a round trip between a group and the
- * next, every time (docs/benchmarks.md §20).
+ * next, every time (docs/benchmarks/journal.md §20).
  *
  * No timer: a group starts at once when fewer than MAX_IN_FLIGHT groups of the tenant are
  * running (setImmediate: the requests whose bytes arrived in this turn join it), so an idle
@@ -41,7 +41,7 @@ import { readSkuTerms, writeQueuedGroup, type QueuedRow, type SkuTerm } from './
 const MAX_GROUP = 256;
 // One group of a tenant in flight: two overlapped their WAL flushes and woke each other, which on
 // this machine's VM costs PostgreSQL more than it saves (94–96 µs per 202 against 137–143, alternated
-// twice; docs/benchmarks.md §17), as for the sync create's batches.
+// twice; docs/benchmarks/journal.md §17), as for the sync create's batches.
 const MAX_IN_FLIGHT = 1;
 // Names and prices remembered per database; past this many SKUs the memory starts again.
 const MAX_TERMS = 10_000;

@@ -103,7 +103,7 @@ export function createStockPump(options: StockPumpOptions): StockPump {
   // Both sides in one database over the database transport: a relay step takes its rows, delivers
   // them (the far side's inbox and what it applies) and marks them sent in ONE transaction. No lease
   // is needed (a crash rolls all of it back), and each row is written once instead of claimed, then
-  // marked: one durable commit where there were three (docs/benchmarks.md §20). Anything the move
+  // marked: one durable commit where there were three (docs/benchmarks/journal.md §20). Anything the move
   // does not take (an unknown type, a result that needs more than the decider) or an error (reported):
   // it rolls back, and the pass takes the leased path below, which parks, fails or retries row by row.
   const local = options.transport === undefined && options.shopDb === options.stockDb && roles.apart !== true;

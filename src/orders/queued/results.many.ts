@@ -13,7 +13,7 @@ import { receiveStockResult, type ResultEffect, type StockResult } from './resul
 
 // Orders per applyOrderEvents call, all in the run's one transaction. Its matching was quadratic
 // (a pass of 1,000 went as five groups of 200); it is linear now, and a pass is one group: P7's
-// reserved/s 4,618 → 5,594 in one run (docs/benchmarks.md §11).
+// reserved/s 4,618 → 5,594 in one run (docs/benchmarks/journal.md §11).
 const GROUP = 1_000;
 
 /** A result the set-based path takes: it only moves an order through the decider. */

@@ -144,7 +144,7 @@ export async function receiveStockResult(db: Db, result: StockResult, now: Date)
  * It starts from the open orders (the partial index orders_open) and finds each one's request by
  * its key, which stockRequestKey derives from the order: the requests table keeps every request
  * ever sent, and a join from it read all of them on every pass (P7: 1,300 buffers a pass for none
- * to re-send, growing with the shop's history; docs/benchmarks.md §15). Only orders that entered
+ * to re-send, growing with the shop's history; docs/benchmarks/journal.md §15). Only orders that entered
  * their status before the cutoff: the request was written in that transaction, at that time, and
  * sent after it, so a request sent before the cutoff belongs to such an order; in a burst of
  * 202s the pass reads none of the new ones. (A relay whose clock is behind the shop's by d

@@ -63,7 +63,7 @@ function outcomesOf(events: readonly OutboxEvent[], text: string): (Error | null
  * POSTs each event as signed JSON; any 2xx is the acknowledgement, anything else is a failed
  * attempt. With `batchUrl`, a pass goes as one signed `{events}` body and each event is
  * acknowledged by its own outcome. node:http with a keep-alive agent rather than fetch: it costs a
- * fraction of the CPU per request (docs/benchmarks.md), and the relay shares its event loop with
+ * fraction of the CPU per request (docs/benchmarks/journal.md), and the relay shares its event loop with
  * the API.
  */
 export function createHttpSink(options: HttpSinkOptions): Sink {

@@ -86,7 +86,7 @@ export async function lockReservationsOfOrders(tx: Tx, orderIds: readonly string
     // InitPlan arrays, = ANY on each column) kept a generic plan made while the tables were young
     // (a sale's first seconds): a seq scan of every order, line and reservation. Planned afresh, it
     // still read every reservation of the tenant (the tenant column alone as the index condition)
-    // and every line: 1.6–1.9 ms a call in P3, growing with the tables (docs/benchmarks.md §15).
+    // and every line: 1.6–1.9 ms a call in P3, growing with the tables (docs/benchmarks/journal.md §15).
     text: `WITH ids AS (SELECT DISTINCT unnest($1::text[]) AS order_id),
      k AS MATERIALIZED (
        SELECT o.tenant_id, o.key FROM ids CROSS JOIN LATERAL (
