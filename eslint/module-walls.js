@@ -1,6 +1,7 @@
 // ESLint rule: a domain folder under src/ is entered only through its index.ts. src/platform is
 // the shared kernel and may be imported anywhere; a module may import its own files freely.
 import path from 'node:path';
+import { noImportCircles } from './import-circles.js';
 
 const KERNEL = new Set(['platform']);
 
@@ -44,4 +45,4 @@ export const moduleWalls = {
   },
 };
 
-export default { rules: { 'module-walls': moduleWalls } };
+export default { rules: { 'module-walls': moduleWalls, 'no-import-circles': noImportCircles } };

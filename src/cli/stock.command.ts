@@ -84,7 +84,7 @@ export async function stockCommand(argv: string[]): Promise<void> {
   const api = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   const pump = stockPumpFor(deps, (error) => log((error as Error).message), stockServiceRoles(config));
   const loop = every('stock', config.stockIntervalMs, () => pump.drain(), log);
-  process.stdout.write(`${JSON.stringify({ stock: api, inventory: api })}\n`);
+  process.stdout.write(`${JSON.stringify({ inventory: api, stock: api })}\n`);
 
   let stopping = false;
   const stop = async () => {

@@ -1,68 +1,21 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { loadConfig } from '../platform/config.ts';
 import { loadSecrets } from '../platform/secrets.ts';
-import { haproxyServers, haproxySpec } from './haproxy.ts';
+import { haproxySpec } from './haproxy.ts';
 import { natsNodeSpecs } from './nats.config.ts';
-import {
-  freePorts,
-  GiveUp,
-  isAlive,
-  signalNode,
-  spawnNode,
-  waitGone,
-  waitUntil,
-  type NodeKind,
-  type NodeRecord,
-  type NodeSpec,
-} from './node.ts';
-import { formationState, pgBinDir, roleOf, startPgFormation } from './postgres.ts';
+import { freePorts, isAlive, spawnNode, waitUntil, type NodeKind, type NodeRecord, type NodeSpec } from './node.ts';
+import { pgBinDir, startPgFormation } from './postgres.ts';
+import { clusterDown } from './cluster.manage.ts';
+import { READY_TIMEOUT_MS, waitHttp } from './ready.ts';
+import { ClusterError, readState, ROOT, saveState, stateFile, type ClusterState } from './cluster.state.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const FLASHPAY_BIN = path.join(ROOT, 'bin', 'flashpay.js');
 export const APT_LINE = 'apt-get install -y postgresql-15-auto-failover haproxy nats-server';
-const READY_TIMEOUT_MS = 90_000;
-const STOP_GRACE_MS = 10_000;
-
-/** What `cluster.json` keeps: enough for status, kill, start and down from another process. */
-export interface ClusterState {
-  dir: string;
-  api: string;
-  channel: string;
-  databaseUrl: string;
-  monitor: string;
-  natsUrl: string | undefined;
-  nodes: NodeRecord[];
-}
-
-export interface NodeView {
-  name: string;
-  kind: NodeKind;
-  role: string;
-  pid: number;
-  url: string;
-  /** An API process only: HAProxy's verdict on it ("UP", "DOWN"…), the one that decides its traffic. */
-  balancer?: string;
-}
-
-export class ClusterError extends GiveUp {}
-
-const stateFile = (dir: string) => path.join(dir, 'cluster.json');
-
-export async function readState(dir: string): Promise<ClusterState> {
-  if (!existsSync(stateFile(dir)))
-    throw new ClusterError(`no cluster in ${dir} (start one with: flashpay cluster up --dir ${dir})`);
-  return JSON.parse(await readFile(stateFile(dir), 'utf8')) as ClusterState;
-}
-
-async function saveState(state: ClusterState): Promise<void> {
-  await writeFile(stateFile(state.dir), `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
-}
 
 function onPath(binary: string): boolean {
   return (process.env.PATH ?? '').split(':').some((dir) => dir && existsSync(path.join(dir, binary)));
@@ -86,24 +39,6 @@ function checkReachable(dir: string): void {
     execFileSync('runuser', ['-u', 'postgres', '--', 'test', '-x', path.dirname(dir)]);
   } catch {
     throw new ClusterError(`the postgres user cannot reach ${dir}; choose a --dir it can, e.g. /tmp/flashpay-cluster`);
-  }
-}
-
-/** Waits for a 200 from `url`; a node that died meanwhile fails at once, with the end of its log. */
-async function waitHttp(url: string, what: string, node?: NodeRecord): Promise<void> {
-  await waitUntil(what, READY_TIMEOUT_MS, async () => {
-    if (node && !isAlive(node.pid))
-      throw new ClusterError(`${what} exited; the end of ${node.log}:\n${tail(node.log)}`);
-    const response = await fetch(url, { signal: AbortSignal.timeout(2_000) }).catch(() => undefined);
-    return response?.status === 200 ? true : undefined;
-  });
-}
-
-function tail(file: string, lines = 15): string {
-  try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-  } catch {
-    return '(no log)';
   }
 }
 
@@ -303,96 +238,4 @@ async function startAll(
   state.api = api;
   await saveState(state);
   await waitHttp(`${api}/readyz`, 'the API through HAProxy');
-}
-
-/** Every node with its role now: a PostgreSQL node's from the monitor, any other's from its process. */
-export async function clusterStatus(dir: string): Promise<{ api: string; channel: string; nodes: NodeView[] }> {
-  const state = await readState(dir);
-  const pgStates = await formationState(state.monitor).catch(() => []);
-  const balancerStates = await haproxyServers(path.join(state.dir, 'haproxy')).catch(() => undefined);
-  const nodes = state.nodes.map((node): NodeView => {
-    const alive = isAlive(node.pid);
-    let role = alive ? 'up' : 'down';
-    if (node.kind === 'postgres' && alive) {
-      const known = pgStates.find((s) => s.name === node.name);
-      role = known ? roleOf(known) : 'unknown';
-    } else if (node.kind === 'monitor' && alive) role = 'monitor';
-    const balancer = node.kind === 'api' ? balancerStates?.get(node.name) : undefined;
-    return { name: node.name, kind: node.kind, role, pid: node.pid, url: node.url, ...(balancer ? { balancer } : {}) };
-  });
-  return { api: state.api, channel: state.channel, nodes };
-}
-
-function nodeOf(state: ClusterState, name: string): NodeRecord {
-  const node = state.nodes.find((n) => n.name === name);
-  if (!node)
-    throw new ClusterError(`no node "${name}" in ${state.dir}; nodes: ${state.nodes.map((n) => n.name).join(', ')}`);
-  return node;
-}
-
-/** SIGKILL to every process of the node (a PostgreSQL node: its keeper and its postgres, as a host dies). */
-export async function clusterKill(dir: string, name: string): Promise<NodeRecord> {
-  const node = nodeOf(await readState(dir), name);
-  signalNode(node.pid, 'SIGKILL');
-  if (!(await waitGone(node.pid, STOP_GRACE_MS))) throw new ClusterError(`${name} (pid ${node.pid}) is still alive`);
-  return node;
-}
-
-/** Starts a stopped node again with the command it was first started with (a PostgreSQL node rejoins as a standby). */
-export async function clusterStart(dir: string, name: string): Promise<NodeRecord> {
-  const state = await readState(dir);
-  const node = nodeOf(state, name);
-  if (isAlive(node.pid)) return node;
-  const started = spawnNode(node, ROOT);
-  state.nodes = state.nodes.map((n) => (n.name === name ? started : n));
-  await saveState(state);
-  // An API process is back once the balancer sends it traffic, not when its process exists.
-  if (started.kind === 'api' || started.kind === 'worker') await waitHttp(`${started.url}/readyz`, name, started);
-  if (started.kind === 'api')
-    await waitUntil(`HAProxy marking ${name} UP`, READY_TIMEOUT_MS, async () =>
-      (await haproxyServers(path.join(state.dir, 'haproxy')).catch(() => undefined))?.get(name) === 'UP'
-        ? true
-        : undefined,
-    );
-  return started;
-}
-
-// The engines' own binaries: a user's `tail -f` of a log in the directory is not ours to kill.
-const ENGINE_BINARIES = new Set(['pg_autoctl', 'postgres', 'nats-server', 'haproxy']);
-
-/** Engine processes whose command line names the cluster's directory: what a killed keeper left behind. */
-function strays(dir: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (ENGINE_BINARIES.has(path.basename(argv[0] ?? '')) && argv.some((arg) => arg.includes(dir)))
-        pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
-
-/** Stops every node (SIGTERM, then SIGKILL after a grace), newest first, and whatever they left. */
-export async function clusterDown(dir: string): Promise<void> {
-  const state = await readState(dir);
-  const order = [...state.nodes].reverse();
-  for (const node of order) signalNode(node.pid, 'SIGTERM');
-  for (const node of order)
-    if (!(await waitGone(node.pid, STOP_GRACE_MS))) {
-      signalNode(node.pid, 'SIGKILL');
-      await waitGone(node.pid, STOP_GRACE_MS);
-    }
-  for (const pid of strays(path.resolve(dir))) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  const left = strays(path.resolve(dir));
-  if (left.length > 0) throw new ClusterError(`processes still running in ${dir}: ${left.join(', ')}`);
 }

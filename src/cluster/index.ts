@@ -1,17 +1,7 @@
 // flashpay cluster: real engines (pg_auto_failover, nats-server, HAProxy) and flashpay processes on
 // loopback, to try and to test failover on one machine (docs/deploy.md).
-export {
-  APT_LINE,
-  checkEngines,
-  ClusterError,
-  clusterDown,
-  clusterKill,
-  clusterStart,
-  clusterStatus,
-  clusterUp,
-  readState,
-  type ClusterState,
-  type NodeView,
-} from './cluster.ts';
+export { APT_LINE, checkEngines, clusterUp } from './cluster.ts';
+export { ClusterError, readState, type ClusterState, type NodeView } from './cluster.state.ts';
+export { clusterDown, clusterKill, clusterStart, clusterStatus } from './cluster.manage.ts';
 export { isAlive, waitUntil, type NodeKind, type NodeRecord } from './node.ts';
 export { pgDirOf, setReplicationQuorum } from './postgres.ts';

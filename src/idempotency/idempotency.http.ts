@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, problem, type ErrorCode } from '../platform/errors.ts';
 import { isValidKey } from './digest.ts';
 import type { StoredResponse } from './idempotency.repo.ts';
-import type { KeyedResult } from './idempotency.service.ts';
+import type { KeyedResult } from './idempotency.types.ts';
 
 /**
  * Validates the key header. From here on every answer of the route is a keyed response, refusals

@@ -1,7 +1,7 @@
 import { inTx, pgCode, sendWithCommit } from '../platform/db.ts';
 import { inProgress, keyReused } from './idempotency.errors.ts';
 import { findKey, insertDoneKeyWithCommit } from './idempotency.repo.ts';
-import type { KeyClaim, KeyedDeps, KeyedOperation } from './idempotency.service.ts';
+import type { KeyClaim, KeyedDeps, KeyedOperation } from './idempotency.types.ts';
 
 const LOCK_NOT_AVAILABLE = '55P03';
 const UNIQUE_VIOLATION = '23505';

@@ -1,5 +1,4 @@
-import { inTx, pgCode, sendWithCommit, sleep, type Db, type Tx } from '../platform/db.ts';
-import type { Clock } from '../platform/clock.ts';
+import { inTx, pgCode, sendWithCommit, sleep, type Tx } from '../platform/db.ts';
 import { inProgress, keyReused } from './idempotency.errors.ts';
 import { claimOnce } from './idempotency.once.ts';
 import {
@@ -11,59 +10,8 @@ import {
   tryTakeOverKey,
   type KeyRecord,
   type KeyScope,
-  type StoredResponse,
 } from './idempotency.repo.ts';
-
-export interface KeyedDeps {
-  db: Db;
-  clock: Clock;
-  /** How long a second request with an in-flight key waits before REQUEST_IN_PROGRESS. */
-  waitMs: number;
-  /** How long a PROCESSING key belongs to its owner before another request may take it over. */
-  leaseMs: number;
-  /**
-   * The claim's transaction pipelined (default): BEGIN sent with the key's INSERT, the completion
-   * (guarded in SQL) with COMMIT: two round trips of six fewer. `false` for the A/B bench.
-   */
-  pipeline?: boolean;
-}
-
-export interface KeyedResult extends StoredResponse {
-  replayed: boolean;
-}
-
-/**
- * What the operation does once it owns the key, inside the claiming transaction. Either the
- * response is known before commit (`final`: the key is completed in the same commit as the
- * effect), or the operation continues after commit (`continueWith`, for /pay, which calls the provider
- * between commits) and completes the key itself through `complete` in its last transaction.
- */
-export type KeyedStep =
-  /**
-   * `durable: false` for an answer that changed nothing but the key (a SOLD_OUT): its commit need
-   * not wait for the WAL flush. Lost in a crash, the retry simply executes again.
-   */
-  | { final: StoredResponse; durable?: boolean }
-  | { continueWith: (complete: (tx: Tx, response: StoredResponse) => Promise<void>) => Promise<StoredResponse> };
-
-export interface KeyedOperation {
-  scope: KeyScope;
-  digest: string;
-  start(tx: Tx): Promise<KeyedStep>;
-  /**
-   * `start` always answers `final`: the key is then written once, DONE, with the effect's COMMIT,
-   * never as a PROCESSING row that an UPDATE completes (idempotency.once.ts).
-   */
-  finalOnly?: boolean;
-  /**
-   * Read-only statements a final-only claim sends with the key's read, in its round trip (only
-   * when the transaction is pipelined); `start` then awaits their results instead of reading.
-   * They run whether or not the key turns out to be this request's: they must not write.
-   */
-  prefetch?(tx: Tx): void;
-  /** Answers for a key whose owner died mid-way (lease expired); runs in the takeover transaction. */
-  abandoned?(tx: Tx): Promise<StoredResponse>;
-}
+import type { KeyClaim, KeyedDeps, KeyedOperation, KeyedResult, KeyedStep } from './idempotency.types.ts';
 
 const POLL_MS = 25;
 const LOCK_NOT_AVAILABLE = '55P03';
@@ -197,9 +145,6 @@ export async function executeKeyedNow(deps: KeyedDeps, op: KeyedOperation): Prom
   const response = await step.continueWith((tx, final) => completeKey(tx, op.scope, final, deps.clock.now()));
   return { ...response, replayed: false };
 }
-
-/** A claim's outcome: this request owns the key (with its first step), or an earlier one does. */
-export type KeyClaim = { owned: true; step: KeyedStep } | { owned: false; record: KeyRecord };
 
 /**
  * The claim of executeKeyed in a transaction the caller owns and may share with other requests'

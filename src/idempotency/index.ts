@@ -2,14 +2,7 @@
 export { requestDigest } from './digest.ts';
 export { idempotencyKeyOf, jsonResponse, problemResponse, sendKeyed } from './idempotency.http.ts';
 export { purgeCompletedKeys, type StoredResponse } from './idempotency.repo.ts';
-export {
-  executeKeyed,
-  executeKeyedNow,
-  oncePerKeyInProcess,
-  type KeyedDeps,
-  type KeyedOperation,
-  type KeyedResult,
-  type KeyedStep,
-} from './idempotency.service.ts';
+export { executeKeyed, executeKeyedNow, oncePerKeyInProcess } from './idempotency.service.ts';
+export type { KeyClaim, KeyedDeps, KeyedOperation, KeyedResult, KeyedStep } from './idempotency.types.ts';
 export type { KeyScope } from './idempotency.repo.ts';
-export { claimKeyAlone, claimKeyIn, claimKeysIn, executeKeyedWith, type KeyClaim } from './idempotency.service.ts';
+export { claimKeyAlone, claimKeyIn, claimKeysIn, executeKeyedWith } from './idempotency.service.ts';

@@ -1,6 +1,7 @@
 import { findOrder, type OrderStatus } from '../orders/index.ts';
 import type { PaymentDeps } from './payments.deps.ts';
-import { followUp, queryAnswer, settle } from './settle.ts';
+import { queryAnswer } from './answers.ts';
+import { followUp, settle } from './settle.ts';
 
 export interface Convergence {
   orderId: string;

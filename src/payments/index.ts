@@ -5,4 +5,5 @@ export { convergeRefunding, convergeUnknown, type Convergence } from './converge
 export type { PaymentDeps } from './payments.deps.ts';
 export { paymentDeps, paymentsRoutes } from './payments.routes.ts';
 export { notificationWebhook } from './payments.schemas.ts';
-export { closeAnswer, followUp, queryAnswer, recordAnswer, type Answer } from './settle.ts';
+export { closeAnswer, queryAnswer, type Answer } from './answers.ts';
+export { followUp, recordAnswer } from './settle.ts';

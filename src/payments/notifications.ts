@@ -5,7 +5,8 @@ import { EFFECTS, type AppliedEvent, type Effect } from '../orders/index.ts';
 import { recordNotificationOnce, recordedEffect, type NotificationRecord } from './payments.repo.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import type { Tx } from '../platform/db.ts';
-import { answerEvent, followUp, recordAnswer } from './settle.ts';
+import { answerEvent } from './answers.ts';
+import { followUp, recordAnswer } from './settle.ts';
 
 const KINDS = new Set(['CHARGED', 'DECLINED', 'REFUNDED']);
 const MAX_ID_LENGTH = 128;

@@ -1,8 +1,8 @@
 import { GROUP_STALL_MS, groupCollector, MemberFailed } from '../platform/group-commit.ts';
-import { allOf, inTx, type Tx } from '../platform/db.ts';
+import { allOf, inTx } from '../platform/db.ts';
 import { applyOrderEvents, type AppliedEvent } from '../orders/index.ts';
-import { recordAnswer, type Answer } from './settle.ts';
-import type { PaymentDeps } from './payments.deps.ts';
+import { recordAnswer } from './settle.ts';
+import type { PayAnswer, PayCommits, PaymentDeps } from './payments.deps.ts';
 
 // Group commit of the pays' last transactions (the provider's answer applied, the key completed).
 // Under load every pay waited for a durable commit of its own and a pool connection for it; the
@@ -11,21 +11,6 @@ import type { PaymentDeps } from './payments.deps.ts';
 // locked in one statement each, the transitions written in one), then each pay's key completed
 // with its own response, one durable commit. Each order's effect and its key still commit
 // together. Never across a provider call: a pay joins a group only with its answer in hand.
-
-/**
- * A provider's answer, and what commits with it: a pay's key completion, or a notification's
- * record (notifications.ts), with the applied event.
- */
-export interface PayAnswer {
-  orderId: string;
-  answer: Answer;
-  complete(tx: Tx, applied: AppliedEvent): Promise<void>;
-}
-
-export interface PayCommits {
-  /** Applies the answer and its completion in a transaction shared with concurrent pays. */
-  record(item: PayAnswer): Promise<AppliedEvent>;
-}
 
 interface Member {
   item: PayAnswer;

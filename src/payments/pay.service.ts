@@ -14,7 +14,8 @@ import {
 } from '../orders/index.ts';
 import { AppError } from '../platform/errors.ts';
 import type { PaymentDeps } from './payments.deps.ts';
-import { chargeAnswer, followUp, recordAnswer } from './settle.ts';
+import { chargeAnswer } from './answers.ts';
+import { followUp, recordAnswer } from './settle.ts';
 import { bestEffort, settleAfterCall } from './after-call.ts';
 
 /** A pay's answer from the order's status: still PAYING is, to the client, an unknown outcome. */

@@ -1,7 +1,8 @@
 import type { Clock } from '../platform/clock.ts';
-import type { Db } from '../platform/db.ts';
+import type { Db, Tx } from '../platform/db.ts';
+import type { AppliedEvent } from '../orders/index.ts';
+import type { Answer } from './answers.ts';
 import type { ChannelClient } from './channel.client.ts';
-import type { PayCommits } from './pay.group.ts';
 
 /** What the payment flows need: the database, the clock and the provider. */
 export interface PaymentDeps {
@@ -11,4 +12,19 @@ export interface PaymentDeps {
   notifyUrl: string;
   /** Where a pay commits the provider's answer with its key: grouped with concurrent pays; alone without it. */
   payCommits?: PayCommits;
+}
+
+/**
+ * A provider's answer, and what commits with it: a pay's key completion, or a notification's
+ * record (notifications.ts), with the applied event.
+ */
+export interface PayAnswer {
+  orderId: string;
+  answer: Answer;
+  complete(tx: Tx, applied: AppliedEvent): Promise<void>;
+}
+
+export interface PayCommits {
+  /** Applies the answer and its completion in a transaction shared with concurrent pays. */
+  record(item: PayAnswer): Promise<AppliedEvent>;
 }

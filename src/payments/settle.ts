@@ -1,37 +1,9 @@
 import { inTx, type Tx } from '../platform/db.ts';
-import {
-  applyOrderEvent,
-  findOrder,
-  type AppliedEvent,
-  type ProviderStatus,
-  type ProviderVia,
-} from '../orders/index.ts';
-import { refundKeyFor, type ChargeReply, type RefundReply, type StatusReply } from './channel.client.ts';
+import { applyOrderEvent, findOrder, type AppliedEvent } from '../orders/index.ts';
+import { refundAnswer, statusAnswer, type Answer } from './answers.ts';
+import { refundKeyFor } from './channel.client.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { tryRefundToWallet } from './wallet-refund.ts';
-
-/** A provider answer as the decider's event. A reply we did not get is LOST, never a failure. */
-export function answerEvent(via: ProviderVia, status: ProviderStatus, cause: string, amount?: number) {
-  return { type: 'PROVIDER_ANSWERED' as const, via, status, cause, ...(amount !== undefined ? { amount } : {}) };
-}
-
-export function chargeAnswer(reply: ChargeReply, amount: number) {
-  if (reply.kind === 'UNKNOWN') return answerEvent('charge', 'LOST', reply.reason);
-  return answerEvent('charge', reply.kind, 'charge', reply.kind === 'CHARGED' ? amount : undefined);
-}
-
-function statusAnswer(via: 'query' | 'close', reply: StatusReply) {
-  if (reply.kind === 'UNKNOWN') return answerEvent(via, 'LOST', reply.reason);
-  return answerEvent(via, reply.status, via, reply.amount);
-}
-
-function refundAnswer(reply: RefundReply) {
-  if (reply.kind === 'UNKNOWN') return answerEvent('refund', 'LOST', reply.reason);
-  if (reply.kind === 'REFUSED') return answerEvent('refund', 'REFUND_REFUSED', `${reply.status} ${reply.detail}`);
-  return answerEvent('refund', 'REFUNDED', 'refund reply');
-}
-
-export type Answer = ReturnType<typeof answerEvent>;
 
 /**
  * Makes the provider calls a committed decision asked for (close after NOT_FOUND, the refund with
@@ -81,7 +53,3 @@ export async function settle(
 ): Promise<AppliedEvent> {
   return followUp(deps, orderId, await recordAnswer(deps, orderId, answer, within));
 }
-
-export const queryAnswer = (reply: StatusReply) => statusAnswer('query', reply);
-export const closeAnswer = (reply: StatusReply) => statusAnswer('close', reply);
-export const refundReplyAnswer = refundAnswer;

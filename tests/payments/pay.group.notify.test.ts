@@ -4,7 +4,7 @@ import { skuCounters } from '../support/fixtures.ts';
 import { createSku, startPaymentStack, type PaymentStack } from '../support/payments.ts';
 import { paymentDeps } from '../../src/payments/payments.routes.ts';
 import { groupPayCommits } from '../../src/payments/pay.group.ts';
-import { answerEvent } from '../../src/payments/settle.ts';
+import { answerEvent } from '../../src/payments/answers.ts';
 import { handleNotification } from '../../src/payments/notifications.ts';
 
 // The provider's notifications join the pays' group commit (src/payments/notifications.ts): a

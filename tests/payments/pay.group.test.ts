@@ -4,7 +4,7 @@ import { skuCounters } from '../support/fixtures.ts';
 import { createSku, startPaymentStack, type PaymentStack } from '../support/payments.ts';
 import { paymentDeps } from '../../src/payments/payments.routes.ts';
 import { groupPayCommits } from '../../src/payments/pay.group.ts';
-import { answerEvent } from '../../src/payments/settle.ts';
+import { answerEvent } from '../../src/payments/answers.ts';
 
 // Group commit of the pays' last transactions (src/payments/pay.group.ts): concurrent pays share
 // one commit, each still gets its own answer, its own charge and its own key; a member that fails

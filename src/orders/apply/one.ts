@@ -23,7 +23,7 @@ import {
 import { lockOrder, noteAttention, transition } from '../orders.repo.ts';
 import { findLines, setLineReservation, type OrderLine } from '../orders.lines.ts';
 import type { Order } from '../orders.types.ts';
-import { queueStockRequest } from '../queued/pending.ts';
+import { queueStockRequest } from '../orders.stock-requests.ts';
 
 export interface AppliedEvent {
   outcome: Outcome | 'UNKNOWN_ORDER';

@@ -3,7 +3,6 @@ import type { Principal } from '../../platform/auth.ts';
 import type { SkuTerms } from '../../stock/index.ts';
 import { canonicalLines, readSkus, type RequestedLine } from '../create/one.ts';
 import {
-  findLines,
   lineColumns,
   lineView,
   orderHead,
@@ -15,16 +14,10 @@ import {
 import { jsonResponse, type KeyedOperation, type StoredResponse } from '../../idempotency/index.ts';
 import { newOrderId } from '../orders.repo.ts';
 import type { Order } from '../orders.types.ts';
+import { stockRequestKey, stockRequestPayload } from '../orders.stock-requests.ts';
 
 // Queued orders (seed 004): the create answers 202 PENDING and the stock request travels with the
 // order in ONE commit; the stock service holds the units later and answers (orders/queued/results.ts).
-
-export const STOCK_REQUEST_TYPES = ['STOCK_DEDUCTION_REQUESTED', 'STOCK_RELEASE_REQUESTED'] as const;
-export type StockRequestType = (typeof STOCK_REQUEST_TYPES)[number];
-
-/** One request key per order and purpose: a re-send is the same request, deduplicated by the stock service. */
-export const stockRequestKey = (orderId: string, type: StockRequestType) =>
-  `${orderId}/${type === 'STOCK_DEDUCTION_REQUESTED' ? 'deduct' : 'release'}`;
 
 export interface PendingOutcome {
   order: Order;
@@ -81,31 +74,6 @@ export async function createPendingOrder(
     ],
   );
   return { order, lines };
-}
-
-/** What a stock request carries: the order's lines under the keys the stock service holds them by. */
-const stockRequestPayload = (order: Order, lines: readonly OrderLine[]) => ({
-  order_id: order.orderId,
-  tenant_id: order.tenantId,
-  user_id: order.userId,
-  lines: lines.map((l) => ({ line_no: l.lineNo, sku: l.sku, quantity: l.quantity, key: l.reservationKey })),
-});
-
-/** Writes a stock request to the shop's stock outbox in the caller's transaction; once per key. */
-export async function queueStockRequest(
-  tx: Tx,
-  order: Order,
-  type: StockRequestType,
-  now: Date,
-  known?: readonly OrderLine[],
-): Promise<void> {
-  const lines = known ?? (await findLines(tx, order));
-  const payload = stockRequestPayload(order, lines);
-  await tx.query(
-    `INSERT INTO stock_requests_out (request_key, order_id, event_type, payload, created_at) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (request_key) DO NOTHING`,
-    [stockRequestKey(order.orderId, type), order.orderId, type, payload, now],
-  );
 }
 
 /** RFC 7240: `Prefer: respond-async` (any of the header's preferences), or FLASHPAY_ORDER_MODE=async for every create. */

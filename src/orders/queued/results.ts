@@ -14,7 +14,7 @@ import {
 import type { OrderEvent } from '../decide/decider.ts';
 import { applyOrderEvent } from '../apply/one.ts';
 import { lockOrder } from '../orders.repo.ts';
-import { stockRequestKey } from './pending.ts';
+import { stockRequestKey } from '../orders.stock-requests.ts';
 import {
   applySkuDefinition,
   mirrorHolds,

@@ -1,0 +1,31 @@
+import type { ProviderStatus, ProviderVia } from '../orders/index.ts';
+import type { ChargeReply, RefundReply, StatusReply } from './channel.client.ts';
+
+// The provider's replies as the decider's events. Pure and a leaf: the deps, the group commit and
+// settle all speak of an Answer, and none of them imports another for it.
+
+/** A provider answer as the decider's event. A reply we did not get is LOST, never a failure. */
+export function answerEvent(via: ProviderVia, status: ProviderStatus, cause: string, amount?: number) {
+  return { type: 'PROVIDER_ANSWERED' as const, via, status, cause, ...(amount !== undefined ? { amount } : {}) };
+}
+
+export function chargeAnswer(reply: ChargeReply, amount: number) {
+  if (reply.kind === 'UNKNOWN') return answerEvent('charge', 'LOST', reply.reason);
+  return answerEvent('charge', reply.kind, 'charge', reply.kind === 'CHARGED' ? amount : undefined);
+}
+
+export function statusAnswer(via: 'query' | 'close', reply: StatusReply) {
+  if (reply.kind === 'UNKNOWN') return answerEvent(via, 'LOST', reply.reason);
+  return answerEvent(via, reply.status, via, reply.amount);
+}
+
+export function refundAnswer(reply: RefundReply) {
+  if (reply.kind === 'UNKNOWN') return answerEvent('refund', 'LOST', reply.reason);
+  if (reply.kind === 'REFUSED') return answerEvent('refund', 'REFUND_REFUSED', `${reply.status} ${reply.detail}`);
+  return answerEvent('refund', 'REFUNDED', 'refund reply');
+}
+
+export type Answer = ReturnType<typeof answerEvent>;
+
+export const queryAnswer = (reply: StatusReply) => statusAnswer('query', reply);
+export const closeAnswer = (reply: StatusReply) => statusAnswer('close', reply);
