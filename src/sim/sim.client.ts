@@ -62,6 +62,15 @@ export async function http(
   }
 }
 
+/** A call to the double's control API, with the control token as Bearer when the double asks for one. */
+export function controlHttp(
+  target: SimTarget,
+  path: string,
+  options: { method?: string; body?: unknown } = {},
+): Promise<Reply> {
+  return http(`${target.channel}${path}`, { ...options, token: target.controlToken });
+}
+
 /** fetch for the typed client that rides out a stack restart: the same request, until the deadline. */
 async function reconnectingFetch(input: RequestInfo | URL): Promise<Response> {
   const request = input as Request;

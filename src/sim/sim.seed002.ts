@@ -1,5 +1,5 @@
 import { summaryLine, type ReconciliationReport } from '../reconcile/index.ts';
-import { http, type Reply, type SimTarget } from './sim.client.ts';
+import { controlHttp, http, type Reply, type SimTarget } from './sim.client.ts';
 
 // Seed 002's own run, over HTTP only: two units, a balance of 500, a booking of 120 delivered twice,
 // the fulfilment refused, the first refund unavailable, recovery, then the compensation repeated.
@@ -19,7 +19,7 @@ const BALANCE = 500;
 export async function runSeed002(target: SimTarget, tenant: string, sku: string): Promise<Seed002Report> {
   const admin = (method: string, path: string, body?: unknown) =>
     http(`${target.api}${path}`, { method, token: target.adminToken, body });
-  const control = (path: string, body: unknown) => http(`${target.channel}${path}`, { method: 'POST', body });
+  const control = (path: string, body: unknown) => controlHttp(target, path, { method: 'POST', body });
   const user = `booker-${sku}`;
   const customer = `${tenant}/${user}`;
   const token = await target.buyerToken(user);
@@ -34,7 +34,7 @@ export async function runSeed002(target: SimTarget, tenant: string, sku: string)
   expectOk('set account', await control('/_control/accounts', { customer, balance: BALANCE }));
   const units = async () => (await admin('GET', `/v1/admin/skus/${sku}`)).body.available as number;
   const balance = async () =>
-    (await http(`${target.channel}/_control/accounts/${encodeURIComponent(customer)}`)).body.balance as number;
+    (await controlHttp(target, `/_control/accounts/${encodeURIComponent(customer)}`)).body.balance as number;
   const status = async (orderId: string) =>
     (await admin('GET', `/v1/admin/orders/${orderId}`)).body as { status: string; fulfilment?: { status: string } };
   // No PAYING order here: the default stale threshold (never below the pay timeout's floor) will do.

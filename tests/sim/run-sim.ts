@@ -21,6 +21,12 @@ export interface SimJson {
   lines: string[];
 }
 
+/**
+ * The double's control token every sim test runs with (issue 38): each sim path must send it as
+ * Bearer, and the double refuses its control API without it.
+ */
+export const SIM_CONTROL_TOKEN = 'sim-control-token-0123456789abcdef0123456789';
+
 /** Runs `flashpay sim` as a user would, on a fresh database, and returns its exit code and JSON report. */
 export async function runSim(
   seed: number,
@@ -28,7 +34,12 @@ export async function runSim(
 ): Promise<{ code: number | null; report: SimJson; stderr: string }> {
   const db = await freshDatabase({ poolSize: 1 });
   // Small pools: several sales run at once, and a default PostgreSQL allows only 100 connections.
-  const env = { ...process.env, DATABASE_URL: db.url, FLASHPAY_POOL_SIZE: '6' };
+  const env = {
+    ...process.env,
+    DATABASE_URL: db.url,
+    FLASHPAY_POOL_SIZE: '6',
+    FLASHPAY_CONTROL_TOKEN: SIM_CONTROL_TOKEN,
+  };
   const child = spawn(process.execPath, [BIN, 'sim', '--seed', String(seed), '--json', ...flags], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

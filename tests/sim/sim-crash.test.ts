@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../src/channel/prng.ts';
 import { freshDatabase } from '../support/db.ts';
 import { BIN, spawnStart, waitForExit, type StartedProcess } from '../support/process.ts';
+import { SIM_CONTROL_TOKEN } from './run-sim.ts';
 
 const JWT = 'sim-crash-jwt-secret-of-at-least-32-bytes';
 
@@ -34,6 +35,7 @@ describe('the whole stack killed with kill -9 during a simulated flash sale', ()
       FLASHPAY_LOG_LEVEL: 'error',
       FLASHPAY_RECOVERY_INTERVAL_MS: '500',
       FLASHPAY_STALE_AFTER_MS: '2000',
+      FLASHPAY_CONTROL_TOKEN: SIM_CONTROL_TOKEN,
     };
     const start = () => spawnStart(dir, env, ['--port', String(api), '--channel-port', String(channel), '--control']);
     let stack: StartedProcess = await start();

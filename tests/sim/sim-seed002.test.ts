@@ -2,13 +2,15 @@ import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from '../support/db.ts';
 import { BIN } from '../support/process.ts';
+import { SIM_CONTROL_TOKEN } from './run-sim.ts';
 
 describe('flashpay sim --scenario seed-002', () => {
   it("S002-09 prints the seed's five facts and exits 0 with a clean reconciliation", async () => {
     // Proves the seed's own run, as a user would start it, holds end to end over HTTP.
     const db = await freshDatabase({ poolSize: 1 });
     const child = spawn(process.execPath, [BIN, 'sim', '--scenario', 'seed-002'], {
-      env: { ...process.env, DATABASE_URL: db.url, FLASHPAY_POOL_SIZE: '4' },
+      // With the double's control token set (issue 38): exit 1 before the sim sent it.
+      env: { ...process.env, DATABASE_URL: db.url, FLASHPAY_POOL_SIZE: '4', FLASHPAY_CONTROL_TOKEN: SIM_CONTROL_TOKEN },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
