@@ -603,7 +603,7 @@ export interface paths {
         put?: never;
         /**
          * Order event (relay → built-in fulfillment consumer)
-         * @description Terminal order events (PAID, FAILED, CANCELLED, REFUNDED), delivered at least once by the outbox relay's http sink; applied exactly once (inbox dedup by `event_id`, monotonic `order_version`). Signed: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET`. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `verifySignature` in `flashpay/client` does this. A 500 means nothing was recorded; the relay retries with backoff.
+         * @description Terminal order events (PAID, FAILED, CANCELLED, REFUNDED), delivered at least once by the outbox relay's http sink; applied exactly once (inbox dedup by `event_id`, monotonic `order_version`). The payload carries every line of the order (`lines`: `sku`, `name`, `quantity`, `unit_price` as snapshot when it was placed); an order of one line also has the older `sku` and `quantity`; an ORDER_PAID event ships every line. The same event travels by JetStream and RabbitMQ. Signed: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET`. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `verifySignature` in `flashpay/client` does this. A 500 means nothing was recorded; the relay retries with backoff.
          */
         post: operations["receiveOrderEvent"];
         delete?: never;
@@ -665,7 +665,7 @@ export interface webhooks {
         put?: never;
         /**
          * Order event
-         * @description What the relay's http sink POSTs to its configured URL. Terminal order events (PAID, FAILED, CANCELLED, REFUNDED), delivered at least once by the outbox relay's http sink; applied exactly once (inbox dedup by `event_id`, monotonic `order_version`). Signed: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET`. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `verifySignature` in `flashpay/client` does this. A 500 means nothing was recorded; the relay retries with backoff.
+         * @description What the relay's http sink POSTs to its configured URL. Terminal order events (PAID, FAILED, CANCELLED, REFUNDED), delivered at least once by the outbox relay's http sink; applied exactly once (inbox dedup by `event_id`, monotonic `order_version`). The payload carries every line of the order (`lines`: `sku`, `name`, `quantity`, `unit_price` as snapshot when it was placed); an order of one line also has the older `sku` and `quantity`; an ORDER_PAID event ships every line. The same event travels by JetStream and RabbitMQ. Signed: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET`. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `verifySignature` in `flashpay/client` does this. A 500 means nothing was recorded; the relay retries with backoff.
          */
         post: operations["orderEventWebhook"];
         delete?: never;
@@ -4292,7 +4292,7 @@ export interface operations {
                                  * @description docs/reconciliation.md says what each means
                                  * @enum {string}
                                  */
-                                class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "REJECTED_HOLDS_STOCK" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO" | "STOCK_RESULT_DISAGREES";
+                                class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "REJECTED_HOLDS_STOCK" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "EVENT_LINES_DISAGREE" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO" | "STOCK_RESULT_DISAGREES";
                                 detail: string;
                             }[];
                             /** @description order count by status */
@@ -4313,6 +4313,8 @@ export interface operations {
                                 terminal_without_event: number;
                                 duplicate_shipments: number;
                                 shipped_without_paid: number;
+                                /** @description orders whose event or shipment names other lines than the order holds (at most 100) */
+                                lines_disagree: number;
                                 pending: number;
                                 dead: number;
                             };
@@ -4563,7 +4565,7 @@ export interface operations {
                              * @description docs/reconciliation.md says what each means
                              * @enum {string}
                              */
-                            class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "REJECTED_HOLDS_STOCK" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO" | "STOCK_RESULT_DISAGREES";
+                            class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "REJECTED_HOLDS_STOCK" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "EVENT_LINES_DISAGREE" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO" | "STOCK_RESULT_DISAGREES";
                             detail: string;
                         }[];
                         /** @description order count by status */
@@ -4584,6 +4586,8 @@ export interface operations {
                             terminal_without_event: number;
                             duplicate_shipments: number;
                             shipped_without_paid: number;
+                            /** @description orders whose event or shipment names other lines than the order holds (at most 100) */
+                            lines_disagree: number;
                             pending: number;
                             dead: number;
                         };
@@ -5363,6 +5367,11 @@ export interface operations {
                         ship_count: number;
                         last_version: number;
                         last_event_type: string;
+                        /** @description every line the ORDER_PAID event shipped; null before one arrived */
+                        shipped_lines: {
+                            sku: string;
+                            quantity: number;
+                        }[] | null;
                         arrivals: {
                             event_id: string;
                             event_type: string;
@@ -7738,8 +7747,26 @@ export interface operations {
                  *       "event_type": "ORDER_PAID",
                  *       "order_version": 3,
                  *       "payload": {
+                 *         "order_id": "ord_7c1e2b9f4a",
+                 *         "tenant_id": "acme",
+                 *         "user_id": "u-1",
                  *         "status": "PAID",
-                 *         "amount": 1990
+                 *         "version": 3,
+                 *         "amount": 3980,
+                 *         "lines": [
+                 *           {
+                 *             "sku": "tee-black",
+                 *             "name": "Black tee",
+                 *             "quantity": 1,
+                 *             "unit_price": 1990
+                 *           },
+                 *           {
+                 *             "sku": "tee-white",
+                 *             "name": "White tee",
+                 *             "quantity": 1,
+                 *             "unit_price": 1990
+                 *           }
+                 *         ]
                  *       }
                  *     }
                  */
@@ -7751,8 +7778,32 @@ export interface operations {
                     event_type: "ORDER_PAID" | "ORDER_FAILED" | "ORDER_CANCELLED" | "ORDER_REFUNDED";
                     /** @description the order’s version after the transition; older versions are STALE */
                     order_version: number;
-                    /** @description the transition: order fields at that version */
+                    /** @description the transition: the order at that version, with every line */
                     payload: {
+                        order_id?: string;
+                        tenant_id?: string;
+                        user_id?: string;
+                        /** @description the order’s status after the transition */
+                        status?: string;
+                        version?: number;
+                        /** @description minor units: the sum of the lines */
+                        amount?: number;
+                        /** @description every line of the order, in line (SKU) order: a consumer ships or counts each */
+                        lines?: ({
+                            sku: string;
+                            /** @description the SKU’s name when the order was placed */
+                            name: string;
+                            quantity: number;
+                            /** @description minor units, the price when the order was placed */
+                            unit_price: number;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        /** @description an order of one line only: its SKU (= lines[0].sku) */
+                        sku?: string;
+                        /** @description an order of one line only: its quantity (= lines[0].quantity) */
+                        quantity?: number;
+                    } & {
                         [key: string]: unknown;
                     };
                 };
@@ -7939,8 +7990,32 @@ export interface operations {
                         event_type: "ORDER_PAID" | "ORDER_FAILED" | "ORDER_CANCELLED" | "ORDER_REFUNDED";
                         /** @description the order’s version after the transition; older versions are STALE */
                         order_version: number;
-                        /** @description the transition: order fields at that version */
+                        /** @description the transition: the order at that version, with every line */
                         payload: {
+                            order_id?: string;
+                            tenant_id?: string;
+                            user_id?: string;
+                            /** @description the order’s status after the transition */
+                            status?: string;
+                            version?: number;
+                            /** @description minor units: the sum of the lines */
+                            amount?: number;
+                            /** @description every line of the order, in line (SKU) order: a consumer ships or counts each */
+                            lines?: ({
+                                sku: string;
+                                /** @description the SKU’s name when the order was placed */
+                                name: string;
+                                quantity: number;
+                                /** @description minor units, the price when the order was placed */
+                                unit_price: number;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** @description an order of one line only: its SKU (= lines[0].sku) */
+                            sku?: string;
+                            /** @description an order of one line only: its quantity (= lines[0].quantity) */
+                            quantity?: number;
+                        } & {
                             [key: string]: unknown;
                         };
                     }[];
@@ -8291,8 +8366,32 @@ export interface operations {
                     event_type: "ORDER_PAID" | "ORDER_FAILED" | "ORDER_CANCELLED" | "ORDER_REFUNDED";
                     /** @description the order’s version after the transition; older versions are STALE */
                     order_version: number;
-                    /** @description the transition: order fields at that version */
+                    /** @description the transition: the order at that version, with every line */
                     payload: {
+                        order_id?: string;
+                        tenant_id?: string;
+                        user_id?: string;
+                        /** @description the order’s status after the transition */
+                        status?: string;
+                        version?: number;
+                        /** @description minor units: the sum of the lines */
+                        amount?: number;
+                        /** @description every line of the order, in line (SKU) order: a consumer ships or counts each */
+                        lines?: ({
+                            sku: string;
+                            /** @description the SKU’s name when the order was placed */
+                            name: string;
+                            quantity: number;
+                            /** @description minor units, the price when the order was placed */
+                            unit_price: number;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        /** @description an order of one line only: its SKU (= lines[0].sku) */
+                        sku?: string;
+                        /** @description an order of one line only: its quantity (= lines[0].quantity) */
+                        quantity?: number;
+                    } & {
                         [key: string]: unknown;
                     };
                 };

@@ -1,6 +1,7 @@
 import { systemClock, type Clock } from '../platform/clock.ts';
 import { inTx, type Db, type Executor, type Tx } from '../platform/db.ts';
 import { literal, oneTripTx, type OutboxEvent } from '../outbox/index.ts';
+import { shippedLines } from './fulfillment.event.ts';
 import { recordArrival, type Effect } from './fulfillment.repo.ts';
 
 /** Per-event outcome of a batch: an effect (an acknowledgement) or ERROR (nothing recorded; retry it). */
@@ -11,21 +12,23 @@ export type BatchOutcome = { event_id: string; effect: Effect } | { event_id: st
 // has distinct event ids and distinct order ids (a relay's batch always has: its claim takes at most
 // one event per order); otherwise each event runs on its own, in order, under a savepoint.
 // Inbox rows are inserted in event_id order so two overlapping batches lock in the same order.
-const applySql = (eventIds: string, orderIds: string, types: string, versions: string, now: string) => `
+const applySql = (eventIds: string, orderIds: string, types: string, versions: string, lines: string, now: string) => `
 WITH input AS (
-  SELECT * FROM unnest(${eventIds}, ${orderIds}, ${types}, ${versions}) WITH ORDINALITY
-    AS i(event_id, order_id, event_type, version, n)
+  SELECT * FROM unnest(${eventIds}, ${orderIds}, ${types}, ${versions}, ${lines}) WITH ORDINALITY
+    AS i(event_id, order_id, event_type, version, lines, n)
 ), inbox AS (
   INSERT INTO ful_inbox (event_id, received_at)
   SELECT event_id, ${now} FROM input ORDER BY event_id
   ON CONFLICT DO NOTHING RETURNING event_id
 ), advanced AS (
-  INSERT INTO fulfillment (order_id, last_version, last_event_type, ship_count, updated_at)
-  SELECT i.order_id, i.version, i.event_type, CASE WHEN i.event_type = 'ORDER_PAID' THEN 1 ELSE 0 END, ${now}
+  INSERT INTO fulfillment (order_id, last_version, last_event_type, ship_count, updated_at, shipped_lines)
+  SELECT i.order_id, i.version, i.event_type, CASE WHEN i.event_type = 'ORDER_PAID' THEN 1 ELSE 0 END, ${now},
+         NULLIF(i.lines, '')::jsonb
   FROM input i JOIN inbox USING (event_id) ORDER BY i.order_id
   ON CONFLICT (order_id) DO UPDATE SET
     last_version = EXCLUDED.last_version, last_event_type = EXCLUDED.last_event_type,
-    ship_count = fulfillment.ship_count + EXCLUDED.ship_count, updated_at = EXCLUDED.updated_at
+    ship_count = fulfillment.ship_count + EXCLUDED.ship_count, updated_at = EXCLUDED.updated_at,
+    shipped_lines = COALESCE(EXCLUDED.shipped_lines, fulfillment.shipped_lines)
   WHERE fulfillment.last_version < EXCLUDED.last_version
   RETURNING order_id
 )
@@ -37,7 +40,14 @@ FROM input i LEFT JOIN inbox USING (event_id) LEFT JOIN advanced USING (order_id
 ORDER BY i.n
 RETURNING event_id, effect`;
 
-const APPLY_SQL = applySql('$1::text[]', '$2::text[]', '$3::text[]', '$4::int[]', '$5');
+const APPLY_SQL = applySql('$1::text[]', '$2::text[]', '$3::text[]', '$4::int[]', '$5::text[]', '$6');
+
+/** Each event's shipped lines as JSON text, '' for none (the statement reads '' as NULL). */
+const linesText = (events: readonly OutboxEvent[]): string[] =>
+  events.map((e) => {
+    const lines = shippedLines(e);
+    return lines ? JSON.stringify(lines) : '';
+  });
 
 const TX_OPTIONS = { lockTimeoutMs: 5_000, statementTimeoutMs: 10_000 };
 
@@ -55,6 +65,7 @@ async function applySet(tx: Executor, events: readonly OutboxEvent[], now: Date)
       events.map((e) => e.order_id),
       events.map((e) => e.event_type),
       events.map((e) => e.order_version),
+      linesText(events),
       now,
     ],
   });
@@ -74,6 +85,7 @@ async function applySetOneTrip(db: Db, events: readonly OutboxEvent[], now: Date
       events.map((e) => e.order_version),
       'int',
     ),
+    literal.texts(linesText(events)),
     literal.time(now),
   );
   return effectsOf((await oneTripTx<{ event_id: string; effect: Effect }>(db, sql, TX_OPTIONS)).rows);

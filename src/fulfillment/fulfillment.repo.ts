@@ -1,5 +1,6 @@
 import type { Executor, Tx } from '../platform/db.ts';
 import type { OutboxEvent } from '../outbox/index.ts';
+import type { ShippedLine } from './fulfillment.event.ts';
 
 // What an arrival did. ERROR is not an effect: it records an arrival whose transaction failed.
 export const EFFECTS = ['APPLIED', 'DUPLICATE', 'STALE'] as const;
@@ -23,6 +24,8 @@ export interface Advance {
   eventType: string;
   /** 1 when this event ships the order (ORDER_PAID), else 0. */
   ships: number;
+  /** The lines it ships (every line of an ORDER_PAID event), else null: what was shipped stays. */
+  lines: readonly ShippedLine[] | null;
   now: Date;
 }
 
@@ -33,13 +36,21 @@ export interface Advance {
  */
 export async function tryAdvance(tx: Tx, advance: Advance): Promise<boolean> {
   const result = await tx.query(
-    `INSERT INTO fulfillment (order_id, last_version, last_event_type, ship_count, updated_at)
-     VALUES ($1, $2, $3, $4, $5)
+    `INSERT INTO fulfillment (order_id, last_version, last_event_type, ship_count, updated_at, shipped_lines)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb)
      ON CONFLICT (order_id) DO UPDATE SET
        last_version = EXCLUDED.last_version, last_event_type = EXCLUDED.last_event_type,
-       ship_count = fulfillment.ship_count + EXCLUDED.ship_count, updated_at = EXCLUDED.updated_at
+       ship_count = fulfillment.ship_count + EXCLUDED.ship_count, updated_at = EXCLUDED.updated_at,
+       shipped_lines = COALESCE(EXCLUDED.shipped_lines, fulfillment.shipped_lines)
      WHERE fulfillment.last_version < EXCLUDED.last_version`,
-    [advance.orderId, advance.version, advance.eventType, advance.ships, advance.now],
+    [
+      advance.orderId,
+      advance.version,
+      advance.eventType,
+      advance.ships,
+      advance.now,
+      advance.lines ? JSON.stringify(advance.lines) : null,
+    ],
   );
   return result.rowCount === 1;
 }
@@ -71,6 +82,8 @@ export interface FulfillmentView {
   ship_count: number;
   last_version: number;
   last_event_type: string;
+  /** Every line the ORDER_PAID event shipped (issue 38); null before one arrived. */
+  shipped_lines: ShippedLine[] | null;
   arrivals: Arrival[];
   /** Arrivals whose transaction failed (the sender retried them); not part of `arrivals`. */
   failed_arrivals: number;
@@ -81,10 +94,15 @@ const MAX_ARRIVALS_LISTED = 500;
 
 /** The consumer's view of one order, or null when nothing has been applied for it. */
 export async function findFulfillmentView(db: Executor, orderId: string): Promise<FulfillmentView | null> {
-  const row = await db.query<{ order_id: string; ship_count: number; last_version: number; last_event_type: string }>(
-    `SELECT order_id, ship_count, last_version, last_event_type FROM fulfillment WHERE order_id = $1`,
-    [orderId],
-  );
+  const row = await db.query<{
+    order_id: string;
+    ship_count: number;
+    last_version: number;
+    last_event_type: string;
+    shipped_lines: ShippedLine[] | null;
+  }>(`SELECT order_id, ship_count, last_version, last_event_type, shipped_lines FROM fulfillment WHERE order_id = $1`, [
+    orderId,
+  ]);
   const state = row.rows[0];
   if (!state) return null;
   const arrivals = await db.query<Arrival>(

@@ -13,6 +13,63 @@ import { EFFECTS } from './fulfillment.repo.ts';
 
 const AT_EXAMPLE = '2026-11-30T18:00:00.000Z';
 
+// An order has at most 20 lines (the contract's limit).
+const MAX_EVENT_LINES = 20;
+
+/** One line of an order event: the snapshot taken when the order was placed. */
+const OrderEventLine = Type.Object(
+  {
+    sku: Type.String({ minLength: 1, maxLength: 64 }),
+    name: Type.String({ minLength: 1, maxLength: 200, description: 'the SKU’s name when the order was placed' }),
+    quantity: Type.Integer({ minimum: 1 }),
+    unit_price: Type.Integer({ minimum: 0, description: 'minor units, the price when the order was placed' }),
+  },
+  { additionalProperties: true },
+);
+
+/**
+ * The event's payload (issue 38): the order at that version with every line. Fields are optional
+ * on the wire so events written before a field existed still validate; flashpay writes all of
+ * them, `sku` and `quantity` only for an order of one line.
+ */
+const OrderEventPayload = Type.Object(
+  {
+    order_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    tenant_id: Type.Optional(Type.String({ minLength: 1 })),
+    user_id: Type.Optional(Type.String({ minLength: 1 })),
+    status: Type.Optional(Type.String({ description: 'the order’s status after the transition' })),
+    version: Type.Optional(Type.Integer({ minimum: 1 })),
+    amount: Type.Optional(Type.Integer({ minimum: 0, description: 'minor units: the sum of the lines' })),
+    lines: Type.Optional(
+      Type.Array(OrderEventLine, {
+        minItems: 1,
+        maxItems: MAX_EVENT_LINES,
+        description: 'every line of the order, in line (SKU) order: a consumer ships or counts each',
+      }),
+    ),
+    sku: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, description: 'an order of one line only: its SKU (= lines[0].sku)' }),
+    ),
+    quantity: Type.Optional(
+      Type.Integer({ minimum: 1, description: 'an order of one line only: its quantity (= lines[0].quantity)' }),
+    ),
+  },
+  { additionalProperties: true, description: 'the transition: the order at that version, with every line' },
+);
+
+const EVENT_PAYLOAD_EXAMPLE = {
+  order_id: 'ord_7c1e2b9f4a',
+  tenant_id: 'acme',
+  user_id: 'u-1',
+  status: 'PAID',
+  version: 3,
+  amount: 3980,
+  lines: [
+    { sku: 'tee-black', name: 'Black tee', quantity: 1, unit_price: 1990 },
+    { sku: 'tee-white', name: 'White tee', quantity: 1, unit_price: 1990 },
+  ],
+};
+
 /** The wire shape of an order event, as the relay's http sink delivers it. */
 export const OrderEventBody = Type.Object(
   {
@@ -27,10 +84,7 @@ export const OrderEventBody = Type.Object(
       minimum: 1,
       description: 'the order’s version after the transition; older versions are STALE',
     }),
-    payload: Type.Object(
-      {},
-      { additionalProperties: true, description: 'the transition: order fields at that version' },
-    ),
+    payload: OrderEventPayload,
   },
   {
     examples: [
@@ -39,7 +93,7 @@ export const OrderEventBody = Type.Object(
         order_id: 'ord_7c1e2b9f4a',
         event_type: 'ORDER_PAID',
         order_version: 3,
-        payload: { status: 'PAID', amount: 1990 },
+        payload: EVENT_PAYLOAD_EXAMPLE,
       },
     ],
   },
@@ -55,7 +109,7 @@ const eventResponses = {
   ...problemAnswers(['BAD_SIGNATURE', 'VALIDATION', 'PAYLOAD_TOO_LARGE']),
 };
 
-const eventDescription = `Terminal order events (PAID, FAILED, CANCELLED, REFUNDED), delivered at least once by the outbox relay's http sink; applied exactly once (inbox dedup by \`event_id\`, monotonic \`order_version\`). Signed: ${SIGNATURE_DESCRIPTION} A 500 means nothing was recorded; the relay retries with backoff.`;
+const eventDescription = `Terminal order events (PAID, FAILED, CANCELLED, REFUNDED), delivered at least once by the outbox relay's http sink; applied exactly once (inbox dedup by \`event_id\`, monotonic \`order_version\`). The payload carries every line of the order (\`lines\`: \`sku\`, \`name\`, \`quantity\`, \`unit_price\` as snapshot when it was placed); an order of one line also has the older \`sku\` and \`quantity\`; an ORDER_PAID event ships every line. The same event travels by JetStream and RabbitMQ. Signed: ${SIGNATURE_DESCRIPTION} A 500 means nothing was recorded; the relay retries with backoff.`;
 
 export const fulfillmentEventSchema = {
   operationId: 'receiveOrderEvent',
@@ -82,8 +136,9 @@ export const orderEventWebhook = {
 
 // A relay's batch: at most its largest claim (MAX_BATCH_SIZE in src/outbox/relay.ts).
 export const MAX_EVENTS_PER_BATCH = 500;
-// 500 events of ~400 bytes; the route's own limit, above the API's default body limit.
-export const BATCH_BODY_LIMIT_BYTES = 512 * 1024;
+// 500 events of up to 20 lines (~8 KB each at the longest names); the route's own limit, above the
+// API's default body limit.
+export const BATCH_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
 const OrderEventBatchBody = Type.Object(
   { events: Type.Array(OrderEventBody, { minItems: 1, maxItems: MAX_EVENTS_PER_BATCH }) },
@@ -163,6 +218,15 @@ export const FulfillmentView = Type.Object(
     ship_count: Type.Integer({ description: '1 for a paid order, whatever was redelivered' }),
     last_version: Type.Integer(),
     last_event_type: Type.String(),
+    shipped_lines: Type.Union(
+      [
+        Type.Array(
+          Type.Object({ sku: Type.String(), quantity: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
+        ),
+        Type.Null(),
+      ],
+      { description: 'every line the ORDER_PAID event shipped; null before one arrived' },
+    ),
     arrivals: Type.Array(Arrival),
     failed_arrivals: Type.Integer({ description: 'arrivals whose transaction failed (the sender retried them)' }),
   },
@@ -182,6 +246,10 @@ export const fulfillmentViewSchema = {
         ship_count: 1,
         last_version: 3,
         last_event_type: 'ORDER_PAID',
+        shipped_lines: [
+          { sku: 'tee-black', quantity: 1 },
+          { sku: 'tee-white', quantity: 1 },
+        ],
         arrivals: [
           { event_id: '42', event_type: 'ORDER_PAID', version: 3, effect: 'APPLIED', at: AT_EXAMPLE },
           { event_id: '42', event_type: 'ORDER_PAID', version: 3, effect: 'DUPLICATE', at: AT_EXAMPLE },

@@ -2,6 +2,7 @@ import { systemClock, type Clock } from '../platform/clock.ts';
 import { inTx, type Db, type Tx } from '../platform/db.ts';
 import { invariant } from '../platform/errors.ts';
 import type { OutboxEvent } from '../outbox/index.ts';
+import { shippedLines } from './fulfillment.event.ts';
 import { recordArrival, tryAdvance, tryRegisterInbox, type Effect } from './fulfillment.repo.ts';
 
 /** The signature every transport (HTTP, JetStream, RabbitMQ) calls; tests may swap in a variant. */
@@ -15,6 +16,7 @@ async function decideEffect(tx: Tx, event: OutboxEvent, now: Date): Promise<Effe
     version: event.order_version,
     eventType: event.event_type,
     ships,
+    lines: shippedLines(event),
     now,
   });
   return advanced ? 'APPLIED' : 'STALE';

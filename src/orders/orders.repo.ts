@@ -121,8 +121,21 @@ export interface TransitionRequest {
 }
 
 /**
+ * An event's `lines`: every line of the order as the snapshot taken at create, in line order (the
+ * order's row names only line 1). An order without line rows (placed before they existed) is its
+ * one line. Probes order_lines by its primary key (order_id, line_no).
+ */
+const EVENT_LINES_SQL = `SELECT COALESCE(
+   (SELECT jsonb_agg(jsonb_build_object('sku', l.sku, 'name', l.name, 'quantity', l.quantity, 'unit_price', l.unit_price)
+                     ORDER BY l.line_no)
+      FROM order_lines l WHERE l.order_id = u.order_id),
+   jsonb_build_array(jsonb_build_object('sku', u.sku, 'name', u.sku, 'quantity', u.quantity, 'unit_price', u.amount / u.quantity))
+ ) AS lines`;
+
+/**
  * The one way an order changes state: a guarded UPDATE on the expected prior state, version + 1,
- * a transition-log row, and for PAID/FAILED/CANCELLED/REFUNDED an outbox event — all in the
+ * a transition-log row, and for PAID/FAILED/CANCELLED/REFUNDED an outbox event carrying every
+ * line (`lines`; a one-line order's event keeps the old `sku` and `quantity` too) — all in the
  * caller's transaction, one statement for any number of orders. An order whose precondition
  * failed is absent from the answer: refused, not overwritten. Answers order id → new version.
  */
@@ -142,11 +155,14 @@ export async function transitionMany(
      logged AS (INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at)
                 SELECT order_id, from_status, status, version, reason, $5 FROM u),
      evented AS (INSERT INTO outbox (order_id, event_type, order_version, payload, created_at, next_attempt_at)
-                 SELECT order_id, 'ORDER_' || status, version,
-                        jsonb_build_object('order_id', order_id, 'tenant_id', tenant_id, 'user_id', user_id, 'sku', sku,
-                                           'quantity', quantity, 'amount', amount, 'status', status, 'version', version),
+                 SELECT u.order_id, 'ORDER_' || u.status, u.version,
+                        jsonb_build_object('order_id', u.order_id, 'tenant_id', u.tenant_id, 'user_id', u.user_id,
+                                           'amount', u.amount, 'status', u.status, 'version', u.version, 'lines', ls.lines)
+                        || CASE WHEN jsonb_array_length(ls.lines) = 1
+                                THEN jsonb_build_object('sku', u.sku, 'quantity', u.quantity) ELSE '{}'::jsonb END,
                         $5, $5
-                 FROM u WHERE status = ANY($6::text[]) ORDER BY order_id)
+                 FROM u CROSS JOIN LATERAL (${EVENT_LINES_SQL}) ls
+                 WHERE u.status = ANY($6::text[]) ORDER BY u.order_id)
      SELECT order_id, version FROM u`,
     [
       requests.map((r) => r.orderId),
@@ -210,18 +226,23 @@ export async function findOrderNotes(
 }
 
 /** Order counts by status for one SKU, and the ids behind it (for per-SKU reports). */
+// The orders that hold a SKU on any line: line 1 is on the order row (orders placed before lines
+// existed have only that), lines 2..20 in order_lines (index order_lines_tenant_sku, migration 151).
+const ORDERS_OF_SKU_SQL = `SELECT order_id FROM orders WHERE tenant_id = $1 AND sku = $2
+   UNION SELECT order_id FROM order_lines WHERE tenant_id = $1 AND sku = $2`;
+
+/** Order counts by status for one SKU, every order that holds it on any line counted once. */
 export async function statusCountsForSku(db: Executor, tenantId: string, sku: string): Promise<Record<string, number>> {
   const result = await db.query<{ status: string; n: number }>(
-    'SELECT status, count(*)::int AS n FROM orders WHERE tenant_id = $1 AND sku = $2 GROUP BY status ORDER BY status',
+    `SELECT o.status, count(*)::int AS n FROM orders o WHERE o.order_id IN (${ORDERS_OF_SKU_SQL})
+     GROUP BY o.status ORDER BY o.status`,
     [tenantId, sku],
   );
   return Object.fromEntries(result.rows.map((r) => [r.status, r.n]));
 }
 
+/** The ids of the orders that hold a SKU on any line. */
 export async function orderIdsForSku(db: Executor, tenantId: string, sku: string): Promise<string[]> {
-  const result = await db.query<{ order_id: string }>('SELECT order_id FROM orders WHERE tenant_id = $1 AND sku = $2', [
-    tenantId,
-    sku,
-  ]);
+  const result = await db.query<{ order_id: string }>(ORDERS_OF_SKU_SQL, [tenantId, sku]);
   return result.rows.map((r) => r.order_id);
 }

@@ -26,6 +26,39 @@ export interface EventIntegrity {
   /** Shipped orders that never were PAID (a forged or misrouted event), or that we do not have. */
   shipped_without_paid: number;
   shipped_without_paid_ids: Array<{ order_id: string; status: string | null }>;
+  /** Orders whose event or shipment names other lines than the order holds (at most 100 listed). */
+  lines_disagree: number;
+  lines_disagree_ids: Array<{ order_id: string; status: string }>;
+}
+
+// Lines as a canonical JSON array of {sku, quantity} in SKU order: the order's own (its line rows,
+// or the one line of an order placed before they existed), and what an event or a shipment names.
+const ORDER_LINES_SQL = `COALESCE(
+  (SELECT jsonb_agg(jsonb_build_object('sku', l.sku, 'quantity', l.quantity) ORDER BY l.sku)
+     FROM order_lines l WHERE l.order_id = o.order_id),
+  jsonb_build_array(jsonb_build_object('sku', o.sku, 'quantity', o.quantity)))`;
+const namedLinesSql = (
+  lines: string,
+) => `(SELECT jsonb_agg(jsonb_build_object('sku', x->>'sku', 'quantity', (x->>'quantity')::int) ORDER BY x->>'sku')
+     FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${lines}) = 'array' THEN ${lines} ELSE '[]'::jsonb END) x)`;
+
+/**
+ * Every event of an order and its shipment must name every line the order holds (issue 38: events
+ * named the order row's first line only). Events written before lines travelled carry none and
+ * are not judged.
+ */
+async function linesDisagreeing(db: Executor, tenantId: string | null) {
+  const result = await db.query<{ order_id: string; status: string }>(
+    `SELECT o.order_id, o.status FROM orders o CROSS JOIN LATERAL (SELECT ${ORDER_LINES_SQL} AS lines) mine
+     WHERE o.status IN (${TERMINAL_SQL}) AND ($2::text IS NULL OR o.tenant_id = $2)
+       AND (EXISTS (SELECT 1 FROM outbox e WHERE e.order_id = o.order_id AND e.payload ? 'lines'
+                      AND ${namedLinesSql("e.payload->'lines'")} IS DISTINCT FROM mine.lines)
+            OR EXISTS (SELECT 1 FROM fulfillment f WHERE f.order_id = o.order_id AND f.shipped_lines IS NOT NULL
+                      AND ${namedLinesSql('f.shipped_lines')} IS DISTINCT FROM mine.lines))
+     ORDER BY o.order_id LIMIT $1`,
+    [MAX_IDS_LISTED, tenantId],
+  );
+  return result.rows;
 }
 
 // Ids are for a human to look at; the counts stay exact.
@@ -85,7 +118,10 @@ export async function checkEventIntegrity(db: Executor, tenantId?: string): Prom
   );
   const row = counts.rows[0];
   if (!row) throw new Error('integrity counts returned no row');
+  const disagreeing = await linesDisagreeing(db, t);
   return {
+    lines_disagree: disagreeing.length,
+    lines_disagree_ids: disagreeing,
     ...row,
     paid_without_event_ids: missing.rows.map((r) => r.order_id),
     terminal_without_event_ids: terminal.rows,

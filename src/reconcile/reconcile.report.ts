@@ -27,6 +27,7 @@ export interface ReconciliationReport {
     terminal_without_event: number;
     duplicate_shipments: number;
     shipped_without_paid: number;
+    lines_disagree: number;
     pending: number;
     dead: number;
   };
@@ -153,6 +154,13 @@ export function finishReport(parts: ReportParts): ReconciliationReport {
       class: 'SHIPPED_WITHOUT_PAID',
       detail: `shipped, but the order ${s.status === null ? 'does not exist' : `never was PAID (now ${s.status})`}`,
     });
+  for (const l of integrity.lines_disagree_ids)
+    mismatches.push({
+      order_id: l.order_id,
+      status: l.status,
+      class: 'EVENT_LINES_DISAGREE',
+      detail: 'an event or the shipment of this order names other lines than the order holds',
+    });
   for (const d of stockDisagreements)
     mismatches.push({ order_id: d.order_id, status: d.status, class: 'STOCK_RESULT_DISAGREES', detail: d.detail });
   if (integrity.dead > 0) global('DEAD_EVENT', `${integrity.dead} outbox events parked as dead`);
@@ -176,6 +184,7 @@ export function finishReport(parts: ReportParts): ReconciliationReport {
       terminal_without_event: integrity.terminal_without_event,
       duplicate_shipments: integrity.duplicate_shipments,
       shipped_without_paid: integrity.shipped_without_paid,
+      lines_disagree: integrity.lines_disagree,
       pending: integrity.pending,
       dead: integrity.dead,
     },

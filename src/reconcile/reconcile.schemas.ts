@@ -41,6 +41,9 @@ export const ReconciliationReport = Type.Object(
         terminal_without_event: Type.Integer(),
         duplicate_shipments: Type.Integer(),
         shipped_without_paid: Type.Integer(),
+        lines_disagree: Type.Integer({
+          description: 'orders whose event or shipment names other lines than the order holds (at most 100)',
+        }),
         pending: Type.Integer(),
         dead: Type.Integer(),
       },
@@ -84,6 +87,7 @@ export const reconciliationExample = {
     paid_without_event: 0,
     terminal_without_event: 0,
     duplicate_shipments: 0,
+    lines_disagree: 0,
     shipped_without_paid: 0,
     pending: 0,
     dead: 0,

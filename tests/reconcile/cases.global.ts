@@ -121,6 +121,19 @@ export const GLOBAL_CASES: Case[] = [
     },
   },
   {
+    proves: 'EVENT_LINES_DISAGREE',
+    title: 'issue 38: an ORDER_PAID event naming another line than the order holds (events named line 1 only) is named',
+    async plant(s, { paid }) {
+      // What the writer did before issue 38 to an order of several lines: the event named one line.
+      await db(s).query(
+        `UPDATE outbox SET payload = jsonb_set(payload, '{lines}', '[{"sku": "rc-other", "name": "Other", "quantity": 1, "unit_price": 1}]')
+         WHERE order_id = $1 AND event_type = 'ORDER_PAID'`,
+        [paid.orderId],
+      );
+      return [[paid.orderId, 'EVENT_LINES_DISAGREE', 'other lines']];
+    },
+  },
+  {
     proves: 'DEAD_EVENT',
     title: 'an event of a type no sink routes is parked dead by the relay and waits for an operator',
     async plant(s, { paid }) {

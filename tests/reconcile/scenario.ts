@@ -137,6 +137,7 @@ export async function expectClean(s: PaymentStack): Promise<void> {
     terminal_without_event: 0,
     duplicate_shipments: 0,
     shipped_without_paid: 0,
+    lines_disagree: 0,
     pending: 0,
     dead: 0,
   });
