@@ -41,6 +41,8 @@ export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promis
     bodyLimitBytes: deps.config.bodyLimitBytes,
     logLevel: deps.config.logLevel,
     rateLimitPerMinute: deps.config.rateLimitPerMinute,
+    failedAuthPerMinute: deps.config.failedAuthPerMinute,
+    trustedProxies: deps.config.trustedProxies,
   });
   await app.register(swagger, swaggerOptions);
   await app.register(swaggerUi, { routePrefix: '/docs' });

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 
 /** Every tunable, with its default and the reason for the default. */
@@ -44,6 +45,10 @@ export interface Config {
   controlToken: string | undefined;
   /** Requests per minute per principal per route (0: off); in memory, per process. */
   rateLimitPerMinute: number;
+  /** Peers whose X-Forwarded-For is believed (IPs and CIDRs); empty: the socket's address is the client's. */
+  trustedProxies: string[];
+  /** 401 answers per minute per client address before it gets 429 (0: no limit); in memory, per process. */
+  failedAuthPerMinute: number;
   /** A bearer token Prometheus may scrape `/metrics` with (an operator token also works). */
   metricsToken: string | undefined;
   /** Seed 002: the fulfilment provider (default: the channel, which has the fake one). */
@@ -121,6 +126,23 @@ function natsReplicas(raw: string | undefined): number {
   return value;
 }
 
+/** FLASHPAY_TRUSTED_PROXIES: a comma list of IP addresses and CIDR ranges, each checked at start. */
+export function trustedProxies(raw: string | undefined): string[] {
+  const entries = (raw ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  for (const entry of entries) {
+    const [address = '', bits, extra] = entry.split('/');
+    const family = isIP(address);
+    const maxBits = family === 6 ? 128 : 32;
+    const bitsOk = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits);
+    if (family === 0 || extra !== undefined || !bitsOk)
+      throw new Error(`FLASHPAY_TRUSTED_PROXIES takes IP addresses and CIDR ranges, comma-separated; got "${entry}"`);
+  }
+  return entries;
+}
+
 function orderMode(raw: string | undefined): 'sync' | 'async' {
   if (raw === undefined || raw === '' || raw === 'sync') return 'sync';
   if (raw === 'async') return 'async';
@@ -176,6 +198,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     controlToken: env.FLASHPAY_CONTROL_TOKEN || undefined,
     // Twenty a second, sustained, per buyer and route: far above a person retrying, far below a script.
     rateLimitPerMinute: int(env, 'FLASHPAY_RATE_LIMIT_PER_MINUTE', 1_200),
+    trustedProxies: trustedProxies(env.FLASHPAY_TRUSTED_PROXIES),
+    // A person mistyping a token a few times a minute is far below it; guessing tokens is far above.
+    failedAuthPerMinute: int(env, 'FLASHPAY_FAILED_AUTH_PER_MINUTE', 60),
     metricsToken: env.FLASHPAY_METRICS_TOKEN || undefined,
     fulfilmentUrl: env.FLASHPAY_FULFILMENT_URL || undefined,
     // A day of retries with backoff before a stuck fulfilment or compensation is a person's job.

@@ -2,7 +2,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import { CommitOutcomeUnknownError, isBusyError, isConnectionError } from './db.ts';
 import { AppError, problem, type ErrorCode, type Problem } from './errors.ts';
 import { clientErrorHandler, frameworkErrors, refuseControlCharacters } from './http.input.ts';
-import { rateLimiter } from './ratelimit.ts';
+import { failedAuthLimiter, rateLimiter } from './ratelimit.ts';
 
 // find-my-way's default; named because the 414 answer states it.
 const MAX_PARAM_LENGTH = 100;
@@ -32,6 +32,10 @@ export interface HttpOptions {
   bodyLimitBytes: number;
   /** Per principal (or client address) per route; absent or 0: no limit. */
   rateLimitPerMinute?: number;
+  /** 401s per minute per client address before 429 (failedAuthLimiter); absent or 0: no limit. */
+  failedAuthPerMinute?: number;
+  /** Peers (IPs, CIDRs) whose X-Forwarded-For names the client; absent or empty: none. */
+  trustedProxies?: readonly string[];
   logLevel?: string;
   /**
    * What close() does with open sockets: 'idle' (default) lets requests in flight answer; 'all'
@@ -83,6 +87,9 @@ function fromFastifyError(error: FastifyError, bodyLimitBytes: number): Problem 
 export function buildHttp(options: HttpOptions): FastifyInstance {
   const app = Fastify({
     bodyLimit: options.bodyLimitBytes,
+    // request.ip is the socket's peer unless that peer is a configured proxy: then the nearest
+    // address in X-Forwarded-For it did not append itself (what rate limits are keyed by).
+    trustProxy: options.trustedProxies && options.trustedProxies.length > 0 ? [...options.trustedProxies] : false,
     // Logs go to stderr: stdout carries what commands print for people and scripts.
     logger:
       options.logLevel && options.logLevel !== 'silent' ? { level: options.logLevel, stream: process.stderr } : false,
@@ -129,8 +136,12 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
     }
   });
 
+  const failedAuth = failedAuthLimiter({ perMinute: options.failedAuthPerMinute ?? 0 });
   app.setErrorHandler((error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
-    if (error instanceof AppError) return sendProblem(reply, error.toProblem(), error.headers);
+    if (error instanceof AppError) {
+      const refused = error.code === 'UNAUTHENTICATED' ? (failedAuth(request.ip) ?? error) : error;
+      return sendProblem(reply, refused.toProblem(), refused.headers);
+    }
     // The connection died with the COMMIT in flight: it may have happened. Say so; a retry with the
     // same Idempotency-Key replays it if it did and executes it if it did not.
     if (error instanceof CommitOutcomeUnknownError) {

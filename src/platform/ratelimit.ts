@@ -60,3 +60,48 @@ export function rateLimiter(options: RateLimitOptions) {
     done();
   };
 }
+
+export interface FailedAuthOptions {
+  /** 401 answers per minute per client address; 0 turns the limit off. */
+  perMinute: number;
+  now?: () => number;
+}
+
+/**
+ * Bounds the 401s one client address can collect (issue 38): a token bucket of `perMinute` per
+ * address, spent by each refused credential. Once it is empty, a request from that address that
+ * would be refused again gets 429 RATE_LIMITED with `Retry-After` instead: guessing tokens is slowed
+ * to the limit, while a caller with a valid token from the same address (a NAT, a proxy) is never
+ * refused by it. The address is `request.ip`, which believes X-Forwarded-For only from
+ * FLASHPAY_TRUSTED_PROXIES (Fastify's trustProxy): a forged header from anyone else changes nothing.
+ * Answers the error to send in place of the 401, or undefined to send the 401.
+ */
+export function failedAuthLimiter(options: FailedAuthOptions): (address: string) => AppError | undefined {
+  const buckets = new Map<string, Bucket>();
+  const now = options.now ?? Date.now;
+  const limit = options.perMinute;
+  const refillPerMs = limit / 60_000;
+  return (address) => {
+    if (limit <= 0) return undefined;
+    const at = now();
+    let bucket = buckets.get(address);
+    if (!bucket) {
+      if (buckets.size >= MAX_BUCKETS) buckets.clear();
+      bucket = { tokens: limit, atMs: at };
+      buckets.set(address, bucket);
+    }
+    bucket.tokens = Math.min(limit, bucket.tokens + (at - bucket.atMs) * refillPerMs);
+    bucket.atMs = at;
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return undefined;
+    }
+    const retryAfterS = Math.max(1, Math.ceil((1 - bucket.tokens) / refillPerMs / 1000));
+    return new AppError(
+      'RATE_LIMITED',
+      `more than ${limit} failed authentications per minute from this address; retry in ${retryAfterS} s`,
+      { limit },
+      { 'Retry-After': String(retryAfterS) },
+    );
+  };
+}

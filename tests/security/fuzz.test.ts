@@ -24,7 +24,7 @@ describe('fuzz: order and pay bodies and headers', () => {
   const keys = () => countRows(s.db, 'idempotency_keys');
 
   beforeAll(async () => {
-    s = await startPaymentStack({ config: { rateLimitPerMinute: 0 } });
+    s = await startPaymentStack({ config: { rateLimitPerMinute: 0, failedAuthPerMinute: 0 } });
     await createSku(s, { sku: 'fz', stock: 100_000 });
     // The fuzzer owns the order it pays: a valid pay succeeds once, later ones are refused.
     ({ orderId, token: buyer } = await s.buy('fuzzer', 'fz'));

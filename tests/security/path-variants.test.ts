@@ -99,7 +99,7 @@ describe('one path, one decision (issue 40)', () => {
       notifyRetryBaseMs: 20,
       notifyMaxAttempts: 2,
     });
-    s = await startStack({ channelUrl: channel.url, config: { rateLimitPerMinute: 0 } });
+    s = await startStack({ channelUrl: channel.url, config: { rateLimitPerMinute: 0, failedAuthPerMinute: 0 } });
     await createSku(s, { sku: 'tee', stock: 5 });
     const alice = await s.token(TENANT, 'alice');
     victim = (await placeOrder(s, alice, 'pv-victim', { sku: 'tee' })).body.order_id;
