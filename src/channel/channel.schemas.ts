@@ -1,11 +1,12 @@
+import { MAX_ORDER_AMOUNT_MINOR } from '../platform/money.ts';
 import { FAULT_KINDS, FAULT_OPS } from './faults.ts';
 
 // Request schemas, validated by Fastify at the edge; a failure is a 400 VALIDATION problem and
 // never reaches the ledger. Limits, each with its reason:
 /** Fastify's default path-parameter limit: longer ids could be charged but never queried. */
 export const MAX_MERCHANT_ORDER_LENGTH = 100;
-/** Far above any real basket, far below 2^53, so sums over a whole statement stay exact. */
-export const MAX_AMOUNT_MINOR = 1_000_000_000_000;
+/** Far above any real basket, far below 2^53: the one limit, shared with order creation (src/platform/money.ts). */
+export const MAX_AMOUNT_MINOR = MAX_ORDER_AMOUNT_MINOR;
 /** A fault holds one request at most this long: a test that needs more is waiting on a bug. */
 export const MAX_FAULT_MS = 600_000;
 export const MAX_FAULT_TIMES = 1_000_000;

@@ -83,7 +83,7 @@ export interface paths {
         put?: never;
         /**
          * Create an order (reserve stock)
-         * @description Reserves the units and creates the order in one transaction: either both exist or neither. The amount is the price at this moment. Requires an `Idempotency-Key`; a replay answers exactly as the first time.
+         * @description Reserves the units and creates the order in one transaction: either both exist or neither. The amount is the price at this moment. An order whose total is more than 1000000000000 minor units (the most the payment provider accepts for one charge) is 400 `AMOUNT_TOO_LARGE` and nothing is held. Requires an `Idempotency-Key`; a replay answers exactly as the first time.
          */
         post: operations["createOrder"];
         delete?: never;
@@ -1932,7 +1932,7 @@ export interface operations {
                         status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
                         sku: string;
                         quantity: number;
-                        /** @description price × quantity in minor units, fixed at creation */
+                        /** @description price × quantity in minor units (the sum of the lines), fixed at creation; at most the provider’s limit */
                         amount: number;
                         reservation: {
                             key: string;
@@ -1990,7 +1990,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is not valid (nothing was executed): `VALIDATION`, `IDEMPOTENCY_KEY_MISSING`, `IDEMPOTENCY_KEY_INVALID` */
+            /** @description The request is not valid (nothing was executed): `VALIDATION`, `IDEMPOTENCY_KEY_MISSING`, `IDEMPOTENCY_KEY_INVALID`, `AMOUNT_TOO_LARGE` */
             400: {
                 headers: {
                     /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
@@ -2008,7 +2008,7 @@ export interface operations {
                          * @description the stable machine word: branch on this
                          * @enum {string}
                          */
-                        code: "VALIDATION" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID";
+                        code: "VALIDATION" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "AMOUNT_TOO_LARGE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {

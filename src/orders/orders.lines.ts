@@ -1,5 +1,6 @@
 import type { Executor, Tx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
+import { exactTotal, isChargeableTotal, MAX_ORDER_AMOUNT_MINOR, toAmount } from '../platform/money.ts';
 export { lineReservationKeyFor } from './orders.keys.ts';
 import { lineReservationKeyFor } from './orders.keys.ts';
 import type { Order } from './orders.types.ts';
@@ -19,21 +20,24 @@ export interface OrderLine {
 }
 
 /**
- * Whether an order of these lines at these prices (same order) has a total that adds up exactly
- * in JavaScript (at most 2^53 − 1 minor units): 20 lines of 1,000 units at the top price do not,
- * and such a total could be neither charged nor debited exactly (issue 40). A float sum past the
- * bound never rounds back under it, so the test is exact.
+ * The exact total of an order of these lines at these prices (same order), in bigint: 20 lines of
+ * 1,000 units at the top price are 2 × 10^16, past exact JavaScript numbers (issue 40), and far past
+ * what the provider charges (issue 38). Answers the total, or undefined when it is past the largest
+ * amount the configured provider accepts (MAX_ORDER_AMOUNT_MINOR, src/platform/money.ts).
  */
-export function totalIsExact(lines: readonly { quantity: number }[], prices: readonly number[]): boolean {
-  return Number.isSafeInteger(lines.reduce((sum, line, i) => sum + line.quantity * (prices[i] ?? 0), 0));
+export function chargeableTotal(lines: readonly { quantity: number }[], prices: readonly number[]): number | undefined {
+  const total = exactTotal(lines.map((line, i) => ({ unitPrice: prices[i] ?? 0, quantity: line.quantity })));
+  return isChargeableTotal(total) ? Number(total) : undefined;
 }
 
-/** The 400 for an order whose total is past exact integers: before anything is reserved or written. */
-export function refuseInexactTotal(): never {
-  throw new AppError('VALIDATION', `the order's total is more than ${Number.MAX_SAFE_INTEGER} minor units`, {
-    field: 'body.lines',
-    maximum: Number.MAX_SAFE_INTEGER,
-  });
+/** The 400 for an order whose total the provider would refuse: before anything is reserved or written. */
+export function refuseAmountTooLarge(lines: readonly { quantity: number }[], prices: readonly number[]): never {
+  const total = exactTotal(lines.map((line, i) => ({ unitPrice: prices[i] ?? 0, quantity: line.quantity })));
+  throw new AppError(
+    'AMOUNT_TOO_LARGE',
+    `the order's total of ${total} minor units is more than the ${MAX_ORDER_AMOUNT_MINOR} the payment provider accepts`,
+    { field: 'body.lines', maximum: MAX_ORDER_AMOUNT_MINOR, amount: total.toString() },
+  );
 }
 
 /** A new order's lines in canonical order, its names and prices snapshot from `skus` (same order). */
@@ -65,7 +69,8 @@ export function orderHead(orderId: string, owner: { tenantId: string; userId: st
     userId: owner.userId,
     sku: first.sku,
     quantity: first.quantity,
-    amount: lines.reduce((sum, l) => sum + l.amount, 0),
+    // Exact, and within the provider's limit: every create checked chargeableTotal first.
+    amount: toAmount(exactTotal(lines)),
     reservationKey: first.reservationKey,
   };
 }

@@ -13,6 +13,7 @@ import {
 import { PARAM_ERRORS, type Covers } from '../platform/openapi.ts';
 import type { orderView } from './orders.service.ts';
 import { MAX_LINES } from './orders.lines.ts';
+import { MAX_ORDER_AMOUNT_MINOR } from '../platform/money.ts';
 import { ORDER_STATUSES } from './decide/states.ts';
 import { AT_EXAMPLE, createdExample, ORDER_ID_EXAMPLE, PAID_ORDER_EXAMPLE, queuedExample } from './orders.examples.ts';
 
@@ -80,7 +81,11 @@ export const CreatedOrder = Type.Object(
     status: OrderStatusSchema,
     sku: Type.String(),
     quantity: Type.Integer(),
-    amount: Type.Integer({ description: 'price × quantity in minor units, fixed at creation' }),
+    amount: Type.Integer({
+      maximum: MAX_ORDER_AMOUNT_MINOR,
+      description:
+        'price × quantity in minor units (the sum of the lines), fixed at creation; at most the provider’s limit',
+    }),
     reservation: Type.Object({
       key: Type.String(),
       status: Type.String({ description: '`HELD`' }),
@@ -170,8 +175,7 @@ const keyed = { 'Idempotent-Replayed': HEADERS.replayed };
 export const createOrderSchema = {
   operationId: 'createOrder',
   summary: 'Create an order (reserve stock)',
-  description:
-    'Reserves the units and creates the order in one transaction: either both exist or neither. The amount is the price at this moment. Requires an `Idempotency-Key`; a replay answers exactly as the first time.',
+  description: `Reserves the units and creates the order in one transaction: either both exist or neither. The amount is the price at this moment. An order whose total is more than ${MAX_ORDER_AMOUNT_MINOR} minor units (the most the payment provider accepts for one charge) is 400 \`AMOUNT_TOO_LARGE\` and nothing is held. Requires an \`Idempotency-Key\`; a replay answers exactly as the first time.`,
   tags: ['orders'],
   body: CreateOrderBody,
   docHeaders: IDEMPOTENCY_KEY_HEADER,
@@ -194,6 +198,7 @@ export const createOrderSchema = {
         ...BUYER_AUTH,
         'IDEMPOTENCY_KEY_MISSING',
         'IDEMPOTENCY_KEY_INVALID',
+        'AMOUNT_TOO_LARGE',
         'SKU_NOT_FOUND',
         'SOLD_OUT',
         'USER_LIMIT',

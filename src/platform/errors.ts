@@ -2,6 +2,7 @@
 // nowhere else; docs/errors.md lists every one (tests/platform/errors.test.ts checks that).
 export const ERROR_STATUS = {
   VALIDATION: 400,
+  AMOUNT_TOO_LARGE: 400,
   IDEMPOTENCY_KEY_MISSING: 400,
   IDEMPOTENCY_KEY_INVALID: 400,
   BAD_SIGNATURE: 400,
@@ -31,6 +32,7 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 
 const TITLES: Record<ErrorCode, string> = {
   VALIDATION: 'The request is not valid',
+  AMOUNT_TOO_LARGE: 'The order total is more than the payment provider accepts',
   IDEMPOTENCY_KEY_MISSING: 'Idempotency-Key header is required',
   IDEMPOTENCY_KEY_INVALID: 'Idempotency-Key header is malformed',
   BAD_SIGNATURE: 'Notification signature is not valid',

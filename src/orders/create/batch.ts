@@ -19,7 +19,8 @@ import {
   type DoneKey,
 } from './batch.repo.ts';
 import { tryRefuseSoldOut } from './waves.repo.ts';
-import { rememberDefinition, tryOneStatementBatch } from './batch.fast.ts';
+import { knownDefinition, rememberDefinition, tryOneStatementBatch } from './batch.fast.ts';
+import { chargeableTotal } from '../orders.lines.ts';
 import { decide } from './batch.decide.ts';
 import { forgetIfIdle, laneFor, type BatchedCreate, type Lane, type Pending } from './batch.lanes.ts';
 
@@ -67,6 +68,10 @@ export function createBatched(deps: KeyedDeps, request: BatchedCreate): Promise<
       new Promise<KeyedResult>((resolve, reject) => {
         const lane = laneFor(deps.db, request.principal.tenantId, request.line.sku);
         const pending = { ...request, resolve, reject };
+        // A total the provider would refuse is answered (400 AMOUNT_TOO_LARGE) by the one-buyer
+        // path. Unknown or changed terms cannot slip one into a batch either: the database's
+        // CHECK (migration 152) fails the batch's statement, and then every buyer runs alone.
+        if (pastProviderLimit(deps, request)) return runAlone(deps, pending);
         if (lane.soldOut) {
           lane.refusals.push(pending);
           scheduleWave(deps, lane);
@@ -76,6 +81,11 @@ export function createBatched(deps: KeyedDeps, request: BatchedCreate): Promise<
         }
       }),
   );
+}
+
+function pastProviderLimit(deps: KeyedDeps, request: BatchedCreate): boolean {
+  const known = knownDefinition(deps.db, request.principal.tenantId, request.line.sku);
+  return known !== undefined && chargeableTotal([request.line], [known.price]) === undefined;
 }
 
 /** One buyer alone, the one-transaction path: for keys that exist already and for failed batches. */

@@ -6,9 +6,9 @@ import {
   insertLines,
   lineView,
   orderHead,
-  refuseInexactTotal,
+  refuseAmountTooLarge,
   snapshotLines,
-  totalIsExact,
+  chargeableTotal,
   type OrderLine,
 } from '../orders.lines.ts';
 import { jsonResponse, problemResponse, type KeyedOperation, type StoredResponse } from '../../idempotency/index.ts';
@@ -68,13 +68,8 @@ export async function createOrderOfLines(
 ): Promise<CreateOutcome> {
   const sorted = canonicalLines(requested);
   const skus = await (prefetched ?? readSkus(tx, principal.tenantId, sorted));
-  if (
-    !totalIsExact(
-      sorted,
-      skus.map((sku) => sku.price),
-    )
-  )
-    refuseInexactTotal();
+  const prices = skus.map((sku) => sku.price);
+  if (chargeableTotal(sorted, prices) === undefined) refuseAmountTooLarge(sorted, prices);
   // Sold out is answered from a plain read, without queueing on the SKU's row lock.
   const short = sorted.find((line, i) => (skus[i]?.available ?? 0) < line.quantity);
   if (short) return { kind: 'SOLD_OUT', sku: short.sku };

@@ -9,7 +9,7 @@ import {
 } from '../../idempotency/index.ts';
 import type { RequestedLine } from '../create/one.ts';
 import { buildPendingOrder, keyedQueuedCreate, pendingResponse } from './pending.ts';
-import { totalIsExact } from '../orders.lines.ts';
+import { chargeableTotal } from '../orders.lines.ts';
 import { readSkuTerms, writeQueuedGroup, type QueuedRow, type SkuTerm } from './pending.batch.repo.ts';
 
 /*
@@ -154,13 +154,13 @@ async function runGroup(deps: KeyedDeps, tenantId: string, group: Member[], reme
     const known = m.lines.every((l) => terms.has(l.sku));
     if (
       known &&
-      totalIsExact(
+      chargeableTotal(
         m.lines,
         m.lines.map((l) => terms.get(l.sku)!.price),
-      )
+      ) !== undefined
     )
       members.push(m);
-    // SKU_NOT_FOUND or a total past exact integers: answered (and not stored) by the one-buyer path.
+    // SKU_NOT_FOUND or a total past the provider's limit (AMOUNT_TOO_LARGE): answered (and not stored) by the one-buyer path.
     else alone(deps, m);
   }
   if (members.length === 0) return;

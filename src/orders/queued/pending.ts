@@ -6,9 +6,9 @@ import {
   lineColumns,
   lineView,
   orderHead,
-  refuseInexactTotal,
+  refuseAmountTooLarge,
   snapshotLines,
-  totalIsExact,
+  chargeableTotal,
   type OrderLine,
 } from '../orders.lines.ts';
 import { jsonResponse, type KeyedOperation, type StoredResponse } from '../../idempotency/index.ts';
@@ -36,13 +36,8 @@ export async function createPendingOrder(
 ): Promise<PendingOutcome> {
   const sorted = canonicalLines(requested);
   const skus = await readSkus(tx, principal.tenantId, sorted);
-  if (
-    !totalIsExact(
-      sorted,
-      skus.map((sku) => sku.price),
-    )
-  )
-    refuseInexactTotal();
+  const prices = skus.map((sku) => sku.price);
+  if (chargeableTotal(sorted, prices) === undefined) refuseAmountTooLarge(sorted, prices);
   const { order, lines, payload, requestKey } = buildPendingOrder(principal, sorted, skus as SkuTerms[], now);
   const first = lines[0] as OrderLine;
   // One statement (one round trip) for the order, its log row, its lines and its stock request: the
