@@ -65,7 +65,7 @@ export function registerControlRoutes(app: FastifyInstance, deps: ChannelDeps): 
   app.post('/_control/reset', { schema: s.reset }, async () => {
     deps.faults.clear();
     deps.requests.clear();
-    deps.accounts?.clear();
+    await deps.store.accounts.clear();
     await deps.fulfilments?.clear();
     await deps.notifier.reset();
     await deps.store.reset();

@@ -13,7 +13,6 @@ import {
   type Outcome,
 } from './ledger.ts';
 import type { Notifier } from './notifier.ts';
-import type { Accounts } from './accounts.ts';
 import type { FulfilmentStore } from './fulfilments.ts';
 import { channelProblem } from './problems.ts';
 import { STATEMENT_PAGE_DEFAULT, STATEMENT_PAGE_MAX, type ChargeBody, type RefundBody } from './channel.schemas.ts';
@@ -30,7 +29,6 @@ export interface ChannelDeps {
   /** Hosts notifications may go to (lower case): the double must not be a way to POST anywhere. */
   notifyHosts: readonly string[];
   /** Seed 002: customer balances and the fulfilment double. */
-  accounts?: Accounts;
   fulfilments?: FulfilmentStore;
 }
 
@@ -95,7 +93,8 @@ export function registerLedgerRoutes(app: FastifyInstance, deps: ChannelDeps): v
     const mo = body.merchant_order;
     return perform(deps, request, reply, 'charge', mo, (hits) =>
       store.withOrder(mo, async (view) => {
-        const broke = !view.current && deps.accounts?.insufficient(body.customer, body.amount) === true;
+        const balance = !view.current && body.customer !== undefined ? await view.balanceOf(body.customer) : undefined;
+        const broke = balance !== undefined && body.amount > balance;
         const decided = decideCharge(view, {
           merchantOrder: mo,
           amount: body.amount,
@@ -103,7 +102,9 @@ export function registerLedgerRoutes(app: FastifyInstance, deps: ChannelDeps): v
           decline: hits.DECLINE !== undefined || broke,
         });
         if (broke) decided.outcome.body.reason = 'INSUFFICIENT_FUNDS';
-        if (decided.write?.record.status === 'CHARGED') deps.accounts?.charged(body.customer, mo, body.amount);
+        // A new charge of a customer with an account takes from it, in the charge's own write.
+        if (decided.write?.record.status === 'CHARGED' && balance !== undefined && body.customer !== undefined)
+          decided.write.account = { kind: 'DEBIT', customer: body.customer, amount: body.amount };
         return decided;
       }),
     );
@@ -130,7 +131,7 @@ export function registerLedgerRoutes(app: FastifyInstance, deps: ChannelDeps): v
             refundKey: body.refund_key,
             amount: body.amount,
           });
-          if (decided.write?.record.status === 'REFUNDED') deps.accounts?.refunded(mo);
+          if (decided.write?.record.status === 'REFUNDED') decided.write.account = { kind: 'GIVE_BACK' };
           return decided;
         });
       } catch (error) {

@@ -10,7 +10,7 @@ import { channelSwaggerOptions } from './channel.openapi.ts';
 import { registerControlRoutes } from './channel.control.ts';
 import { registerLedgerRoutes, type ChannelDeps } from './channel.routes.ts';
 import { FaultBook, RequestCounter } from './faults.ts';
-import { Accounts, registerAccountControlRoutes } from './accounts.ts';
+import { registerAccountControlRoutes } from './accounts.ts';
 import { FulfilmentBook } from './fulfilments.ts';
 import { registerFulfilmentRoutes } from './fulfilments.routes.ts';
 import type { LedgerStore } from './ledger.ts';
@@ -101,7 +101,6 @@ export async function startChannel(
     notifier,
     pause: (ms) => delay(ms, undefined, { signal: shutdown.signal }),
     notifyHosts: options.notifyHosts ?? LOOPBACK_HOSTS,
-    accounts: new Accounts(),
     fulfilments: store.fulfilments ?? new FulfilmentBook(),
   };
   // Closed last in `flashpay start` (after the API drained); its held faults are cut, as before.
@@ -118,7 +117,7 @@ export async function startChannel(
     await app.register(async (control) => {
       if (controlToken !== undefined) control.addHook('onRequest', requireControlToken(controlToken));
       registerControlRoutes(control, deps);
-      registerAccountControlRoutes(control, deps.accounts ?? new Accounts());
+      registerAccountControlRoutes(control, store.accounts);
     });
   }
   await app.listen({ host, port: options.port ?? 0 });

@@ -1,6 +1,7 @@
 import { KeyedMutex } from './keyed-mutex.ts';
 import {
   RefundKeyConflict,
+  type AccountMove,
   type ChargeRecord,
   type LedgerStore,
   type LineDraft,
@@ -8,7 +9,8 @@ import {
 } from './ledger.ts';
 
 /**
- * The ledger in process memory: the default for a standalone `flashpay channel`. A decision's
+ * The ledger in process memory (and the customer accounts beside it): the default for a
+ * standalone `flashpay channel`. A decision's
  * write is applied in one synchronous step after the decision is made, so a failing decision
  * leaves nothing half-written.
  */
@@ -17,14 +19,33 @@ export function createMemoryLedger(): LedgerStore {
   const records = new Map<string, ChargeRecord>();
   const refundKeys = new Map<string, string>();
   const lines: StatementLine[] = [];
+  const balances = new Map<string, number>();
+  // The customer each charged merchant order was taken from, so its refund gives back to them.
+  const chargedFrom = new Map<string, { customer: string; amount: number }>();
 
-  function apply(record: ChargeRecord, line: LineDraft | undefined): void {
+  function move(merchantOrder: string, account: AccountMove | undefined): void {
+    if (!account) return;
+    if (account.kind === 'DEBIT') {
+      const balance = balances.get(account.customer);
+      if (balance === undefined) return;
+      balances.set(account.customer, balance - account.amount);
+      chargedFrom.set(merchantOrder, { customer: account.customer, amount: account.amount });
+      return;
+    }
+    const from = chargedFrom.get(merchantOrder);
+    if (!from) return;
+    chargedFrom.delete(merchantOrder);
+    balances.set(from.customer, (balances.get(from.customer) ?? 0) + from.amount);
+  }
+
+  function apply(record: ChargeRecord, line: LineDraft | undefined, account?: AccountMove): void {
     if (record.refundKey !== null) {
       const owner = refundKeys.get(record.refundKey);
       if (owner !== undefined && owner !== record.merchantOrder) throw new RefundKeyConflict(record.refundKey);
       refundKeys.set(record.refundKey, record.merchantOrder);
     }
     records.set(record.merchantOrder, { ...record });
+    move(record.merchantOrder, account);
     if (line) lines.push({ ...line, at: new Date().toISOString(), seq: lines.length + 1 });
   }
 
@@ -35,8 +56,9 @@ export function createMemoryLedger(): LedgerStore {
         const decision = await decide({
           current: stored ? { ...stored } : undefined,
           refundKeyOwner: async (refundKey) => refundKeys.get(refundKey),
+          balanceOf: async (customer) => balances.get(customer),
         });
-        if (decision.write) apply(decision.write.record, decision.write.line);
+        if (decision.write) apply(decision.write.record, decision.write.line, decision.write.account);
         return decision.outcome;
       });
     },
@@ -50,6 +72,18 @@ export function createMemoryLedger(): LedgerStore {
       records.clear();
       refundKeys.clear();
       lines.length = 0;
+    },
+    accounts: {
+      async set(customer, balance) {
+        balances.set(customer, balance);
+      },
+      async get(customer) {
+        return balances.get(customer);
+      },
+      async clear() {
+        balances.clear();
+        chargedFrom.clear();
+      },
     },
   };
 }

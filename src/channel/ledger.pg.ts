@@ -1,8 +1,11 @@
+import { readFile } from 'node:fs/promises';
 import { inTx, pgCode, type Db, type Executor, type Tx } from '../platform/db.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
 import { createPgFulfilments } from './fulfilments.pg.ts';
 import {
   RefundKeyConflict,
+  type AccountBook,
+  type AccountMove,
   type ChargeRecord,
   type LedgerStore,
   type LineDraft,
@@ -120,12 +123,74 @@ async function insertLine(tx: Tx, line: LineDraft): Promise<void> {
   ]);
 }
 
+// The customer accounts' tables: one file, the service's migration 153, applied here to the
+// channel's own database (its statements are idempotent).
+const ACCOUNTS_SCHEMA_FILE = new URL('../../migrations/153_channel_accounts.sql', import.meta.url);
+
 async function ensureSchema(pool: Db): Promise<void> {
+  const accounts = await readFile(ACCOUNTS_SCHEMA_FILE, 'utf8');
   // Two channels starting at once would race on CREATE TABLE IF NOT EXISTS (it is not atomic).
   await inTx(pool, async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_CLASS, SCHEMA_LOCK_KEY]);
     await tx.query(SCHEMA);
+    await tx.query(accounts);
   });
+}
+
+async function findBalance(db: Executor, customer: string): Promise<number | undefined> {
+  const result = await db.query<{ balance: number }>('SELECT balance FROM channel_accounts WHERE customer = $1', [
+    customer,
+  ]);
+  return result.rows[0]?.balance;
+}
+
+/** FOR UPDATE: two charges of one customer (two merchant orders, two locks) decide one after the other. */
+async function lockBalance(tx: Tx, customer: string): Promise<number | undefined> {
+  const result = await tx.query<{ balance: number }>(
+    'SELECT balance FROM channel_accounts WHERE customer = $1 FOR UPDATE',
+    [customer],
+  );
+  return result.rows[0]?.balance;
+}
+
+/**
+ * A charge's or refund's effect on a customer account, in the transaction that writes the charge
+ * record (the merchant order's lock held). A debit of a customer without an account does nothing;
+ * a debit past the balance fails the CHECK (the decision declined it first). A give-back happens
+ * once per merchant order.
+ */
+async function moveAccount(tx: Tx, merchantOrder: string, account: AccountMove): Promise<void> {
+  if (account.kind === 'DEBIT') {
+    await tx.query(
+      `WITH debited AS (UPDATE channel_accounts SET balance = balance - $3 WHERE customer = $2 RETURNING customer)
+       INSERT INTO channel_account_charges (merchant_order, customer, amount) SELECT $1, customer, $3 FROM debited`,
+      [merchantOrder, account.customer, account.amount],
+    );
+    return;
+  }
+  await tx.query(
+    `WITH back AS (UPDATE channel_account_charges SET given_back = true
+                   WHERE merchant_order = $1 AND NOT given_back RETURNING customer, amount)
+     UPDATE channel_accounts a SET balance = a.balance + back.amount FROM back WHERE a.customer = back.customer`,
+    [merchantOrder],
+  );
+}
+
+/** The accounts as the control API sets and reads them. */
+function pgAccountBook(pool: Db): AccountBook {
+  return {
+    async set(customer, balance) {
+      await pool.query(
+        `INSERT INTO channel_accounts (customer, balance) VALUES ($1, $2)
+         ON CONFLICT (customer) DO UPDATE SET balance = EXCLUDED.balance`,
+        [customer, balance],
+      );
+    },
+    get: (customer) => findBalance(pool, customer),
+    async clear() {
+      await pool.query('TRUNCATE channel_account_charges, channel_accounts');
+    },
+  };
 }
 
 /** The ledger in PostgreSQL; every change is committed before the caller is answered. */
@@ -165,6 +230,7 @@ export async function createPgLedger(pool: Db): Promise<LedgerStore> {
       await pool.query('TRUNCATE channel_lines, channel_charges RESTART IDENTITY');
     },
     fulfilments: await createPgFulfilments(pool),
+    accounts: pgAccountBook(pool),
   };
 }
 
@@ -175,6 +241,7 @@ async function transact(tx: Tx, merchantOrder: string, decide: Decide) {
   const decision = await decide({
     current: await findCharge(tx, merchantOrder),
     refundKeyOwner: (key) => findRefundKeyOwner(tx, key),
+    balanceOf: (customer) => lockBalance(tx, customer),
   });
   if (decision.write) {
     try {
@@ -186,6 +253,7 @@ async function transact(tx: Tx, merchantOrder: string, decide: Decide) {
         throw new RefundKeyConflict(String(decision.write.record.refundKey));
       throw error;
     }
+    if (decision.write.account) await moveAccount(tx, merchantOrder, decision.write.account);
     if (decision.write.line) await insertLine(tx, decision.write.line);
   }
   return decision.outcome;

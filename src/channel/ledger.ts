@@ -49,15 +49,31 @@ export interface Outcome {
   notify?: { kind: NotifyKind; merchantOrder: string; amount: number; txn: string; notifyUrl: string };
 }
 
+/**
+ * What a charge or refund does to a customer account (seed 002), applied with the record's write:
+ * a charge takes its amount from the customer's balance and remembers whom it was taken from; a
+ * refund gives it back to them, once.
+ */
+export type AccountMove = { kind: 'DEBIT'; customer: string; amount: number } | { kind: 'GIVE_BACK' };
+
 export interface Decision {
   outcome: Outcome;
-  write?: { record: ChargeRecord; line?: LineDraft };
+  write?: { record: ChargeRecord; line?: LineDraft; account?: AccountMove };
+}
+
+/** The customer accounts beside the ledger (seed 002): set and read by the control API. */
+export interface AccountBook {
+  set(customer: string, balance: number): Promise<void>;
+  get(customer: string): Promise<number | undefined>;
+  clear(): Promise<void>;
 }
 
 export interface OrderView {
   current: ChargeRecord | undefined;
   /** The merchant order a refund key was already used on, if any (refund keys are global). */
   refundKeyOwner(refundKey: string): Promise<string | undefined>;
+  /** A customer's balance as of this decision (seed 002); undefined: no account, no limit. */
+  balanceOf(customer: string): Promise<number | undefined>;
 }
 
 export interface LedgerStore {
@@ -67,6 +83,8 @@ export interface LedgerStore {
   reset(): Promise<void>;
   /** Seed 002: where the fulfilment double keeps its records beside this ledger (memory when absent). */
   fulfilments?: FulfilmentStore;
+  /** Seed 002: the customer accounts, kept where the ledger is (durable with the PostgreSQL one). */
+  accounts: AccountBook;
 }
 
 /** Two refunds of different orders raced for one refund key; the loser is told so. */
