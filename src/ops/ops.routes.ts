@@ -10,6 +10,7 @@ import {
   recordOperatorAction,
   searchOrders,
   SEARCH_PAGE_DEFAULT,
+  SEARCH_PAGE_MAX,
   tryAcknowledgeNote,
   type OrderIdParams,
   type OrderStatus,
@@ -24,7 +25,7 @@ interface SearchQuery {
   state?: OrderStatus;
   status?: OrderStatus;
   sku?: string;
-  limit?: number;
+  limit?: string;
   cursor?: string;
 }
 
@@ -40,6 +41,9 @@ export function opsRoutes(app: FastifyInstance, deps: AppDeps): void {
       const tenantId = tenantScope(principalOf(request));
       const { q, sku, limit, cursor } = request.query;
       const after = cursor === undefined ? undefined : decodeCursor(cursor);
+      const size = limit === undefined ? SEARCH_PAGE_DEFAULT : Number(limit);
+      if (size > SEARCH_PAGE_MAX)
+        throw new AppError('VALIDATION', `querystring.limit must be <= ${SEARCH_PAGE_MAX}`, { field: 'querystring.limit' });
       // `q` names an order or a buyer directly, or an Idempotency-Key or provider txn that names orders.
       const orderIds =
         q === undefined
@@ -52,7 +56,7 @@ export function opsRoutes(app: FastifyInstance, deps: AppDeps): void {
           ? { status: request.query.state ?? request.query.status }
           : {}),
         ...(sku !== undefined ? { sku } : {}),
-        limit: limit ?? SEARCH_PAGE_DEFAULT,
+        limit: size,
         ...(after ? { after } : {}),
       });
       return { orders: page.orders, next_cursor: page.next ? encodeCursor(page.next) : null };

@@ -36,7 +36,11 @@ export const SearchQuery = Type.Object(
     status: Type.Optional(stringEnum(ORDER_STATUSES, { description: 'the same as `state` (kept for issue 15)' })),
     sku: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'orders with a line of this SKU' })),
     limit: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: SEARCH_PAGE_MAX, description: `page size (default ${SEARCH_PAGE_DEFAULT})` }),
+      Type.String({
+        pattern: '^[1-9][0-9]{0,2}$',
+        description: `page size, 1..${SEARCH_PAGE_MAX} (default ${SEARCH_PAGE_DEFAULT})`,
+        examples: ['25'],
+      }),
     ),
     cursor: Type.Optional(
       Type.String({
