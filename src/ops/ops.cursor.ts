@@ -16,6 +16,8 @@ export function decodeCursor(raw: string): SearchCursor {
   const createdAt = text.slice(0, bar);
   const orderId = text.slice(bar + 1);
   if (bar < 0 || !CREATED_AT.test(createdAt) || !ORDER_ID.test(orderId))
-    throw new AppError('VALIDATION', 'querystring.cursor is not a cursor this server gave', { field: 'querystring.cursor' });
+    throw new AppError('VALIDATION', 'querystring.cursor is not a cursor this server gave', {
+      field: 'querystring.cursor',
+    });
   return { createdAt, orderId };
 }

@@ -43,7 +43,9 @@ export function opsRoutes(app: FastifyInstance, deps: AppDeps): void {
       const after = cursor === undefined ? undefined : decodeCursor(cursor);
       const size = limit === undefined ? SEARCH_PAGE_DEFAULT : Number(limit);
       if (size > SEARCH_PAGE_MAX)
-        throw new AppError('VALIDATION', `querystring.limit must be <= ${SEARCH_PAGE_MAX}`, { field: 'querystring.limit' });
+        throw new AppError('VALIDATION', `querystring.limit must be <= ${SEARCH_PAGE_MAX}`, {
+          field: 'querystring.limit',
+        });
       // `q` names an order or a buyer directly, or an Idempotency-Key or provider txn that names orders.
       const orderIds =
         q === undefined

@@ -13,7 +13,6 @@ import {
   AT_EXAMPLE,
   ORDER_ID_EXAMPLE,
   PAID_ORDER_EXAMPLE,
-  ORDER_STATUSES,
   OrderStatusSchema,
   OrderView,
   TimelineEntrySchema,
