@@ -103,7 +103,7 @@ export async function showOrder(ctx, orderId) {
   $('detail').hidden = false;
   $('detail').dataset.orderId = o.order_id;
   $('detail-title').textContent = `Order ${o.order_id}`;
-  $('detail-body').replaceChildren(
+  const parts = [
     h(
       'p',
       {},
@@ -138,7 +138,9 @@ export async function showOrder(ctx, orderId) {
     ),
     list('Notifications', o.notifications, (n) => `${n.kind} ${n.notify_id} ${orNone(n.txn)}: ${n.effect}`),
     list('Journal', o.journal ?? [], (j) => `${j.step} ${j.direction} ${j.status} (${j.key})`),
-  );
+  ];
+  // replaceChildren would print a null child as the text "null": only the parts that exist.
+  $('detail-body').replaceChildren(...parts.filter((p) => p !== null));
   const buttons = actionsOf(ctx, o).map((a) =>
     h(
       'button',
