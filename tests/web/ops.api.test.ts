@@ -1,4 +1,7 @@
+import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tokenSigner } from '../../src/platform/auth.ts';
+import { BIN } from '../support/process.ts';
 import { skuCounters } from '../support/fixtures.ts';
 import { createSku, startPaymentStack, TENANT, type PaymentStack } from '../support/payments.ts';
 
@@ -169,5 +172,30 @@ describe('issue 36: the operator console API', () => {
     const other = await stack.token('tenant-other', 'ops', 'admin');
     const hidden = await stack.call('POST', `/v1/admin/attention/${a.orderId}/ack`, { token: other });
     expect([hidden.status, hidden.body.code]).toEqual([404, 'ORDER_NOT_FOUND']);
+  });
+
+  it('OP-05: the deep links serve the console page; `flashpay token --console` prints a sign-in link with a short-lived admin token in the fragment', async () => {
+    // Proves /ops/orders/{id} and /ops/skus/{sku} are the console (200 HTML, its CSP), and the CLI's link signs in.
+    for (const url of ['/ops/orders/ord_x1', '/ops/skus/tee-black-m']) {
+      const response = await fetch(`${stack.url}${url}`);
+      expect(response.status, url).toBe(200);
+      expect(response.headers.get('content-type')).toContain('text/html');
+      expect(response.headers.get('content-security-policy')).toContain("default-src 'self'");
+      expect(await response.text()).toContain('/web/ops.js');
+    }
+    const secret = 'op5-jwt-secret-of-at-least-32-bytes-long';
+    const run = spawnSync(
+      process.execPath,
+      [BIN, 'token', '--tenant', TENANT, '--user', 'ops-anna', '--console', '--url', 'http://console.test:8080/'],
+      { env: { ...process.env, FLASHPAY_JWT_SECRET: secret }, encoding: 'utf8' },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    const link = /^http:\/\/console\.test:8080\/ops#token=([\w.-]+)\n$/.exec(run.stdout);
+    expect(link, run.stdout).not.toBeNull();
+    const principal = await tokenSigner(secret).verify(link?.[1] ?? '');
+    expect(principal).toMatchObject({ tenantId: TENANT, userId: 'ops-anna', scope: 'admin' });
+    const [, payload = ''] = (link?.[1] ?? '').split('.');
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as { exp: number; iat: number };
+    expect(claims.exp - claims.iat).toBe(900);
   });
 });
