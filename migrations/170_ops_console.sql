@@ -46,12 +46,12 @@ CREATE TRIGGER orders_attention_noted BEFORE UPDATE OF attention ON orders
 -- What GET /v1/admin/attention reads: notes not acknowledged (few rows).
 CREATE INDEX orders_attention_open ON orders (tenant_id) WHERE attention IS NOT NULL AND attention_acked_at IS NULL;
 
--- Every operator action on an order (refund, cancel, acknowledge, retry) with the operator's `sub`:
+-- Every operator action on an order (refund, cancel, acknowledge, retry, resolve by hand) with the operator's `sub`:
 -- shown in the order's timeline beside its transitions.
 CREATE TABLE order_operator_actions (
   id        bigserial PRIMARY KEY,
   order_id  text    NOT NULL REFERENCES orders (order_id),
-  action    text    NOT NULL CHECK (action IN ('refund', 'cancel', 'ack', 'retry')),
+  action    text    NOT NULL CHECK (action IN ('refund', 'cancel', 'ack', 'retry', 'resolve')),
   operator  text    NOT NULL CHECK (char_length(operator) BETWEEN 1 AND 128),
   status    text    NOT NULL,
   version   integer NOT NULL,

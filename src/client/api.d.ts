@@ -632,6 +632,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/orders/{id}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resolve an UNKNOWN order by hand, with a receipt (operator)
+         * @description For an order the provider cannot be asked about: the operator's finding (`CHARGED` → PAID, units confirmed; `NOT_CHARGED` → FAILED, units released) applied as a query's answer would be, the receipt and the operator in the transition's reason and the timeline. Reconciliation still judges the order against the provider's statement. Any status but UNKNOWN: 409 `REJECTED` with `order_status`. Requires an `Idempotency-Key`.
+         */
+        post: operations["adminResolveOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/attention/{id}/ack": {
         parameters: {
             query?: never;
@@ -4054,7 +4074,7 @@ export interface operations {
                             /** Format: date-time */
                             at: string;
                             /** @enum {string} */
-                            action?: "refund" | "cancel" | "ack" | "retry";
+                            action?: "refund" | "cancel" | "ack" | "retry" | "resolve";
                             /** @description the operator's sub */
                             operator?: string;
                         }[];
@@ -8298,6 +8318,363 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "REJECTED" | "REQUEST_IN_PROGRESS";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The Idempotency-Key was used with another request: `IDEMPOTENCY_KEY_REUSED` */
+            422: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "IDEMPOTENCY_KEY_REUSED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    adminResolveOrder: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Makes the request safe to retry: 1..255 visible ASCII characters, scoped to (tenant, user, operation). The same key with the same request replays the first answer byte for byte (`Idempotent-Replayed: true`); with another request: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running: waits, then 409 `REQUEST_IN_PROGRESS` with `Retry-After`. Validation errors (400), authentication errors and 5xx are not stored: retry with the same key. Keys are kept at least 24 h.
+                 * @example 2f1c9a7e-4b1d-4a53-9d0e-6f2f1b0c8e11
+                 */
+                "idempotency-key": string;
+            };
+            path: {
+                /**
+                 * @description the order id
+                 * @example ord_7c1e2b9f4a
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "outcome": "CHARGED",
+                 *       "receipt": "txn_5d79df0b from the dashboard"
+                 *     }
+                 */
+                "application/json": {
+                    /** @enum {string} */
+                    outcome: "CHARGED" | "NOT_CHARGED";
+                    /** @description the provider's reference the operator found (a dashboard's transaction id, a ticket) */
+                    receipt: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The order after the resolution */
+            200: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        order_id: string;
+                        /**
+                         * @description see docs/state-machine.md
+                         * @enum {string}
+                         */
+                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
+                        /** @description the operator's sub */
+                        operator: string;
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION`, `IDEMPOTENCY_KEY_MISSING`, `IDEMPOTENCY_KEY_INVALID` */
+            400: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found (or not visible to this principal): `ORDER_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "ORDER_NOT_FOUND";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Refused in the current state: `REJECTED`, `REQUEST_IN_PROGRESS` */
+            409: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "REJECTED" | "REQUEST_IN_PROGRESS";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PAYLOAD_TOO_LARGE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {

@@ -16,9 +16,15 @@ import {
   type OrderStatus,
 } from '../orders/index.ts';
 import { findOrderIdsByTxn, paymentDeps } from '../payments/index.ts';
-import { beginRefund, cancelNow, orderStatusNow } from './ops.actions.ts';
+import { beginRefund, cancelNow, orderStatusNow, resolveByHand, type Resolution } from './ops.actions.ts';
 import { decodeCursor, encodeCursor } from './ops.cursor.ts';
-import { ackAttentionSchema, cancelOrderAdminSchema, refundOrderSchema, searchOrdersSchema } from './ops.schemas.ts';
+import {
+  ackAttentionSchema,
+  cancelOrderAdminSchema,
+  refundOrderSchema,
+  resolveOrderSchema,
+  searchOrdersSchema,
+} from './ops.schemas.ts';
 
 interface SearchQuery {
   q?: string;
@@ -93,6 +99,22 @@ export function opsRoutes(app: FastifyInstance, deps: AppDeps): void {
         scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'admin_cancel', key },
         digest: requestDigest('admin_cancel', { id: orderId }, {}),
         start: (tx) => cancelNow(deps, tx, principal, orderId),
+      });
+      return sendKeyed(reply, result);
+    },
+  );
+
+  app.post<{ Params: OrderIdParams; Body: Resolution }>(
+    '/v1/admin/orders/:id/resolve',
+    { onRequest: admin, schema: resolveOrderSchema },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const key = idempotencyKeyOf(request, reply);
+      const orderId = request.params.id;
+      const result = await executeKeyed(keyedDeps(deps), {
+        scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'admin_resolve', key },
+        digest: requestDigest('admin_resolve', { id: orderId }, request.body),
+        start: (tx) => resolveByHand(deps, tx, principal, orderId, request.body),
       });
       return sendKeyed(reply, result);
     },

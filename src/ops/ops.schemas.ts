@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import {
   ADMIN_AUTH,
+  BODY_ERRORS,
   HEADERS,
   IDEMPOTENCY_KEY_HEADER,
   jsonAnswer,
@@ -192,5 +193,34 @@ export const ackAttentionSchema = {
       },
     ),
     ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH, 'ORDER_NOT_FOUND', 'REJECTED']),
+  },
+};
+
+export const resolveOrderSchema = {
+  operationId: 'adminResolveOrder',
+  summary: 'Resolve an UNKNOWN order by hand, with a receipt (operator)',
+  description:
+    "For an order the provider cannot be asked about: the operator's finding (`CHARGED` → PAID, units confirmed; `NOT_CHARGED` → FAILED, units released) applied as a query's answer would be, the receipt and the operator in the transition's reason and the timeline. Reconciliation still judges the order against the provider's statement. Any status but UNKNOWN: 409 `REJECTED` with `order_status`. Requires an `Idempotency-Key`.",
+  tags: ['admin'],
+  params: OrderIdParams,
+  body: Type.Object(
+    {
+      outcome: stringEnum(['CHARGED', 'NOT_CHARGED'] as const),
+      receipt: Type.String({
+        minLength: 1,
+        maxLength: 200,
+        pattern: '^[\\x20-\\x7e]+$',
+        description: "the provider's reference the operator found (a dashboard's transaction id, a ticket)",
+      }),
+    },
+    { additionalProperties: false, examples: [{ outcome: 'CHARGED', receipt: 'txn_5d79df0b from the dashboard' }] },
+  ),
+  docHeaders: IDEMPOTENCY_KEY_HEADER,
+  response: {
+    200: jsonAnswer('The order after the resolution', ActionAnswer, {
+      headers: keyed,
+      example: { order_id: ORDER_ID_EXAMPLE, status: 'PAID', operator: 'ops-anna' },
+    }),
+    ...problemAnswers([...KEYED_REFUSALS, ...BODY_ERRORS], keyed),
   },
 };

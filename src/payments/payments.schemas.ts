@@ -192,7 +192,7 @@ const NotificationRow = Type.Object(
 const AdminTimelineEntry = Type.Object(
   {
     ...TimelineEntrySchema.properties,
-    action: Type.Optional(stringEnum(['refund', 'cancel', 'ack', 'retry'] as const)),
+    action: Type.Optional(stringEnum(['refund', 'cancel', 'ack', 'retry', 'resolve'] as const)),
     operator: Type.Optional(Type.String({ description: "the operator's sub" })),
   },
   { additionalProperties: false },

@@ -198,4 +198,43 @@ describe('issue 36: the operator console API', () => {
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as { exp: number; iat: number };
     expect(claims.exp - claims.iat).toBe(900);
   });
+
+  it('OP-06: an UNKNOWN order resolved by hand with a receipt → PAID, units confirmed, receipt and operator in the timeline; other states refused', async () => {
+    // Proves the hand resolution goes through the decider like a query's answer and is audited; no provider call is made.
+    await createSku(stack, { sku: 'op6', stock: 2 });
+    const { orderId, token } = await stack.buy('op6-buyer', 'op6');
+    await stack.control('POST', '/_control/callbacks', { mode: 'HOLD' });
+    await stack.control('POST', '/_control/faults', {
+      op: 'charge',
+      kind: 'DELAY_RESPONSE',
+      merchant_order: orderId,
+      ms: 1_500,
+    });
+    expect((await stack.pay(token, orderId)).body.status).toBe('UNKNOWN');
+    const body = { outcome: 'CHARGED', receipt: 'txn seen on the dashboard #4411' };
+    const resolve = (k: string, b: unknown = body, id = orderId) =>
+      stack.call('POST', `/v1/admin/orders/${id}/resolve`, {
+        token: stack.admin,
+        body: b,
+        headers: { 'idempotency-key': k },
+      });
+    const k = key('resolve');
+    const first = await resolve(k);
+    expect([first.status, first.body]).toEqual([200, { order_id: orderId, status: 'PAID', operator: 'ops' }]);
+    expect(await skuCounters(stack, 'op6')).toMatchObject({ available: 1, confirmed: 1, held: 0 });
+    const view = await stack.order(orderId);
+    expect(view.timeline.find((t) => t.to === 'PAID')?.reason).toBe(
+      'resolved by operator ops (receipt txn seen on the dashboard #4411)',
+    );
+    expect(await actions(orderId)).toEqual([expect.objectContaining({ action: 'resolve', operator: 'ops' })]);
+    expect((await resolve(k)).headers.get('idempotent-replayed')).toBe('true');
+    const again = await resolve(key('resolve'));
+    expect([again.status, again.body.code, again.body.order_status]).toEqual([409, 'REJECTED', 'PAID']);
+    const reused = await resolve(k, { outcome: 'NOT_CHARGED', receipt: 'x' });
+    expect([reused.status, reused.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
+    const bad = await resolve(key('resolve'), { outcome: 'MAYBE', receipt: 'x' });
+    expect([bad.status, bad.body.code]).toEqual([400, 'VALIDATION']);
+    expect(await actions(orderId)).toHaveLength(1);
+    await stack.control('POST', '/_control/callbacks', { mode: 'AUTO' });
+  });
 });

@@ -5,7 +5,7 @@ import type { OrderStatus } from '../decide/states.ts';
 // with the operator's `sub`, the order's status and version after it. The admin order view shows
 // them in the timeline beside the transitions.
 
-export const OPERATOR_ACTIONS = ['refund', 'cancel', 'ack', 'retry'] as const;
+export const OPERATOR_ACTIONS = ['refund', 'cancel', 'ack', 'retry', 'resolve'] as const;
 export type OperatorAction = (typeof OPERATOR_ACTIONS)[number];
 
 export interface OperatorActionEntry {
