@@ -30,9 +30,16 @@ function intentKey(/** @type {string} */ action, /** @type {string} */ orderId, 
   return key;
 }
 
-/** Resolves true when the person confirms in the modal dialog (Esc or "Go back": false). */
-function confirmed(/** @type {string} */ text, /** @type {string} */ yes) {
+/**
+ * Resolves true when the person confirms in the modal dialog (Esc or "Go back": false). With
+ * `resolving`, the dialog also asks for the outcome and the receipt (required).
+ */
+function confirmed(/** @type {string} */ text, /** @type {string} */ yes, resolving = false) {
   const dialog = /** @type {HTMLDialogElement} */ ($('confirm'));
+  const fields = /** @type {HTMLFieldSetElement} */ ($('resolve-fields'));
+  fields.hidden = !resolving;
+  fields.disabled = !resolving;
+  /** @type {HTMLInputElement} */ ($('resolve-receipt')).value = '';
   $('confirm-text').textContent = text;
   $('confirm-yes').textContent = yes;
   return new Promise((resolve) => {
@@ -50,7 +57,7 @@ function actionsOf(ctx, o) {
   const amount = ctx.amount(o.amount);
   const id = o.order_id;
   const path = (/** @type {string} */ verb) => `/v1/admin/orders/${encodeURIComponent(id)}/${verb}`;
-  /** @type {Array<{ label: string, ask: string, yes: string, run: () => Promise<any> }>} */
+  /** @type {Array<{ label: string, ask: string, yes: string, run: () => Promise<any>, resolving?: boolean }>} */
   const list = [];
   if (o.status === 'PAID')
     list.push({
@@ -72,6 +79,22 @@ function actionsOf(ctx, o) {
       ask: `Run recovery now for order ${id} of ${amount} (${o.status})?`,
       yes: 'Retry now',
       run: () => ctx.checked(ctx.call('POST', path('retry'))),
+    });
+  if (o.status === 'UNKNOWN')
+    list.push({
+      label: 'Resolve by hand',
+      ask: `Resolve order ${id} of ${amount} for ${o.user_id} from what the provider's own records show? Reconciliation still checks it against the provider's statement.`,
+      yes: 'Resolve',
+      resolving: true,
+      run: () => {
+        const body = {
+          outcome: /** @type {HTMLSelectElement} */ ($('resolve-outcome')).value,
+          receipt: /** @type {HTMLInputElement} */ ($('resolve-receipt')).value.trim(),
+        };
+        // The key follows the finding: the same finding twice is one resolution.
+        const keyName = `resolve.${body.outcome}.${body.receipt}`;
+        return ctx.checked(ctx.call('POST', path('resolve'), body, intentKey(keyName, id, o.version)));
+      },
     });
   if (o.attention)
     list.push({
@@ -158,11 +181,11 @@ export async function showOrder(ctx, orderId) {
 /**
  * @param {Context} ctx
  * @param {any} o
- * @param {{ label: string, ask: string, yes: string, run: () => Promise<any> }} action
+ * @param {{ label: string, ask: string, yes: string, run: () => Promise<any>, resolving?: boolean }} action
  * @param {HTMLButtonElement} button
  */
 async function act(ctx, o, action, button) {
-  if (!(await confirmed(action.ask, action.yes))) return;
+  if (!(await confirmed(action.ask, action.yes, action.resolving))) return;
   // Disabled while in flight: a double click sends once (and the same key, if it ever sent twice).
   for (const b of $('detail-actions').querySelectorAll('button')) /** @type {HTMLButtonElement} */ (b).disabled = true;
   const result = await action.run();

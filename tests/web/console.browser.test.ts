@@ -138,4 +138,46 @@ describe('issue 36: the operator console in Chromium', () => {
     },
     TEST_MS,
   );
+
+  browserIt(
+    'OC-03: an UNKNOWN order resolved by hand from its deep link: the dialog asks for the finding and the receipt; PAID, the receipt in the timeline',
+    async () => {
+      // Proves the console's hand resolution is confirmed, needs a receipt, and is recorded with the operator.
+      const stack = await startPaymentStack();
+      const browser = await launchBrowser();
+      try {
+        await createSku(stack, { sku: 'cap', price: 1500, stock: 2 });
+        const { orderId, token } = await stack.buy('erin', 'cap');
+        await stack.control('POST', '/_control/callbacks', { mode: 'HOLD' });
+        await stack.control('POST', '/_control/faults', {
+          op: 'charge',
+          kind: 'DELAY_RESPONSE',
+          merchant_order: orderId,
+          ms: 1_500,
+        });
+        expect((await stack.pay(token, orderId)).body.status).toBe('UNKNOWN');
+        const page = await browser.page();
+        await signIn(page, `${stack.url}/ops/orders/${orderId}`, stack.admin);
+        await expect.poll(() => page.locator('#detail-status').textContent()).toBe('UNKNOWN');
+        await page.getByRole('button', { name: `Resolve by hand ${orderId}` }).click();
+        await expect
+          .poll(() => page.locator('#confirm').textContent())
+          .toContain(`Resolve order ${orderId} of 15.00 EUR`);
+        await page.getByLabel('Outcome', { exact: true }).selectOption('CHARGED');
+        await page.getByLabel(/Receipt/).fill('dashboard txn 77');
+        await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'console-resolve.png') });
+        await page.getByRole('button', { name: 'Resolve', exact: true }).click();
+        await expect.poll(() => page.locator('#detail-status').textContent(), { timeout: 30_000 }).toBe('PAID');
+        await expect
+          .poll(() => page.locator('#detail').textContent())
+          .toContain('resolved by operator ops (receipt dashboard txn 77)');
+        expect(await skuCounters(stack, 'cap')).toMatchObject({ available: 1, confirmed: 1 });
+        await stack.control('POST', '/_control/callbacks', { mode: 'AUTO' });
+      } finally {
+        await browser.close();
+        await stack.close();
+      }
+    },
+    TEST_MS,
+  );
 });
