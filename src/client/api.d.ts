@@ -43,7 +43,7 @@ export interface paths {
         head?: never;
         /**
          * Change a SKU’s price or name, or add stock
-         * @description A price or name change alters no existing order: each order line keeps its snapshot. 409 `SKU_OWNED_BY_STOCK_SERVICE` on a shop whose stock service has its own database.
+         * @description A price or name change alters no existing order: each order line keeps its snapshot. 409 `SKU_OWNED_BY_STOCK_SERVICE` on a shop whose stock service has its own database. An optional `Idempotency-Key` makes the change safe to send twice (`add_stock` then adds once; the same key with another body: 422 `IDEMPOTENCY_KEY_REUSED`); the answer then carries `Idempotent-Replayed`.
          */
         patch: operations["updateSku"];
         trace?: never;
@@ -1296,6 +1296,8 @@ export interface operations {
             /** @description The SKU */
             200: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1315,9 +1317,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is not valid (nothing was executed): `VALIDATION` */
+            /** @description The request is not valid (nothing was executed): `VALIDATION`, `IDEMPOTENCY_KEY_INVALID` */
             400: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1331,7 +1335,7 @@ export interface operations {
                          * @description the stable machine word: branch on this
                          * @enum {string}
                          */
-                        code: "VALIDATION";
+                        code: "VALIDATION" | "IDEMPOTENCY_KEY_INVALID";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -1342,6 +1346,8 @@ export interface operations {
             /** @description No valid bearer token: `UNAUTHENTICATED` */
             401: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     /** @description the bearer challenge (RFC 6750) */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -1368,6 +1374,8 @@ export interface operations {
             /** @description The token is valid but not allowed here: `FORBIDDEN` */
             403: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1392,6 +1400,8 @@ export interface operations {
             /** @description Not found (or not visible to this principal): `SKU_NOT_FOUND` */
             404: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1413,9 +1423,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused in the current state: `SKU_OWNED_BY_STOCK_SERVICE` */
+            /** @description Refused in the current state: `SKU_OWNED_BY_STOCK_SERVICE`, `REQUEST_IN_PROGRESS` */
             409: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1429,7 +1443,7 @@ export interface operations {
                          * @description the stable machine word: branch on this
                          * @enum {string}
                          */
-                        code: "SKU_OWNED_BY_STOCK_SERVICE";
+                        code: "SKU_OWNED_BY_STOCK_SERVICE" | "REQUEST_IN_PROGRESS";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -1440,6 +1454,8 @@ export interface operations {
             /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
             413: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1464,6 +1480,8 @@ export interface operations {
             /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
             414: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1485,9 +1503,37 @@ export interface operations {
                     };
                 };
             };
+            /** @description The Idempotency-Key was used with another request: `IDEMPOTENCY_KEY_REUSED` */
+            422: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "IDEMPOTENCY_KEY_REUSED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
             429: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
                     "Retry-After"?: string;
                     [name: string]: unknown;
@@ -1514,6 +1560,8 @@ export interface operations {
             /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
             500: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1538,6 +1586,8 @@ export interface operations {
             /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
                     "Retry-After"?: string;
                     [name: string]: unknown;

@@ -237,4 +237,23 @@ describe('issue 36: the operator console API', () => {
     expect(await actions(orderId)).toHaveLength(1);
     await stack.control('POST', '/_control/callbacks', { mode: 'AUTO' });
   });
+
+  it('OP-07: a SKU change sent with an Idempotency-Key (as the console does) adds stock once however often it is sent', async () => {
+    // Proves the SKU page's "Add stock" is safe to send twice; without a key the route behaves as before.
+    await createSku(stack, { sku: 'op7', stock: 10 });
+    const patch = (body: unknown, headers: Record<string, string> = {}) =>
+      stack.call('PATCH', '/v1/admin/skus/op7', { token: stack.admin, body, headers });
+    const k = key('sku');
+    const first = await patch({ add_stock: 5 }, { 'idempotency-key': k });
+    expect([first.status, first.body.total, first.headers.get('idempotent-replayed')]).toEqual([200, 15, 'false']);
+    const again = await patch({ add_stock: 5 }, { 'idempotency-key': k });
+    expect([again.status, again.text, again.headers.get('idempotent-replayed')]).toEqual([200, first.text, 'true']);
+    expect(await skuCounters(stack, 'op7')).toMatchObject({ total: 15, available: 15 });
+    const reused = await patch({ add_stock: 6 }, { 'idempotency-key': k });
+    expect([reused.status, reused.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
+    expect((await patch({ add_stock: 1 })).body.total).toBe(16);
+    const tooMany = await patch({ add_stock: 100_000_000 }, { 'idempotency-key': key('sku') });
+    expect([tooMany.status, tooMany.body.code]).toEqual([400, 'VALIDATION']);
+    expect(await skuCounters(stack, 'op7')).toMatchObject({ total: 16 });
+  });
 });
