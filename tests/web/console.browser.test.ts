@@ -40,6 +40,13 @@ describe('issue 36: the operator console in Chromium', () => {
         await expect.poll(() => page.locator('#detail-status').textContent()).toBe('PAID');
         expect(new URL(page.url()).pathname).toBe(`/ops/orders/${orderId}`);
         expect(await page.locator('#detail').textContent()).not.toMatch(/\bnull\b|undefined/);
+        // By keyboard: Enter on the button opens the confirmation; Escape backs out and nothing is sent.
+        await page.getByRole('button', { name: `Refund ${orderId}` }).focus();
+        await page.keyboard.press('Enter');
+        await expect.poll(() => page.locator('#confirm').evaluate((d) => (d as HTMLDialogElement).open)).toBe(true);
+        await page.keyboard.press('Escape');
+        await expect.poll(() => page.locator('#confirm').evaluate((d) => (d as HTMLDialogElement).open)).toBe(false);
+        expect((await stack.order(orderId)).status).toBe('PAID');
         await page.getByRole('button', { name: `Refund ${orderId}` }).click();
         const dialog = page.locator('#confirm');
         await expect.poll(() => dialog.textContent()).toContain(`Refund order ${orderId} of 19.90 EUR to alice`);
