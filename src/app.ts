@@ -12,6 +12,7 @@ import { recoveryRoutes } from './recovery/index.ts';
 import { sagaRoutes } from './saga/index.ts';
 import { walletRoutes } from './wallet/index.ts';
 import { webRoutes } from './web/index.ts';
+import { opsRoutes } from './ops/index.ts';
 import { buildHttp } from './platform/http.ts';
 import { installMetrics } from './platform/metrics.ts';
 import { contractCheckEnabled, installContractCheck } from './platform/contract.ts';
@@ -34,6 +35,7 @@ const ROUTE_MODULES: RouteModule[] = [
   sagaRoutes,
   webRoutes,
   stockRoutes,
+  opsRoutes,
 ];
 
 export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promise<FastifyInstance> {

@@ -1,5 +1,7 @@
 // @ts-check
 import { api, h, money, problemText, showError } from './api.js';
+import { showOrder as openOrder } from './ops.order.js';
+import { showSku as openSkuPage, wireSkuForms } from './ops.sku.js';
 
 const STATES = [
   'PENDING',
@@ -32,8 +34,20 @@ let previous;
 /** @type {any} */
 let chart;
 
-const call = (/** @type {string} */ method, /** @type {string} */ path, /** @type {unknown} */ body) =>
-  api(method, path, { token, body });
+const call = (
+  /** @type {string} */ method,
+  /** @type {string} */ path,
+  /** @type {unknown} */ body = undefined,
+  /** @type {string | undefined} */ key = undefined,
+) => api(method, path, { token, body, ...(key ? { key } : {}) });
+
+// Amounts are minor units in the API; the console shows major units in the page's currency.
+const CURRENCY = document.documentElement.dataset.currency ?? 'EUR';
+const amount = (/** @type {number} */ minor) => `${money(minor)} ${CURRENCY}`;
+/** The search's pages: the cursors that opened each page so far (the first is null). */
+let cursors = /** @type {Array<string | null>} */ ([null]);
+/** @type {string | null} */
+let nextCursor = null;
 
 async function checked(/** @type {Promise<{ ok: boolean, status: number, body: any }>} */ request) {
   const reply = await request;
@@ -134,7 +148,7 @@ async function loadAttention() {
       ),
       h('td', {}, o.status),
       h('td', {}, o.reason),
-      h('td', { class: 'hide-narrow' }, new Date(o.since).toLocaleString()),
+      h('td', { class: 'hide-narrow' }, `${new Date(o.since).toLocaleString()} · ${o.attempts} attempts`),
       h(
         'td',
         {},
@@ -189,7 +203,9 @@ async function loadReconciliation() {
   const verdict = $('verdict');
   verdict.textContent = report.ok ? 'clean' : `${report.mismatches.length} mismatches, ${report.pending} pending`;
   verdict.className = report.ok ? 'verdict-ok' : 'verdict-bad';
+  $('recon-unit').textContent = CURRENCY;
   $('channel-net').textContent = money(report.totals.channel_net);
+  $('wallet-net').textContent = money(report.totals.wallet_net ?? 0);
   $('paid-sum').textContent = money(report.totals.paid_sum);
   $('drift').textContent = String(report.totals.drift);
   /** @type {Record<string, number>} */
@@ -205,61 +221,94 @@ async function loadReconciliation() {
     );
 }
 
-async function loadOrders() {
+/** The search as the form says it, on the page the cursor names. */
+function searchPath(/** @type {string | null} */ cursor) {
+  const params = new URLSearchParams();
+  const q = /** @type {HTMLInputElement} */ ($('q')).value.trim();
   const state = /** @type {HTMLSelectElement} */ ($('state-filter')).value;
-  const body = await checked(call('GET', `/v1/admin/orders${state ? `?status=${encodeURIComponent(state)}` : ''}`));
+  const sku = /** @type {HTMLInputElement} */ ($('sku-filter')).value.trim();
+  if (q) params.set('q', q);
+  if (state) params.set('state', state);
+  if (sku) params.set('sku', sku);
+  if (cursor) params.set('cursor', cursor);
+  const query = params.toString();
+  return `/v1/admin/orders${query ? `?${query}` : ''}`;
+}
+
+/** Reloads the current page of the search (the refresh keeps the page the person is on). */
+async function loadOrders() {
+  const body = await checked(call('GET', searchPath(cursors[cursors.length - 1] ?? null)));
   if (!body) return;
+  nextCursor = body.next_cursor;
+  /** @type {HTMLButtonElement} */ ($('next-page')).disabled = !nextCursor;
+  /** @type {HTMLButtonElement} */ ($('first-page')).disabled = cursors.length === 1;
+  $('page-info').textContent = `page ${cursors.length}, ${body.orders.length} orders`;
   $('orders')
     .querySelector('tbody')
     ?.replaceChildren(
-      ...body.orders.map((/** @type {any} */ o) =>
-        h(
-          'tr',
-          {},
-          h(
-            'td',
-            {},
-            h('button', { type: 'button', class: 'secondary', onclick: () => void showOrder(o.order_id) }, o.order_id),
-          ),
-          h('td', {}, o.user_id),
-          h('td', {}, o.status),
-          h('td', { class: 'num' }, money(o.amount)),
-          h('td', { class: 'hide-narrow' }, new Date(o.updated_at).toLocaleString()),
-        ),
-      ),
+      ...(body.orders.length
+        ? body.orders.map((/** @type {any} */ o) =>
+            h(
+              'tr',
+              { 'data-order-id': o.order_id },
+              h(
+                'td',
+                {},
+                h(
+                  'button',
+                  { type: 'button', class: 'secondary', onclick: () => void showOrder(o.order_id) },
+                  o.order_id,
+                ),
+              ),
+              h('td', {}, o.user_id),
+              h('td', {}, o.status),
+              h('td', { class: 'hide-narrow' }, o.sku),
+              h('td', { class: 'num' }, amount(o.amount)),
+              h('td', { class: 'hide-narrow' }, new Date(o.created_at).toLocaleString()),
+            ),
+          )
+        : [h('tr', {}, h('td', { colspan: '6', class: 'muted' }, 'No order matches.'))]),
     );
+}
+
+function search() {
+  cursors = [null];
+  void loadOrders();
 }
 
 function filterBy(/** @type {string} */ state) {
   /** @type {HTMLSelectElement} */ ($('state-filter')).value = state;
-  void loadOrders();
+  search();
 }
 
+/** What ops.order.js and ops.sku.js need from the page. */
+const context = {
+  call,
+  checked,
+  amount,
+  openSku: (/** @type {string} */ sku) => void showSku(sku),
+  changed: () => void Promise.all([loadSummary(), loadAttention(), loadOrders()]),
+};
+
+/** Opens an order and puts its deep link in the address bar (/ops/orders/{id}). */
 async function showOrder(/** @type {string} */ orderId) {
-  const o = await checked(call('GET', `/v1/admin/orders/${encodeURIComponent(orderId)}`));
-  if (!o) return;
-  const list = (/** @type {string} */ title, /** @type {any[]} */ items, /** @type {(x: any) => string} */ line) =>
-    h(
-      'div',
-      {},
-      h('h3', {}, title),
-      items.length ? h('ol', {}, ...items.map((x) => h('li', {}, line(x)))) : h('p', { class: 'muted' }, 'none'),
-    );
-  $('detail').hidden = false;
-  $('detail-title').textContent = `Order ${o.order_id}`;
-  $('detail-body').replaceChildren(
-    h(
-      'p',
-      {},
-      'State ',
-      h('span', { class: 'status', 'data-status': o.status, id: 'detail-status' }, o.status),
-      ` · buyer ${o.user_id} · ${money(o.amount)} · fulfilment ${o.fulfilment?.status ?? '—'}`,
-    ),
-    o.attention ? h('p', { class: 'verdict-bad' }, `Needs a person: ${o.attention}`) : null,
-    list('Timeline', o.timeline, (t) => `${t.from ?? '—'} → ${t.to}: ${t.reason} (${new Date(t.at).toLocaleString()})`),
-    list('Notifications', o.notifications, (n) => `${n.kind} ${n.notify_id}: ${n.effect}`),
-    list('Journal', o.journal ?? [], (j) => `${j.step} ${j.direction} ${j.status} (${j.key})`),
-  );
+  history.replaceState(null, '', `/ops/orders/${encodeURIComponent(orderId)}`);
+  await openOrder(context, orderId);
+  $('detail-title').focus();
+}
+
+async function showSku(/** @type {string} */ sku) {
+  history.replaceState(null, '', `/ops/skus/${encodeURIComponent(sku)}`);
+  await openSkuPage(context, sku);
+  $('sku-title').focus();
+}
+
+/** A deep link (/ops/orders/{id}, /ops/skus/{sku}) opens its order or SKU once signed in. */
+function openDeepLink() {
+  const order = /^\/ops\/orders\/([^/]+)$/.exec(location.pathname);
+  const sku = /^\/ops\/skus\/([^/]+)$/.exec(location.pathname);
+  if (order?.[1]) void showOrder(decodeURIComponent(order[1]));
+  else if (sku?.[1]) void showSku(decodeURIComponent(sku[1]));
 }
 
 async function tick() {
@@ -269,6 +318,9 @@ async function tick() {
   await loadSummary();
   if (ticks % 2 === 0) await loadAttention();
   if (ticks % 3 === 0) await Promise.all([loadDead(), loadOrders()]);
+  // The open order follows its state (a refund's answer, recovery) without a click.
+  const open = $('detail').hidden ? undefined : $('detail').dataset.orderId;
+  if (open && ticks % 3 === 1) await openOrder(context, open);
   // Reconciliation asks the provider for its statement: every 15 s, or on the button.
   if (ticks % 15 === 0) await loadReconciliation();
   ticks += 1;
@@ -286,7 +338,19 @@ function show() {
   $('signin').hidden = Boolean(token);
   $('console').hidden = !token;
   $('who').textContent = token ? 'admin token loaded' : 'no admin token';
-  if (token) void tick();
+  if (token) {
+    void tick();
+    openDeepLink();
+  }
+}
+
+// `flashpay token --console` puts a short-lived token in the URL's fragment (never sent to a
+// server): take it, then drop it from the address bar and the history.
+const fragment = new URLSearchParams(location.hash.slice(1)).get('token');
+if (fragment) {
+  localStorage.setItem('flashpay.admin', fragment);
+  token = fragment;
+  history.replaceState(null, '', location.pathname);
 }
 
 $('signin-form').addEventListener('submit', (e) => {
@@ -299,6 +363,17 @@ $('signin-form').addEventListener('submit', (e) => {
 $('signout').addEventListener('click', forget);
 $('redrive').addEventListener('click', () => void redrive());
 $('reconcile').addEventListener('click', () => void loadReconciliation());
-$('state-filter').addEventListener('change', () => void loadOrders());
+$('state-filter').addEventListener('change', search);
+$('search-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  search();
+});
+$('next-page').addEventListener('click', () => {
+  if (!nextCursor) return;
+  cursors.push(nextCursor);
+  void loadOrders();
+});
+$('first-page').addEventListener('click', search);
+wireSkuForms(context);
 $('state-filter').append(...STATES.map((s) => h('option', { value: s }, s)));
 show();

@@ -23,7 +23,7 @@ const USAGE = `usage: flashpay <command> [options]
   channel [--port 8081] [--control]
   stock [--port 8082] [--database-url URL]
   inventory [--port 8082] [--database-url URL]
-  token --tenant T --user U [--admin | --operator] [--ttl 3600]
+  token --tenant T --user U [--admin | --operator] [--ttl 3600] [--console [--url URL]]
   migrate
   reconcile [--json] [--full | --incremental] [--stock-database-url URL]
   recover [--stale-after-ms N] [--json]

@@ -43,7 +43,7 @@ export interface paths {
         head?: never;
         /**
          * Change a SKU’s price or name, or add stock
-         * @description A price or name change alters no existing order: each order line keeps its snapshot. 409 `SKU_OWNED_BY_STOCK_SERVICE` on a shop whose stock service has its own database.
+         * @description A price or name change alters no existing order: each order line keeps its snapshot. 409 `SKU_OWNED_BY_STOCK_SERVICE` on a shop whose stock service has its own database. An optional `Idempotency-Key` makes the change safe to send twice (`add_stock` then adds once; the same key with another body: 422 `IDEMPOTENCY_KEY_REUSED`); the answer then carries `Idempotent-Replayed`.
          */
         patch: operations["updateSku"];
         trace?: never;
@@ -441,7 +441,7 @@ export interface paths {
         };
         /**
          * Orders that need a person
-         * @description The token's tenant: orders with a note for a person, and fulfilments or compensations past their deadline (FLASHPAY_COMPENSATION_DEADLINE_MS, docs/saga.md).
+         * @description The token's tenant: orders with a note for a person not yet acknowledged (`POST /v1/admin/attention/{id}/ack`) about the order as it is now (an order that converged since is not listed), and fulfilments or compensations past their deadline (FLASHPAY_COMPENSATION_DEADLINE_MS, docs/saga.md).
          */
         get: operations["adminAttention"];
         put?: never;
@@ -512,26 +512,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/admin/orders": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Orders by status, newest first (operations console)
-         * @description The token's tenant (every tenant for an operator), at most a page.
-         */
-        get: operations["adminListOrders"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v1/admin/orders/{id}/retry": {
         parameters: {
             query?: never;
@@ -586,6 +566,106 @@ export interface paths {
         get: operations["listParkedStock"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search orders, newest first, a page at a time (operations console)
+         * @description The token's tenant (every tenant for an operator). Keyset-paged on (created_at, order_id): pass `next_cursor` as `cursor` for the next page; `null` on the last page. A malformed cursor: 400 `VALIDATION`.
+         */
+        get: operations["adminListOrders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orders/{id}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund a PAID order through the provider (operator)
+         * @description PAID → REFUNDING (its units back on sale, the operator recorded in the timeline) → the provider's refund with the order's fixed refund key → REFUNDED. Answers the status once the provider answered (`REFUNDING` while its answer is pending: recovery re-sends the same refund). Any other status: 409 `REJECTED` with `order_status`, and the provider is not called. Requires an `Idempotency-Key`. No body.
+         */
+        post: operations["adminRefundOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orders/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel an unpaid order (operator)
+         * @description CREATED → CANCELLED, its held units back on sale in the same transaction, the operator recorded in the timeline. Any other status (a pay under way, paid, finished): 409 `REJECTED` with `order_status`. Requires an `Idempotency-Key`. No body.
+         */
+        post: operations["adminCancelOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orders/{id}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resolve an UNKNOWN order by hand, with a receipt (operator)
+         * @description For an order the provider cannot be asked about: the operator's finding (`CHARGED` → PAID, units confirmed; `NOT_CHARGED` → FAILED, units released) applied as a query's answer would be, the receipt and the operator in the transition's reason and the timeline. Reconciliation still judges the order against the provider's statement. Any status but UNKNOWN: 409 `REJECTED` with `order_status`. Requires an `Idempotency-Key`.
+         */
+        post: operations["adminResolveOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/attention/{id}/ack": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acknowledge the note for a person on an order
+         * @description Records who acknowledged the note and when (also in the timeline); the order leaves `GET /v1/admin/attention` until a new problem is noted. Repeating it changes nothing and answers the first acknowledgement. An order without a note: 409 `REJECTED`.
+         */
+        post: operations["adminAckAttention"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1216,6 +1296,8 @@ export interface operations {
             /** @description The SKU */
             200: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1235,9 +1317,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is not valid (nothing was executed): `VALIDATION` */
+            /** @description The request is not valid (nothing was executed): `VALIDATION`, `IDEMPOTENCY_KEY_INVALID` */
             400: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1251,7 +1335,7 @@ export interface operations {
                          * @description the stable machine word: branch on this
                          * @enum {string}
                          */
-                        code: "VALIDATION";
+                        code: "VALIDATION" | "IDEMPOTENCY_KEY_INVALID";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -1262,6 +1346,8 @@ export interface operations {
             /** @description No valid bearer token: `UNAUTHENTICATED` */
             401: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     /** @description the bearer challenge (RFC 6750) */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -1288,6 +1374,8 @@ export interface operations {
             /** @description The token is valid but not allowed here: `FORBIDDEN` */
             403: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1312,6 +1400,8 @@ export interface operations {
             /** @description Not found (or not visible to this principal): `SKU_NOT_FOUND` */
             404: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1333,9 +1423,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused in the current state: `SKU_OWNED_BY_STOCK_SERVICE` */
+            /** @description Refused in the current state: `SKU_OWNED_BY_STOCK_SERVICE`, `REQUEST_IN_PROGRESS` */
             409: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1349,7 +1443,7 @@ export interface operations {
                          * @description the stable machine word: branch on this
                          * @enum {string}
                          */
-                        code: "SKU_OWNED_BY_STOCK_SERVICE";
+                        code: "SKU_OWNED_BY_STOCK_SERVICE" | "REQUEST_IN_PROGRESS";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -1360,6 +1454,8 @@ export interface operations {
             /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
             413: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1384,6 +1480,8 @@ export interface operations {
             /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
             414: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1405,9 +1503,37 @@ export interface operations {
                     };
                 };
             };
+            /** @description The Idempotency-Key was used with another request: `IDEMPOTENCY_KEY_REUSED` */
+            422: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "IDEMPOTENCY_KEY_REUSED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
             429: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
                     "Retry-After"?: string;
                     [name: string]: unknown;
@@ -1434,6 +1560,8 @@ export interface operations {
             /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
             500: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1458,6 +1586,8 @@ export interface operations {
             /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
             503: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
                     /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
                     "Retry-After"?: string;
                     [name: string]: unknown;
@@ -3981,6 +4111,7 @@ export interface operations {
                         user_id: string;
                         attention: string | null;
                         recovery_attempts: number;
+                        /** @description transitions and operators' actions, in the order they happened */
                         timeline: {
                             from: ("CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING") | null;
                             /**
@@ -3992,6 +4123,10 @@ export interface operations {
                             reason: string;
                             /** Format: date-time */
                             at: string;
+                            /** @enum {string} */
+                            action?: "refund" | "cancel" | "ack" | "retry" | "resolve";
+                            /** @description the operator's sub */
+                            operator?: string;
                         }[];
                         notifications: {
                             notify_id: string;
@@ -6287,8 +6422,13 @@ export interface operations {
                             status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
                             /** @description the note the decider or recovery left, or the saga past its deadline */
                             reason: string;
-                            /** Format: date-time */
+                            /**
+                             * Format: date-time
+                             * @description when the note was first written (or the deadline passed)
+                             */
                             since: string;
+                            /** @description recovery's (or the saga's) attempts so far */
+                            attempts: number;
                         }[];
                     };
                 };
@@ -6918,221 +7058,6 @@ export interface operations {
             };
         };
     };
-    adminListOrders: {
-        parameters: {
-            query?: {
-                status?: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The orders */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        orders: {
-                            order_id: string;
-                            user_id: string;
-                            /**
-                             * @description see docs/state-machine.md
-                             * @enum {string}
-                             */
-                            status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
-                            amount: number;
-                            attention: string | null;
-                            /** Format: date-time */
-                            updated_at: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description The request is not valid (nothing was executed): `VALIDATION` */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "VALIDATION";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description No valid bearer token: `UNAUTHENTICATED` */
-            401: {
-                headers: {
-                    /** @description the bearer challenge (RFC 6750) */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "UNAUTHENTICATED";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description The token is valid but not allowed here: `FORBIDDEN` */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "FORBIDDEN";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "URI_TOO_LONG";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
-            429: {
-                headers: {
-                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
-                    "Retry-After"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "INTERNAL";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
-            503: {
-                headers: {
-                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
-                    "Retry-After"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "UNAVAILABLE";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                        /**
-                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
-                         * @enum {string}
-                         */
-                        outcome?: "unknown";
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-        };
-    };
     adminRetryOrder: {
         parameters: {
             query?: never;
@@ -7641,6 +7566,1496 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    adminListOrders: {
+        parameters: {
+            query?: {
+                /** @description an order id, a buyer (user id), an Idempotency-Key or a provider transaction id, matched exactly */
+                q?: string;
+                /** @description only orders in this status */
+                state?: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
+                /** @description the same as `state` (kept for issue 15) */
+                status?: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
+                /** @description orders with a line of this SKU */
+                sku?: string;
+                /**
+                 * @description page size, 1..100 (default 50)
+                 * @example 25
+                 */
+                limit?: string;
+                /** @description the previous page's `next_cursor` */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of orders */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        orders: {
+                            order_id: string;
+                            tenant_id: string;
+                            user_id: string;
+                            /**
+                             * @description see docs/state-machine.md
+                             * @enum {string}
+                             */
+                            status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
+                            /** @description the first line’s SKU */
+                            sku: string;
+                            quantity: number;
+                            /** @description minor units */
+                            amount: number;
+                            attention: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    adminRefundOrder: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Makes the request safe to retry: 1..255 visible ASCII characters, scoped to (tenant, user, operation). The same key with the same request replays the first answer byte for byte (`Idempotent-Replayed: true`); with another request: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running: waits, then 409 `REQUEST_IN_PROGRESS` with `Retry-After`. Validation errors (400), authentication errors and 5xx are not stored: retry with the same key. Keys are kept at least 24 h.
+                 * @example 2f1c9a7e-4b1d-4a53-9d0e-6f2f1b0c8e11
+                 */
+                "idempotency-key": string;
+            };
+            path: {
+                /**
+                 * @description the order id
+                 * @example ord_7c1e2b9f4a
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The order after the refund */
+            200: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        order_id: string;
+                        /**
+                         * @description see docs/state-machine.md
+                         * @enum {string}
+                         */
+                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
+                        /** @description the operator's sub */
+                        operator: string;
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION`, `IDEMPOTENCY_KEY_MISSING`, `IDEMPOTENCY_KEY_INVALID` */
+            400: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found (or not visible to this principal): `ORDER_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "ORDER_NOT_FOUND";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Refused in the current state: `REJECTED`, `REQUEST_IN_PROGRESS` */
+            409: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "REJECTED" | "REQUEST_IN_PROGRESS";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The Idempotency-Key was used with another request: `IDEMPOTENCY_KEY_REUSED` */
+            422: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "IDEMPOTENCY_KEY_REUSED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    adminCancelOrder: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Makes the request safe to retry: 1..255 visible ASCII characters, scoped to (tenant, user, operation). The same key with the same request replays the first answer byte for byte (`Idempotent-Replayed: true`); with another request: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running: waits, then 409 `REQUEST_IN_PROGRESS` with `Retry-After`. Validation errors (400), authentication errors and 5xx are not stored: retry with the same key. Keys are kept at least 24 h.
+                 * @example 2f1c9a7e-4b1d-4a53-9d0e-6f2f1b0c8e11
+                 */
+                "idempotency-key": string;
+            };
+            path: {
+                /**
+                 * @description the order id
+                 * @example ord_7c1e2b9f4a
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cancelled order */
+            200: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        order_id: string;
+                        /**
+                         * @description see docs/state-machine.md
+                         * @enum {string}
+                         */
+                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
+                        /** @description the operator's sub */
+                        operator: string;
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION`, `IDEMPOTENCY_KEY_MISSING`, `IDEMPOTENCY_KEY_INVALID` */
+            400: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found (or not visible to this principal): `ORDER_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "ORDER_NOT_FOUND";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Refused in the current state: `REJECTED`, `REQUEST_IN_PROGRESS` */
+            409: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "REJECTED" | "REQUEST_IN_PROGRESS";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The Idempotency-Key was used with another request: `IDEMPOTENCY_KEY_REUSED` */
+            422: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "IDEMPOTENCY_KEY_REUSED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    adminResolveOrder: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Makes the request safe to retry: 1..255 visible ASCII characters, scoped to (tenant, user, operation). The same key with the same request replays the first answer byte for byte (`Idempotent-Replayed: true`); with another request: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running: waits, then 409 `REQUEST_IN_PROGRESS` with `Retry-After`. Validation errors (400), authentication errors and 5xx are not stored: retry with the same key. Keys are kept at least 24 h.
+                 * @example 2f1c9a7e-4b1d-4a53-9d0e-6f2f1b0c8e11
+                 */
+                "idempotency-key": string;
+            };
+            path: {
+                /**
+                 * @description the order id
+                 * @example ord_7c1e2b9f4a
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "outcome": "CHARGED",
+                 *       "receipt": "txn_5d79df0b from the dashboard"
+                 *     }
+                 */
+                "application/json": {
+                    /** @enum {string} */
+                    outcome: "CHARGED" | "NOT_CHARGED";
+                    /** @description the provider's reference the operator found (a dashboard's transaction id, a ticket) */
+                    receipt: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The order after the resolution */
+            200: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        order_id: string;
+                        /**
+                         * @description see docs/state-machine.md
+                         * @enum {string}
+                         */
+                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
+                        /** @description the operator's sub */
+                        operator: string;
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION`, `IDEMPOTENCY_KEY_MISSING`, `IDEMPOTENCY_KEY_INVALID` */
+            400: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found (or not visible to this principal): `ORDER_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "ORDER_NOT_FOUND";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Refused in the current state: `REJECTED`, `REQUEST_IN_PROGRESS` */
+            409: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "REJECTED" | "REQUEST_IN_PROGRESS";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PAYLOAD_TOO_LARGE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The Idempotency-Key was used with another request: `IDEMPOTENCY_KEY_REUSED` */
+            422: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "IDEMPOTENCY_KEY_REUSED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    adminAckAttention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description the order id
+                 * @example ord_7c1e2b9f4a
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The acknowledgement */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        order_id: string;
+                        /**
+                         * @description see docs/state-machine.md
+                         * @enum {string}
+                         */
+                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
+                        attention: string;
+                        acknowledged_by: string;
+                        /** Format: date-time */
+                        acknowledged_at: string;
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found (or not visible to this principal): `ORDER_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "ORDER_NOT_FOUND";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Refused in the current state: `REJECTED` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "REJECTED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {

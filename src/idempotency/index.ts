@@ -6,3 +6,4 @@ export { executeKeyed, executeKeyedNow, oncePerKeyInProcess } from './idempotenc
 export type { KeyClaim, KeyedDeps, KeyedOperation, KeyedResult, KeyedStep } from './idempotency.types.ts';
 export type { KeyScope } from './idempotency.repo.ts';
 export { claimKeyAlone, claimKeyIn, claimKeysIn, executeKeyedWith } from './idempotency.service.ts';
+export { findOrderIdsByKey } from './idempotency.search.ts';

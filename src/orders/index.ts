@@ -59,3 +59,19 @@ export { stockPumpFor, stockServiceRoles } from './queued/pump.ts';
 // The pump itself, for bench/p7.harness.ts (its floors run it on one pool).
 export { createStockPump } from './queued/pipeline.ts';
 export { stockRoutes } from './queued/admin.routes.ts';
+// Issue 36's operator console: search, notes for a person and their acknowledgement, operator actions.
+export {
+  searchOrders,
+  SEARCH_PAGE_DEFAULT,
+  SEARCH_PAGE_MAX,
+  type FoundOrder,
+  type SearchCursor,
+} from './ops/search.ts';
+export { listOpenNotes, tryAcknowledgeNote, type AttentionNote } from './ops/attention.ts';
+export {
+  listOperatorActions,
+  OPERATOR_ACTIONS,
+  recordOperatorAction,
+  type OperatorAction,
+  type OperatorActionEntry,
+} from './ops/actions.ts';

@@ -7,3 +7,5 @@ export { paymentDeps, paymentsRoutes } from './payments.routes.ts';
 export { notificationWebhook } from './payments.schemas.ts';
 export { closeAnswer, queryAnswer, type Answer } from './answers.ts';
 export { followUp, recordAnswer } from './settle.ts';
+export { findOrderIdsByTxn } from './payments.repo.ts';
+export { refundKeyFor } from './channel.client.ts';

@@ -70,3 +70,12 @@ export async function notificationEffects(db: Executor, orderIds: readonly strin
   );
   return Object.fromEntries(result.rows.map((r) => [r.effect, r.n]));
 }
+
+/** The orders a provider transaction id was notified for (the console's search, issue 36); index payment_notifications_txn. */
+export async function findOrderIdsByTxn(db: Executor, txn: string): Promise<string[]> {
+  const result = await db.query<{ merchant_order: string }>(
+    'SELECT DISTINCT merchant_order FROM payment_notifications WHERE txn = $1 LIMIT 20',
+    [txn],
+  );
+  return result.rows.map((r) => r.merchant_order);
+}

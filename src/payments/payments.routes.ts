@@ -10,6 +10,7 @@ import {
   findOrderNotes,
   getOrderFor,
   getTimeline,
+  listOperatorActions,
   orderIdsForSku,
   orderView,
   statusCountsForSku,
@@ -47,6 +48,38 @@ import {
   skuOutcomesSchema,
   type PayBody,
 } from './payments.schemas.ts';
+
+/** The transitions and the operators' actions (issue 36) in one list, in the order they happened. */
+function withOperatorActions(
+  transitions: Awaited<ReturnType<typeof getTimeline>>,
+  actions: Awaited<ReturnType<typeof listOperatorActions>>,
+) {
+  const entries: Array<{ at: string; version: number; n: number; entry: object }> = transitions.map((t, n) => ({
+    at: t.at,
+    version: t.version,
+    n,
+    entry: t,
+  }));
+  actions.forEach((a, n) =>
+    entries.push({
+      at: a.at.toISOString(),
+      version: a.version,
+      n: transitions.length + n,
+      entry: {
+        from: a.status,
+        to: a.status,
+        version: a.version,
+        reason: a.note ? `${a.action}: ${a.note}` : a.action,
+        at: a.at.toISOString(),
+        action: a.action,
+        operator: a.operator,
+      },
+    }),
+  );
+  // By version first (an action follows the transition it acted on), then by time, then as written.
+  entries.sort((x, y) => x.version - y.version || x.at.localeCompare(y.at) || x.n - y.n);
+  return entries.map((e) => e.entry);
+}
 
 export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
   const payments = paymentDeps(deps);
@@ -120,7 +153,10 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
           return {
             order,
             view: await orderView(tx, order),
-            timeline: await getTimeline(tx, order.orderId),
+            timeline: withOperatorActions(
+              await getTimeline(tx, order.orderId),
+              await listOperatorActions(tx, order.orderId),
+            ),
             notifications: await listNotifications(tx, order.orderId),
             notes: await findOrderNotes(tx, order.orderId),
             journal: await journalView(tx, order.orderId),

@@ -188,13 +188,25 @@ const NotificationRow = Type.Object(
   { additionalProperties: false },
 );
 
+/** A transition, or an operator's action (issue 36: `action` and the operator's `sub`; from = to, no transition). */
+const AdminTimelineEntry = Type.Object(
+  {
+    ...TimelineEntrySchema.properties,
+    action: Type.Optional(stringEnum(['refund', 'cancel', 'ack', 'retry', 'resolve'] as const)),
+    operator: Type.Optional(Type.String({ description: "the operator's sub" })),
+  },
+  { additionalProperties: false },
+);
+
 export const AdminOrderView = Type.Object(
   {
     ...OrderView.properties,
     user_id: Type.String(),
     attention: nullable(Type.String({ description: 'a note for a person when the order cannot converge on its own' })),
     recovery_attempts: Type.Integer(),
-    timeline: Type.Array(TimelineEntrySchema),
+    timeline: Type.Array(AdminTimelineEntry, {
+      description: "transitions and operators' actions, in the order they happened",
+    }),
     notifications: Type.Array(NotificationRow),
     journal: Type.Array(
       Type.Object(
@@ -228,7 +240,20 @@ export const adminOrderSchema = {
         user_id: 'alice',
         attention: null,
         recovery_attempts: 0,
-        timeline: [{ from: null, to: 'CREATED', version: 1, reason: 'create', at: AT_EXAMPLE }],
+        timeline: [
+          { from: null, to: 'CREATED', version: 1, reason: 'create', at: AT_EXAMPLE },
+          { from: 'CREATED', to: 'PAYING', version: 2, reason: 'pay', at: AT_EXAMPLE },
+          { from: 'PAYING', to: 'PAID', version: 3, reason: 'charge', at: AT_EXAMPLE },
+          {
+            from: 'PAID',
+            to: 'PAID',
+            version: 3,
+            reason: 'retry',
+            at: AT_EXAMPLE,
+            action: 'retry',
+            operator: 'ops-anna',
+          },
+        ],
         notifications: [
           {
             notify_id: 'ntf_41',

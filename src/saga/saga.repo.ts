@@ -206,7 +206,14 @@ export async function listSagasNeedingAttention(
   db: Executor,
   now: Date,
 ): Promise<
-  Array<{ saga_id: string; state: SagaState; attention: string | null; deadline_at: Date; updated_at: Date }>
+  Array<{
+    saga_id: string;
+    state: SagaState;
+    attention: string | null;
+    deadline_at: Date;
+    updated_at: Date;
+    attempts: number;
+  }>
 > {
   const result = await db.query<{
     saga_id: string;
@@ -214,8 +221,9 @@ export async function listSagasNeedingAttention(
     attention: string | null;
     deadline_at: Date;
     updated_at: Date;
+    attempts: number;
   }>(
-    `SELECT saga_id, state, attention, deadline_at, updated_at FROM sagas
+    `SELECT saga_id, state, attention, deadline_at, updated_at, attempts FROM sagas
      WHERE state IN ('FORWARD', 'COMPENSATING') AND (deadline_at <= $1 OR attention IS NOT NULL) ORDER BY deadline_at LIMIT 100`,
     [now],
   );

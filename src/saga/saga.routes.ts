@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal } from '../platform/auth.ts';
-import { findOrder, listNeedingAttention } from '../orders/index.ts';
+import { findOrder, listOpenNotes } from '../orders/index.ts';
 import { journalOf, listSagasNeedingAttention } from './saga.repo.ts';
 import { attentionSchema } from './saga.schemas.ts';
 import type { Executor } from '../platform/db.ts';
@@ -26,17 +26,16 @@ export function sagaRoutes(app: FastifyInstance, deps: AppDeps): void {
     { onRequest: requirePrincipal(deps.signer, 'admin'), schema: attentionSchema },
     async (request) => {
       const { tenantId } = principalOf(request);
-      const items: Array<{ order_id: string; status: string; reason: string; since: string }> = [];
-      for (const n of await listNeedingAttention(deps.db)) {
-        const order = await findOrder(deps.db, n.order_id);
-        if (order?.tenantId === tenantId)
-          items.push({
-            order_id: n.order_id,
-            status: n.status,
-            reason: n.attention,
-            since: order.updatedAt.toISOString(),
-          });
-      }
+      const items: Array<{ order_id: string; status: string; reason: string; since: string; attempts: number }> = [];
+      // Which notes are listed (unacknowledged, the order not moved since) is decided by listOpenNotes.
+      for (const n of await listOpenNotes(deps.db, tenantId))
+        items.push({
+          order_id: n.order_id,
+          status: n.status,
+          reason: n.attention,
+          since: n.since.toISOString(),
+          attempts: n.attempts,
+        });
       for (const s of await listSagasNeedingAttention(deps.db, deps.clock.now())) {
         const order = await findOrder(deps.db, s.saga_id);
         if (order?.tenantId !== tenantId || items.some((i) => i.order_id === s.saga_id)) continue;
@@ -45,6 +44,7 @@ export function sagaRoutes(app: FastifyInstance, deps: AppDeps): void {
           status: order.status,
           reason: s.attention ?? `saga ${s.state} past its deadline`,
           since: s.deadline_at.toISOString(),
+          attempts: s.attempts,
         });
       }
       return { orders: items };

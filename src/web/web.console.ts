@@ -4,17 +4,17 @@ import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts'
 import {
   findOrderNotes,
   getOrderFor,
-  listOrdersByStatus,
+  recordOperatorAction,
   statusCounts,
   tryClearRecoveryBackoff,
 } from '../orders/index.ts';
 import { outboxLag } from '../outbox/index.ts';
 import { paymentDeps } from '../payments/index.ts';
 import { recoverAll, staleFloorMs } from '../recovery/index.ts';
-import { adminOrdersSchema, consoleSummarySchema, retryOrderSchema } from './web.schemas.ts';
+import { consoleSummarySchema, retryOrderSchema } from './web.schemas.ts';
 
 /**
- * The operations console's reads and its one action. Counts and lag come from the database, so
+ * The operations console's summary and its "retry now" (the search and the other actions: src/ops). Counts and lag come from the database, so
  * every process sharing it shows the same numbers; the console polls the summary once a second
  * and draws orders/s and pay outcomes from the differences.
  */
@@ -26,14 +26,6 @@ export function consoleRoutes(app: FastifyInstance, deps: AppDeps): void {
     const [counts, outbox] = await Promise.all([statusCounts(deps.db, tenantId), outboxLag(deps.db, now, tenantId)]);
     return { at: now.toISOString(), total: Object.values(counts).reduce((a, b) => a + b, 0), counts, outbox };
   });
-
-  app.get<{ Querystring: { status?: string } }>(
-    '/v1/admin/orders',
-    { onRequest: admin, schema: adminOrdersSchema },
-    async (request) => ({
-      orders: await listOrdersByStatus(deps.db, tenantScope(principalOf(request)), request.query.status),
-    }),
-  );
 
   // "Retry now" on an order that needs a person: forget its backoff and run one recovery pass of
   // the tenant at the shortest safe staleness (a pay still in flight is never treated as stale).
@@ -52,6 +44,13 @@ export function consoleRoutes(app: FastifyInstance, deps: AppDeps): void {
       });
       const after = await getOrderFor(deps.db, principal, order.orderId);
       const notes = await findOrderNotes(deps.db, order.orderId);
+      await recordOperatorAction(deps.db, order.orderId, {
+        action: 'retry',
+        operator: principal.userId,
+        status: after.status,
+        version: after.version,
+        at: deps.clock.now(),
+      });
       return { order_id: after.orderId, status: after.status, attention: notes.attention };
     },
   );

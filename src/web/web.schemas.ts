@@ -13,7 +13,6 @@ import {
   AT_EXAMPLE,
   ORDER_ID_EXAMPLE,
   PAID_ORDER_EXAMPLE,
-  ORDER_STATUSES,
   OrderStatusSchema,
   OrderView,
   TimelineEntrySchema,
@@ -111,43 +110,6 @@ export const consoleSummarySchema = {
       },
     }),
     ...problemAnswers(ADMIN_AUTH),
-  },
-};
-
-const AdminOrderRow = Type.Object(
-  {
-    order_id: Type.String(),
-    user_id: Type.String(),
-    status: OrderStatusSchema,
-    amount: Type.Integer(),
-    attention: nullable(Type.String()),
-    updated_at: Type.String({ format: 'date-time' }),
-  },
-  { additionalProperties: false },
-);
-
-export const adminOrdersSchema = {
-  operationId: 'adminListOrders',
-  summary: 'Orders by status, newest first (operations console)',
-  description: "The token's tenant (every tenant for an operator), at most a page.",
-  tags: ['admin'],
-  querystring: Type.Object({ status: Type.Optional(stringEnum(ORDER_STATUSES)) }, { additionalProperties: false }),
-  response: {
-    200: jsonAnswer('The orders', Type.Object({ orders: Type.Array(AdminOrderRow) }, { additionalProperties: false }), {
-      example: {
-        orders: [
-          {
-            order_id: ORDER_ID_EXAMPLE,
-            user_id: 'alice',
-            status: 'UNKNOWN',
-            amount: 1990,
-            attention: null,
-            updated_at: AT_EXAMPLE,
-          },
-        ],
-      },
-    }),
-    ...problemAnswers([...PARAM_ERRORS, ...ADMIN_AUTH]),
   },
 };
 

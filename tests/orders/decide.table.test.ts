@@ -422,6 +422,23 @@ const EXPECTED: Record<string, string[]> = {
     'REJECTED', // REJECTED
     'REJECTED', // RELEASING
   ],
+  // Issue 36: only a PAID order is refunded by an operator; one under way or done is a duplicate.
+  'operator refund': [
+    'REJECTED', // CREATED
+    'REJECTED', // PAYING
+    'REJECTED', // UNKNOWN
+    'REFUNDING → REFUNDING unconfirm call REFUND', // PAID
+    'REJECTED', // FAILED
+    'REJECTED', // CANCELLED
+    'DUPLICATE', // REFUNDING
+    'DUPLICATE', // REFUNDED
+    'REJECTED', // COMPENSATING
+    'REJECTED', // COMPENSATION_PENDING
+    'REJECTED', // COMPENSATED
+    'REJECTED', // PENDING
+    'REJECTED', // REJECTED
+    'REJECTED', // RELEASING
+  ],
 };
 
 describe('decide: what every event does to an order in every status', () => {

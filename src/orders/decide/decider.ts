@@ -5,6 +5,7 @@ import { isAllowed, type OrderStatus } from './states.ts';
 import { lineReservationKeyFor } from '../orders.keys.ts';
 import { decideQueued } from './queued.ts';
 import { compensation } from './compensation.ts';
+import { operatorRefund } from './operator.ts';
 import { decision, holdIsGone, nothing, releaseHeld } from './decision.ts';
 
 // The vocabulary (facts, events, decisions) lives in types.ts and the helpers that build a decision
@@ -196,6 +197,9 @@ export function decide(order: OrderFacts, holds: readonly Hold[], event: OrderEv
     case 'COMPENSATION_REFUND':
     case 'COMPENSATION_RELEASE':
       d = compensation(order, holds, event);
+      break;
+    case 'OPERATOR_REFUND':
+      d = operatorRefund(order, holds, event);
       break;
     default:
       d = decideQueued(order, holds, event);

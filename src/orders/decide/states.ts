@@ -42,6 +42,8 @@ export const TRANSITIONS: ReadonlyArray<readonly [OrderStatus, OrderStatus, stri
   ['PENDING', 'REJECTED', 'stock service REJECTED (SOLD_OUT or USER_LIMIT); nothing is held'],
   ['CREATED', 'RELEASING', 'wallet too low on a queued order; release requested from the stock service'],
   ['RELEASING', 'CANCELLED', 'stock service RELEASED the units'],
+  // Issue 36: an operator's refund from the console; the confirmed units go back on sale.
+  ['PAID', 'REFUNDING', 'an operator refunds: units back on sale, the refund sent with the fixed key'],
 ];
 
 /** Statuses whose entry emits an ORDER_<STATUS> outbox event in the same transaction. */

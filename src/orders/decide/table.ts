@@ -64,6 +64,7 @@ export const CASES: readonly Case[] = [
   { name: 'stock rejected', event: { type: 'STOCK_REJECTED', reason: 'SOLD_OUT' }, hold: 'MISSING', queued: true },
   { name: 'stock released', event: { type: 'STOCK_RELEASED' }, hold: 'RELEASED', queued: true },
   { name: 'wallet too low (queued order)', event: { type: 'WALLET_FUNDS_SHORT' }, hold: 'HELD', queued: true },
+  { name: 'operator refund', event: { type: 'OPERATOR_REFUND', operator: 'ops' }, hold: 'CONFIRMED' },
 ];
 
 export function decideCase(status: OrderStatus, c: Case): Decision {

@@ -48,7 +48,9 @@ export type OrderEvent =
   /** The stock service's answer to a queued order's request (queued.ts). */
   | StockEvent
   /** A wallet pay of a queued order found too low a balance: the units go back through the stock service. */
-  | { type: 'WALLET_FUNDS_SHORT' };
+  | { type: 'WALLET_FUNDS_SHORT' }
+  /** An operator refunds a PAID order from the console (issue 36, src/ops): `operator` is their `sub`. */
+  | { type: 'OPERATOR_REFUND'; operator: string };
 
 export const EVENT_KINDS = [
   'PAY_REQUESTED',
@@ -63,6 +65,7 @@ export const EVENT_KINDS = [
   'STOCK_REJECTED',
   'STOCK_RELEASED',
   'WALLET_FUNDS_SHORT',
+  'OPERATOR_REFUND',
 ] as const;
 
 // What a provider message did to an order. Stored with every notification and returned to callers.

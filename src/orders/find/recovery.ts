@@ -1,5 +1,6 @@
 import type { Executor, Tx } from '../../platform/db.ts';
 import { UNFINISHED_STATUSES, type OrderStatus } from '../decide/states.ts';
+import { listOpenNotes } from '../ops/attention.ts';
 
 // Recovery's bookkeeping on the order (claim, misses, next attempt, the note for a person) lives
 // with the order; src/recovery drives it through these functions.
@@ -144,13 +145,14 @@ export async function countUnfinished(db: Executor, tenantId?: string): Promise<
   return result.rows[0]?.n ?? 0;
 }
 
+/** The notes still open (src/orders/ops/attention.ts decides which: unacknowledged, order not moved since). */
 export async function listNeedingAttention(
   db: Executor,
   tenantId?: string,
 ): Promise<Array<{ order_id: string; status: OrderStatus; attention: string }>> {
-  const result = await db.query<{ order_id: string; status: OrderStatus; attention: string }>(
-    `SELECT order_id, status, attention FROM orders WHERE attention IS NOT NULL AND ($1::text IS NULL OR tenant_id = $1) ORDER BY updated_at LIMIT 100`,
-    [tenantId ?? null],
-  );
-  return result.rows;
+  return (await listOpenNotes(db, tenantId)).map((n) => ({
+    order_id: n.order_id,
+    status: n.status,
+    attention: n.attention,
+  }));
 }

@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../../app.deps.ts';
+import { keyedDeps } from '../../app.deps.ts';
+import { executeKeyed, idempotencyKeyOf, jsonResponse, requestDigest, sendKeyed } from '../../idempotency/index.ts';
 import { principalOf, requirePrincipal, tenantScope } from '../../platform/auth.ts';
 import { AppError } from '../../platform/errors.ts';
 import { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView, updateSku } from './service.ts';
@@ -68,14 +70,25 @@ export function skuRoutes(app: FastifyInstance, deps: AppDeps, options: { replic
   app.patch<{ Params: { sku: string }; Body: PatchSkuBody }>(
     '/v1/admin/skus/:sku',
     { onRequest: writable, schema: patchSkuSchema },
-    async (request) => {
+    async (request, reply) => {
       const b = request.body;
       const change = {
         ...(b.price !== undefined ? { price: b.price } : {}),
         ...(b.name !== undefined ? { name: b.name } : {}),
         ...(b.add_stock !== undefined ? { addStock: b.add_stock } : {}),
       };
-      return skuView(await updateSku(deps.db, principalOf(request).tenantId, request.params.sku, change));
+      const { tenantId, userId } = principalOf(request);
+      const sku = request.params.sku;
+      if (request.headers['idempotency-key'] === undefined)
+        return skuView(await updateSku(deps.db, tenantId, sku, change));
+      // With a key (the console sends one, issue 36): `add_stock` sent twice adds once.
+      const key = idempotencyKeyOf(request, reply);
+      const result = await executeKeyed(keyedDeps(deps), {
+        scope: { tenantId, userId, operation: 'update_sku', key },
+        digest: requestDigest('update_sku', { sku }, b),
+        start: async (tx) => ({ final: jsonResponse(200, skuView(await updateSku(tx, tenantId, sku, change))) }),
+      });
+      return sendKeyed(reply, result);
     },
   );
 

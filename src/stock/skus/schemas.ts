@@ -130,19 +130,28 @@ export const patchSkuSchema = {
   operationId: 'updateSku',
   summary: 'Change a SKU’s price or name, or add stock',
   description:
-    'A price or name change alters no existing order: each order line keeps its snapshot. 409 `SKU_OWNED_BY_STOCK_SERVICE` on a shop whose stock service has its own database.',
+    'A price or name change alters no existing order: each order line keeps its snapshot. 409 `SKU_OWNED_BY_STOCK_SERVICE` on a shop whose stock service has its own database. An optional `Idempotency-Key` makes the change safe to send twice (`add_stock` then adds once; the same key with another body: 422 `IDEMPOTENCY_KEY_REUSED`); the answer then carries `Idempotent-Replayed`.',
   tags: ['admin'],
   params: SkuParams,
   body: PatchSkuBody,
   response: {
-    200: jsonAnswer('The SKU', SkuView, { example: { ...skuExample, price: 2490 } }),
-    ...problemAnswers([
-      ...PARAM_ERRORS,
-      'PAYLOAD_TOO_LARGE',
-      ...ADMIN_AUTH,
-      'SKU_NOT_FOUND',
-      'SKU_OWNED_BY_STOCK_SERVICE',
-    ]),
+    200: jsonAnswer('The SKU', SkuView, {
+      headers: { 'Idempotent-Replayed': HEADERS.replayed },
+      example: { ...skuExample, price: 2490 },
+    }),
+    ...problemAnswers(
+      [
+        ...PARAM_ERRORS,
+        'PAYLOAD_TOO_LARGE',
+        ...ADMIN_AUTH,
+        'SKU_NOT_FOUND',
+        'SKU_OWNED_BY_STOCK_SERVICE',
+        'IDEMPOTENCY_KEY_INVALID',
+        'REQUEST_IN_PROGRESS',
+        'IDEMPOTENCY_KEY_REUSED',
+      ],
+      { 'Idempotent-Replayed': HEADERS.replayed },
+    ),
   },
 };
 

@@ -1,4 +1,4 @@
-import { inTx, type Db } from '../../platform/db.ts';
+import { inTx, type Db, type Executor } from '../../platform/db.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { AppError } from '../../platform/errors.ts';
 import { findSku, tryInsertSku, tryUpdateSku, type NewSku, type SkuChange } from './repo.ts';
@@ -15,7 +15,7 @@ export async function createSku(db: Db, sku: NewSku, clock: Clock): Promise<Sku>
   return created;
 }
 
-export async function updateSku(db: Db, tenantId: string, sku: string, change: SkuChange): Promise<Sku> {
+export async function updateSku(db: Executor, tenantId: string, sku: string, change: SkuChange): Promise<Sku> {
   if (await tryUpdateSku(db, tenantId, sku, change, MAX_STOCK)) return getSku(db, tenantId, sku);
   // Refused: no such SKU, or too many units. Read only now, so the common path stays one statement.
   const current = await getSku(db, tenantId, sku);
@@ -27,7 +27,7 @@ export async function updateSku(db: Db, tenantId: string, sku: string, change: S
   );
 }
 
-export async function getSku(db: Db, tenantId: string, sku: string): Promise<Sku> {
+export async function getSku(db: Executor, tenantId: string, sku: string): Promise<Sku> {
   const found = await findSku(db, tenantId, sku);
   if (!found) throw new AppError('SKU_NOT_FOUND', `no SKU ${sku}`);
   return found;

@@ -1,0 +1,23 @@
+import { AppError } from '../platform/errors.ts';
+import type { SearchCursor } from '../orders/index.ts';
+
+// The search's cursor: the last order's (created_at, order_id), base64url. Opaque to clients; a
+// string this server did not give is 400 VALIDATION, never a query.
+const CREATED_AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+const ORDER_ID = /^[\x21-\x7e]{1,64}$/;
+
+export function encodeCursor(c: SearchCursor): string {
+  return Buffer.from(`${c.createdAt}|${c.orderId}`, 'utf8').toString('base64url');
+}
+
+export function decodeCursor(raw: string): SearchCursor {
+  const text = Buffer.from(raw, 'base64url').toString('utf8');
+  const bar = text.indexOf('|');
+  const createdAt = text.slice(0, bar);
+  const orderId = text.slice(bar + 1);
+  if (bar < 0 || !CREATED_AT.test(createdAt) || !ORDER_ID.test(orderId))
+    throw new AppError('VALIDATION', 'querystring.cursor is not a cursor this server gave', {
+      field: 'querystring.cursor',
+    });
+  return { createdAt, orderId };
+}
