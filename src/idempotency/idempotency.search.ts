@@ -2,7 +2,7 @@ import type { Executor } from '../platform/db.ts';
 
 // The operator console's search (issue 36): which orders an Idempotency-Key answered, whoever used
 // it. Read from the stored answers (a create's and a pay's both name `order_id`), by the index
-// idempotency_keys_tenant_key (migration 170). Bounded: a key is used by few users.
+// idempotency_keys_key_tenant (migration 170). Bounded: a key is used by few users.
 const KEY_MATCHES_MAX = 20;
 
 export async function findOrderIdsByKey(db: Executor, tenantId: string | undefined, key: string): Promise<string[]> {
