@@ -15,7 +15,7 @@ import {
   type SimTarget,
 } from '../sim/index.ts';
 import { launchStack } from '../stack.ts';
-import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
+import { intFlag, parseArgs, refuseUnknownFlags, stringFlag, UsageError } from '../platform/args.ts';
 
 const USAGE = `usage: flashpay sim --scenario seed-002 [--api URL --channel URL]
        flashpay sim --seed N [--orders 24] [--stock 24] [--late 12] [--concurrency 8]
@@ -32,6 +32,11 @@ function progressBar(p: Progress): void {
     `\r${p.phase.padEnd(11)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${p.done}/${p.total}   ${p.phase === 'done' ? '\n' : ''}`,
   );
 }
+
+const SIM_FLAGS = [
+  ...['scenario', 'seed', 'orders', 'stock', 'late', 'concurrency', 'mix', 'refund-timeouts', 'lines'],
+  ...['wallet-share', 'async', 'api', 'channel', 'tenant', 'json'],
+];
 
 // Orders of at most 20 lines (the contract's limit).
 const MAX_SIM_LINES = 20;
@@ -72,6 +77,7 @@ function targetOf(api: string, channel: string, signer: TokenSigner, tenantId: s
 /** `flashpay sim --seed N`: seed 000's C29-13 as a product feature; exit 0 only on a clean reconciliation. */
 export async function simCommand(argv: string[]): Promise<void> {
   const args = parseArgs(argv, ['json', 'async']);
+  refuseUnknownFlags('sim', args, SIM_FLAGS);
   const scenario = stringFlag(args, 'scenario');
   if (scenario !== undefined && scenario !== 'seed-002') throw new UsageError(`unknown scenario ${scenario}\n${USAGE}`);
   const seedText = scenario ? '2' : stringFlag(args, 'seed');
