@@ -134,7 +134,16 @@ export async function triggerCommand(argv: string[]): Promise<void> {
     throw new UsageError(
       `usage: flashpay trigger ${Object.keys(TRIGGERS).join('|')} --order ID${what && !(what in TRIGGERS) ? ` (unknown "${what}")` : ''}`,
     );
-  const result = await act(what as Trigger, orderId, await targetOf(args));
+  let result: unknown;
+  try {
+    result = await act(what as Trigger, orderId, await targetOf(args));
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    // A refusal of the API or the channel (no such order, no control API, a wrong token): one line.
+    process.stderr.write(`flashpay trigger: ${(error as Error).message}\n`);
+    process.exitCode = 1;
+    return;
+  }
   const done = { trigger: what, order_id: orderId, what: TRIGGERS[what as Trigger], provider: result };
   process.stdout.write(args.flags.has('json') ? `${JSON.stringify(done)}\n` : `${what} ${orderId}: ${done.what}\n`);
 }

@@ -188,3 +188,32 @@ describe('flashpay listen / trigger (LT)', () => {
     expect([wrong.code, wrong.stdout]).toEqual([2, '']);
   }, 240_000);
 });
+
+describe('flashpay trigger with a control token (LT-03)', () => {
+  let stack: LiveStack;
+  beforeAll(async () => {
+    stack = await startLiveStack({
+      prefix: 'flashpay-lt3-',
+      env: { FLASHPAY_CONTROL_TOKEN: 'lt3-control-token-of-at-least-32-bytes' },
+    });
+  });
+  afterAll(async () => stack?.stop());
+
+  it('LT-03: trigger sends FLASHPAY_CONTROL_TOKEN as a bearer token; without it the channel refuses and nothing is armed', async () => {
+    const admin = createClient({ baseUrl: stack.api, token: await stack.token('acme', 'ops', 'admin') });
+    await admin.raw.POST('/v1/admin/skus', { body: { sku: 'lt3', name: 'lt3', price: 500, stock: 2 } });
+    const buyer = createClient({ baseUrl: stack.api, token: await stack.token('acme', 'lt3-erin') });
+    const order = await buyer.createOrder({ sku: 'lt3' });
+    const refused = await runCli({ ...stack, env: { ...stack.env, FLASHPAY_CONTROL_TOKEN: '' } }, [
+      'trigger',
+      'declined',
+      '--order',
+      order.order_id,
+    ]);
+    expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/answered 401/)]);
+    const accepted = await runCli(stack, ['trigger', 'declined', '--order', order.order_id]);
+    expect([accepted.code, accepted.stderr]).toEqual([0, '']);
+    // Armed once, by the accepted call only: the pay is declined, and the order FAILED.
+    expect((await buyer.results.payOrder(order.order_id)).data?.status).toBe('FAILED');
+  }, 120_000);
+});

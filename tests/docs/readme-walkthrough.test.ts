@@ -75,4 +75,22 @@ describe('README walkthrough (RW)', () => {
       { user_id: 'carol', status: 'CREATED' },
     ]);
   }, 240_000);
+
+  it('RW-02: a line that does not print its promise fails the walkthrough (the check can fail)', async () => {
+    const { script, checks } = checkedScript(['echo one  # → one', 'echo two  # → three', 'echo never  # → never']);
+    const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn('bash', ['-c', script]);
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.once('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    expect(checks).toBe(3);
+    expect(result).toEqual({
+      code: 1,
+      stdout: 'RW-CHECK 1\n',
+      stderr: expect.stringContaining('expected: three\n  got: two'),
+    });
+  });
 });
