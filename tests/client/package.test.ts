@@ -96,8 +96,14 @@ describe('@flashpay/client as an integrator installs it (PK)', () => {
     const shipped = JSON.parse((await run('tar', ['-xzOf', tarball, 'package/package.json'])).stdout) as {
       dependencies: Record<string, string>;
     };
-    // A client's dependencies only: no server, no database.
+    // A client's dependencies only: no server, no database; and nothing Node-only, so browsers load it.
     expect(Object.keys(shipped.dependencies)).toEqual(['openapi-fetch']);
+    const javascript = files.filter((f) => f.endsWith('.js'));
+    for (const file of javascript)
+      expect([file, (await run('tar', ['-xzOf', tarball, file])).stdout]).not.toEqual([
+        file,
+        expect.stringMatching(/from ['"]node:|require\(/),
+      ]);
 
     const app = path.join(work, 'app');
     await mkdir(app);
