@@ -3,7 +3,7 @@ import walls from './eslint/module-walls.js';
 
 export default tseslint.config(
   // Generated code lives in a folder named `generated/` (anywhere); lint and format skip it by that name.
-  { ignores: ['node_modules/**', '.flashpay/**', 'bin/**', 'build/**', '**/generated/**'] },
+  { ignores: ['node_modules/**', '.flashpay/**', 'bin/**', 'build/**', '**/generated/**', 'packages/*/dist/**'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

@@ -1,7 +1,7 @@
 import type { SwaggerOptions } from '@fastify/swagger';
 import { notificationWebhook } from './payments/index.ts';
 import { orderEventWebhook } from './fulfillment/index.ts';
-import { SIGNATURE_DESCRIPTION } from './platform/openapi.ts';
+import { DEFAULT_SERVER, SIGNATURE_DESCRIPTION } from './platform/openapi.ts';
 
 type Doc = Record<string, unknown> & { paths?: Record<string, Record<string, Record<string, unknown>>> };
 
@@ -13,7 +13,7 @@ const DESCRIPTION = `Flash-sale orders and payments that never oversell, never c
 
 **Authentication.** \`Authorization: Bearer <JWT>\` (HS256; claims \`sub\` user, \`tid\` tenant, \`scope\` \`buyer\` or \`admin\`); \`flashpay token --tenant T --user U\` prints one. The provider's notifications and the relay's events are signed instead (see the \`flashpaySignature\` scheme and \`webhooks\`).
 
-A typed client ships as \`flashpay/client\`.`;
+A typed client ships as the npm workspace package \`@flashpay/client\`.`;
 
 /** Marks bodies that may be omitted: Fastify's body schema alone makes @fastify/swagger require one. */
 function markOptionalBodies(doc: Doc): Doc {
@@ -37,7 +37,7 @@ export const swaggerOptions: SwaggerOptions = {
       description: DESCRIPTION,
       license: { name: 'MIT', identifier: 'MIT' },
     },
-    servers: [{ url: 'http://127.0.0.1:8080', description: '`flashpay start` on this machine' }],
+    servers: [DEFAULT_SERVER],
     tags: [
       { name: 'orders', description: 'Buyers: create, pay, cancel and read orders' },
       { name: 'wallet', description: 'Buyers: the stored balance' },

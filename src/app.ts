@@ -16,6 +16,7 @@ import { opsRoutes } from './ops/index.ts';
 import { buildHttp } from './platform/http.ts';
 import { installMetrics } from './platform/metrics.ts';
 import { contractCheckEnabled, installContractCheck } from './platform/contract.ts';
+import { followServedAddress } from './platform/openapi.ts';
 import { metricsGuard } from './platform/metrics.guard.ts';
 import { componentsDown } from './platform/health.ts';
 import { stockRoutes } from './orders/index.ts';
@@ -48,6 +49,7 @@ export async function buildApp(deps: AppDeps, extra: RouteModule[] = []): Promis
   });
   await app.register(swagger, swaggerOptions);
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  followServedAddress(app, deps.config.publicUrl);
   if (contractCheckEnabled()) installContractCheck(app, () => app.swagger() as never);
   installMetrics(app, metricsGuard(deps));
 

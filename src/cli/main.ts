@@ -16,6 +16,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   sim: async () => (await import('./sim.command.ts')).simCommand,
   bench: async () => (await import('./bench.command.ts')).benchCommand,
   cluster: async () => (await import('./cluster.command.ts')).clusterCommand,
+  listen: async () => (await import('./listen.command.ts')).listenCommand,
+  trigger: async () => (await import('./trigger.command.ts')).triggerCommand,
 };
 
 const USAGE = `usage: flashpay <command> [options]
@@ -27,9 +29,11 @@ const USAGE = `usage: flashpay <command> [options]
   migrate
   reconcile [--json] [--full | --incremental] [--stock-database-url URL]
   recover [--stale-after-ms N] [--json]
-  sim --seed N [--orders 24] [--stock 24] [--late 12] [--mix …] [--api URL --channel URL] [--json]
+  sim --seed N [--orders 24] [--stock 24] [--late 12] [--mix …] [--api URL --channel URL] [--tenant acme] [--json]
   bench [--quick] [--json]
   cluster up|status|kill NAME|start NAME|down [--dir D] [--api 2] [--nats 3] [--json]
+  listen [--forward-to URL] [--events ORDER_PAID,…] [--json]
+  trigger charged|declined|refunded|duplicate-callback|late-callback|lost-reply --order ID [--tenant acme] [--api URL --channel URL] [--json]
 `;
 
 const HELP_FLAGS = ['--help', '-h'];

@@ -1,7 +1,7 @@
 import { loadConfig } from '../platform/config.ts';
 import { isDatabaseFault } from '../platform/db.ts';
 import { launchStack } from '../stack.ts';
-import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
+import { intFlag, parseArgs, refuseUnknownFlags, stringFlag, UsageError } from '../platform/args.ts';
 
 const log = (line: string) => process.stderr.write(`flashpay: ${line}\n`);
 
@@ -19,6 +19,7 @@ function workersOf(args: ReturnType<typeof parseArgs>): boolean {
 /** `flashpay start [--port 8080] [--channel-port 8081] [--role all|api|worker] [--no-workers] [--control] [--production]`: the whole stack in one process. */
 export async function startCommand(argv: string[]): Promise<void> {
   const args = parseArgs(argv, ['no-workers', 'control', 'production']);
+  refuseUnknownFlags('start', args, ['port', 'channel-port', 'role', 'no-workers', 'control', 'production']);
   const loaded = loadConfig();
   const config = { ...loaded, production: loaded.production || args.flags.has('production') };
   const port = intFlag(args, 'port', config.port);

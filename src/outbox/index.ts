@@ -13,3 +13,10 @@ export { deadSchema, drainSchema, redriveSchema, type RedriveBody } from './outb
 export { outboxLag, type OutboxLag } from './outbox.lag.ts';
 export { listenForWakeups, OUTBOX_CHANNEL, type WakeupListener } from './outbox.wakeup.ts';
 export { literal, oneTripTx, type OneTripOptions } from './outbox.onetrip.ts';
+export {
+  databaseNow,
+  FOLLOW_BATCH,
+  readDeliveredAfter,
+  type DeliveredEvent,
+  type FollowCursor,
+} from './outbox.follow.ts';

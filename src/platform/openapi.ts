@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify';
 import { Type, type Static, type TSchema } from 'typebox';
 import { ERROR_STATUS, problem, type ErrorCode } from './errors.ts';
 
@@ -200,7 +201,7 @@ export const IDEMPOTENCY_KEY_HEADER = Type.Object({
 });
 
 export const SIGNATURE_DESCRIPTION =
-  '`Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET`. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `verifySignature` in `flashpay/client` does this.';
+  '`Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET` for the provider’s payment notifications and `FLASHPAY_EVENTS_SECRET` for the relay’s order events. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `constructEvent` and `verifySignature` in `@flashpay/client` do this.';
 
 /**
  * Compile-time guard that a response schema says exactly what a handler returns: responses are
@@ -216,3 +217,37 @@ export type Covers<Schema, Handler> = [Exclude<keyof Handler, keyof Schema>] ext
     ? true
     : false
   : false;
+
+/** Where the document says the API is when the process does not listen (built for linters and generators). */
+export const DEFAULT_SERVER = { url: 'http://127.0.0.1:8080', description: '`flashpay start` on this machine' };
+
+/** The address `app` really listens on, as a URL a client on this machine can call. */
+export function listenUrl(app: FastifyInstance): string | undefined {
+  const address = app.server.address();
+  if (typeof address !== 'object' || address === null) return undefined;
+  const wildcard = address.address === '0.0.0.0' || address.address === '::';
+  const host = wildcard ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
+}
+
+/**
+ * The served document's `servers` follow the process: FLASHPAY_PUBLIC_URL first when set, then the
+ * address it really listens on (its real --port, also 0), read at each request of /docs/json.
+ * The document is built once (and cached by @fastify/swagger); `servers` stays a live getter on it.
+ */
+export function followServedAddress(app: FastifyInstance, publicUrl: string | undefined): void {
+  app.addHook('onReady', async () => {
+    const document = app.swagger() as unknown as Record<string, unknown>;
+    Object.defineProperty(document, 'servers', {
+      enumerable: true,
+      configurable: true,
+      get() {
+        const listening = listenUrl(app);
+        const servers = [];
+        if (publicUrl) servers.push({ url: publicUrl, description: 'FLASHPAY_PUBLIC_URL' });
+        if (listening && listening !== publicUrl) servers.push({ url: listening, description: 'this process' });
+        return servers.length > 0 ? servers : [DEFAULT_SERVER];
+      },
+    });
+  });
+}

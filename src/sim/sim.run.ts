@@ -1,5 +1,6 @@
 import type { ReconciliationReport } from '../reconcile/index.ts';
 import { http, type SimTarget } from './sim.client.ts';
+import { globalLine, ownLine, ownPart, type SimScope } from './sim.judge.ts';
 import type { PlannedOrder, SimPlan, SimShape } from './sim.plan.ts';
 import { pool, simReport, sleep, type Held, type Progress, type SimReport } from './sim.support.ts';
 
@@ -17,6 +18,8 @@ const QUEUED_DEADLINE_MS = 60_000;
 /** The seeded flash sale of seed 000 (C29-13), run against a live stack over HTTP. */
 export class Simulation {
   private readonly ids = new Map<number, string>();
+  /** Every order this run placed (originals and late buyers): what it judges with scope `own`. */
+  private readonly mine = new Set<string>();
   private lateWon = 0;
   private walletPaid = 0;
   private walletRefused = 0;
@@ -28,7 +31,12 @@ export class Simulation {
     private readonly shape: SimShape,
     private readonly sku: string,
     private readonly onProgress: (p: Progress) => void = () => undefined,
+    private readonly scope: SimScope = 'all',
   ) {}
+
+  private judged(report: ReconciliationReport): ReconciliationReport {
+    return this.scope === 'own' ? ownPart(report, this.mine) : report;
+  }
 
   private admin(method: string, path: string, body?: unknown, key?: string) {
     return http(`${this.target.api}${path}`, { method, token: this.target.adminToken, body, ...(key ? { key } : {}) });
@@ -109,6 +117,7 @@ export class Simulation {
       body: this.orderBody(),
       ...(this.shape.queued ? { prefer: 'respond-async' } : {}),
     });
+    if (typeof created.body?.order_id === 'string') this.mine.add(created.body.order_id);
     if (created.status !== 202) return created;
     const orderId = created.body.order_id as string;
     for (const deadline = Date.now() + QUEUED_DEADLINE_MS; Date.now() < deadline; await sleep(50)) {
@@ -238,7 +247,7 @@ export class Simulation {
       if (this.shape.queued) await this.admin('POST', '/v1/admin/stock/drain');
       await this.admin('POST', '/v1/admin/outbox/drain');
       const report = (await this.admin('GET', '/v1/admin/reconciliation')).body as ReconciliationReport;
-      if ((report.pending === 0 && report.events.pending === 0) || Date.now() > deadline) return report;
+      if ((this.judged(report).pending === 0 && report.events.pending === 0) || Date.now() > deadline) return report;
       await sleep(300);
     }
   }
@@ -287,14 +296,17 @@ export class Simulation {
       notification_effects: Record<string, number>;
     };
     this.onProgress({ phase: 'done', done: 1, total: 1 });
-    return simReport({
+    const report = simReport({
       seed: this.plan.seed,
       sku: this.sku,
       lateBuyers: this.shape.lateBuyers,
       lateWon: this.lateWon,
       wallet: { paid: this.walletPaid, refused: this.walletRefused },
       outcomes,
-      reconciliation,
+      reconciliation: this.judged(reconciliation),
     });
+    if (this.scope === 'all') return report;
+    report.lines[2] = ownLine(report.reconciliation, this.mine.size);
+    return { ...report, global_reconciliation: reconciliation, lines: [...report.lines, globalLine(reconciliation)] };
   }
 }

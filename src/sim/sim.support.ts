@@ -15,7 +15,10 @@ export interface SimReport {
   late_buyers_won: number;
   final: Record<string, number>;
   notification_effects: Record<string, number>;
+  /** The verdict's reconciliation: with `--api`, narrowed to this run's orders. */
   reconciliation: ReconciliationReport;
+  /** With `--api`: the whole stack's report, printed but not judged. */
+  global_reconciliation?: ReconciliationReport;
   ok: boolean;
   lines: string[];
 }

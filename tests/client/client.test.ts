@@ -21,7 +21,7 @@ describe('an integrator’s client, generated from /docs/json', () => {
     // Proves a standard generator accepts /docs/json, and that flashpay/client is not hand-kept.
     const served = await (await fetch(`${stack.url}/docs/json`)).json();
     const generated = astToString(await openapiTS(served));
-    const shipped = await readFile(new URL('../../src/client/api.d.ts', import.meta.url), 'utf8');
+    const shipped = await readFile(new URL('../../packages/client/src/generated/api.ts', import.meta.url), 'utf8');
     expect(shipped.replace(/^\/\*\*[\s\S]*?\*\/\s*/, '').trim()).toBe(generated.trim());
   });
 

@@ -203,7 +203,7 @@ export interface paths {
         put?: never;
         /**
          * Payment notification (provider → service)
-         * @description Sent by the payment provider after a charge, decline or refund; retried until a 200. Signed: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET`. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `verifySignature` in `flashpay/client` does this. A 500 means nothing was recorded, and the provider retries.
+         * @description Sent by the payment provider after a charge, decline or refund; retried until a 200. Signed: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET` for the provider’s payment notifications and `FLASHPAY_EVENTS_SECRET` for the relay’s order events. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `constructEvent` and `verifySignature` in `@flashpay/client` do this. A 500 means nothing was recorded, and the provider retries.
          */
         post: operations["receivePaymentNotification"];
         delete?: never;
@@ -683,7 +683,7 @@ export interface paths {
         put?: never;
         /**
          * Order event (relay → built-in fulfillment consumer)
-         * @description Terminal order events (PAID, FAILED, CANCELLED, REFUNDED), delivered at least once by the outbox relay's http sink; applied exactly once (inbox dedup by `event_id`, monotonic `order_version`). The payload carries every line of the order (`lines`: `sku`, `name`, `quantity`, `unit_price` as snapshot when it was placed); an order of one line also has the older `sku` and `quantity`; an ORDER_PAID event ships every line. The same event travels by JetStream and RabbitMQ. Signed: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET`. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `verifySignature` in `flashpay/client` does this. A 500 means nothing was recorded; the relay retries with backoff.
+         * @description Terminal order events (PAID, FAILED, CANCELLED, REFUNDED), delivered at least once by the outbox relay's http sink; applied exactly once (inbox dedup by `event_id`, monotonic `order_version`). The payload carries every line of the order (`lines`: `sku`, `name`, `quantity`, `unit_price` as snapshot when it was placed); an order of one line also has the older `sku` and `quantity`; an ORDER_PAID event ships every line. The same event travels by JetStream and RabbitMQ. Signed: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET` for the provider’s payment notifications and `FLASHPAY_EVENTS_SECRET` for the relay’s order events. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `constructEvent` and `verifySignature` in `@flashpay/client` do this. A 500 means nothing was recorded; the relay retries with backoff.
          */
         post: operations["receiveOrderEvent"];
         delete?: never;
@@ -703,7 +703,7 @@ export interface paths {
         put?: never;
         /**
          * A batch of order events (relay → built-in fulfillment consumer)
-         * @description A batch of order events (1..500) in one request, applied in one transaction with the guarantees of the single-event webhook for each event: inbox dedup by `event_id` (inside the batch and across batches), monotonic `order_version`. One event that cannot be applied does not fail the others: it answers `ERROR` and is resent. The signature covers the whole body: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET`. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `verifySignature` in `flashpay/client` does this. A 500 means nothing of the batch was recorded.
+         * @description A batch of order events (1..500) in one request, applied in one transaction with the guarantees of the single-event webhook for each event: inbox dedup by `event_id` (inside the batch and across batches), monotonic `order_version`. One event that cannot be applied does not fail the others: it answers `ERROR` and is resent. The signature covers the whole body: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET` for the provider’s payment notifications and `FLASHPAY_EVENTS_SECRET` for the relay’s order events. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `constructEvent` and `verifySignature` in `@flashpay/client` do this. A 500 means nothing of the batch was recorded.
          */
         post: operations["receiveOrderEventBatch"];
         delete?: never;
@@ -725,7 +725,7 @@ export interface webhooks {
         put?: never;
         /**
          * Payment notification
-         * @description What the provider double (and any provider adapter) POSTs to `notify_url`. `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET`. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `verifySignature` in `flashpay/client` does this.
+         * @description What the provider double (and any provider adapter) POSTs to `notify_url`. `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET` for the provider’s payment notifications and `FLASHPAY_EVENTS_SECRET` for the relay’s order events. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `constructEvent` and `verifySignature` in `@flashpay/client` do this.
          */
         post: operations["paymentNotificationWebhook"];
         delete?: never;
@@ -745,7 +745,7 @@ export interface webhooks {
         put?: never;
         /**
          * Order event
-         * @description What the relay's http sink POSTs to its configured URL. Terminal order events (PAID, FAILED, CANCELLED, REFUNDED), delivered at least once by the outbox relay's http sink; applied exactly once (inbox dedup by `event_id`, monotonic `order_version`). The payload carries every line of the order (`lines`: `sku`, `name`, `quantity`, `unit_price` as snapshot when it was placed); an order of one line also has the older `sku` and `quantity`; an ORDER_PAID event ships every line. The same event travels by JetStream and RabbitMQ. Signed: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET`. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `verifySignature` in `flashpay/client` does this. A 500 means nothing was recorded; the relay retries with backoff.
+         * @description What the relay's http sink POSTs to its configured URL. Terminal order events (PAID, FAILED, CANCELLED, REFUNDED), delivered at least once by the outbox relay's http sink; applied exactly once (inbox dedup by `event_id`, monotonic `order_version`). The payload carries every line of the order (`lines`: `sku`, `name`, `quantity`, `unit_price` as snapshot when it was placed); an order of one line also has the older `sku` and `quantity`; an ORDER_PAID event ships every line. The same event travels by JetStream and RabbitMQ. Signed: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET` for the provider’s payment notifications and `FLASHPAY_EVENTS_SECRET` for the relay’s order events. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `constructEvent` and `verifySignature` in `@flashpay/client` do this. A 500 means nothing was recorded; the relay retries with backoff.
          */
         post: operations["orderEventWebhook"];
         delete?: never;
