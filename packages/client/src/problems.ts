@@ -2,6 +2,7 @@
 // `title` or `detail`. Kept equal to the server's list by tests/client/package.test.ts (PK-02).
 export const PROBLEM_CODES = [
   'VALIDATION',
+  'AMOUNT_TOO_LARGE',
   'IDEMPOTENCY_KEY_MISSING',
   'IDEMPOTENCY_KEY_INVALID',
   'BAD_SIGNATURE',
