@@ -22,7 +22,7 @@ const W1_TENANT = 'bench-w1';
 /** Every buyer's wallet holds far more than its pays cost (1,990 each): no pay is refused. */
 const CREDIT_MINOR = 1_000_000_000;
 const CREDIT_CONCURRENCY = 16;
-/** Pays of each kind before the timed rounds (JIT, sockets, prepared statements). */
+/** Pays of each kind before the timed rounds (JIT, sockets, prepared statements); fewer when the run's warm-up is. */
 const WARMUP_PAYS = 256;
 
 export interface WalletReport {
@@ -126,9 +126,10 @@ async function measure(ctx: OrdersContext, server: FlashpayServer, provider: Pro
   );
   await creditAll(server, buyers);
   const c = counts.concurrency;
-  const warm = await payRequests(ctx, server, buyers, 'w1/warm', 2 * WARMUP_PAYS, 'wallet', c);
-  await ctx.driver.run({ origin: server.url, concurrency: c, requests: warm.slice(0, WARMUP_PAYS) });
-  const cardWarm = warm.slice(WARMUP_PAYS).map((r) => ({ ...r, body: JSON.stringify({ method: 'channel' }) }));
+  const warmup = Math.min(WARMUP_PAYS, counts.warmup);
+  const warm = await payRequests(ctx, server, buyers, 'w1/warm', 2 * warmup, 'wallet', c);
+  await ctx.driver.run({ origin: server.url, concurrency: c, requests: warm.slice(0, warmup) });
+  const cardWarm = warm.slice(warmup).map((r) => ({ ...r, body: JSON.stringify({ method: 'channel' }) }));
   await ctx.driver.run({ origin: server.url, concurrency: c, requests: cardWarm });
   const wallet = await payRequests(ctx, server, buyers, 'w1/wallet', n, 'wallet', c);
   const card = await payRequests(ctx, server, buyers, 'w1/card', n, 'channel', c);
@@ -140,7 +141,7 @@ async function measure(ctx: OrdersContext, server: FlashpayServer, provider: Pro
     ],
     counts,
   );
-  const ledger = await checkLedger(server, n + WARMUP_PAYS);
+  const ledger = await checkLedger(server, n + warmup);
   const report = await reconcile(
     server.deps.db,
     channelClient(provider.url, server.deps.config.payTimeoutMs),
