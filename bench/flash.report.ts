@@ -30,3 +30,10 @@ export function formatFlash(report: FlashReport): string {
     '\n',
   );
 }
+
+/** Issue 38 item 3's W1, in the same lines as the create path's runs. */
+export function formatWallet(report: { runs: FlashRun[] }): string {
+  return ['Issue 38, wallet pays (req/s; ratio of req/s from this same run):', ...report.runs.flatMap(runText)].join(
+    '\n',
+  );
+}

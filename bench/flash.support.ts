@@ -14,7 +14,7 @@ export interface FlashTarget extends DriverResult {
 }
 
 export interface FlashRun {
-  id: 'P1' | 'P2' | 'P3' | 'P5' | 'P5-replay' | 'P7';
+  id: 'P1' | 'P2' | 'P3' | 'P5' | 'P5-replay' | 'P7' | 'W1';
   description: string;
   targets: FlashTarget[];
   /** Named ratios of req/s (first target over another). */

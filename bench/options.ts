@@ -5,7 +5,7 @@ export interface BenchOptions {
   quick: boolean;
   json: boolean;
   /** Run only one part (handy while iterating); default all (the cluster part not with --quick). */
-  only: 'orders' | 'outbox' | 'flash' | 'recovery' | 'p3' | 'cluster' | undefined;
+  only: 'orders' | 'outbox' | 'flash' | 'recovery' | 'p3' | 'wallet' | 'cluster' | undefined;
   orders: OrdersCounts;
   outbox: OutboxCounts;
   recovery: RecoveryCounts;
@@ -48,7 +48,7 @@ const FULL_RECOVERY: RecoveryCounts = { orders: 10_000, unchargedEvery: 5, provi
 const QUICK_DIVISOR = 10;
 
 const USAGE =
-  'usage: flashpay bench [--quick] [--json] [--only orders|outbox|flash|recovery|p3|cluster] [--requests N] [--events N] [--concurrency N]';
+  'usage: flashpay bench [--quick] [--json] [--only orders|outbox|flash|recovery|p3|wallet|cluster] [--requests N] [--events N] [--concurrency N]';
 
 export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv = process.env): BenchOptions {
   const args = parseArgs(argv, ['quick', 'json']);
@@ -65,9 +65,10 @@ export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv = proce
     only !== 'flash' &&
     only !== 'recovery' &&
     only !== 'p3' &&
+    only !== 'wallet' &&
     only !== 'cluster'
   )
-    throw new UsageError(`--only must be orders, outbox, flash, recovery, p3 or cluster
+    throw new UsageError(`--only must be orders, outbox, flash, recovery, p3, wallet or cluster
 ${USAGE}`);
   const scale = (n: number) => (quick ? Math.max(1, Math.round(n / QUICK_DIVISOR)) : n);
   const requests = intFlag(args, 'requests', scale(FULL_ORDERS.requests));

@@ -2,7 +2,8 @@ import type { DriverResult } from './driver.ts';
 import type { ClusterReport } from './cluster.bench.ts';
 import { formatCluster } from './cluster.report.ts';
 import type { FlashReport } from './flash.bench.ts';
-import { formatFlash } from './flash.report.ts';
+import { formatFlash, formatWallet } from './flash.report.ts';
+import type { WalletReport } from './wallet.bench.ts';
 import { formatRecovery, type RecoveryReport } from './recovery.bench.ts';
 import type { OrdersReport, OrdersRun } from './orders.bench.ts';
 import type { OrdersCounts } from './options.ts';
@@ -22,6 +23,8 @@ export interface BenchReport {
   flash?: FlashReport;
   /** Issue 16's P6: recovery of UNKNOWN orders against the provider's query rate. */
   recovery?: RecoveryReport;
+  /** Issue 38 item 3's W1: wallet pays vs card pays of one tenant. */
+  wallet?: WalletReport;
   /** Issue 33: a local cluster's sync/async and N/1 API ratios, failover times, CPU per node. */
   cluster?: ClusterReport;
   ok: boolean;
@@ -156,6 +159,7 @@ export function formatReport(report: BenchReport): string {
   if (report.flash) lines.push('', formatFlash(report.flash));
   if (report.outbox) lines.push('', formatOutbox(report.outbox));
   if (report.recovery) lines.push('', formatRecovery(report.recovery));
+  if (report.wallet) lines.push('', formatWallet(report.wallet));
   if (report.cluster) lines.push('', formatCluster(report.cluster));
   lines.push(
     '',

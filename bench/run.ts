@@ -11,6 +11,7 @@ import { runFlashBench } from './flash.bench.ts';
 import { runRecoveryBench } from './recovery.bench.ts';
 import { runEndToEndBench } from './e2e.bench.ts';
 import { runClusterBench } from './cluster.bench.ts';
+import { runWalletBench } from './wallet.bench.ts';
 import type { BenchReport, MachineInfo } from './report.ts';
 import { startFlashpayServer } from './servers.ts';
 import { round } from './stats.ts';
@@ -101,11 +102,15 @@ async function runSingleNode(options: BenchOptions, log: (line: string) => void)
       const info = await machineInfo(server.deps.db, database.where, config.poolSize);
       const ordersContext = { databaseUrl: database.url, poolSize: config.poolSize, flashpay: server, driver, log };
       const orders =
-        options.only === 'outbox' || options.only === 'flash' || options.only === 'recovery' || options.only === 'p3'
+        options.only === 'outbox' ||
+        options.only === 'flash' ||
+        options.only === 'recovery' ||
+        options.only === 'p3' ||
+        options.only === 'wallet'
           ? undefined
           : { ...(await runOrdersBench(ordersContext, options.orders)), counts: options.orders };
       const flash =
-        options.only === 'outbox' || options.only === 'recovery'
+        options.only === 'outbox' || options.only === 'recovery' || options.only === 'wallet'
           ? undefined
           : options.only === 'p3'
             ? { runs: [], ok: true } // P3 alone (issue 16), while working on the pay path
@@ -124,14 +129,28 @@ async function runSingleNode(options: BenchOptions, log: (line: string) => void)
         log,
       };
       const outbox =
-        options.only === 'orders' || options.only === 'flash' || options.only === 'recovery' || options.only === 'p3'
+        options.only === 'orders' ||
+        options.only === 'flash' ||
+        options.only === 'recovery' ||
+        options.only === 'p3' ||
+        options.only === 'wallet'
           ? undefined
           : await runOutboxBench(outboxContext, options.outbox);
       const recovery =
         options.only === undefined || options.only === 'recovery'
           ? await runRecoveryBench({ flashpay: server, provider: 'process', log }, options.recovery)
           : undefined;
-      const ok = (orders?.ok ?? true) && (outbox?.ok ?? true) && (flash?.ok ?? true) && (recovery?.ok ?? true);
+      // Issue 38 item 3, W1: wallet pays against card pays of one tenant (bench/wallet.bench.ts).
+      const wallet =
+        options.only === undefined || options.only === 'wallet'
+          ? await runWalletBench(ordersContext, options.orders)
+          : undefined;
+      const ok =
+        (orders?.ok ?? true) &&
+        (outbox?.ok ?? true) &&
+        (flash?.ok ?? true) &&
+        (recovery?.ok ?? true) &&
+        (wallet?.ok ?? true);
       const machine = { ...info, loadAverage: { start: round(loadAtStart, 2), end: round(os.loadavg()[0] ?? 0, 2) } };
       return {
         date: new Date().toISOString(),
@@ -142,6 +161,7 @@ async function runSingleNode(options: BenchOptions, log: (line: string) => void)
         outbox,
         flash,
         recovery,
+        wallet,
         ok,
       };
     } finally {

@@ -30,6 +30,8 @@ export async function startFlashpayServer(
   databaseUrl: string,
   config: Config,
   extra: RouteModule[] = [],
+  /** The payment provider pays go to (W1's card pays); none by default. */
+  channel?: { url: string; secret: string },
 ): Promise<FlashpayServer> {
   const db = createPool(databaseUrl, config.poolSize);
   const signer = tokenSigner(`bench-${randomBytes(16).toString('hex')}`);
@@ -38,10 +40,10 @@ export async function startFlashpayServer(
     clock: systemClock,
     config: { ...config, logLevel: 'silent' },
     signer,
-    notifySecret: `bench-${randomBytes(16).toString('hex')}`,
+    notifySecret: channel?.secret ?? `bench-${randomBytes(16).toString('hex')}`,
     eventsSecret: `bench-${randomBytes(16).toString('hex')}`,
-    // Order creation never calls the payment channel; nothing listens here.
-    channelUrl: 'http://127.0.0.1:1',
+    // Order creation never calls the payment channel; nothing listens here unless W1 gives one.
+    channelUrl: channel?.url ?? 'http://127.0.0.1:1',
     notifyUrl: '',
   };
   let app: FastifyInstance;

@@ -1,7 +1,15 @@
 // The wallet domain's public surface: a double-entry ledger of buyer wallets (tables
 // wallet_accounts, wallet_transfers are ours). Other modules move money only through these
 // functions, each in the caller's transaction.
-export { findBalance, TRANSFER_KINDS, type TransferKind, type TransferOutcome } from './wallet.repo.ts';
+export {
+  findBalance,
+  findRevenue,
+  REVENUE_BUCKETS,
+  revenueBucketOf,
+  TRANSFER_KINDS,
+  type TransferKind,
+  type TransferOutcome,
+} from './wallet.repo.ts';
 export {
   debitForOrder,
   debitIdFor,

@@ -5,9 +5,35 @@ export const TRANSFER_KINDS = ['CREDIT', 'DEBIT', 'REFUND'] as const;
 export type TransferKind = (typeof TRANSFER_KINDS)[number];
 
 /** One account per buyer wallet, plus the tenant's revenue and its funding source (Formance's @world). */
-export const REVENUE = 'revenue';
 export const FUNDING = 'funding';
 export const userAccount = (userId: string) => `user:${userId}`;
+
+/**
+ * The tenant's revenue is REVENUE_BUCKETS rows, not one (issue 38 item 3): every wallet pay locks
+ * and updates the revenue row it credits until its commit, so with one row all pays of a tenant
+ * waited for each other's commit. A pay credits the bucket its order id hashes to; revenue is the
+ * sum of the buckets. 64: more than the pool's connections (20), so concurrent pays seldom share a
+ * bucket, and a tenant's revenue is still one index range of 64 rows to sum. Bucket 0 keeps the id
+ * of the one row before (`revenue`): the transfers already posted name it, and they are immutable.
+ * Changing the count later is safe: a refund debits the bucket its debit credited (refundToWallet),
+ * not the bucket the order hashes to now.
+ */
+export const REVENUE_BUCKETS = 64;
+export const REVENUE = 'revenue';
+export const revenueAccount = (bucket: number) => (bucket === 0 ? REVENUE : `${REVENUE}:${bucket}`);
+export const isRevenueAccount = (accountId: string) => /^revenue(:[1-9][0-9]{0,2})?$/.test(accountId);
+
+/** The bucket an order's debit credits: FNV-1a of its id, so the same order always lands in the same row. */
+export function revenueBucketOf(orderId: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < orderId.length; i++) {
+    hash ^= orderId.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % REVENUE_BUCKETS;
+}
+
+export const REVENUE_ACCOUNTS: readonly string[] = Array.from({ length: REVENUE_BUCKETS }, (_, i) => revenueAccount(i));
 
 export interface Transfer {
   tenantId: string;
@@ -27,17 +53,21 @@ export interface Transfer {
  */
 export type TransferOutcome = 'DONE' | 'DUPLICATE' | 'EXISTS_DIFFERENT' | 'INSUFFICIENT_FUNDS';
 
-async function ensureAccount(
-  tx: Tx,
-  tenantId: string,
-  accountId: string,
-  userId: string | null,
-  now: Date,
-): Promise<void> {
-  const kind = accountId === REVENUE ? 'REVENUE' : accountId === FUNDING ? 'FUNDING' : 'USER';
+const kindOf = (accountId: string) =>
+  isRevenueAccount(accountId) ? 'REVENUE' : accountId === FUNDING ? 'FUNDING' : 'USER';
+
+/**
+ * Both accounts of a transfer exist afterwards: one statement (one round trip on the pay's path),
+ * rows in id order as the lock that follows takes them. An existing row is left as it is.
+ */
+async function ensureAccounts(tx: Tx, t: Transfer, now: Date): Promise<void> {
+  const ids = [t.debitAccount, t.creditAccount].sort();
   await tx.query(
-    `INSERT INTO wallet_accounts (tenant_id, account_id, kind, user_id, balance, created_at) VALUES ($1, $2, $3, $4, 0, $5) ON CONFLICT DO NOTHING`,
-    [tenantId, accountId, kind, kind === 'USER' ? userId : null, now],
+    `INSERT INTO wallet_accounts (tenant_id, account_id, kind, user_id, balance, created_at)
+     SELECT $1, a.id, a.kind, CASE WHEN a.kind = 'USER' THEN $4 END, 0, $5
+     FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS a(id, kind, n) ORDER BY a.n
+     ON CONFLICT DO NOTHING`,
+    [t.tenantId, ids, ids.map(kindOf), t.userId, now],
   );
 }
 
@@ -76,8 +106,7 @@ interface TransferRow {
  */
 export async function tryTransfer(tx: Tx, t: Transfer, now: Date): Promise<TransferOutcome> {
   invariant(t.amount > 0 && Number.isSafeInteger(t.amount), `transfer amount ${t.amount}`);
-  await ensureAccount(tx, t.tenantId, t.debitAccount, t.userId, now);
-  await ensureAccount(tx, t.tenantId, t.creditAccount, t.userId, now);
+  await ensureAccounts(tx, t, now);
   await tx.query('SAVEPOINT wallet_transfer');
   const locked = await tx.query<{ account_id: string; kind: string; balance: number }>(
     'SELECT account_id, kind, balance FROM wallet_accounts WHERE tenant_id = $1 AND account_id = ANY($2::text[]) ORDER BY account_id FOR UPDATE',
@@ -121,6 +150,24 @@ export async function findBalance(db: Executor, tenantId: string, userId: string
     [tenantId, userAccount(userId)],
   );
   return result.rows[0]?.balance ?? 0;
+}
+
+/** A tenant's revenue: the sum of its buckets (0 before its first wallet pay). */
+export async function findRevenue(db: Executor, tenantId: string): Promise<number> {
+  const result = await db.query<{ revenue: number }>(
+    'SELECT coalesce(sum(balance), 0)::bigint AS revenue FROM wallet_accounts WHERE tenant_id = $1 AND account_id = ANY($2::text[])',
+    [tenantId, REVENUE_ACCOUNTS],
+  );
+  return result.rows[0]?.revenue ?? 0;
+}
+
+/** The revenue account an order's debit credited; undefined when the order has no debit. */
+export async function findDebitRevenueAccount(db: Executor, tenantId: string, transferId: string) {
+  const result = await db.query<{ credit_account: string }>(
+    "SELECT credit_account FROM wallet_transfers WHERE tenant_id = $1 AND transfer_id = $2 AND kind = 'DEBIT'",
+    [tenantId, transferId],
+  );
+  return result.rows[0]?.credit_account;
 }
 
 export interface TransferView {

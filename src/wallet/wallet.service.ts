@@ -1,7 +1,15 @@
 import type { Executor, Tx } from '../platform/db.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { AppError, invariant } from '../platform/errors.ts';
-import { FUNDING, REVENUE, tryTransfer, userAccount, type TransferOutcome } from './wallet.repo.ts';
+import {
+  findDebitRevenueAccount,
+  FUNDING,
+  revenueAccount,
+  revenueBucketOf,
+  tryTransfer,
+  userAccount,
+  type TransferOutcome,
+} from './wallet.repo.ts';
 
 export interface Owner {
   tenantId: string;
@@ -62,7 +70,8 @@ export async function debitForOrder(
       ...owner,
       transferId: debitIdFor(orderId),
       debitAccount: userAccount(owner.userId),
-      creditAccount: REVENUE,
+      // One of the tenant's revenue buckets, by the order's id: pays of other orders rarely wait on it.
+      creditAccount: revenueAccount(revenueBucketOf(orderId)),
       amount,
       kind: 'DEBIT',
       orderId,
@@ -82,15 +91,21 @@ export interface WalletRefund extends Owner {
 /**
  * Gives a wallet-paid order's money back to its buyer, in the caller's transaction, once per key:
  * DONE the first time, DUPLICATE after. The same key for another amount or order is a bug.
+ * The money leaves the revenue bucket the order's debit credited, so no bucket goes below zero (a
+ * refund takes back exactly what its debit put there), whatever the bucket count was at the pay;
+ * an order paid before the buckets was credited to `revenue`, bucket 0, and is refunded from it.
  */
 export async function refundToWallet(tx: Tx, refund: WalletRefund, now: Date): Promise<'DONE' | 'DUPLICATE'> {
+  const revenue =
+    (await findDebitRevenueAccount(tx, refund.tenantId, debitIdFor(refund.orderId))) ??
+    revenueAccount(revenueBucketOf(refund.orderId));
   const outcome = await tryTransfer(
     tx,
     {
       tenantId: refund.tenantId,
       userId: refund.userId,
       transferId: refund.key,
-      debitAccount: REVENUE,
+      debitAccount: revenue,
       creditAccount: userAccount(refund.userId),
       amount: refund.amount,
       kind: 'REFUND',

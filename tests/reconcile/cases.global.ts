@@ -150,13 +150,20 @@ export const GLOBAL_CASES: Case[] = [
     title: 'W-R1: a second wallet debit for a wallet-paid order, booked consistently, is two charges for one order',
     async plant(s) {
       const id = await walletPaid(s, 'rc-w1', 'rcw1');
+      // The revenue bucket the order's debit credited (issue 38 item 3: revenue is 64 buckets).
+      const bucket = (
+        await db(s).query<{ credit_account: string }>(
+          'SELECT credit_account FROM wallet_transfers WHERE transfer_id = $1',
+          [`${id}/pay`],
+        )
+      ).rows[0]!.credit_account;
       await db(s).query(
-        `INSERT INTO wallet_transfers (tenant_id, transfer_id, debit_account, credit_account, amount, kind, user_id, order_id, at) VALUES ($1, $2, 'user:rc-w1', 'revenue', $3, 'DEBIT', 'rc-w1', $4, now())`,
-        [TENANT, `${id}/pay-again`, PRICE, id],
+        `INSERT INTO wallet_transfers (tenant_id, transfer_id, debit_account, credit_account, amount, kind, user_id, order_id, at) VALUES ($1, $2, 'user:rc-w1', $5, $3, 'DEBIT', 'rc-w1', $4, now())`,
+        [TENANT, `${id}/pay-again`, PRICE, id, bucket],
       );
       await db(s).query(
-        `UPDATE wallet_accounts SET balance = balance + CASE WHEN account_id = 'revenue' THEN $2::bigint ELSE -$2::bigint END WHERE tenant_id = $1 AND account_id IN ('revenue', 'user:rc-w1')`,
-        [TENANT, PRICE],
+        `UPDATE wallet_accounts SET balance = balance + CASE WHEN account_id = $3 THEN $2::bigint ELSE -$2::bigint END WHERE tenant_id = $1 AND account_id IN ($3, 'user:rc-w1')`,
+        [TENANT, PRICE, bucket],
       );
       return [[id, 'MULTIPLE_CHARGES'], [id, 'PAID_AMOUNT_MISMATCH', `charged=${2 * PRICE}`], NET]; // the wallet holds twice the order's amount
     },
