@@ -118,6 +118,8 @@ describe('W15 operations console in Chromium', () => {
             stack.api,
             '--channel',
             stack.channel,
+            '--tenant',
+            'sim',
             '--orders',
             '12',
             '--stock',
