@@ -1,4 +1,5 @@
-import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage } from 'amqplib';
+import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib';
+import { amqpConnector, amqpQuorumFromEnv, declareQueue } from '../../../platform/amqp.ts';
 import type { Db } from '../../../platform/db.ts';
 import { receiveStockRequests, type StockRequest } from '../../../stock/index.ts';
 import { receiveStockResult, STOCK_RESULT_TYPES, type StockResult } from '../results.ts';
@@ -13,7 +14,10 @@ const PREFETCH = 64; // unacked deliveries per consumer: enough to keep the appl
 const RETRY_DELAY_MS = 500; // a delivery whose inbox write failed is requeued after this, not hot
 
 export interface AmqpStockOptions {
+  /** AMQP_URL: one node, or several of a cluster; a lost connection reconnects to the next. */
   url: string;
+  /** Quorum queues (FLASHPAY_AMQP_QUORUM=1, the default read from the environment). */
+  quorum?: boolean;
   /** Queues `<prefix>.requests`, `<prefix>.results`, `<prefix>.dlq` (unique per test run). */
   prefix: string;
   shopDb: Db;
@@ -29,12 +33,14 @@ export const stockQueues = (prefix: string) => ({
   dlq: `${prefix}.dlq`,
 });
 
-async function assertQueues(channel: Channel, prefix: string): Promise<void> {
+// Quorum (opt-in): the same three queues replicated, and a delivery limit after which the broker
+// parks a message that keeps failing in the DLQ as well (platform/amqp.ts).
+async function assertQueues(channel: Channel, prefix: string, quorum: boolean): Promise<void> {
   const q = stockQueues(prefix);
-  await channel.assertQueue(q.dlq, { durable: true });
-  const dead = { 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': q.dlq };
-  await channel.assertQueue(q.requests, { durable: true, arguments: dead });
-  await channel.assertQueue(q.results, { durable: true, arguments: dead });
+  await declareQueue(channel, q.dlq, { quorum });
+  const deadLetter = { exchange: '', routingKey: q.dlq };
+  await declareQueue(channel, q.requests, { quorum, deadLetter });
+  await declareQueue(channel, q.results, { quorum, deadLetter });
 }
 
 function publish(channel: ConfirmChannel, queue: string, id: string, type: string, body: unknown): Promise<void> {
@@ -80,20 +86,22 @@ async function consumeQueue(
 
 export function amqpStockTransport(options: AmqpStockOptions): StockTransport {
   const q = stockQueues(options.prefix);
+  const quorum = options.quorum ?? amqpQuorumFromEnv();
+  const connector = amqpConnector(options.url);
   const onError = options.onError ?? ((error: unknown) => console.error('[stock amqp]', error));
   let session: Promise<{ connection: ChannelModel; publisher: ConfirmChannel }> | undefined;
   let consumers: Promise<void> | undefined;
 
   const open = () => {
     session ??= (async () => {
-      const connection = await amqp.connect(options.url);
+      const connection = await connector.connect();
       connection.on('error', onError);
       connection.on('close', () => {
         session = undefined;
         consumers = undefined;
       });
       const publisher = await connection.createConfirmChannel();
-      await assertQueues(publisher, options.prefix);
+      await assertQueues(publisher, options.prefix, quorum);
       return { connection, publisher };
     })().catch((error: unknown) => {
       session = undefined;
