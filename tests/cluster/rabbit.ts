@@ -141,7 +141,10 @@ export async function startRabbitCluster(ports: number[], log: (line: string) =>
     async leaderOf(queue, via) {
       const out = await ctl(via, ['list_queues', '--quiet', '--no-table-headers', 'name', 'leader']);
       const line = out.split('\n').find((l) => l.split('\t')[0] === queue);
-      const leader = line?.split('\t')[1]?.trim().replace(/@localhost$/, '');
+      const leader = line
+        ?.split('\t')[1]
+        ?.trim()
+        .replace(/@localhost$/, '');
       const node = nodes.find((n) => n.name === leader);
       if (!node) throw new Error(`no leader for ${queue} in:\n${out}`);
       return node;

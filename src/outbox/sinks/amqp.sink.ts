@@ -55,7 +55,12 @@ async function openSession(
   connection.on('error', () => undefined);
   channel.on('error', () => undefined);
   connection.on('close', () => onLost(session));
-  channel.on('close', () => onLost(session));
+  // A channel the broker closed (a queue without a leader during an election, a refused publish)
+  // ends the session with its connection: left open, each such session would leak a connection.
+  channel.on('close', () => {
+    onLost(session);
+    void connection.close().catch(() => undefined);
+  });
   channel.on('return', (message) => session.returned.add(String(message.properties.messageId)));
   try {
     await assertTopology(channel, options.topology, options.quorum);
@@ -78,7 +83,13 @@ function publishConfirmed(session: Session, exchange: string, event: OutboxEvent
       contentType: 'application/json',
     };
     session.channel.publish(exchange, event.event_type, body, options, (error: unknown) => {
-      if (error) return reject(new Error(`broker did not confirm event ${event.event_id}: ${String(error)}`));
+      if (error) {
+        // A nack: the broker did not take the message. Seen on RabbitMQ 3.10 from a channel opened
+        // while a quorum queue elected a new leader: it nacked every publish long after the queue
+        // was back (RC-01). The session is dropped, so the next delivery opens a fresh channel.
+        void session.connection.close().catch(() => undefined);
+        return reject(new Error(`broker did not confirm event ${event.event_id}: ${String(error)}`));
+      }
       if (session.returned.delete(event.event_id)) return reject(new Error(`event ${event.event_id} was unroutable`));
       resolve();
     });
