@@ -43,13 +43,24 @@ async function assertQueues(channel: Channel, prefix: string, quorum: boolean): 
   await declareQueue(channel, q.results, { quorum, deadLetter });
 }
 
-function publish(channel: ConfirmChannel, queue: string, id: string, type: string, body: unknown): Promise<void> {
+interface Publisher {
+  connection: ChannelModel;
+  publisher: ConfirmChannel;
+}
+
+function publish(session: Publisher, queue: string, id: string, type: string, body: unknown): Promise<void> {
   return new Promise((resolve, reject) => {
-    channel.sendToQueue(
+    session.publisher.sendToQueue(
       queue,
       Buffer.from(JSON.stringify(body)),
       { persistent: true, messageId: id, type, contentType: 'application/json' },
-      (error: unknown) => (error ? reject(new Error(`broker did not confirm ${id}: ${String(error)}`)) : resolve()),
+      (error: unknown) => {
+        if (!error) return resolve();
+        // A nack: the channel is dropped with its connection (a channel opened during a quorum
+        // queue's election may keep nacking, platform/amqp.ts); the next send opens a fresh one.
+        void session.connection.close().catch(() => undefined);
+        reject(new Error(`broker did not confirm ${id}: ${String(error)}`));
+      },
     );
   });
 }
@@ -121,12 +132,11 @@ export function amqpStockTransport(options: AmqpStockOptions): StockTransport {
   return {
     name: 'amqp',
     async sendRequests(requests: readonly StockRequest[]) {
-      const { publisher } = await open();
+      const publisher = await open();
       await Promise.all(requests.map((r) => publish(publisher, q.requests, r.request_key, r.event_type, r)));
     },
     async sendResult(result: StockResult) {
-      const { publisher } = await open();
-      await publish(publisher, q.results, result.event_id, result.event_type, result);
+      await publish(await open(), q.results, result.event_id, result.event_type, result);
     },
     async start() {
       consumers ??= (async () => {
