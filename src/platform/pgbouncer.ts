@@ -26,7 +26,8 @@ function unnamed(config: unknown): unknown {
   if (typeof config !== 'object' || config === null || !('name' in config)) return config;
   // A Submittable (pg.Query, pg-cursor) carries its own protocol logic; flashpay sends none of them.
   if (typeof (config as { submit?: unknown }).submit === 'function') return config;
-  const { name: _name, ...rest } = config as Record<string, unknown>;
+  const rest: Record<string, unknown> = { ...(config as Record<string, unknown>) };
+  delete rest.name;
   return rest;
 }
 

@@ -46,7 +46,8 @@ describe.skipIf(!found.ok)(found.ok ? 'flashpay behind PgBouncer (transaction mo
       await admin.end();
     }
     direct = createPool(bouncer.direct('flashpay'), 4);
-    const { PGOPTIONS: _ignored, ...parent } = process.env;
+    const parent: NodeJS.ProcessEnv = { ...process.env };
+    delete parent.PGOPTIONS; // flashpay's processes behind the pooler send no startup options
     const env: NodeJS.ProcessEnv = {
       ...parent,
       DATABASE_URL: bouncer.pooled('flashpay'),
