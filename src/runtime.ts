@@ -57,7 +57,8 @@ export async function openDatabase(config: Config, log: (line: string) => void):
     const channelName = `${databaseOf(config.databaseUrl) || 'postgres'}_channel`;
     const channelUrl = withDatabase(config.databaseUrl, channelName);
     try {
-      await ensureDatabase(withDatabase(config.databaseUrl, 'postgres'), channelName);
+      // CREATE DATABASE on the direct URL when there is one (a pooler may not serve `postgres`).
+      await ensureDatabase(withDatabase(config.directDatabaseUrl ?? config.databaseUrl, 'postgres'), channelName);
       return { url: config.databaseUrl, channelUrl, embedded: undefined };
     } catch (error) {
       log(

@@ -49,7 +49,8 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
       'production needs FLASHPAY_CHANNEL_URL: the built-in provider double is for development and tests only',
     );
   const database = await openDatabase(config, log);
-  await migrate(database.url);
+  // Migrations hold a session advisory lock: behind PgBouncer they go to the database directly.
+  await migrate(config.directDatabaseUrl ?? database.url);
   const secrets = await loadSecrets(config);
   if (secrets.generated.length > 0)
     log(`using development secrets kept under ${config.dataDir} (set ${secrets.generated.join(', ')} in production)`);
@@ -88,6 +89,8 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
   const events: EventPipeline = await startEventPipeline(config, {
     db: pool,
     runRelayLoop: options.workers,
+    // LISTEN needs a session: behind PgBouncer only on the direct URL, else the relay only polls.
+    listenUrl: config.directDatabaseUrl ?? (config.pgbouncer ? null : undefined),
     webhookUrl: `${api}/v1/fulfillment/events`,
     batchWebhookUrl: `${api}/v1/fulfillment/events/batch`,
     secret: secrets.events,

@@ -6,9 +6,11 @@ import { openDatabase } from '../runtime.ts';
 /** `flashpay migrate`: applies pending migrations and exits. */
 export async function migrateCommand(argv: string[] = []): Promise<void> {
   refuseUnknownFlags('migrate', parseArgs(argv), []);
-  const database = await openDatabase(loadConfig(), (line) => process.stderr.write(`${line}\n`));
+  const config = loadConfig();
+  const database = await openDatabase(config, (line) => process.stderr.write(`${line}\n`));
   try {
-    const applied = await migrate(database.url);
+    // Behind PgBouncer, on the direct URL: the migration lock is a session advisory lock.
+    const applied = await migrate(config.directDatabaseUrl ?? database.url);
     process.stdout.write(applied.length ? `applied migrations ${applied.join(', ')}\n` : 'nothing to apply\n');
   } finally {
     await database.embedded?.stop();

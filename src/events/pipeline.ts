@@ -26,6 +26,11 @@ export interface PipelineDeps extends SinkWiring {
   db: Db;
   /** false with `--no-workers`: no relay loop; the admin drain still delivers. */
   runRelayLoop: boolean;
+  /**
+   * Where the relay's LISTEN connects: a direct URL when `db` is a pooler in transaction mode
+   * (FLASHPAY_DIRECT_DATABASE_URL); null = no LISTEN at all, the relay polls only; default: as `db`.
+   */
+  listenUrl?: string | null;
   clock?: Clock;
   onError?: (error: unknown) => void;
 }
@@ -49,7 +54,13 @@ export async function startEventPipeline(config: Config, deps: PipelineDeps): Pr
   // Wake the relay on each outbox insert (migration 085); the interval is only the fallback poll.
   let listener: WakeupListener | undefined;
   if (deps.runRelayLoop) {
-    listener = listenForWakeups({ db: deps.db, onWake: () => relay.wake(), onError: deps.onError });
+    if (deps.listenUrl !== null)
+      listener = listenForWakeups({
+        db: deps.db,
+        ...(deps.listenUrl ? { url: deps.listenUrl } : {}),
+        onWake: () => relay.wake(),
+        onError: deps.onError,
+      });
     relay.start(config.relayIntervalMs);
   }
   return {

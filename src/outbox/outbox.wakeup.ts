@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Db } from '../platform/db.ts';
 import { invariant } from '../platform/errors.ts';
+import { routeFor } from '../platform/pg-primary.ts';
 
 /** The channel migration 085's trigger notifies on every statement that inserts outbox rows. */
 export const OUTBOX_CHANNEL = 'flashpay_outbox';
@@ -12,6 +13,11 @@ const MAX_RECONNECT_MS = 5_000; // a database that is down is retried at least t
 export interface WakeupOptions {
   /** The pool whose connection settings the listener copies; it holds its own connection, not one of the pool's. */
   db: Db;
+  /**
+   * A direct URL of the same database (FLASHPAY_DIRECT_DATABASE_URL): LISTEN needs a session, which
+   * a pooler in transaction mode does not keep. When set, the listener connects there, not as the pool.
+   */
+  url?: string;
   channel?: string;
   /** Called on every notification and after every (re)connect, when notifications may have been missed. */
   onWake: () => void;
@@ -50,9 +56,12 @@ export function listenForWakeups(options: WakeupOptions): WakeupListener {
     if (stopped) return;
     // The pool's own Client class: on a multi-host URL the listener, too, connects only to the
     // writable primary, and after a failover its reconnects find the new one (pg-primary.ts).
-    const Client = (options.db.options as { Client?: typeof pg.Client }).Client ?? pg.Client;
+    const direct = options.url === undefined ? undefined : routeFor(options.url);
+    const Client = direct
+      ? (direct.Client ?? pg.Client)
+      : ((options.db.options as { Client?: typeof pg.Client }).Client ?? pg.Client);
     const current = new Client({
-      ...options.db.options,
+      ...(direct ? { connectionString: direct.connectionString } : options.db.options),
       application_name: options.applicationName ?? 'flashpay-outbox-listener',
       keepAlive: true,
     });

@@ -1,9 +1,17 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { pgbouncerFromEnv } from './pgbouncer.ts';
 
 /** Every tunable, with its default and the reason for the default. */
 export interface Config {
   databaseUrl: string | undefined;
+  /** FLASHPAY_PGBOUNCER=1: DATABASE_URL is a PgBouncer in transaction mode (platform/pgbouncer.ts). */
+  pgbouncer: boolean;
+  /**
+   * FLASHPAY_DIRECT_DATABASE_URL: the same database without the pooler, for what needs a session:
+   * migrations (their advisory lock) and the outbox's LISTEN. Defaults to DATABASE_URL.
+   */
+  directDatabaseUrl: string | undefined;
   dataDir: string;
   host: string;
   port: number;
@@ -155,6 +163,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     throw new Error(`FLASHPAY_OUTBOX_SINK must be http, nats or amqp`);
   return {
     databaseUrl: env.DATABASE_URL || undefined,
+    pgbouncer: pgbouncerFromEnv(env),
+    directDatabaseUrl: env.FLASHPAY_DIRECT_DATABASE_URL || undefined,
     dataDir: path.resolve(cwd, env.FLASHPAY_DATA_DIR ?? '.flashpay'),
     host: env.FLASHPAY_HOST ?? '127.0.0.1',
     port: int(env, 'FLASHPAY_PORT', 8080),

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { businessMetrics } from './business-metrics.ts';
 import { routeFor } from './pg-primary.ts';
+import { pgbouncerFromEnv, unpreparedClientClass } from './pgbouncer.ts';
 
 // bigint counts (COUNT(*), SUM) come back as strings by default; every amount here fits a JS number.
 pg.types.setTypeParser(20, (value) => Number(value));
@@ -31,7 +32,9 @@ const QUERY_TIMEOUT_MS = 35_000;
 //   keys (`order_id = ANY($1)`: recovery's answers, stock results) was planned as a scan of every
 //   order, 14 ms against 2.3 ms by index (§13). The working set of a sale is in memory.
 // PGOPTIONS is kept (after ours, so it wins); a URL with its own `options` parameter replaces
-// both, as pg reads the URL last.
+// both, as pg reads the URL last. Behind PgBouncer (FLASHPAY_PGBOUNCER=1) none are sent: a pooler
+// in transaction mode keeps no session, and the operator sets both with ALTER DATABASE … SET
+// (docs/deploy.md, pgbouncer.ts).
 export const SESSION_OPTIONS = '-c jit=off -c random_page_cost=1.1';
 
 export function sessionOptions(env: NodeJS.ProcessEnv = process.env): string {
@@ -41,13 +44,21 @@ export function sessionOptions(env: NodeJS.ProcessEnv = process.env): string {
 /**
  * A URL naming several hosts or a target_session_attrs (libpq's form) gets a Client that connects
  * only to a host that qualifies (pg-primary.ts); any other URL, the plain pool exactly as before.
+ * Behind PgBouncer in transaction mode (`pgbouncer`, default FLASHPAY_PGBOUNCER=1): no session
+ * settings and no named prepared statements (pgbouncer.ts).
  */
-export function createPool(url: string, max: number, connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS): Db {
+export function createPool(
+  url: string,
+  max: number,
+  connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS,
+  pgbouncer = pgbouncerFromEnv(),
+): Db {
   const route = routeFor(url);
+  const Client = pgbouncer ? unpreparedClientClass(route.Client ?? pg.Client) : route.Client;
   const pool = new pg.Pool({
     connectionString: route.connectionString,
-    ...(route.Client ? { Client: route.Client } : {}),
-    options: sessionOptions(),
+    ...(Client ? { Client } : {}),
+    ...(pgbouncer ? {} : { options: sessionOptions() }),
     max,
     connectionTimeoutMillis: connectTimeoutMs,
     query_timeout: QUERY_TIMEOUT_MS,

@@ -1,4 +1,5 @@
-import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
+import { amqpConnector, type AmqpConnector } from '../../platform/amqp.ts';
 import { sleep, type Db } from '../../platform/db.ts';
 import { assertTopology, type BrokerTopology } from '../../outbox/index.ts';
 import { backoffDelayMs } from '../../platform/backoff.ts';
@@ -8,7 +9,10 @@ import { consume, type ConsumeFn } from '../fulfillment.service.ts';
 import type { RunningConsumer } from './running.ts';
 
 export interface AmqpConsumerOptions {
+  /** AMQP_URL: one node, or several of a cluster; a lost connection reconnects to the next. */
   url: string;
+  /** Quorum queues (FLASHPAY_AMQP_QUORUM=1, the default read from the environment). */
+  quorum?: boolean;
   db: Db;
   topology: Pick<BrokerTopology, 'exchange' | 'queue'>;
   /** Tests only (C29-18); production uses `consume`. */
@@ -57,10 +61,11 @@ const RECONNECT_MAX_MS = 15_000; // a broker that stays away is tried at least t
 /** One connection, channel and consumer; `onLost` fires once when the broker side goes away. */
 async function openSession(
   options: AmqpConsumerOptions,
+  connector: AmqpConnector,
   apply: ConsumeFn,
   onLost: (reason: string) => void,
 ): Promise<Session> {
-  const connection = await amqp.connect(options.url);
+  const connection = await connector.connect();
   let lost = false;
   const lose = (reason: string) => {
     if (lost) return;
@@ -77,7 +82,7 @@ async function openSession(
       lose('channel closed');
       void connection.close().catch(() => undefined);
     });
-    await assertTopology(channel, options.topology);
+    await assertTopology(channel, options.topology, options.quorum);
     await channel.prefetch(PREFETCH);
     const session: Session = { connection, channel, consumerTag: '', chain: Promise.resolve() };
     const { consumerTag } = await channel.consume(
@@ -108,6 +113,7 @@ async function openSession(
  */
 export async function startAmqpConsumer(options: AmqpConsumerOptions): Promise<RunningConsumer> {
   const apply = options.consumeFn ?? consume;
+  const connector = amqpConnector(options.url);
   const health = registerComponent('amqp-consumer');
   let stopped = false;
   let current: Session | undefined;
@@ -117,7 +123,7 @@ export async function startAmqpConsumer(options: AmqpConsumerOptions): Promise<R
   const reconnect = async (): Promise<void> => {
     for (let attempt = 1; !stopped; attempt++) {
       try {
-        current = await openSession(options, apply, onLost);
+        current = await openSession(options, connector, apply, onLost);
         if (stopped) await current.connection.close().catch(() => undefined);
         else health.up();
         return;
@@ -142,7 +148,7 @@ export async function startAmqpConsumer(options: AmqpConsumerOptions): Promise<R
   }
 
   try {
-    current = await openSession(options, apply, onLost); // fail fast when the broker is unreachable at startup
+    current = await openSession(options, connector, apply, onLost); // fail fast when the broker is unreachable at startup
   } catch (error) {
     health.remove();
     throw error;

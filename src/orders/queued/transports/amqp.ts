@@ -1,4 +1,5 @@
-import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage } from 'amqplib';
+import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib';
+import { amqpConnector, amqpQuorumFromEnv, declareQueue } from '../../../platform/amqp.ts';
 import type { Db } from '../../../platform/db.ts';
 import { receiveStockRequests, type StockRequest } from '../../../stock/index.ts';
 import { receiveStockResult, STOCK_RESULT_TYPES, type StockResult } from '../results.ts';
@@ -13,7 +14,10 @@ const PREFETCH = 64; // unacked deliveries per consumer: enough to keep the appl
 const RETRY_DELAY_MS = 500; // a delivery whose inbox write failed is requeued after this, not hot
 
 export interface AmqpStockOptions {
+  /** AMQP_URL: one node, or several of a cluster; a lost connection reconnects to the next. */
   url: string;
+  /** Quorum queues (FLASHPAY_AMQP_QUORUM=1, the default read from the environment). */
+  quorum?: boolean;
   /** Queues `<prefix>.requests`, `<prefix>.results`, `<prefix>.dlq` (unique per test run). */
   prefix: string;
   shopDb: Db;
@@ -29,21 +33,34 @@ export const stockQueues = (prefix: string) => ({
   dlq: `${prefix}.dlq`,
 });
 
-async function assertQueues(channel: Channel, prefix: string): Promise<void> {
+// Quorum (opt-in): the same three queues replicated, and a delivery limit after which the broker
+// parks a message that keeps failing in the DLQ as well (platform/amqp.ts).
+async function assertQueues(channel: Channel, prefix: string, quorum: boolean): Promise<void> {
   const q = stockQueues(prefix);
-  await channel.assertQueue(q.dlq, { durable: true });
-  const dead = { 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': q.dlq };
-  await channel.assertQueue(q.requests, { durable: true, arguments: dead });
-  await channel.assertQueue(q.results, { durable: true, arguments: dead });
+  await declareQueue(channel, q.dlq, { quorum });
+  const deadLetter = { exchange: '', routingKey: q.dlq };
+  await declareQueue(channel, q.requests, { quorum, deadLetter });
+  await declareQueue(channel, q.results, { quorum, deadLetter });
 }
 
-function publish(channel: ConfirmChannel, queue: string, id: string, type: string, body: unknown): Promise<void> {
+interface Publisher {
+  connection: ChannelModel;
+  publisher: ConfirmChannel;
+}
+
+function publish(session: Publisher, queue: string, id: string, type: string, body: unknown): Promise<void> {
   return new Promise((resolve, reject) => {
-    channel.sendToQueue(
+    session.publisher.sendToQueue(
       queue,
       Buffer.from(JSON.stringify(body)),
       { persistent: true, messageId: id, type, contentType: 'application/json' },
-      (error: unknown) => (error ? reject(new Error(`broker did not confirm ${id}: ${String(error)}`)) : resolve()),
+      (error: unknown) => {
+        if (!error) return resolve();
+        // A nack: the channel is dropped with its connection (a channel opened during a quorum
+        // queue's election may keep nacking, platform/amqp.ts); the next send opens a fresh one.
+        void session.connection.close().catch(() => undefined);
+        reject(new Error(`broker did not confirm ${id}: ${String(error)}`));
+      },
     );
   });
 }
@@ -80,20 +97,22 @@ async function consumeQueue(
 
 export function amqpStockTransport(options: AmqpStockOptions): StockTransport {
   const q = stockQueues(options.prefix);
+  const quorum = options.quorum ?? amqpQuorumFromEnv();
+  const connector = amqpConnector(options.url);
   const onError = options.onError ?? ((error: unknown) => console.error('[stock amqp]', error));
   let session: Promise<{ connection: ChannelModel; publisher: ConfirmChannel }> | undefined;
   let consumers: Promise<void> | undefined;
 
   const open = () => {
     session ??= (async () => {
-      const connection = await amqp.connect(options.url);
+      const connection = await connector.connect();
       connection.on('error', onError);
       connection.on('close', () => {
         session = undefined;
         consumers = undefined;
       });
       const publisher = await connection.createConfirmChannel();
-      await assertQueues(publisher, options.prefix);
+      await assertQueues(publisher, options.prefix, quorum);
       return { connection, publisher };
     })().catch((error: unknown) => {
       session = undefined;
@@ -113,12 +132,11 @@ export function amqpStockTransport(options: AmqpStockOptions): StockTransport {
   return {
     name: 'amqp',
     async sendRequests(requests: readonly StockRequest[]) {
-      const { publisher } = await open();
+      const publisher = await open();
       await Promise.all(requests.map((r) => publish(publisher, q.requests, r.request_key, r.event_type, r)));
     },
     async sendResult(result: StockResult) {
-      const { publisher } = await open();
-      await publish(publisher, q.results, result.event_id, result.event_type, result);
+      await publish(await open(), q.results, result.event_id, result.event_type, result);
     },
     async start() {
       consumers ??= (async () => {

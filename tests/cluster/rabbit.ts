@@ -1,0 +1,155 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+// Debian's scripts, called directly: /usr/sbin's wrappers switch to the rabbitmq user, whose
+// HOME (and so Erlang cookie) is the machine's own broker's, which these nodes must not touch.
+const BIN = '/usr/lib/rabbitmq/bin';
+
+/** Debian's rabbitmq-server (`.ci/run` installs it); absent: the suite says why it skipped. */
+export function rabbitmqInstalled(): { ok: true } | { ok: false; why: string } {
+  if (existsSync(path.join(BIN, 'rabbitmq-server')) && existsSync(path.join(BIN, 'rabbitmqctl'))) return { ok: true };
+  if (process.env.FLASHPAY_REQUIRE_CLUSTER === '1') throw new Error('rabbitmq-server is not installed');
+  return { ok: false, why: 'skipped: no broker (apt-get install rabbitmq-server)' };
+}
+
+export interface RabbitNode {
+  name: string;
+  /** AMQP port on 127.0.0.1. */
+  port: number;
+  child: ChildProcess;
+}
+
+export interface RabbitCluster {
+  nodes: RabbitNode[];
+  /** AMQP_URL naming every node: `amqp://guest:guest@127.0.0.1:p1,127.0.0.1:p2,…`. */
+  url: string;
+  /** One node's URL. */
+  urlOf(node: RabbitNode): string;
+  ctl(node: RabbitNode, args: string[]): Promise<string>;
+  /** The node that leads a quorum queue now. */
+  leaderOf(queue: string, via: RabbitNode): Promise<RabbitNode>;
+  /** kill -9 of the node's Erlang VM (its whole process group). */
+  kill(node: RabbitNode): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Three RabbitMQ nodes `fp1@localhost`… on the given AMQP ports (distribution on port + 20000,
+ * above the 25672 the machine's own node uses), data and logs in a temp dir, one Erlang cookie
+ * (a HOME of their own), no plugins; the second and third join the first.
+ */
+export async function startRabbitCluster(ports: number[], log: (line: string) => void): Promise<RabbitCluster> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-rabbit-'));
+  const home = path.join(dir, 'home');
+  await mkdir(home, { recursive: true });
+  await writeFile(path.join(home, '.erlang.cookie'), `flashpay${Math.random().toString(36).slice(2)}`, { mode: 0o400 });
+  await chmod(path.join(home, '.erlang.cookie'), 0o400);
+  await writeFile(path.join(dir, 'enabled_plugins'), '[].\n');
+  await writeFile(path.join(dir, 'rabbitmq-env.conf'), '');
+  const nodes: RabbitNode[] = [];
+  const envOf = (name: string, port: number): NodeJS.ProcessEnv => ({
+    ...process.env,
+    HOME: home,
+    RABBITMQ_NODENAME: `${name}@localhost`,
+    RABBITMQ_NODE_IP_ADDRESS: '127.0.0.1',
+    RABBITMQ_NODE_PORT: String(port),
+    RABBITMQ_DIST_PORT: String(port + 20_000),
+    RABBITMQ_MNESIA_BASE: path.join(dir, name, 'mnesia'),
+    RABBITMQ_LOG_BASE: path.join(dir, name, 'log'),
+    RABBITMQ_PID_FILE: path.join(dir, name, 'pid'),
+    RABBITMQ_ENABLED_PLUGINS_FILE: path.join(dir, 'enabled_plugins'),
+    RABBITMQ_CONF_ENV_FILE: path.join(dir, 'rabbitmq-env.conf'),
+    RABBITMQ_CONFIG_FILE: path.join(dir, name, 'rabbitmq.conf'),
+    RABBITMQ_ADVANCED_CONFIG_FILE: path.join(dir, name, 'advanced.config'),
+    ERL_EPMD_ADDRESS: '127.0.0.1',
+    ERL_FLAGS: '-kernel inet_dist_use_interface {127,0,0,1}',
+  });
+  const ctl = async (node: RabbitNode, args: string[]) => {
+    const { stdout } = await run(path.join(BIN, 'rabbitmqctl'), ['-n', `${node.name}@localhost`, ...args], {
+      env: envOf(node.name, node.port),
+      timeout: 120_000,
+    });
+    return stdout;
+  };
+  const kill = async (node: RabbitNode) => {
+    if (node.child.exitCode !== null || node.child.signalCode !== null) return;
+    const exited = new Promise((resolve) => node.child.once('exit', resolve));
+    process.kill(-(node.child.pid ?? 0), 'SIGKILL');
+    await exited;
+  };
+  const stop = async () => {
+    for (const node of nodes) await kill(node).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    for (const [i, port] of ports.entries()) {
+      const name = `fp${i + 1}`;
+      await mkdir(path.join(dir, name, 'log'), { recursive: true });
+      await writeFile(path.join(dir, name, 'rabbitmq.conf'), `listeners.tcp.local = 127.0.0.1:${port}\n`);
+      await writeFile(path.join(dir, name, 'advanced.config'), '[].\n');
+      // Detached: its own process group, so a kill takes the VM and its helpers at once.
+      const child = spawn(path.join(BIN, 'rabbitmq-server'), [], {
+        env: envOf(name, port),
+        detached: true,
+        stdio: 'ignore',
+      });
+      nodes.push({ name, port, child });
+    }
+    for (const node of nodes) {
+      // await_startup waits for a booting node, but fails at once while the VM is not yet registered.
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        if (node.child.exitCode !== null) throw new Error(`${node.name} exited (${node.child.exitCode})`);
+        const up = await ctl(node, ['await_startup', '--timeout', '120']).then(
+          () => true,
+          (error: unknown) => {
+            if (Date.now() > deadline) throw error;
+            return false;
+          },
+        );
+        if (up) break;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      log(`${node.name} up on ${node.port}`);
+    }
+    const [first, ...rest] = nodes as [RabbitNode, ...RabbitNode[]];
+    for (const node of rest) {
+      await ctl(node, ['stop_app']);
+      await ctl(node, ['join_cluster', `${first.name}@localhost`]);
+      await ctl(node, ['start_app']);
+      log(`${node.name} joined ${first.name}`);
+    }
+  } catch (error) {
+    const logs = await Promise.all(
+      nodes.map((n) => readFile(path.join(dir, n.name, 'log', `${n.name}@localhost.log`), 'utf8').catch(() => '')),
+    );
+    await stop();
+    throw new Error(`${(error as Error).message}\n${logs.map((l) => l.split('\n').slice(-15).join('\n')).join('\n')}`);
+  }
+  const urlOf = (node: RabbitNode) => `amqp://guest:guest@127.0.0.1:${node.port}`;
+  return {
+    nodes,
+    url: `amqp://guest:guest@${nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}`,
+    urlOf,
+    ctl,
+    async leaderOf(queue, via) {
+      const out = await ctl(via, ['list_queues', '--quiet', '--no-table-headers', 'name', 'leader']);
+      const line = out.split('\n').find((l) => l.split('\t')[0] === queue);
+      const leader = line
+        ?.split('\t')[1]
+        ?.trim()
+        .replace(/@localhost$/, '');
+      const node = nodes.find((n) => n.name === leader);
+      if (!node) throw new Error(`no leader for ${queue} in:\n${out}`);
+      return node;
+    },
+    kill,
+    stop,
+  };
+}
