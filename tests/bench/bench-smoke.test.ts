@@ -5,6 +5,7 @@ import { runFlashBench } from '../../bench/flash.bench.ts';
 import { runEndToEndBench } from '../../bench/e2e.bench.ts';
 import { runOutboxBench } from '../../bench/outbox.bench.ts';
 import { runRecoveryBench } from '../../bench/recovery.bench.ts';
+import { runWalletBench } from '../../bench/wallet.bench.ts';
 import { startFlashpayServer, type FlashpayServer } from '../../bench/servers.ts';
 import { loadConfig } from '../../src/platform/config.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
@@ -132,3 +133,20 @@ it("runs issue 16's P3 (create + pay + notification + outbox + fulfilment) on a 
   expect(run.targets.find((t) => t.name.trim() === 'of which pay')?.codes).toEqual({ PAID: 8 });
   expect(run.ratios['paid-and-shipped vs uncontended create']).toBeGreaterThan(0);
 });
+
+// W1 (`npm run bench -- --only wallet`, issue 38): its checks hold (every pay PAID, ledger zero,
+// revenue = paid, reconciliation).
+it('W-12 the bench W1 measures wallet pays against card pays of one tenant, its checks ok', async () => {
+  const report = await runWalletBench(
+    { databaseUrl: db.url, poolSize: POOL_SIZE, flashpay: server, driver, log: () => undefined },
+    { requests: 64, concurrency: 8, warmup: 8, users: 16 },
+  );
+  const run = report.runs[0]!;
+  expect(run.targets.map((t) => [t.name, t.count, t.statuses])).toEqual([
+    ['wallet pays', 32, { '200': 32 }],
+    ['card pays', 32, { '200': 32 }],
+  ]);
+  expect(run.ratios['wallet / card']).toBeGreaterThan(0);
+  expect(run.checks.join('; ')).toContain('ledger sum 0');
+  expect(report.ok).toBe(true);
+}, 120_000);

@@ -50,14 +50,7 @@ export async function tryAcknowledgeNote(
   operator: string,
   at: Date,
 ): Promise<Acknowledgement | undefined> {
-  const result = await db.query<{
-    attention: string;
-    by: string;
-    at: Date;
-    status: OrderStatus;
-    version: number;
-    now: boolean;
-  }>(
+  const result = await db.query<Acknowledgement>(
     `WITH acked AS (
        UPDATE orders SET attention_acked_by = $2, attention_acked_at = $3
        WHERE order_id = $1 AND attention IS NOT NULL AND attention_acked_at IS NULL
