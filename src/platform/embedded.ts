@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
@@ -116,7 +116,14 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
   const runAs = await postgresUser();
   const dataDir = clusterDirFor(path.resolve(options.dataDir), log);
   await mkdir(path.dirname(dataDir), { recursive: true });
-  if (isRoot()) await chmod(path.dirname(dataDir), 0o755);
+  // The postgres user must pass through the parent (mkdtemp makes it 0700). Only bits are added: a
+  // cluster whose parent is /tmp itself once turned /tmp's 1777 into 0755, and every later
+  // pg_autoctl (run as postgres) failed to create its state directory there.
+  if (isRoot()) {
+    const parent = path.dirname(dataDir);
+    const mode = (await stat(parent)).mode & 0o7777;
+    if ((mode & 0o055) !== 0o055) await chmod(parent, mode | 0o055);
+  }
   // PG_VERSION is written by initdb: present means "initialised", never initialise again.
   const passwordFile = passwordFileOf(path.resolve(options.dataDir));
   let password: string;
