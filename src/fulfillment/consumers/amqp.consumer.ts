@@ -67,10 +67,14 @@ async function openSession(
 ): Promise<Session> {
   const connection = await connector.connect();
   let lost = false;
+  // Until the session is up, a failure is this call's to throw, not `onLost`'s to report: a channel
+  // closed by a failed declare (a classic queue whose node is down: 404) would otherwise start one
+  // more reconnect loop per failed attempt, each opening connections (RC-02 ran out of descriptors).
+  let established = false;
   const lose = (reason: string) => {
     if (lost) return;
     lost = true;
-    onLost(reason);
+    if (established) onLost(reason);
   };
   connection.on('error', (error: Error) => options.onError?.(error));
   connection.on('close', () => lose('connection closed'));
@@ -96,6 +100,8 @@ async function openSession(
       { noAck: false },
     );
     session.consumerTag = consumerTag;
+    if (lost) throw new Error('amqp consumer: the connection closed while the session was opened');
+    established = true;
     return session;
   } catch (error) {
     lost = true;

@@ -111,9 +111,15 @@ export function amqpStockTransport(options: AmqpStockOptions): StockTransport {
         session = undefined;
         consumers = undefined;
       });
-      const publisher = await connection.createConfirmChannel();
-      await assertQueues(publisher, options.prefix, quorum);
-      return { connection, publisher };
+      try {
+        const publisher = await connection.createConfirmChannel();
+        await assertQueues(publisher, options.prefix, quorum);
+        return { connection, publisher };
+      } catch (error) {
+        // A refused declaration (406: a classic queue redeclared as quorum) must not leave the connection open.
+        await connection.close().catch(() => undefined);
+        throw error;
+      }
     })().catch((error: unknown) => {
       session = undefined;
       throw error;
