@@ -2,6 +2,15 @@ import pg from 'pg';
 import { businessMetrics } from './business-metrics.ts';
 import { routeFor } from './pg-primary.ts';
 import { pgbouncerFromEnv, unpreparedClientClass } from './pgbouncer.ts';
+import { CommitOutcomeUnknownError, isReadOnlyError, isConnectionError } from './db.errors.ts';
+export {
+  CommitOutcomeUnknownError,
+  isBusyError,
+  isConnectionError,
+  isDatabaseFault,
+  isReadOnlyError,
+  pgCode,
+} from './db.errors.ts';
 
 // bigint counts (COUNT(*), SUM) come back as strings by default; every amount here fits a JS number.
 pg.types.setTypeParser(20, (value) => Number(value));
@@ -67,19 +76,6 @@ export function createPool(
   // An idle client whose backend died (pg_terminate_backend, server restart) must not crash us.
   pool.on('error', () => undefined);
   return pool;
-}
-
-/**
- * The commit was sent but its answer was lost (the connection died): the transaction may or may
- * not have committed. Never "nothing was executed"; a keyed retry tells the client which.
- */
-export class CommitOutcomeUnknownError extends Error {
-  constructor(cause: unknown) {
-    super(
-      `the connection was lost during COMMIT; the outcome is unknown (${(cause as Error | null)?.message ?? String(cause)})`,
-      { cause },
-    );
-  }
 }
 
 export interface TxOptions {
@@ -264,45 +260,4 @@ export async function inTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOpt
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-export function pgCode(error: unknown): string | undefined {
-  return (error as { code?: string } | null)?.code;
-}
-
-/**
- * 25006 read_only_sql_transaction: the connection is on a server that cannot write (a standby, a
- * demoted or fenced primary). Nothing of the transaction committed.
- */
-export function isReadOnlyError(error: unknown): boolean {
-  return pgCode(error) === '25006';
-}
-
-/**
- * Errors that mean "the database could not be reached", as opposed to a bug in a statement. A
- * server that cannot write counts: the writable primary is what could not be reached.
- */
-export function isConnectionError(error: unknown): boolean {
-  const code = pgCode(error);
-  // 57P01 admin shutdown, 57P02 crash shutdown (another backend died: every session is cut),
-  // 57P03 cannot connect now (starting up, shutting down, in recovery), 53300 too many connections.
-  if (code && (code.startsWith('08') || /^57P0[123]$/.test(code) || code === '53300' || code === '25006')) return true;
-  const message = (error as Error | null)?.message ?? '';
-  return /ECONNREFUSED|ECONNRESET|Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
-    message,
-  );
-}
-
-/**
- * lock_timeout or statement_timeout fired, or a serialization failure / deadlock outlived its
- * retries: the transaction rolled back because the database is busy. Never a 500.
- */
-export function isBusyError(error: unknown): boolean {
-  const code = pgCode(error);
-  return code === '55P03' || code === '57014' || code === '40001' || code === '40P01';
-}
-
-/** A fault of the database, not of the statement: unreachable, busy, or a commit whose answer was lost. */
-export function isDatabaseFault(error: unknown): boolean {
-  return error instanceof CommitOutcomeUnknownError || isConnectionError(error) || isBusyError(error);
 }

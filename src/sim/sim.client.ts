@@ -94,3 +94,27 @@ async function reconnectingFetch(input: RequestInfo | URL): Promise<Response> {
 export function buyerClient(target: SimTarget, token: string): FlashpayClient {
   return createFlashpayClient({ baseUrl: target.api, token, fetch: reconnectingFetch as typeof fetch });
 }
+
+/** A recovery pass as eager as the API allows: below its floor (the pay timeout) it answers 400 with `minimum`. */
+export async function recoverNow(target: SimTarget, staleAfterMs: number) {
+  const run = (stale: number) =>
+    http(`${target.api}/v1/admin/recovery/run`, {
+      method: 'POST',
+      token: target.adminToken,
+      body: { stale_after_ms: stale },
+    });
+  const reply = await run(staleAfterMs);
+  const minimum = (reply.body as { minimum?: unknown } | undefined)?.minimum;
+  return reply.status === 400 && typeof minimum === 'number' ? run(minimum) : reply;
+}
+
+const PRICE = 1990;
+
+/** One of the sale's SKUs, at the seed's price, with a hold that outlives the competition window. */
+export function createSimSku(target: SimTarget, sku: string, name: string, stock: number) {
+  return http(`${target.api}/v1/admin/skus`, {
+    method: 'POST',
+    token: target.adminToken,
+    body: { sku, name, price: PRICE, stock, hold_ttl_ms: 60_000 },
+  });
+}

@@ -1,10 +1,9 @@
 import type { ReconciliationReport } from '../reconcile/index.ts';
-import { http, type SimTarget } from './sim.client.ts';
+import { controlHttp, createSimSku, http, recoverNow, type SimTarget } from './sim.client.ts';
 import { globalLine, ownLine, ownPart, type SimScope } from './sim.judge.ts';
 import type { PlannedOrder, SimPlan, SimShape } from './sim.plan.ts';
 import { pool, simReport, sleep, type Held, type Progress, type SimReport } from './sim.support.ts';
 
-const PRICE = 1990;
 // The seed's competition window and convergence budget; both end early once the sale settles.
 // Generous: three sales beside a crash matrix on 2 cores once took 64 s to sell their last unit,
 // and a late buyer that gives up at the deadline leaves it unsold (PAID 23 of 24).
@@ -42,22 +41,11 @@ export class Simulation {
     return http(`${this.target.api}${path}`, { method, token: this.target.adminToken, body, ...(key ? { key } : {}) });
   }
 
-  /** A recovery pass as eager as the API allows: below its floor (the pay timeout) it answers 400 with `minimum`. */
-  private async recover(staleAfterMs: number) {
-    const reply = await this.admin('POST', '/v1/admin/recovery/run', { stale_after_ms: staleAfterMs });
-    const minimum = (reply.body as { minimum?: unknown } | undefined)?.minimum;
-    if (reply.status === 400 && typeof minimum === 'number')
-      return this.admin('POST', '/v1/admin/recovery/run', { stale_after_ms: minimum });
-    return reply;
-  }
+  private readonly createSku = (sku: string, name: string, stock: number) =>
+    createSimSku(this.target, sku, name, stock);
 
-  private createSku(sku: string, name: string, stock: number) {
-    return this.admin('POST', '/v1/admin/skus', { sku, name, price: PRICE, stock, hold_ttl_ms: 60_000 });
-  }
-
-  private control(method: string, path: string, body?: unknown) {
-    return http(`${this.target.channel}${path}`, { method, body, token: this.target.controlToken });
-  }
+  private readonly control = (method: string, path: string, body?: unknown) =>
+    controlHttp(this.target, path, { method, body });
 
   private async fault(orderId: string, op: string, kind: string, ms?: number) {
     await this.control('POST', '/_control/faults', { op, kind, merchant_order: orderId, ...(ms ? { ms } : {}) });
@@ -231,7 +219,7 @@ export class Simulation {
 
   private async recoveryLoop(until: () => boolean): Promise<void> {
     while (!until()) {
-      await this.recover(1000);
+      await recoverNow(this.target, 1000);
       await sleep(300);
     }
   }
@@ -243,7 +231,7 @@ export class Simulation {
       const byNotify = new Map<string, string>();
       for (const h of await this.held()) if (!byNotify.has(h.notify_id)) byNotify.set(h.notify_id, h.id);
       if (byNotify.size > 0) await this.control('POST', '/_control/callbacks/release', { ids: [...byNotify.values()] });
-      await this.recover(0);
+      await recoverNow(this.target, 0);
       if (this.shape.queued) await this.admin('POST', '/v1/admin/stock/drain');
       await this.admin('POST', '/v1/admin/outbox/drain');
       const report = (await this.admin('GET', '/v1/admin/reconciliation')).body as ReconciliationReport;
