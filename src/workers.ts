@@ -4,7 +4,7 @@ import { releaseExpired } from './stock/index.ts';
 import { paymentDeps } from './payments/index.ts';
 import { runRecoveryPass, sagaDeps } from './recovery/index.ts';
 import { runSagaPass } from './saga/index.ts';
-import { channelClient } from './payments/index.ts';
+import { providerFor } from './payments/index.ts';
 import { fullEveryNth, reconcilePass, summaryLine, whenChanged } from './reconcile/index.ts';
 import { backoffDelayMs } from './platform/backoff.ts';
 import { stockPumpFor } from './orders/index.ts';
@@ -111,7 +111,7 @@ export const WORKERS: WorkerFactory[] = [
         deps.db,
         fullEveryNth(async (full) => {
           await runAsSingleton(deps.db, SINGLETON_LOCKS.reconciliation, async () => {
-            const channel = channelClient(deps.channelUrl, deps.config.payTimeoutMs);
+            const channel = providerFor(deps);
             const report = await reconcilePass(deps.db, channel, { full });
             for (const m of report.mismatches.slice(0, 20))
               log(`reconciliation mismatch ${m.order_id} ${m.status ?? '-'} ${m.class}: ${m.detail}`);

@@ -65,6 +65,7 @@ export function registerControlRoutes(app: FastifyInstance, deps: ChannelDeps): 
   app.post('/_control/reset', { schema: s.reset }, async () => {
     deps.faults.clear();
     deps.requests.clear();
+    deps.received?.clear();
     await deps.store.accounts.clear();
     await deps.fulfilments?.clear();
     await deps.notifier.reset();
@@ -100,7 +101,10 @@ export function registerControlRoutes(app: FastifyInstance, deps: ChannelDeps): 
     sendNotification(deps, request.body as SendBody),
   );
 
-  app.get('/_control/requests', { schema: s.requests }, async () => deps.requests.snapshot());
+  app.get('/_control/requests', { schema: s.requests }, async () => ({
+    ...deps.requests.snapshot(),
+    ...(deps.received ? { received: deps.received.list() } : {}),
+  }));
   app.get('/_control/notifications', { schema: s.notifications }, async () => deps.notifier.list());
 
   app.get('/_control/settings', { schema: s.getSettings }, async () => describeSettings(deps));

@@ -148,7 +148,23 @@ export const controlSchemas = {
   requests: control(
     'countRequests',
     'Requests received per operation and merchant order',
-    Type.Object(Object.fromEntries(FAULT_OPS.map((op) => [op, Counts])), { additionalProperties: false }),
+    Type.Object(
+      {
+        ...Object.fromEntries(FAULT_OPS.map((op) => [op, Counts])),
+        // A provider double's (issue 37): each request as it arrived, newest last.
+        received: Type.Optional(
+          Type.Array(
+            Type.Object({
+              method: Type.String(),
+              path: Type.String(),
+              headers: Type.Record(Type.String(), Type.String()),
+              at: Type.String({ format: 'date-time' }),
+            }),
+          ),
+        ),
+      },
+      { additionalProperties: false },
+    ),
     {
       charge: { total: 1, by_order: { [MO]: 1 } },
       query: { total: 0, by_order: {} },

@@ -17,6 +17,7 @@ import type { FulfilmentStore } from './fulfilments.ts';
 import { channelProblem } from './problems.ts';
 import { STATEMENT_PAGE_DEFAULT, STATEMENT_PAGE_MAX, type ChargeBody, type RefundBody } from './channel.schemas.ts';
 import { channelSchemas } from './channel.openapi.ts';
+import type { RequestLog } from './dialect.ts';
 
 /** Everything one running channel owns; shared by the ledger and the control routes. */
 export interface ChannelDeps {
@@ -30,6 +31,9 @@ export interface ChannelDeps {
   notifyHosts: readonly string[];
   /** Seed 002: customer balances and the fulfilment double. */
   fulfilments?: FulfilmentStore;
+  /** A provider double's (dialect.ts): every request received, and the shape of its own errors. */
+  received?: RequestLog;
+  errorBody?: (status: number, message: string) => Record<string, unknown>;
 }
 
 export function assertHttpUrl(value: string, field: string, allowedHosts?: readonly string[]): void {
@@ -76,7 +80,11 @@ export async function perform(
     request.raw.socket.destroy();
     return reply;
   }
-  if (hits.ERROR_500) return sendProblem(reply, problem('INTERNAL', `injected fault ERROR_500 on ${op}`));
+  if (hits.ERROR_500) {
+    const message = `injected fault ERROR_500 on ${op}`;
+    if (deps.errorBody) return reply.code(500).send(deps.errorBody(500, message));
+    return sendProblem(reply, problem('INTERNAL', message));
+  }
   const outcome = await act(hits);
   // Committed by now; the notification goes out on its own, never delaying this reply.
   if (outcome.notify) deps.notifier.enqueue(outcome.notify);

@@ -16,12 +16,16 @@ import { registerFulfilmentRoutes } from './fulfilments.routes.ts';
 import type { LedgerStore } from './ledger.ts';
 import { createMemoryLedger } from './ledger.memory.ts';
 import { Notifier, unboundedController } from './notifier.ts';
+import { RequestLog, type Dialect } from './dialect.ts';
+import { statementBody } from './ledger.ts';
 
 export { createMemoryLedger } from './ledger.memory.ts';
 export { createPgLedger } from './ledger.pg.ts';
 export type { LedgerStore, StatementLine, ChargeStatus, NotifyKind } from './ledger.ts';
 export { FAULT_KINDS, FAULT_OPS, type FaultKind, type FaultOp } from './faults.ts';
 export { drawBetween, mulberry32 } from './prng.ts';
+export type { Dialect, OutgoingNotification, WireNotification } from './dialect.ts';
+export { perform, type ChannelDeps } from './channel.routes.ts';
 
 export interface ChannelOptions {
   store?: LedgerStore;
@@ -34,6 +38,14 @@ export interface ChannelOptions {
   notifyRetryBaseMs?: number;
   notifyMaxAttempts?: number;
   log?: (msg: string) => void;
+  /**
+   * A provider double (issue 37): this ledger behind that provider's wire format instead of the
+   * fake channel's, with the same `/_control` API (plus `/_control/statement`, the ledger in the
+   * fake channel's words, and each request received in `/_control/requests`).
+   */
+  dialect?: Dialect;
+  /** Requests to a double may be larger than the fake channel's (a provider's form bodies). */
+  bodyLimitBytes?: number;
 }
 
 export interface RunningChannel {
@@ -92,6 +104,7 @@ export async function startChannel(
       maxAttempts: options.notifyMaxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     },
     log,
+    options.dialect ? (n) => options.dialect!.notification(n) : undefined,
   );
   const store = options.store ?? createMemoryLedger();
   const deps: ChannelDeps = {
@@ -103,12 +116,27 @@ export async function startChannel(
     notifyHosts: options.notifyHosts ?? LOOPBACK_HOSTS,
     fulfilments: store.fulfilments ?? new FulfilmentBook(),
   };
+  const { dialect } = options;
   // Closed last in `flashpay start` (after the API drained); its held faults are cut, as before.
-  const app = buildHttp({ bodyLimitBytes: BODY_LIMIT_BYTES, logLevel: 'silent', closeConnections: 'all' });
-  await app.register(swagger, channelSwaggerOptions);
-  await app.register(swaggerUi, { routePrefix: '/docs' });
-  if (contractCheckEnabled()) installContractCheck(app, () => app.swagger() as never);
-  registerLedgerRoutes(app, deps);
+  const app = buildHttp({
+    bodyLimitBytes: options.bodyLimitBytes ?? BODY_LIMIT_BYTES,
+    logLevel: 'silent',
+    closeConnections: 'all',
+  });
+  if (dialect) {
+    // The provider's API is the provider's document, not ours: no swagger, no contract check.
+    const received = new RequestLog();
+    deps.received = received;
+    app.addHook('onRequest', async (request) => {
+      if (!request.url.startsWith('/_control')) received.record(request.method, request.url, request.headers);
+    });
+    dialect.register(app, deps);
+  } else {
+    await app.register(swagger, channelSwaggerOptions);
+    await app.register(swaggerUi, { routePrefix: '/docs' });
+    if (contractCheckEnabled()) installContractCheck(app, () => app.swagger() as never);
+    registerLedgerRoutes(app, deps);
+  }
   registerFulfilmentRoutes(app, deps, deps.fulfilments ?? new FulfilmentBook());
   if (options.control) {
     const { controlToken } = options;
@@ -118,6 +146,8 @@ export async function startChannel(
       if (controlToken !== undefined) control.addHook('onRequest', requireControlToken(controlToken));
       registerControlRoutes(control, deps);
       registerAccountControlRoutes(control, store.accounts);
+      // The ledger in the fake channel's words, for tests of a double: its own statement is the provider's.
+      if (dialect) control.get('/_control/statement', async () => statementBody(await store.statement(), undefined));
     });
   }
   await app.listen({ host, port: options.port ?? 0 });

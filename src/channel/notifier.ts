@@ -6,6 +6,7 @@ import { SIGNATURE_HEADER, signPayload } from '../platform/signature.ts';
 import { httpRequest } from '../platform/http.client.ts';
 import { newId, type NotifyKind } from './ledger.ts';
 import { drawBetween, mulberry32 } from './prng.ts';
+import type { OutgoingNotification, WireNotification } from './dialect.ts';
 
 // Limits, each with its reason.
 /** A receiver slower than this is treated as a failed attempt, and retried. */
@@ -37,6 +38,7 @@ interface Delivery {
 
 interface Notification extends Required<NotificationEvent> {
   body: string;
+  headers: () => Record<string, string>;
   deliveries: Delivery[];
 }
 
@@ -100,6 +102,8 @@ export class Notifier {
     private readonly secret: string,
     private readonly defaults: RetrySettings,
     private readonly log: (message: string) => void,
+    /** Puts a notification in a provider's words (dialect.ts); the fake channel's own by default. */
+    private readonly format: (n: OutgoingNotification) => WireNotification = (n) => this.fakeChannelWire(n),
   ) {
     this.retry = { ...defaults };
   }
@@ -196,23 +200,31 @@ export class Notifier {
 
   private track(event: NotificationEvent, copies: number): Notification {
     const notifyId = event.notifyId ?? newId('ntf');
-    const body = JSON.stringify({
-      notify_id: notifyId,
-      merchant_order: event.merchantOrder,
-      kind: event.kind,
-      amount: event.amount,
-      txn: event.txn,
-    });
+    const { body, headers } = this.format({ ...event, notifyId });
     const deliveries = Array.from({ length: copies }, (): Delivery => ({
       status: 'PENDING',
       attempts: 0,
       lastError: null,
     }));
-    const n: Notification = { ...event, notifyId, body, deliveries };
+    const n: Notification = { ...event, notifyId, body, headers, deliveries };
     // A resend under an existing id is a separate record; keyed so both stay visible.
     this.notifications.set(this.notifications.has(notifyId) ? `${notifyId}#${newId('ntf')}` : notifyId, n);
     this.forgetOldest();
     return n;
+  }
+
+  private fakeChannelWire(n: OutgoingNotification): WireNotification {
+    const body = JSON.stringify({
+      notify_id: n.notifyId,
+      merchant_order: n.merchantOrder,
+      kind: n.kind,
+      amount: n.amount,
+      txn: n.txn,
+    });
+    return {
+      body,
+      headers: () => ({ 'content-type': 'application/json', [SIGNATURE_HEADER]: signPayload(this.secret, body) }),
+    };
   }
 
   private forgetOldest(): void {
@@ -261,7 +273,7 @@ export class Notifier {
     try {
       const response = await httpRequest(n.notifyUrl, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signPayload(this.secret, n.body) },
+        headers: n.headers(),
         body: n.body,
         timeoutMs: ATTEMPT_TIMEOUT_MS,
         signal,

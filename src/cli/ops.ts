@@ -2,7 +2,7 @@ import { loadSecret } from '../platform/auth.ts';
 import { systemClock } from '../platform/clock.ts';
 import { loadConfig, notifyUrlFor, type Config } from '../platform/config.ts';
 import { createPool, type Db } from '../platform/db.ts';
-import { channelClient } from '../payments/index.ts';
+import { providerClient } from '../payments/index.ts';
 import type { PaymentDeps } from '../payments/index.ts';
 import { openDatabase, readRuntime } from '../runtime.ts';
 import { UsageError } from '../platform/args.ts';
@@ -43,7 +43,7 @@ export async function connectOps(): Promise<Ops> {
     payments: {
       db,
       clock: systemClock,
-      channel: channelClient(channelUrl, config.payTimeoutMs),
+      channel: providerClient({ config, channelUrl, db }),
       notifyUrl: config.publicUrl || running ? notifyUrlFor(config, running?.api ?? '') : '',
     },
     apiUrl: running?.api,

@@ -3,10 +3,22 @@ import { httpRequest } from '../platform/http.client.ts';
 // The provider as we see it: every call has a timeout, and a call whose answer we did not get
 // is UNKNOWN — the money may have moved. Never read a timeout as a failure.
 export type ChargeReply =
-  { kind: 'CHARGED' | 'DECLINED' | 'CLOSED'; txn?: string } | { kind: 'UNKNOWN'; reason: string };
+  | { kind: 'CHARGED' | 'DECLINED' | 'CLOSED'; txn?: string }
+  | { kind: 'UNKNOWN'; reason: string; action?: BuyerAction };
 export type ChargeStatus = 'CHARGED' | 'DECLINED' | 'CLOSED' | 'REFUNDED' | 'NOT_FOUND';
 export type StatusReply =
-  { kind: 'STATUS'; status: ChargeStatus; amount?: number; txn?: string } | { kind: 'UNKNOWN'; reason: string };
+  | { kind: 'STATUS'; status: ChargeStatus; amount?: number; txn?: string }
+  | { kind: 'UNKNOWN'; reason: string; pendingAtProvider?: string };
+
+/**
+ * What the buyer must do before the money can move (issue 37): Stripe's `requires_action` (3-D
+ * Secure, with the PaymentIntent's client secret), Alipay's `WAIT_BUYER_PAY`. The order is UNKNOWN
+ * meanwhile — the money may yet move — and converges by notification or query like any unknown.
+ */
+export interface BuyerAction {
+  type: 'REQUIRES_ACTION' | 'WAIT_BUYER_PAY';
+  client_secret?: string;
+}
 export type RefundReply =
   | { kind: 'REFUNDED'; refundId: string }
   | { kind: 'REFUSED'; status: number; detail: string }
@@ -20,8 +32,19 @@ export interface StatementLine {
 }
 
 export interface ChannelClient {
-  /** `customer` ("<tenant>/<user>") lets a provider with customer accounts check the balance. */
-  charge(merchantOrder: string, amount: number, notifyUrl: string, customer?: string): Promise<ChargeReply>;
+  /**
+   * `customer` ("<tenant>/<user>") lets a provider with customer accounts check the balance;
+   * `paymentMethod` is what the buyer paid with at a real provider (a Stripe PaymentMethod id, an
+   * Alipay buyer's auth code), passed through from the pay request.
+   */
+  charge(
+    merchantOrder: string,
+    amount: number,
+    notifyUrl: string,
+    customer?: string,
+    paymentMethod?: string,
+  ): Promise<ChargeReply>;
+  /** An UNKNOWN with `pendingAtProvider`: the provider has the payment, still waiting for the buyer. */
   query(merchantOrder: string): Promise<StatusReply>;
   close(merchantOrder: string): Promise<StatusReply>;
   refund(merchantOrder: string, refundKey: string, amount: number): Promise<RefundReply>;

@@ -16,7 +16,8 @@ import {
   statusCountsForSku,
 } from '../orders/index.ts';
 import { journalView } from '../saga/index.ts';
-import { channelClient } from './channel.client.ts';
+import { providerFor } from './providers/index.ts';
+import { providerWebhookRoutes } from './providers/webhooks.ts';
 import { checkSignature, handleNotification, parseNotification, SIGNATURE_HEADER } from './notifications.ts';
 import { listNotifications, notificationEffects } from './payments.repo.ts';
 import type { PaymentDeps } from './payments.deps.ts';
@@ -31,7 +32,7 @@ export function paymentDeps(deps: AppDeps): PaymentDeps {
   return {
     db: deps.db,
     clock: deps.clock,
-    channel: channelClient(deps.channelUrl, deps.config.payTimeoutMs),
+    channel: providerFor(deps),
     payCommits: groupPayCommits(deps),
     // Read at call time: `start` learns its own URL only after listening.
     get notifyUrl() {
@@ -126,6 +127,7 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
     );
     return handleNotification(payments, parseNotification(request.body));
   });
+  providerWebhookRoutes(app, deps, payments);
 
   app.get<{ Params: { sku: string } }>(
     '/v1/admin/skus/:sku/outcomes',

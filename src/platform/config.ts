@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { pgbouncerFromEnv } from './pgbouncer.ts';
+import { providerConfigFromEnv, type ProviderConfig } from './provider.config.ts';
 
 /** Every tunable, with its default and the reason for the default. */
 export interface Config {
@@ -17,6 +18,8 @@ export interface Config {
   port: number;
   channelPort: number;
   channelUrl: string | undefined;
+  /** FLASHPAY_PROVIDER and its credentials (provider.config.ts, issue 37). */
+  providers: ProviderConfig;
   poolSize: number;
   dbConnectTimeoutMs: number;
   shutdownGraceMs: number;
@@ -170,6 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     port: int(env, 'FLASHPAY_PORT', 8080),
     channelPort: int(env, 'FLASHPAY_CHANNEL_PORT', 8081),
     channelUrl: env.FLASHPAY_CHANNEL_URL || undefined,
+    providers: providerConfigFromEnv(env),
     // Two cores: a handful of connections keeps PostgreSQL busy without thrashing.
     poolSize: int(env, 'FLASHPAY_POOL_SIZE', 20, 1),
     // A request waiting this long for a connection (dry pool, server not answering) gets 503.

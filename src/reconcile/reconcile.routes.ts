@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts';
-import { channelClient } from '../payments/index.ts';
+import { providerFor } from '../payments/index.ts';
 import { reconcile } from './reconcile.service.ts';
 import { reconcilePass } from './reconcile.incremental.ts';
 import { reconciliationSchema } from './reconcile.schemas.ts';
 
 export function reconcileRoutes(app: FastifyInstance, deps: AppDeps): void {
-  const channel = channelClient(deps.channelUrl, deps.config.payTimeoutMs);
+  const channel = providerFor(deps);
   // A tenant's admin reconciles its own tenant; an operator, every tenant (as `flashpay reconcile`).
   app.get(
     '/v1/admin/reconciliation',

@@ -1,5 +1,5 @@
 import type { AppDeps } from '../app.deps.ts';
-import { channelClient } from '../payments/index.ts';
+import { providerFor } from '../payments/index.ts';
 import { fulfilmentClient, type SagaDeps } from '../saga/index.ts';
 
 /** The saga's providers as `start` wires them: the payment channel, and the fulfilment provider (the channel's fake one unless configured). */
@@ -8,7 +8,7 @@ export function sagaDeps(deps: AppDeps): SagaDeps {
   return {
     db: deps.db,
     clock: deps.clock,
-    provider: channelClient(deps.channelUrl, timeoutMs),
+    provider: providerFor(deps),
     fulfilment: fulfilmentClient(deps.config.fulfilmentUrl ?? deps.channelUrl, timeoutMs),
     deadlineMs: deps.config.compensationDeadlineMs,
   };

@@ -6,9 +6,12 @@ import { sagaDeps } from '../../src/recovery/recovery.saga.ts';
 import { staleFloorMs } from '../../src/recovery/recovery.routes.ts';
 import { createSku, placeOrder, TENANT } from './fixtures.ts';
 import { startStack, TEST_NOTIFY_SECRET, type HttpResult, type Stack, type StackOptions } from './stack.ts';
+import { defaultTestProvider, providerHarness, type NotifyOptions, type TestProvider } from './providers/index.ts';
 
 export interface PaymentStack extends Stack {
   channel: RunningChannel;
+  /** The provider this stack pays through: the fake channel or a real provider's double. */
+  provider: TestProvider;
   admin: string;
   /** An operator of every tenant (drain, cross-tenant recovery). */
   operator: string;
@@ -30,6 +33,8 @@ export interface PaymentStack extends Stack {
     attention: string | null;
   }>;
   notify(body: Record<string, unknown>, options?: { secret?: string; at?: number }): Promise<HttpResult>;
+  /** The same notification in the stack's provider's words (issue 37); the fake channel's by default. */
+  notifyAs(body: Record<string, unknown>, options?: NotifyOptions): Promise<HttpResult>;
 }
 
 /**
@@ -37,16 +42,23 @@ export interface PaymentStack extends Stack {
  * `channelStore` gives the channel a ledger other than memory (its PostgreSQL store).
  */
 export async function startPaymentStack(
-  options: StackOptions & { channelStore?: LedgerStore } = {},
+  options: StackOptions & { channelStore?: LedgerStore; provider?: TestProvider } = {},
 ): Promise<PaymentStack> {
+  const harness = await providerHarness(options.provider ?? defaultTestProvider());
   const channel = await startChannel({
     store: options.channelStore,
     notifySecret: TEST_NOTIFY_SECRET,
     control: true,
     notifyRetryBaseMs: 20,
     notifyMaxAttempts: 5,
+    ...(harness.dialect ? { dialect: harness.dialect, bodyLimitBytes: 64 * 1024 } : {}),
   });
-  const stack = await startStack({ ...options, channelUrl: channel.url });
+  const stack = await startStack({
+    ...options,
+    config: { ...options.config, ...harness.config(channel.url) },
+    channelUrl: channel.url,
+  });
+  await harness.connect?.(channel.url, stack.url);
   const admin = await stack.token(TENANT, 'ops', 'admin');
   const operator = await stack.token(TENANT, 'root', 'operator');
   const control = async (method: string, path: string, body?: unknown) => {
@@ -63,10 +75,15 @@ export async function startPaymentStack(
   return {
     ...stack,
     channel,
+    provider: harness.name,
     admin,
     operator,
     control,
-    statement: async () => (await control('GET', '/statement')) as Awaited<ReturnType<PaymentStack['statement']>>,
+    // A double's own statement is in its provider's format; `/_control/statement` is its ledger in ours.
+    statement: async () =>
+      (await control('GET', harness.dialect ? '/_control/statement' : '/statement')) as Awaited<
+        ReturnType<PaymentStack['statement']>
+      >,
     async chargeRequests(orderId) {
       const counts = (await control('GET', '/_control/requests')) as {
         charge: { total: number; by_order: Record<string, number> };
@@ -121,6 +138,7 @@ export async function startPaymentStack(
         headers: { 'flashpay-signature': signature },
       });
     },
+    notifyAs: (body, notifyOptions) => harness.notify(stack, body, notifyOptions),
     async close() {
       await stack.close();
       await channel.close();

@@ -1,0 +1,55 @@
+import type { Config } from '../../platform/config.ts';
+import type { Db } from '../../platform/db.ts';
+import { providersInUse, type ProviderName } from '../../platform/provider.config.ts';
+import { channelClient, type ChannelClient } from '../channel.client.ts';
+import { tenantRouter } from './routing.ts';
+
+// The provider port (issue 37): the payment code speaks to a ChannelClient and nothing else. The
+// fake channel is one adapter; Stripe and Alipay are others, each through its official SDK. Which
+// one a tenant pays through is configuration (FLASHPAY_PROVIDER, FLASHPAY_PROVIDER_TENANTS).
+
+export type { ProviderName } from '../../platform/provider.config.ts';
+
+type Adapter = (config: Config, channelUrl: string) => ChannelClient;
+
+const ADAPTERS: Partial<Record<ProviderName, Adapter>> = {
+  fake: (config, channelUrl) => channelClient(channelUrl, config.payTimeoutMs),
+};
+
+function adapterFor(name: ProviderName): Adapter {
+  const adapter = ADAPTERS[name];
+  if (!adapter) throw new Error(`FLASHPAY_PROVIDER=${name}: no adapter for it in this build`);
+  return adapter;
+}
+
+export interface ProviderDeps {
+  config: Config;
+  /** The fake channel's URL (FLASHPAY_CHANNEL_URL or the built-in one). */
+  channelUrl: string;
+  /** Reads an order's tenant when tenants pay through different providers. */
+  db: Db;
+}
+
+/**
+ * The provider every payment call goes to. One adapter when every tenant uses the same provider;
+ * otherwise a router that sends each order's calls to its tenant's provider.
+ */
+export function providerClient(deps: ProviderDeps): ChannelClient {
+  const { providers } = deps.config;
+  const inUse = providersInUse(providers);
+  const clients = new Map(inUse.map((name) => [name, adapterFor(name)(deps.config, deps.channelUrl)]));
+  if (inUse.length === 1) return clients.get(providers.provider)!;
+  return tenantRouter(deps.db, clients, (tenant) => providers.tenants[tenant] ?? providers.provider);
+}
+
+const built = new WeakMap<ProviderDeps, ChannelClient>();
+
+/** The provider of one running stack, built once (an SDK client keeps its connections). */
+export function providerFor(deps: ProviderDeps): ChannelClient {
+  let client = built.get(deps);
+  if (!client) {
+    client = providerClient(deps);
+    built.set(deps, client);
+  }
+  return client;
+}

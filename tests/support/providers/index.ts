@@ -1,0 +1,57 @@
+import type { Dialect } from '../../../src/channel/index.ts';
+import type { Config } from '../../../src/platform/config.ts';
+import { signPayload } from '../../../src/platform/signature.ts';
+import { TEST_NOTIFY_SECRET, type HttpResult, type Stack } from '../stack.ts';
+
+// The provider a payment test runs against (issue 37): the fake channel, or a real provider's
+// adapter (its official SDK) against that provider's local double. The double is the fake
+// channel's ledger and faults in the provider's words, so a test scripts every provider alike
+// through `/_control` and asserts the same business outcomes.
+
+export const TEST_PROVIDERS = ['fake', 'stripe', 'alipay'] as const;
+export type TestProvider = (typeof TEST_PROVIDERS)[number];
+
+export interface NotifyOptions {
+  /** Signs with another secret or key than the stack's: a forgery. */
+  forged?: boolean;
+  /** The signature's time, seconds since the epoch (a stale signature). */
+  at?: number;
+}
+
+export interface ProviderHarness {
+  name: TestProvider;
+  /** The double's wire format; none for the fake channel. */
+  dialect?: Dialect;
+  /** The stack's configuration once the double listens at `doubleUrl`. */
+  config(doubleUrl: string): Partial<Config>;
+  /** After the stack listens (Stripe: its webhook endpoint is registered with the double). */
+  connect?(doubleUrl: string, apiUrl: string): Promise<void>;
+  /** Posts a notification ({notify_id, merchant_order, kind, amount, txn}) to the stack in the provider's words. */
+  notify(stack: Stack, body: Record<string, unknown>, options?: NotifyOptions): Promise<HttpResult>;
+}
+
+const fake: ProviderHarness = {
+  name: 'fake',
+  config: () => ({}),
+  notify(stack, body, options = {}) {
+    const raw = JSON.stringify(body);
+    const secret = options.forged ? 'forged-secret-forged-secret-forged' : TEST_NOTIFY_SECRET;
+    const signature = signPayload(secret, raw, options.at ?? Math.floor(Date.now() / 1000));
+    return stack.call('POST', '/v1/payment-notifications', { rawBody: raw, headers: { 'flashpay-signature': signature } });
+  },
+};
+
+/** The provider of this run: FLASHPAY_TEST_PROVIDER, else the fake channel. */
+export function defaultTestProvider(): TestProvider {
+  const name = process.env.FLASHPAY_TEST_PROVIDER ?? 'fake';
+  if (!(TEST_PROVIDERS as readonly string[]).includes(name))
+    throw new Error(`FLASHPAY_TEST_PROVIDER must be one of ${TEST_PROVIDERS.join(', ')}`);
+  return name as TestProvider;
+}
+
+export async function providerHarness(name: TestProvider): Promise<ProviderHarness> {
+  if (name === 'fake') return fake;
+  // Each provider's harness lives beside its double's tests (tests/support/providers/<name>.ts).
+  const module = (await import(`./${name}.ts`)) as { harness: () => Promise<ProviderHarness> };
+  return module.harness();
+}
