@@ -17,7 +17,7 @@ import type { FulfilmentStore } from './fulfilments.ts';
 import { channelProblem } from './problems.ts';
 import { STATEMENT_PAGE_DEFAULT, STATEMENT_PAGE_MAX, type ChargeBody, type RefundBody } from './channel.schemas.ts';
 import { channelSchemas } from './channel.openapi.ts';
-import type { RequestLog } from './dialect.ts';
+import type { RequestLog } from './wire.ts';
 
 /** Everything one running channel owns; shared by the ledger and the control routes. */
 export interface ChannelDeps {

@@ -16,7 +16,8 @@ import { registerFulfilmentRoutes } from './fulfilments.routes.ts';
 import type { LedgerStore } from './ledger.ts';
 import { createMemoryLedger } from './ledger.memory.ts';
 import { Notifier, unboundedController } from './notifier.ts';
-import { RequestLog, type Dialect } from './dialect.ts';
+import type { Dialect } from './dialect.ts';
+import { RequestLog } from './wire.ts';
 import { statementBody } from './ledger.ts';
 
 export { createMemoryLedger } from './ledger.memory.ts';

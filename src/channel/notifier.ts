@@ -6,7 +6,7 @@ import { SIGNATURE_HEADER, signPayload } from '../platform/signature.ts';
 import { httpRequest } from '../platform/http.client.ts';
 import { newId, type NotifyKind } from './ledger.ts';
 import { drawBetween, mulberry32 } from './prng.ts';
-import type { OutgoingNotification, WireNotification } from './dialect.ts';
+import type { OutgoingNotification, WireNotification } from './wire.ts';
 
 // Limits, each with its reason.
 /** A receiver slower than this is treated as a failed attempt, and retried. */

@@ -67,7 +67,7 @@ export {
   type FoundOrder,
   type SearchCursor,
 } from './ops/search.ts';
-export { listOpenNotes, tryAcknowledgeNote, type AttentionNote } from './ops/attention.ts';
+export { listOpenNotes, noteForPerson, tryAcknowledgeNote, type AttentionNote } from './ops/attention.ts';
 export {
   listOperatorActions,
   OPERATOR_ACTIONS,

@@ -1,4 +1,5 @@
 import { inTx, type Db, type Tx } from '../platform/db.ts';
+import { reviewContradictions } from './reconcile.review.ts';
 import type { ChannelClient, StatementLine } from '../payments/index.ts';
 import { listOrdersWithReservationPage, ORDER_PAGE_SIZE, type OrderRow } from './reconcile.repo.ts';
 import type { LedgerView } from './reconcile.rules.ts';
@@ -225,5 +226,5 @@ export async function reconcilePass(
     lockTimeoutMs: SNAPSHOT_STATEMENT_TIMEOUT_MS,
     retries: 5,
   });
-  return result.report;
+  return reviewContradictions(db, channel, result.report);
 }

@@ -34,6 +34,8 @@ export interface ReconciliationReport {
   /** Which pass made it, and what it read: an incremental pass reads what changed, not the tables. */
   pass?: 'full' | 'incremental';
   scanned?: { orders: number; statement_lines: number };
+  /** Orders whose provider contradicts itself (reconcile.review.ts); each got a note for a person. */
+  review?: Array<{ order_id: string; class: string; query: string; detail: string }>;
   /** A full pass that rebuilt the incremental state: the running totals it found wrong (normally none). */
   state_drift?: string[];
 }

@@ -63,6 +63,23 @@ export const ReconciliationReport = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    review: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            order_id: Type.String(),
+            class: Type.String({ description: 'the mismatch the statement showed' }),
+            query: Type.String({ description: "the provider's answer to a query for this order" }),
+            detail: Type.String(),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          description:
+            "REVIEW (issue 37): orders whose provider contradicts itself — its query agrees with the order, its statement does not (paid in the query, refunded in the statement). Neither answer is believed over the other: each order gets a note in the needs-a-person list (GET /v1/admin/attention), and the mismatch stays listed",
+        },
+      ),
+    ),
     state_drift: Type.Optional(
       Type.Array(Type.String(), {
         description: 'a rebuilding full pass: the running totals the incremental state had wrong',

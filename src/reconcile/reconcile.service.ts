@@ -10,6 +10,7 @@ import {
 } from './reconcile.repo.ts';
 import { mergeLedgers, readWalletFacts } from './reconcile.wallet.ts';
 import { listStockDisagreements } from './reconcile.queued.ts';
+import { reviewContradictions } from './reconcile.review.ts';
 import type { LedgerView } from './reconcile.rules.ts';
 import {
   addTerms,
@@ -131,5 +132,6 @@ export async function reconcile(db: Db, channel: ChannelClient, tenantId?: strin
     facts,
     tenantId,
   });
-  return { ...report, pass: 'full', scanned: { orders: orders.length, statement_lines: statement.lines.length } };
+  const scanned = { orders: orders.length, statement_lines: statement.lines.length };
+  return reviewContradictions(db, channel, { ...report, pass: 'full', scanned });
 }

@@ -64,3 +64,15 @@ export async function tryAcknowledgeNote(
   );
   return result.rows[0];
 }
+
+/**
+ * A note for a person from outside the decider (reconciliation's REVIEW, issue 37). Written only
+ * when it says something new: the same note again keeps its first time and its acknowledgement.
+ */
+export async function noteForPerson(db: Executor, orderId: string, note: string): Promise<boolean> {
+  const result = await db.query(
+    'UPDATE orders SET attention = $2 WHERE order_id = $1 AND attention IS DISTINCT FROM $2',
+    [orderId, note],
+  );
+  return (result.rowCount ?? 0) > 0;
+}

@@ -52,6 +52,7 @@ export function defaultTestProvider(): TestProvider {
 export async function providerHarness(name: TestProvider): Promise<ProviderHarness> {
   if (name === 'fake') return fake;
   // Each provider's harness lives beside its double's tests (tests/support/providers/<name>.ts).
-  const module = (await import(`./${name}.ts`)) as { harness: () => Promise<ProviderHarness> };
+  const file = new URL(`./${name}.ts`, import.meta.url).href;
+  const module = (await import(/* @vite-ignore */ file)) as { harness: () => Promise<ProviderHarness> };
   return module.harness();
 }
