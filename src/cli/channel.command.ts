@@ -6,6 +6,7 @@ import { createPool, pgCode, type Db } from '../platform/db.ts';
 import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
 import { databaseOf, withDatabaseName } from '../platform/pg-hosts.ts';
 import { newClient } from '../platform/pg-primary.ts';
+import { untilSignal } from './signals.ts';
 
 const USAGE = 'usage: flashpay channel [--port 8081] [--host 127.0.0.1] [--control] [--database-url URL]';
 const KNOWN_FLAGS = new Set(['port', 'host', 'control', 'database-url']);
@@ -40,18 +41,6 @@ async function openLedger(url: string): Promise<{ pool: Db; store: LedgerStore }
     await createDatabase(url);
   }
   return { pool, store: await createPgLedger(pool) };
-}
-
-function untilSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const stop = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve(signal);
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
 }
 
 /** `flashpay channel`: the fake payment channel alone, in memory unless given a database. */

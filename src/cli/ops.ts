@@ -2,7 +2,7 @@ import { loadSecret } from '../platform/auth.ts';
 import { systemClock } from '../platform/clock.ts';
 import { loadConfig, notifyUrlFor, type Config } from '../platform/config.ts';
 import { createPool, type Db } from '../platform/db.ts';
-import { providerClient } from '../payments/index.ts';
+import { providerClient, statusSyncOf } from '../payments/index.ts';
 import type { PaymentDeps } from '../payments/index.ts';
 import { openDatabase, readRuntime } from '../runtime.ts';
 import { UsageError } from '../platform/args.ts';
@@ -44,6 +44,7 @@ export async function connectOps(): Promise<Ops> {
       db,
       clock: systemClock,
       channel: providerClient({ config, channelUrl, db }),
+      statusSync: statusSyncOf(config),
       notifyUrl: config.publicUrl || running ? notifyUrlFor(config, running?.api ?? '') : '',
     },
     apiUrl: running?.api,

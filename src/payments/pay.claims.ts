@@ -21,6 +21,8 @@ import type { PaymentDeps } from './payments.deps.ts';
 export interface Pay {
   principal: Principal;
   orderId: string;
+  /** The buyer's payment method at a real provider (the pay body's `payment_method`). */
+  paymentMethod?: string;
 }
 
 export interface PayClaims {

@@ -15,12 +15,19 @@ import {
 import { AppError } from '../platform/errors.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { chargeAnswer } from './answers.ts';
+import type { BuyerAction } from './channel.client.ts';
 import { followUp, recordAnswer } from './settle.ts';
 import { bestEffort, settleAfterCall } from './after-call.ts';
 
 /** A pay's answer from the order's status: still PAYING is, to the client, an unknown outcome. */
-function statusOf(orderId: string, order: Order | undefined): StoredResponse {
-  return jsonResponse(200, { order_id: orderId, status: order?.status === 'PAYING' ? 'UNKNOWN' : order?.status });
+function statusOf(orderId: string, order: Order | undefined, action?: BuyerAction): StoredResponse {
+  const status = order?.status === 'PAYING' ? 'UNKNOWN' : order?.status;
+  // What the buyer must still do goes with an UNKNOWN only: a converged order needs nothing more.
+  return jsonResponse(200, {
+    order_id: orderId,
+    status,
+    ...(action && status === 'UNKNOWN' ? { next_action: action } : {}),
+  });
 }
 
 async function statusResponse(tx: Tx, orderId: string): Promise<StoredResponse> {
@@ -36,11 +43,17 @@ async function statusResponse(tx: Tx, orderId: string): Promise<StoredResponse> 
  * commit as the key's completion (a commit shared with concurrent pays: `deps.payCommits`); a
  * refund it asks for is sent after that commit.
  */
-export async function beginPay(deps: PaymentDeps, tx: Tx, principal: Principal, orderId: string): Promise<KeyedStep> {
+export async function beginPay(
+  deps: PaymentDeps,
+  tx: Tx,
+  principal: Principal,
+  orderId: string,
+  paymentMethod?: string,
+): Promise<KeyedStep> {
   const applied = await applyOrderEvent(tx, orderId, { type: 'PAY_REQUESTED' }, deps.clock.now(), {
     visibleTo: principal,
   });
-  return payStep(deps, orderId, applied);
+  return payStep(deps, orderId, applied, paymentMethod);
 }
 
 /**
@@ -51,17 +64,17 @@ export async function beginPay(deps: PaymentDeps, tx: Tx, principal: Principal, 
 export async function beginPays(
   deps: PaymentDeps,
   tx: Tx,
-  pays: ReadonlyArray<{ principal: Principal; orderId: string }>,
+  pays: ReadonlyArray<{ principal: Principal; orderId: string; paymentMethod?: string }>,
 ): Promise<KeyedStep[]> {
   const items = pays.map((p) => ({ orderId: p.orderId, event: { type: 'PAY_REQUESTED' as const } }));
   const applied = await applyOrderEvents(tx, items, deps.clock.now());
   return pays.map((p, i) => {
     if (!visibleTo(applied[i]!.order, p.principal)) throw new AppError('ORDER_NOT_FOUND', `no order ${p.orderId}`);
-    return payStep(deps, p.orderId, applied[i]!);
+    return payStep(deps, p.orderId, applied[i]!, p.paymentMethod);
   });
 }
 
-function payStep(deps: PaymentDeps, orderId: string, applied: AppliedEvent): KeyedStep {
+function payStep(deps: PaymentDeps, orderId: string, applied: AppliedEvent, paymentMethod?: string): KeyedStep {
   const order = applied.order;
   if (!order || applied.outcome !== 'PAYING') {
     const detail =
@@ -77,6 +90,7 @@ function payStep(deps: PaymentDeps, orderId: string, applied: AppliedEvent): Key
         order.amount,
         deps.notifyUrl,
         `${order.tenantId}/${order.userId}`,
+        paymentMethod,
       );
       await faultPoint('pay.after-charge'); // C29-10: PAYING committed, the provider charged, nothing recorded
       let response: StoredResponse | undefined;
@@ -85,7 +99,7 @@ function payStep(deps: PaymentDeps, orderId: string, applied: AppliedEvent): Key
           orderId,
           answer: chargeAnswer(reply, order.amount),
           complete: async (tx: Tx, applied: AppliedEvent) => {
-            response = statusOf(orderId, applied.order);
+            response = statusOf(orderId, applied.order, reply.kind === 'UNKNOWN' ? reply.action : undefined);
             await complete(tx, response);
           },
         };

@@ -16,7 +16,7 @@ import {
   statusCountsForSku,
 } from '../orders/index.ts';
 import { journalView } from '../saga/index.ts';
-import { providerFor } from './providers/index.ts';
+import { providerFor, statusSyncOf } from './providers/index.ts';
 import { providerWebhookRoutes } from './providers/webhooks.ts';
 import { checkSignature, handleNotification, parseNotification, SIGNATURE_HEADER } from './notifications.ts';
 import { listNotifications, notificationEffects } from './payments.repo.ts';
@@ -27,12 +27,14 @@ import { groupPayClaims } from './pay.claims.ts';
 import { beginWalletPay } from './wallet-pay.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 import { inTx } from '../platform/db.ts';
+import { AppError } from '../platform/errors.ts';
 
 export function paymentDeps(deps: AppDeps): PaymentDeps {
   return {
     db: deps.db,
     clock: deps.clock,
     channel: providerFor(deps),
+    statusSync: statusSyncOf(deps.config),
     payCommits: groupPayCommits(deps),
     // Read at call time: `start` learns its own URL only after listening.
     get notifyUrl() {
@@ -95,17 +97,26 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
       const key = idempotencyKeyOf(request, reply);
       const orderId = request.params.id;
       const wallet = request.body?.method === 'wallet';
+      const paymentMethod = request.body?.payment_method;
+      if (wallet && paymentMethod !== undefined)
+        throw new AppError('VALIDATION', 'body.payment_method is for the payment provider, not with method wallet');
       const op: KeyedOperation = {
         scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'pay_order', key },
         // The provider's digest stays as before `method` existed, so keys stored then still replay.
-        digest: requestDigest('pay_order', { id: orderId }, wallet ? { method: 'wallet' } : {}),
+        digest: requestDigest(
+          'pay_order',
+          { id: orderId },
+          wallet ? { method: 'wallet' } : paymentMethod !== undefined ? { payment_method: paymentMethod } : {},
+        ),
         start: (tx) =>
-          wallet ? beginWalletPay(payments, tx, principal, orderId) : beginPay(payments, tx, principal, orderId),
+          wallet
+            ? beginWalletPay(payments, tx, principal, orderId)
+            : beginPay(payments, tx, principal, orderId, paymentMethod),
         abandoned: (tx) => abandonedPay(tx, orderId),
       };
       const result = wallet
         ? await executeKeyed(keyedDeps(deps), op)
-        : await executeKeyedWith(keyedDeps(deps), op, (o) => payClaims.claim({ principal, orderId }, o));
+        : await executeKeyedWith(keyedDeps(deps), op, (o) => payClaims.claim({ principal, orderId, paymentMethod }, o));
       if (wallet) await faultPoint('wallet-pay.after-commit'); // debit, PAID and key committed; the answer not sent
       if (!result.replayed) {
         const answer = JSON.parse(result.body) as { status?: unknown; code?: string };

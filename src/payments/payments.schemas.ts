@@ -33,6 +33,18 @@ export const PayAnswer = Type.Object(
       description:
         '`UNKNOWN`: the provider did not answer in time; the order converges on its own. `RELEASING` (202): a queued order whose wallet was too low, its units going back',
     }),
+    next_action: Type.Optional(
+      Type.Object(
+        {
+          type: stringEnum(['REQUIRES_ACTION', 'WAIT_BUYER_PAY'], {
+            description:
+              '`REQUIRES_ACTION`: Stripe asks the buyer for 3-D Secure — hand `client_secret` to Stripe.js (`handleNextAction`); `WAIT_BUYER_PAY`: Alipay waits for the buyer to confirm on their phone',
+          }),
+          client_secret: Type.Optional(Type.String({ description: "the PaymentIntent's client secret (Stripe)" })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -48,6 +60,15 @@ export const PayBody = nullable(
           description: '`channel` (default): the payment provider; `wallet`: the stored balance',
         }),
       ),
+      payment_method: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 255,
+          pattern: '^[\\x21-\\x7e]+$',
+          description:
+            "What the buyer pays with at a real provider, passed through: a Stripe PaymentMethod id (`pm_…`, from Stripe.js), an Alipay buyer's payment code (`auth_code`). Not with `method: wallet`. Part of the request the Idempotency-Key is bound to",
+        }),
+      ),
     },
     { additionalProperties: false },
   ),
@@ -59,7 +80,7 @@ export const payOrderSchema = {
   operationId: 'payOrder',
   summary: 'Pay an order through the payment provider',
   description:
-    'Commits PAYING, charges the provider (bounded by `FLASHPAY_PAY_TIMEOUT_MS`, no transaction open), then commits the result. A timeout answers `UNKNOWN`, never `FAILED`: the order converges by query, close or notification. Requires an `Idempotency-Key`; a retry with the same key never charges twice. An order that is not payable: 409 `REJECTED` with `order_status`, and the provider is not called. No body.',
+    'Commits PAYING, charges the provider (bounded by `FLASHPAY_PAY_TIMEOUT_MS`, no transaction open), then commits the result. A timeout answers `UNKNOWN`, never `FAILED`: the order converges by query, close or notification. Requires an `Idempotency-Key`; a retry with the same key never charges twice. An order that is not payable: 409 `REJECTED` with `order_status`, and the provider is not called. The body is optional: `method`, and `payment_method` for a real provider (Stripe, Alipay); an `UNKNOWN` may carry `next_action`, what the buyer must still do.',
   tags: ['orders'],
   params: OrderIdParams,
   body: PayBody,

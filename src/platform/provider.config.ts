@@ -21,6 +21,31 @@ export interface AlipaySettings {
   gateway: string | undefined;
 }
 
+/**
+ * How recovery syncs an unknown payment's status with one provider (Hyperswitch's habit): when to
+ * query again and how long a payment may wait for its buyer at the provider before it is closed.
+ */
+export interface StatusSync {
+  /** After the first few immediate retries, the wait between queries starts here and doubles. */
+  retryBaseMs: number;
+  /** …up to this. */
+  maxBackoffMs: number;
+  /** A payment the provider holds for its buyer (3-D Secure, WAIT_BUYER_PAY) is closed after this long unknown. */
+  closePendingAfterMs: number;
+}
+
+/**
+ * The defaults, each with its reason. The fake channel and Stripe answer a query at once and
+ * consistently, so a miss is retried soon; Stripe's 3-D Secure gives the buyer an hour before the
+ * PaymentIntent is cancelled. Alipay's buyer confirms on a phone and its notify may come hours
+ * later: query rarely (its gateway limits callers) and wait two hours before closing the trade.
+ */
+export const DEFAULT_STATUS_SYNC: Record<ProviderName, StatusSync> = {
+  fake: { retryBaseMs: 1_000, maxBackoffMs: 5 * 60_000, closePendingAfterMs: 15 * 60_000 },
+  stripe: { retryBaseMs: 1_000, maxBackoffMs: 5 * 60_000, closePendingAfterMs: 60 * 60_000 },
+  alipay: { retryBaseMs: 30_000, maxBackoffMs: 15 * 60_000, closePendingAfterMs: 2 * 3600_000 },
+};
+
 export interface ProviderConfig {
   /** FLASHPAY_PROVIDER: every tenant's provider unless overridden. */
   provider: ProviderName;
@@ -28,6 +53,8 @@ export interface ProviderConfig {
   tenants: Record<string, ProviderName>;
   stripe: StripeSettings;
   alipay: AlipaySettings;
+  /** Per provider; FLASHPAY_STATUS_SYNC_<PROVIDER>='{"retry_base_ms":…,"max_backoff_ms":…,"close_pending_after_ms":…}'. */
+  statusSync: Record<ProviderName, StatusSync>;
 }
 
 function providerName(raw: string, what: string): ProviderName {
@@ -47,6 +74,34 @@ function tenantOverrides(raw: string | undefined): Record<string, ProviderName> 
   return overrides;
 }
 
+function statusSync(env: NodeJS.ProcessEnv, name: ProviderName): StatusSync {
+  const variable = `FLASHPAY_STATUS_SYNC_${name.toUpperCase()}`;
+  const raw = env[variable];
+  const defaults = DEFAULT_STATUS_SYNC[name];
+  if (!raw) return { ...defaults };
+  let parsed: Record<string, unknown>;
+  try {
+    parsed = JSON.parse(raw) as Record<string, unknown>;
+  } catch {
+    throw new Error(`${variable} must be a JSON object`);
+  }
+  const ms = (key: string, fallback: number) => {
+    const value = parsed[key] ?? fallback;
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+      throw new Error(`${variable}.${key} must be a non-negative integer of milliseconds`);
+    return value;
+  };
+  const known = ['retry_base_ms', 'max_backoff_ms', 'close_pending_after_ms'];
+  const unknown = Object.keys(parsed).filter((k) => !known.includes(k));
+  if (unknown.length > 0)
+    throw new Error(`${variable}: unknown keys ${unknown.join(', ')} (known: ${known.join(', ')})`);
+  return {
+    retryBaseMs: ms('retry_base_ms', defaults.retryBaseMs),
+    maxBackoffMs: ms('max_backoff_ms', defaults.maxBackoffMs),
+    closePendingAfterMs: ms('close_pending_after_ms', defaults.closePendingAfterMs),
+  };
+}
+
 const blank = (value: string | undefined) => (value === undefined || value === '' ? undefined : value);
 
 export function providerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ProviderConfig {
@@ -64,7 +119,17 @@ export function providerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Pro
       publicKey: blank(env.ALIPAY_PUBLIC_KEY),
       gateway: blank(env.ALIPAY_GATEWAY),
     },
+    statusSync: {
+      fake: statusSync(env, 'fake'),
+      stripe: statusSync(env, 'stripe'),
+      alipay: statusSync(env, 'alipay'),
+    },
   };
+}
+
+/** The provider a tenant pays through. */
+export function providerOfTenant(config: ProviderConfig, tenantId: string): ProviderName {
+  return config.tenants[tenantId] ?? config.provider;
 }
 
 /** Every provider some tenant pays through: the default and each override. */

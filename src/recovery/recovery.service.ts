@@ -24,6 +24,7 @@ import {
   type PaymentDeps,
 } from '../payments/index.ts';
 import { answerApplier } from './recovery.apply.ts';
+import { DEFAULT_STATUS_SYNC, type StatusSync } from '../platform/provider.config.ts';
 
 export interface RecoveryOptions {
   staleAfterMs: number;
@@ -52,15 +53,19 @@ const CLAIM_LANES = 2;
 
 // A claim outlives one provider round trip many times over; a recovery that died frees it soon.
 const CLAIM_MS = 30_000;
-// The first few misses retry on the next pass; after that, back off so a stuck order is not hammered.
+// The first few misses retry on the next pass; after that, back off (the provider's schedule) so
+// a stuck order is not hammered.
 const FREE_RETRIES = 3;
-const MAX_BACKOFF_MS = 5 * 60_000;
 // After this many misses a person is told; the order keeps being retried, slowly.
 const ATTENTION_AFTER = 10;
 
-function nextAttemptAt(now: Date, attempts: number): Date | null {
+function nextAttemptAt(now: Date, attempts: number, sync: StatusSync): Date | null {
   if (attempts < FREE_RETRIES) return null;
-  return new Date(now.getTime() + backoffDelayMs(attempts - FREE_RETRIES + 1, 1000, MAX_BACKOFF_MS));
+  return new Date(now.getTime() + backoffDelayMs(attempts - FREE_RETRIES + 1, sync.retryBaseMs, sync.maxBackoffMs));
+}
+
+function syncOf(deps: PaymentDeps, candidate: Candidate): StatusSync {
+  return deps.statusSync?.(candidate.tenantId) ?? DEFAULT_STATUS_SYNC.fake;
 }
 
 /** A bound on calls in flight: a provider limits its callers, and recovery must not flood it. */
@@ -109,16 +114,32 @@ interface Pass {
   serial: ReturnType<typeof serially>;
 }
 
-/** An UNKNOWN or stale PAYING order: query, apply the answer; NOT_FOUND asks for a close, whose answer decides. */
-async function convergeCard(pass: Pass, orderId: string): Promise<Convergence> {
+/**
+ * An UNKNOWN or stale PAYING order: query, apply the answer; NOT_FOUND asks for a close, whose
+ * answer decides. A payment the provider still holds for its buyer (3-D Secure, WAIT_BUYER_PAY)
+ * stays unknown until its provider's `closePendingAfterMs`; then it is closed there, and the
+ * close's answer decides (a buyer who paid meanwhile makes the close answer CHARGED).
+ */
+async function convergeCard(pass: Pass, candidate: Candidate): Promise<Convergence> {
   const { deps, limit, answers } = pass;
-  let applied = await answers.apply(orderId, queryAnswer(await limit(() => deps.channel.query(orderId))));
-  if (applied.calls.length === 1 && applied.calls[0] === 'CLOSE')
+  const { orderId } = candidate;
+  const queried = await limit(() => deps.channel.query(orderId));
+  let applied = await answers.apply(orderId, queryAnswer(queried));
+  const waitedMs = deps.clock.now().getTime() - candidate.since.getTime();
+  const buyerTooSlow =
+    queried.kind === 'UNKNOWN' &&
+    queried.pendingAtProvider !== undefined &&
+    waitedMs >= syncOf(deps, candidate).closePendingAfterMs;
+  if ((applied.calls.length === 1 && applied.calls[0] === 'CLOSE') || buyerTooSlow)
     applied = await answers.apply(orderId, closeAnswer(await limit(() => deps.channel.close(orderId))));
   // Anything else (a refund a late success asks for) follows the one-order path.
   if (applied.calls.length > 0) applied = await followUp(deps, orderId, applied);
   const status = applied.order?.status ?? (await findOrder(deps.db, orderId))?.status;
-  return { orderId, status, ...(applied.pending !== undefined ? { pending: applied.pending } : {}) };
+  const pending =
+    queried.kind === 'UNKNOWN' && queried.pendingAtProvider !== undefined && applied.pending !== undefined
+      ? `waiting for the buyer at the provider (${queried.pendingAtProvider}); closed after ${syncOf(deps, candidate).closePendingAfterMs} ms`
+      : applied.pending;
+  return { orderId, status, ...(pending !== undefined ? { pending } : {}) };
 }
 
 // A recovery paused past its claim (CLAIM_MS) is overtaken by another; when it wakes, its order
@@ -134,15 +155,15 @@ async function examine(pass: Pass, candidate: Candidate): Promise<[Convergence, 
     const result =
       candidate.status === 'REFUNDING'
         ? await pass.limit(() => convergeRefunding(deps, orderId))
-        : await convergeCard(pass, orderId);
+        : await convergeCard(pass, candidate);
     const attention =
       result.pending && attempts >= ATTENTION_AFTER
         ? `${STUCK_PREFIX} after ${attempts} attempts: ${result.pending}`
         : null;
-    const nextAt = result.pending ? nextAttemptAt(deps.clock.now(), attempts) : null;
+    const nextAt = result.pending ? nextAttemptAt(deps.clock.now(), attempts, syncOf(deps, candidate)) : null;
     return [result, { orderId, pending: result.pending !== undefined, nextAt, attention, claim }];
   } catch (error) {
-    const nextAt = nextAttemptAt(deps.clock.now(), attempts);
+    const nextAt = nextAttemptAt(deps.clock.now(), attempts, syncOf(deps, candidate));
     return [
       { orderId, status: candidate.status, pending: `error: ${(error as Error).message}` },
       { orderId, pending: true, nextAt, attention: null, claim },

@@ -38,6 +38,24 @@ describe('idempotency keys on /pay', () => {
     expect((await s.order(b.orderId)).status).toBe('CREATED');
   });
 
+  it('PM-01 payment_method is part of the request its key is bound to; with method wallet it is refused and nothing moves', async () => {
+    // Proves the buyer's payment method (issue 37) cannot be swapped under a key that was already used.
+    await createSku(s, { sku: 'pm', stock: 2 });
+    const o = await s.buy('pm-user', 'pm');
+    const pay = (key: string, body: unknown) =>
+      s.call('POST', `/v1/orders/${o.orderId}/pay`, { token: o.token, body, headers: { 'idempotency-key': key } });
+    const walletToo = await pay('pm-w', { method: 'wallet', payment_method: 'pm_card_visa' });
+    expect([walletToo.status, walletToo.body.code]).toEqual([400, 'VALIDATION']);
+    expect(await s.chargeRequests(o.orderId)).toBe(0);
+    const first = await pay('pm-key', { payment_method: 'pm_card_visa' });
+    expect([first.status, first.body.status]).toEqual([200, 'PAID']);
+    const swapped = await pay('pm-key', { payment_method: 'pm_card_mastercard' });
+    expect([swapped.status, swapped.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
+    const same = await pay('pm-key', { payment_method: 'pm_card_visa' });
+    expect([same.text, same.headers.get('idempotent-replayed')]).toEqual([first.text, 'true']);
+    expect(await s.chargeRequests(o.orderId)).toBe(1);
+  });
+
   it('a pay that is still in flight makes a second request with the same key wait, then replay', async () => {
     // Proves the waiting loser replays the winner's answer instead of charging again.
     await createSku(s, { sku: 'pi2', stock: 1 });

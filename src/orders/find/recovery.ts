@@ -16,7 +16,10 @@ const CLAIMED_SQL = [...UNFINISHED_STATUSES]
 
 export interface Candidate {
   orderId: string;
+  tenantId: string;
   status: OrderStatus;
+  /** Its last transition: how long it has been unknown (a provider's status-sync schedule). */
+  since: Date;
   attempts: number;
   /** The claim's expiry as written: the fencing token finishAttempt checks (a claim taken over has another). */
   claim?: Date;
@@ -41,7 +44,13 @@ export async function claimUnfinished(
   /** Orders this pass already examined: a miss is retried by the next pass, not by this one. */
   exclude: readonly string[] = [],
 ): Promise<Candidate[]> {
-  const result = await tx.query<{ order_id: string; status: OrderStatus; recovery_attempts: number }>(
+  const result = await tx.query<{
+    order_id: string;
+    tenant_id: string;
+    status: OrderStatus;
+    updated_at: Date;
+    recovery_attempts: number;
+  }>(
     `UPDATE orders o SET recovery_claimed_until = $3
      FROM (SELECT order_id FROM orders
            WHERE status IN (${CLAIMED_SQL}) AND (status <> 'PAYING' OR updated_at <= $2)
@@ -49,12 +58,14 @@ export async function claimUnfinished(
              AND (next_recovery_at IS NULL OR next_recovery_at <= $1)
              AND ($4::text IS NULL OR tenant_id = $4) AND order_id <> ALL($5::text[])
            ORDER BY updated_at LIMIT ${RECOVERY_BATCH} FOR UPDATE SKIP LOCKED) c
-     WHERE o.order_id = c.order_id RETURNING o.order_id, o.status, o.recovery_attempts`,
+     WHERE o.order_id = c.order_id RETURNING o.order_id, o.tenant_id, o.status, o.updated_at, o.recovery_attempts`,
     [now, staleBefore, claimUntil, tenantId ?? null, exclude],
   );
   return result.rows.map((r) => ({
     orderId: r.order_id,
+    tenantId: r.tenant_id,
     status: r.status,
+    since: r.updated_at,
     attempts: r.recovery_attempts,
     claim: claimUntil,
   }));

@@ -1,6 +1,12 @@
 import type { Config } from '../../platform/config.ts';
 import type { Db } from '../../platform/db.ts';
-import { providersInUse, type ProviderName } from '../../platform/provider.config.ts';
+import {
+  DEFAULT_STATUS_SYNC,
+  providerOfTenant,
+  providersInUse,
+  type ProviderName,
+  type StatusSync,
+} from '../../platform/provider.config.ts';
 import { channelClient, type ChannelClient } from '../channel.client.ts';
 import { tenantRouter } from './routing.ts';
 
@@ -52,4 +58,10 @@ export function providerFor(deps: ProviderDeps): ChannelClient {
     built.set(deps, client);
   }
   return client;
+}
+
+/** The status-sync schedule of a tenant's provider (recovery.service.ts). */
+export function statusSyncOf(config: Config): (tenantId: string) => StatusSync {
+  const { providers } = config;
+  return (tenantId) => providers.statusSync?.[providerOfTenant(providers, tenantId)] ?? DEFAULT_STATUS_SYNC.fake;
 }

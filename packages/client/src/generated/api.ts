@@ -183,7 +183,7 @@ export interface paths {
         put?: never;
         /**
          * Pay an order through the payment provider
-         * @description Commits PAYING, charges the provider (bounded by `FLASHPAY_PAY_TIMEOUT_MS`, no transaction open), then commits the result. A timeout answers `UNKNOWN`, never `FAILED`: the order converges by query, close or notification. Requires an `Idempotency-Key`; a retry with the same key never charges twice. An order that is not payable: 409 `REJECTED` with `order_status`, and the provider is not called. No body.
+         * @description Commits PAYING, charges the provider (bounded by `FLASHPAY_PAY_TIMEOUT_MS`, no transaction open), then commits the result. A timeout answers `UNKNOWN`, never `FAILED`: the order converges by query, close or notification. Requires an `Idempotency-Key`; a retry with the same key never charges twice. An order that is not payable: 409 `REJECTED` with `order_status`, and the provider is not called. The body is optional: `method`, and `payment_method` for a real provider (Stripe, Alipay); an `UNKNOWN` may carry `next_action`, what the buyer must still do.
          */
         post: operations["payOrder"];
         delete?: never;
@@ -3336,6 +3336,8 @@ export interface operations {
                      * @enum {string}
                      */
                     method?: "channel" | "wallet";
+                    /** @description What the buyer pays with at a real provider, passed through: a Stripe PaymentMethod id (`pm_…`, from Stripe.js), an Alipay buyer's payment code (`auth_code`). Not with `method: wallet`. Part of the request the Idempotency-Key is bound to */
+                    payment_method?: string;
                 } | null;
             };
         };
@@ -3355,6 +3357,15 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
+                        next_action?: {
+                            /**
+                             * @description `REQUIRES_ACTION`: Stripe asks the buyer for 3-D Secure — hand `client_secret` to Stripe.js (`handleNextAction`); `WAIT_BUYER_PAY`: Alipay waits for the buyer to confirm on their phone
+                             * @enum {string}
+                             */
+                            type: "REQUIRES_ACTION" | "WAIT_BUYER_PAY";
+                            /** @description the PaymentIntent's client secret (Stripe) */
+                            client_secret?: string;
+                        };
                     };
                 };
             };
@@ -3373,6 +3384,15 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
+                        next_action?: {
+                            /**
+                             * @description `REQUIRES_ACTION`: Stripe asks the buyer for 3-D Secure — hand `client_secret` to Stripe.js (`handleNextAction`); `WAIT_BUYER_PAY`: Alipay waits for the buyer to confirm on their phone
+                             * @enum {string}
+                             */
+                            type: "REQUIRES_ACTION" | "WAIT_BUYER_PAY";
+                            /** @description the PaymentIntent's client secret (Stripe) */
+                            client_secret?: string;
+                        };
                     };
                 };
             };
@@ -4464,6 +4484,15 @@ export interface operations {
                                 /** @description provider statement lines this pass read */
                                 statement_lines: number;
                             };
+                            /** @description REVIEW (issue 37): orders whose provider contradicts itself — its query agrees with the order, its statement does not (paid in the query, refunded in the statement). Neither answer is believed over the other: each order gets a note in the needs-a-person list (GET /v1/admin/attention), and the mismatch stays listed */
+                            review?: {
+                                order_id: string;
+                                /** @description the mismatch the statement showed */
+                                class: string;
+                                /** @description the provider's answer to a query for this order */
+                                query: string;
+                                detail: string;
+                            }[];
                             /** @description a rebuilding full pass: the running totals the incremental state had wrong */
                             state_drift?: string[];
                         };
@@ -4737,6 +4766,15 @@ export interface operations {
                             /** @description provider statement lines this pass read */
                             statement_lines: number;
                         };
+                        /** @description REVIEW (issue 37): orders whose provider contradicts itself — its query agrees with the order, its statement does not (paid in the query, refunded in the statement). Neither answer is believed over the other: each order gets a note in the needs-a-person list (GET /v1/admin/attention), and the mismatch stays listed */
+                        review?: {
+                            order_id: string;
+                            /** @description the mismatch the statement showed */
+                            class: string;
+                            /** @description the provider's answer to a query for this order */
+                            query: string;
+                            detail: string;
+                        }[];
                         /** @description a rebuilding full pass: the running totals the incremental state had wrong */
                         state_drift?: string[];
                     };
