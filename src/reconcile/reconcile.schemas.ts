@@ -76,7 +76,7 @@ export const ReconciliationReport = Type.Object(
         ),
         {
           description:
-            "REVIEW (issue 37): orders whose provider contradicts itself — its query agrees with the order, its statement does not (paid in the query, refunded in the statement). Neither answer is believed over the other: each order gets a note in the needs-a-person list (GET /v1/admin/attention), and the mismatch stays listed",
+            'REVIEW (issue 37): orders whose provider contradicts itself — its query agrees with the order, its statement does not (paid in the query, refunded in the statement). Neither answer is believed over the other: each order gets a note in the needs-a-person list (GET /v1/admin/attention), and the mismatch stays listed',
         },
       ),
     ),

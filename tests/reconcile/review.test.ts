@@ -31,7 +31,9 @@ describe('reconciliation: REVIEW when the provider contradicts itself', () => {
     // The statement gets a refund the charge record never saw: the query still says CHARGED.
     await plantLedgerLine(s.ledger, 'REFUND', contradicted, PRICE);
     const report = await reconciliation(s);
-    expect(report.mismatches).toContainEqual(expect.objectContaining({ order_id: contradicted, class: 'PAID_BUT_REFUNDED' }));
+    expect(report.mismatches).toContainEqual(
+      expect.objectContaining({ order_id: contradicted, class: 'PAID_BUT_REFUNDED' }),
+    );
     expect(report.review).toEqual([
       expect.objectContaining({ order_id: contradicted, class: 'PAID_BUT_REFUNDED', query: 'CHARGED' }),
     ]);
@@ -40,7 +42,9 @@ describe('reconciliation: REVIEW when the provider contradicts itself', () => {
     expect((await s.order(contradicted)).status).toBe('PAID');
 
     // Acknowledged, then judged again: the same note is not written anew, so it stays acknowledged.
-    expect((await s.call('POST', `/v1/admin/attention/${contradicted}/ack`, { token: s.operator, body: {} })).status).toBe(200);
+    expect(
+      (await s.call('POST', `/v1/admin/attention/${contradicted}/ack`, { token: s.operator, body: {} })).status,
+    ).toBe(200);
     const again = await reconciliation(s);
     expect(again.review?.map((r) => r.order_id)).toEqual([contradicted]);
     expect((await attention()).some((n) => n.order_id === contradicted)).toBe(false);

@@ -37,7 +37,10 @@ const fake: ProviderHarness = {
     const raw = JSON.stringify(body);
     const secret = options.forged ? 'forged-secret-forged-secret-forged' : TEST_NOTIFY_SECRET;
     const signature = signPayload(secret, raw, options.at ?? Math.floor(Date.now() / 1000));
-    return stack.call('POST', '/v1/payment-notifications', { rawBody: raw, headers: { 'flashpay-signature': signature } });
+    return stack.call('POST', '/v1/payment-notifications', {
+      rawBody: raw,
+      headers: { 'flashpay-signature': signature },
+    });
   },
 };
 
