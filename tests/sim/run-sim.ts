@@ -31,6 +31,8 @@ export const SIM_CONTROL_TOKEN = 'sim-control-token-0123456789abcdef0123456789';
 export async function runSim(
   seed: number,
   flags: string[] = [],
+  /** More environment (FLASHPAY_PROVIDER=stripe: the sale pays through that provider's double). */
+  extraEnv: Record<string, string> = {},
 ): Promise<{ code: number | null; report: SimJson; stderr: string }> {
   const db = await freshDatabase({ poolSize: 1 });
   // Small pools: several sales run at once, and a default PostgreSQL allows only 100 connections.
@@ -39,6 +41,7 @@ export async function runSim(
     DATABASE_URL: db.url,
     FLASHPAY_POOL_SIZE: '6',
     FLASHPAY_CONTROL_TOKEN: SIM_CONTROL_TOKEN,
+    ...extraEnv,
   };
   const child = spawn(process.execPath, [BIN, 'sim', '--seed', String(seed), '--json', ...flags], {
     env,

@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { runSim } from '../sim/run-sim.ts';
+
+// Issue 37: the seeded fault-injection sale (C29-13) paying through each real provider's adapter —
+// its official SDK against the provider's double, which `flashpay sim` starts in its own process —
+// ends as clean as with the fake channel.
+describe('flashpay sim through a real provider’s adapter', () => {
+  it.concurrent.each(['stripe', 'alipay'])(
+    'PS-01 seed 29 through %s ends with mismatches=0 pending=0 and PAID = 24 units',
+    async (provider) => {
+      // The sim's own pay timeout: a reply slower than it, planned or not, is an UNKNOWN that converges.
+      const { code, report, stderr } = await runSim(29, [], { FLASHPAY_PROVIDER: provider });
+      expect(report.reconciliation.mismatches, stderr).toEqual([]);
+      expect(report.reconciliation.pending).toBe(0);
+      expect(report.final.PAID, `${JSON.stringify(report.final)}\n${report.lines.join('\n')}`).toBe(24);
+      expect(report.reconciliation.totals).toMatchObject({ paid: 24, confirmed: 24, channel_net: 24 * 1990, drift: 0 });
+      expect(code).toBe(0);
+    },
+    240_000,
+  );
+});
