@@ -75,7 +75,8 @@ function registerCreate(app: FastifyInstance, deps: ChannelDeps, state: StripeDo
     return keyedPerform(deps, state, request, reply, 'charge', mo, form, (hits) =>
       deps.store.withOrder(mo, async (view) => {
         const decline = hits.DECLINE !== undefined || form.payment_method === DECLINED_PM;
-        if (!view.current && !decline && form.payment_method === THREE_D_SECURE_PM) {
+        const threeDSecure = form.payment_method === THREE_D_SECURE_PM || state.requireAction.delete(mo);
+        if (!view.current && !decline && threeDSecure) {
           // No money moves until the buyer authenticates (POST …/confirm): nothing in the ledger yet.
           state.awaitingAction.set(mo, { amount });
           return { outcome: ok(state.pi({ merchantOrder: mo, status: 'requires_action', amount })) };

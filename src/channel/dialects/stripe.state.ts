@@ -31,6 +31,8 @@ export class StripeDoubleState {
   readonly endpoints: WebhookEndpoint[] = [];
   /** PaymentIntents in `requires_action`, by merchant order: no ledger row until the buyer confirms. */
   readonly awaitingAction = new Map<string, { amount: number }>();
+  /** Merchant orders whose next PaymentIntent asks for 3-D Secure (a test helper sets them). */
+  readonly requireAction = new Set<string>();
   private readonly answers = new Map<string, { digest: string; outcome: Outcome }>();
 
   constructor(readonly options: StripeDoubleOptions) {
@@ -61,6 +63,7 @@ export class StripeDoubleState {
   reset(): void {
     this.answers.clear();
     this.awaitingAction.clear();
+    this.requireAction.clear();
   }
 }
 

@@ -59,6 +59,21 @@ function registerWebhookEndpoints(app: FastifyInstance, deps: ChannelDeps, state
   }));
 }
 
+/**
+ * Stripe's test-mode helpers (`/v1/test_helpers/…`) have none for this, so the double adds one: the
+ * next PaymentIntent created for `order_id` asks for 3-D Secure (`requires_action`), as if the
+ * buyer's card were pm_card_threeDSecure2Required. flashpay's pay names no payment method.
+ */
+function registerTestHelpers(app: FastifyInstance, state: StripeDoubleState): void {
+  app.post('/v1/test_helpers/payment_intents/require_action', async (request, reply) => {
+    const order = formOf(request).order_id;
+    if (typeof order !== 'string' || order === '')
+      return reply.code(400).send(stripeError('invalid_request_error', 'order_id is required', { param: 'order_id' }));
+    state.requireAction.add(order);
+    return { object: 'test_helper', order_id: order, requires_action: true };
+  });
+}
+
 export function stripeDialect(options: StripeDoubleOptions): Dialect {
   const state = new StripeDoubleState(options);
   return {
@@ -81,6 +96,7 @@ export function stripeDialect(options: StripeDoubleOptions): Dialect {
         registerStripeMoneyRoutes(api, deps, state);
         registerBalanceTransactions(api, deps, state);
         registerWebhookEndpoints(api, deps, state);
+        registerTestHelpers(api, state);
       });
     },
     notification(n) {
