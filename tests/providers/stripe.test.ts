@@ -176,6 +176,38 @@ describe('Stripe: the adapter, its webhooks and reconciliation against the Strip
       ['REFUND', 1990],
     ]);
     expect(await adapter.query(o.orderId)).toMatchObject({ kind: 'STATUS', status: 'REFUNDED' });
+
+    // A charge.refunded whose Charge lacks the PaymentIntent's metadata: the order is read from the PaymentIntent.
+    const [pi] = (
+      await testStripeSdk(s.channel.url).paymentIntents.search({ query: `metadata['order_id']:'${o.orderId}'` })
+    ).data;
+    const charge = {
+      id: 'ch_st6',
+      object: 'charge',
+      amount: 1990,
+      amount_refunded: 1990,
+      refunded: true,
+      payment_intent: pi?.id,
+      metadata: {},
+    };
+    const raw = JSON.stringify({
+      id: 'evt_st6_bare',
+      object: 'event',
+      type: 'charge.refunded',
+      data: { object: charge },
+    });
+    const bare = await s.call('POST', '/v1/providers/stripe/webhook', {
+      rawBody: raw,
+      headers: { 'stripe-signature': stripeSignature(TEST_STRIPE_WEBHOOK_SECRET, raw) },
+    });
+    expect(bare.status).toBe(200);
+    expect(
+      await countRows(s.db, 'payment_notifications', 'notify_id = $1 AND merchant_order = $2', [
+        'evt_st6_bare',
+        o.orderId,
+      ]),
+    ).toBe(1);
+    expect((await s.order(o.orderId)).status).toBe('REFUNDED');
   });
 
   it('ST-07 reconciliation against Stripe’s balance transactions: clean after the mixed run; a planted charge is PROVIDER_RECORD_WITHOUT_ORDER', async () => {
@@ -212,6 +244,39 @@ describe('Stripe: the adapter, its webhooks and reconciliation against the Strip
     const others = report.body.mismatches.filter((m: { order_id: string }) => m.order_id !== planted);
     expect(others.map((m: { class: string }) => m.class)).toEqual(['CHANNEL_NET_NE_PAID_SUM']);
     expect(report.body.totals.channel_net).toBe(provider.net + 700);
+  });
+
+  it('ST-09 the double answers as Stripe does: a wrong key is 401, a reused key with other parameters idempotency_error, an injected 500 api_error (UNKNOWN to flashpay)', async () => {
+    const sdk = testStripeSdk(s.channel.url);
+    const params = {
+      amount: 500,
+      currency: 'usd',
+      confirm: true,
+      payment_method: 'pm_card_visa',
+      metadata: { order_id: 'ord_st9' },
+    };
+    const wrongKey = await sdk.paymentIntents
+      .create(params, { apiKey: 'sk_test_wrong_wrong_wrong' })
+      .catch((e: unknown) => e);
+    expect(wrongKey).toMatchObject({ type: 'StripeAuthenticationError', statusCode: 401 });
+    await sdk.paymentIntents.create(params, { idempotencyKey: 'st9-key' });
+    const reused = await sdk.paymentIntents
+      .create({ ...params, amount: 600 }, { idempotencyKey: 'st9-key' })
+      .catch((e: unknown) => e);
+    expect(reused).toMatchObject({ type: 'StripeIdempotencyError', statusCode: 400 });
+    const replay = await sdk.paymentIntents.create(params, { idempotencyKey: 'st9-key' });
+    expect([replay.status, replay.lastResponse.statusCode]).toEqual(['succeeded', 200]);
+
+    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'ERROR_500', merchant_order: 'ord_st9b' });
+    const adapter = stripeClient(s.deps.config.providers.stripe, 5_000);
+    expect(await adapter.charge('ord_st9b', 500, '')).toMatchObject({
+      kind: 'UNKNOWN',
+      reason: expect.stringMatching(/api_error 500/),
+    });
+    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DECLINE', merchant_order: 'ord_st9c' });
+    expect(await adapter.charge('ord_st9c', 500, '')).toMatchObject({ kind: 'DECLINED' });
+    expect(await adapter.query('ord_st9c')).toMatchObject({ kind: 'STATUS', status: 'DECLINED' });
+    expect(await adapter.close('ord_st9-never')).toEqual({ kind: 'STATUS', status: 'NOT_FOUND' });
   });
 
   const adapterStatement = () => stripeClient(s.deps.config.providers.stripe, 5_000).statement();

@@ -65,7 +65,7 @@ export function isUnanswered(error: unknown): boolean {
 /** A short, secret-free reason for an UNKNOWN (never the request, never a key). */
 export function reasonOf(error: unknown): string {
   if (error instanceof Stripe.errors.StripeError)
-    return `stripe ${error.type}${error.statusCode ? ` ${error.statusCode}` : ''}${error.code ? ` ${error.code}` : ''}`;
+    return `stripe ${error.rawType ?? error.type}${error.statusCode ? ` ${error.statusCode}` : ''}${error.code ? ` ${error.code}` : ''}`;
   return `io error (${(error as Error).name ?? 'unknown'})`;
 }
 
