@@ -250,6 +250,13 @@ export class Notifier {
   private async start(n: Notification, delivery: Delivery): Promise<void> {
     // Captured once: a reset during this attempt must cancel its retries too.
     const signal = this.abort.signal;
+    // A provider double with no webhook endpoint registered (issue 37) has nowhere to send: the
+    // notification is kept (visible in /_control) and nothing goes on the wire.
+    if (n.notifyUrl === '') {
+      delivery.status = 'GIVEN_UP';
+      delivery.lastError = 'no webhook endpoint registered';
+      return;
+    }
     delivery.status = 'PENDING';
     if (await this.attempt(n, delivery, signal)) return;
     this.background(() => this.retryUntilDone(n, delivery, signal));

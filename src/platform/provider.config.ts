@@ -9,6 +9,8 @@ export interface StripeSettings {
   webhookSecret: string | undefined;
   /** STRIPE_API_BASE: where the official SDK sends requests (a local double in tests). */
   apiBase: string | undefined;
+  /** STRIPE_CURRENCY: the ISO currency every PaymentIntent is created in (lower case, Stripe's spelling). */
+  currency: string;
 }
 
 export interface AlipaySettings {
@@ -112,6 +114,7 @@ export function providerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Pro
       secretKey: blank(env.STRIPE_SECRET_KEY),
       webhookSecret: blank(env.STRIPE_WEBHOOK_SECRET),
       apiBase: blank(env.STRIPE_API_BASE),
+      currency: (blank(env.STRIPE_CURRENCY) ?? 'usd').toLowerCase(),
     },
     alipay: {
       appId: blank(env.ALIPAY_APP_ID),

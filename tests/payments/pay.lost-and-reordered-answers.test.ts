@@ -65,6 +65,20 @@ describe('lost, lingering, duplicated and reordered provider answers', () => {
     const started = Date.now();
     expect((await s.pay(o.token, o.orderId)).body.status).toBe('UNKNOWN');
     const recovered = await s.recover();
+    if (s.provider === 'stripe') {
+      // Stripe cannot block a create still in flight: the close finds no PaymentIntent to cancel
+      // (NOT_FOUND), so the order stays UNKNOWN with its unit HELD; the lingering create lands,
+      // and the next recovery pass finds it by search: PAID, charged once.
+      expect(recovered.body.resolved).not.toHaveProperty('FAILED');
+      expect((await s.order(o.orderId)).status).toBe('UNKNOWN');
+      await sleep(Math.max(0, 1700 - (Date.now() - started)));
+      expect((await s.recover()).body.resolved).toMatchObject({ PAID: 1 });
+      const paid = await s.order(o.orderId);
+      expect([paid.status, paid.reservation.status]).toEqual(['PAID', 'CONFIRMED']);
+      const lines = (await s.statement()).lines.filter((l) => l.merchant_order === o.orderId);
+      expect(lines.map((l) => l.type)).toEqual(['CHARGE']);
+      return;
+    }
     expect(recovered.body.resolved).toMatchObject({ FAILED: 1 });
     const view = await s.order(o.orderId);
     expect([view.status, view.reservation.status]).toEqual(['FAILED', 'RELEASED']);

@@ -9,6 +9,7 @@ import {
 } from '../../platform/provider.config.ts';
 import { channelClient, type ChannelClient } from '../channel.client.ts';
 import { tenantRouter } from './routing.ts';
+import { stripeClient } from './stripe.ts';
 
 // The provider port (issue 37): the payment code speaks to a ChannelClient and nothing else. The
 // fake channel is one adapter; Stripe and Alipay are others, each through its official SDK. Which
@@ -20,6 +21,7 @@ type Adapter = (config: Config, channelUrl: string) => ChannelClient;
 
 const ADAPTERS: Partial<Record<ProviderName, Adapter>> = {
   fake: (config, channelUrl) => channelClient(channelUrl, config.payTimeoutMs),
+  stripe: (config) => stripeClient(config.providers.stripe, config.payTimeoutMs),
 };
 
 function adapterFor(name: ProviderName): Adapter {
