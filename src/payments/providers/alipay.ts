@@ -68,7 +68,7 @@ export function alipaySdk(settings: AlipaySettings, timeoutMs: number): AlipaySd
 export function alipayClient(settings: AlipaySettings, timeoutMs: number, options: AlipayOptions = {}): ChannelClient {
   const sdk = alipaySdk(settings, timeoutMs);
 
-  async function exec(method: string, bizContent: Node, extra: Record<string, string> = {}): Promise<Result> {
+  async function send(method: string, bizContent: Node, extra: Record<string, string>): Promise<Result> {
     try {
       const node = (await sdk.exec(method, { bizContent, ...extra }, { validateSign: true })) as Node;
       // 20000 and ACQ.SYSTEM_ERROR: Alipay could not say; the trade may exist.
@@ -78,11 +78,23 @@ export function alipayClient(settings: AlipaySettings, timeoutMs: number, option
     } catch (error) {
       // Timeouts, resets, 5xx and answers whose signature did not verify: nothing we may believe.
       const e = error as { name?: string; cause?: { name?: string; code?: string } };
-      const cause =
-        e.cause?.name === 'HttpClientRequestTimeoutError'
-          ? 'timeout'
-          : (e.cause?.code ?? e.cause?.name ?? e.name ?? 'error');
-      return { unknown: `alipay ${cause}` };
+      return { unknown: `alipay ${e.cause?.code ?? e.cause?.name ?? e.name ?? 'error'}` };
+    }
+  }
+
+  /**
+   * One gateway call within `timeoutMs`. The SDK's own timeout (urllib on undici) is only as fine as
+   * undici's one-second timer wheel, so a 300 ms budget is kept here; the late answer is dropped.
+   */
+  async function exec(method: string, bizContent: Node, extra: Record<string, string> = {}): Promise<Result> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<Result>((resolve) => {
+      timer = setTimeout(() => resolve({ unknown: 'timeout' }), timeoutMs);
+    });
+    try {
+      return await Promise.race([send(method, bizContent, extra), deadline]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
