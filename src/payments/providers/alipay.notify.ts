@@ -94,7 +94,7 @@ export function alipayNotifyRoutes(app: FastifyInstance, deps: AppDeps, payments
         string
       >;
       // The form is already decoded: V2 signs the values as they are, without a second decode.
-      if (!sdk.checkNotifySignV2(params))
+      if (!(await sdk).checkNotifySignV2(params))
         throw new AppError('BAD_SIGNATURE', 'the notify does not carry a valid Alipay signature');
       if (providers.alipay.appId !== undefined && params.app_id !== providers.alipay.appId)
         throw new AppError('VALIDATION', 'app_id is not this app');

@@ -1,5 +1,5 @@
 import { createPrivateKey } from 'node:crypto';
-import { AlipaySdk } from 'alipay-sdk';
+import type { AlipaySdk } from 'alipay-sdk';
 import type { AlipaySettings } from '../../platform/provider.config.ts';
 import { refundKeyFor, type ChannelClient, type StatusReply } from '../channel.client.ts';
 import { billText, minorFromYuan, parseBill, yuanFromMinor } from './alipay.bill.ts';
@@ -49,20 +49,29 @@ function pkcs8(key: string): string {
   throw new Error('ALIPAY_PRIVATE_KEY is not an RSA private key (PEM or base64 PKCS#8/PKCS#1)');
 }
 
-export function alipaySdk(settings: AlipaySettings, timeoutMs: number): AlipaySdk {
+/**
+ * The SDK client, loaded only where some tenant pays through Alipay: its HTTP client (urllib)
+ * patches Node's sockets process-wide when imported, which a service without Alipay need not carry.
+ * Credentials are checked at once (a misconfiguration fails the start, not the first pay).
+ */
+export function alipaySdk(settings: AlipaySettings, timeoutMs: number): Promise<AlipaySdk> {
   const { appId, privateKey, publicKey, gateway } = settings;
   // Named, never shown: a credential is not put in an error message.
   if (!appId || !privateKey || !publicKey)
     throw new Error('FLASHPAY_PROVIDER=alipay needs ALIPAY_APP_ID, ALIPAY_PRIVATE_KEY and ALIPAY_PUBLIC_KEY');
-  return new AlipaySdk({
-    appId,
-    privateKey: pkcs8(privateKey),
-    keyType: 'PKCS8',
-    alipayPublicKey: publicKey,
-    ...(gateway ? { gateway } : {}),
-    timeout: timeoutMs,
-    camelcase: false,
-  });
+  const key = pkcs8(privateKey);
+  return import('alipay-sdk').then(
+    ({ AlipaySdk }) =>
+      new AlipaySdk({
+        appId,
+        privateKey: key,
+        keyType: 'PKCS8',
+        alipayPublicKey: publicKey,
+        ...(gateway ? { gateway } : {}),
+        timeout: timeoutMs,
+        camelcase: false,
+      }),
+  );
 }
 
 export function alipayClient(settings: AlipaySettings, timeoutMs: number, options: AlipayOptions = {}): ChannelClient {
@@ -70,7 +79,7 @@ export function alipayClient(settings: AlipaySettings, timeoutMs: number, option
 
   async function send(method: string, bizContent: Node, extra: Record<string, string>): Promise<Result> {
     try {
-      const node = (await sdk.exec(method, { bizContent, ...extra }, { validateSign: true })) as Node;
+      const node = (await (await sdk).exec(method, { bizContent, ...extra }, { validateSign: true })) as Node;
       // 20000 and ACQ.SYSTEM_ERROR: Alipay could not say; the trade may exist.
       if (node.code === '20000' || node.sub_code === 'ACQ.SYSTEM_ERROR')
         return { unknown: `alipay ${String(node.code)} ${String(node.sub_code ?? '')}`.trim() };
