@@ -34,7 +34,23 @@ const AlipayNotifyBody = Type.Object(
     sign_type: Type.String({ examples: ['RSA2'] }),
     sign: Type.String({ description: "RSA2 signature with Alipay's key" }),
   },
-  { additionalProperties: true },
+  {
+    additionalProperties: true,
+    examples: [
+      {
+        notify_id: '2026120600222103412345678901234567',
+        notify_time: '2026-12-06 10:34:12',
+        notify_type: 'trade_status_sync',
+        app_id: '2021000000000000',
+        out_trade_no: 'ord_744f166d40ac3985bc9c',
+        trade_no: '2026120622001412345678901234',
+        trade_status: 'TRADE_SUCCESS',
+        total_amount: '19.90',
+        sign_type: 'RSA2',
+        sign: 'base64 RSA2 signature…',
+      },
+    ],
+  },
 );
 
 export const alipayNotifySchema = {
@@ -43,6 +59,7 @@ export const alipayNotifySchema = {
   description:
     "Alipay's trade_status_sync notify, `application/x-www-form-urlencoded`, verified with Alipay's public key (ALIPAY_PUBLIC_KEY): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. TRADE_SUCCESS / TRADE_FINISHED is a charge, a notify with refund_fee / gmt_refund a refund, TRADE_CLOSED without one a pay that will not take money. Answered with the plain text `success` once recorded (a duplicate too). 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Alipay.",
   tags: ['provider'],
+  consumes: ['application/x-www-form-urlencoded'],
   docBody: AlipayNotifyBody,
   response: {
     200: {
