@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUYER_CONFIRM_METHOD, BUYER_WAIT_METHOD } from '../../src/channel/dialects/alipay.ts';
 import { refundKeyFor } from '../../src/payments/channel.client.ts';
 import { alipayClient } from '../../src/payments/providers/alipay.ts';
+import { billText, parseBill } from '../../src/payments/providers/alipay.bill.ts';
+import { billCsv, zipOne } from '../../src/channel/dialects/alipay.wire.ts';
 import { countRows } from '../support/stack.ts';
 import { skuCounters } from '../support/fixtures.ts';
 import { createSku, eventually, startPaymentStack, type PaymentStack } from '../support/payments.ts';
@@ -246,5 +248,51 @@ describe('Alipay through alipay-sdk against its double', () => {
     expect(report.mismatches.filter((m) => m.order_id === planted).map((m) => m.class)).toEqual([
       'PROVIDER_RECORD_WITHOUT_ORDER',
     ]);
+  });
+});
+
+describe('Alipay where no tenant pays through it, and its bill read alone', () => {
+  it('AP-08 the notify route answers 404 PROVIDER_NOT_CONFIGURED when no tenant uses Alipay', async () => {
+    // Proves the route is always there (documented) but inert without Alipay credentials in use.
+    const s = await startPaymentStack({ provider: 'fake' });
+    try {
+      const form = alipayNotifyForm({
+        notify_id: 'ap8',
+        merchant_order: 'ord_x',
+        kind: 'CHARGED',
+        amount: 1990,
+        txn: 't',
+      });
+      const answer = await s.call('POST', '/v1/providers/alipay/notify', {
+        rawBody: form,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+      expect([answer.status, answer.body?.code]).toEqual([404, 'PROVIDER_NOT_CONFIGURED']);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('AP-09 the bill parser reads the zip and a plain CSV alike: 交易 → CHARGE, 退款 → REFUND, exact minor units', () => {
+    // Proves amounts survive yuan → minor units exactly and the net is charges − refunds.
+    const at = new Date().toISOString();
+    const csv = billCsv(
+      [
+        { type: 'CHARGE', merchantOrder: 'o1', amount: 1990, ref: 'txn_1', at, seq: 1 },
+        { type: 'CHARGE', merchantOrder: 'o2', amount: 5, ref: 'txn_2', at, seq: 2 },
+        { type: 'REFUND', merchantOrder: 'o1', amount: 1990, ref: 're_1', at, seq: 3 },
+      ],
+      '2026-12-06',
+    );
+    const expected = {
+      lines: [
+        { type: 'CHARGE', merchant_order: 'o1', amount: 1990, ref: 'txn_1' },
+        { type: 'CHARGE', merchant_order: 'o2', amount: 5, ref: 'txn_2' },
+        { type: 'REFUND', merchant_order: 'o1', amount: 1990, ref: 're_1' },
+      ],
+      net: 5,
+    };
+    expect(parseBill(billText(Buffer.from(csv, 'utf8')))).toEqual(expected);
+    expect(parseBill(billText(zipOne('20261206_业务明细.csv', Buffer.from(csv, 'utf8'))))).toEqual(expected);
   });
 });
