@@ -296,3 +296,52 @@ describe('Alipay where no tenant pays through it, and its bill read alone', () =
     expect(parseBill(billText(zipOne('20261206_业务明细.csv', Buffer.from(csv, 'utf8'))))).toEqual(expected);
   });
 });
+
+describe('Alipay answers that say nothing', () => {
+  let s: PaymentStack;
+  beforeAll(async () => {
+    s = await startPaymentStack({ provider: 'alipay' });
+  });
+  afterAll(async () => s.close());
+
+  it('AP-10 a 500 or a reset connection at the gateway is UNKNOWN, never FAILED; a trade Alipay never saw stays unknown after the close', async () => {
+    // Proves no transport failure is read as a decline, and that a close of a trade Alipay has not seen blocks nothing.
+    await createSku(s, { sku: 'ap10', stock: 3 });
+    await s.control('POST', '/_control/callbacks', { mode: 'HOLD' });
+    const orders = [];
+    // The SDK's HTTP client (urllib) resends once after a reset socket: safe, the same out_trade_no
+    // is the same trade. So a reset is armed twice, and the gateway sees two pays of that order.
+    for (const [kind, times] of [
+      ['ERROR_500', 1],
+      ['RESET_CONNECTION', 2],
+    ] as const) {
+      const o = await s.buy(`ap10-${kind}`, 'ap10');
+      await s.control('POST', '/_control/faults', { op: 'charge', kind, merchant_order: o.orderId, times });
+      expect((await s.pay(o.token, o.orderId)).body.status).toBe('UNKNOWN');
+      expect(await s.chargeRequests(o.orderId)).toBe(times);
+      orders.push(o);
+    }
+    // Neither pay reached the ledger: the query finds nothing, the close finds nothing and records nothing.
+    expect((await s.recover(0)).body.resolved).toEqual({});
+    for (const o of orders) {
+      const view = await s.order(o.orderId);
+      expect([view.status, view.reservation.status]).toEqual(['UNKNOWN', 'HELD']);
+    }
+    expect((await s.statement()).lines).toEqual([]);
+    const { received } = (await s.control('GET', '/_control/requests')) as { received: Received };
+    expect(received.filter((r) => r.path.includes('method=alipay.trade.close'))).toHaveLength(2);
+    // The buyer pays again with the same out_trade_no: it lands, and the order converges to PAID.
+    const [first] = orders;
+    expect((await s.pay(first!.token, first!.orderId)).status).toBe(409); // flashpay does not pay an UNKNOWN order twice
+    await sdk(s).exec('alipay.trade.pay', {
+      bizContent: { out_trade_no: first!.orderId, total_amount: '19.90', subject: 'retry', scene: 'bar_code' },
+      notify_url: `${s.url}/v1/providers/alipay/notify`,
+    });
+    expect((await s.recover(0)).body.resolved).toMatchObject({ PAID: 1 });
+    expect((await s.order(first!.orderId)).status).toBe('PAID');
+  });
+});
+
+function sdk(s: PaymentStack) {
+  return appSdk(s.channel.url);
+}
