@@ -88,7 +88,15 @@ export function httpRequest(
       timedOut = true;
       request.destroy(new HttpTimeoutError(`no answer within ${r.timeoutMs} ms`));
     }, r.timeoutMs);
-    const onAbort = () => request.destroy(r.signal?.reason instanceof Error ? r.signal.reason : new Error('aborted'));
+    // A fresh error per request, named as the reason: one signal aborts many requests, and a library
+    // that tags an error with its socket (urllib, under alipay-sdk, patches Socket#destroy) throws
+    // when the same error object is destroyed on a second socket.
+    const onAbort = () => {
+      const reason: unknown = r.signal?.reason;
+      const error = new Error(reason instanceof Error ? reason.message : 'aborted', { cause: reason });
+      if (reason instanceof Error) error.name = reason.name;
+      request.destroy(error);
+    };
     if (r.signal?.aborted) onAbort();
     else r.signal?.addEventListener('abort', onAbort, { once: true });
     request.on('error', fail);

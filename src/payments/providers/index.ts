@@ -10,6 +10,7 @@ import {
 import { channelClient, type ChannelClient } from '../channel.client.ts';
 import { tenantRouter } from './routing.ts';
 import { stripeClient } from './stripe.ts';
+import { alipayClient } from './alipay.ts';
 
 // The provider port (issue 37): the payment code speaks to a ChannelClient and nothing else. The
 // fake channel is one adapter; Stripe and Alipay are others, each through its official SDK. Which
@@ -22,6 +23,7 @@ type Adapter = (config: Config, channelUrl: string) => ChannelClient;
 const ADAPTERS: Partial<Record<ProviderName, Adapter>> = {
   fake: (config, channelUrl) => channelClient(channelUrl, config.payTimeoutMs),
   stripe: (config) => stripeClient(config.providers.stripe, config.payTimeoutMs),
+  alipay: (config) => alipayClient(config.providers.alipay, config.payTimeoutMs),
 };
 
 function adapterFor(name: ProviderName): Adapter {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../../app.deps.ts';
 import type { PaymentDeps } from '../payments.deps.ts';
 import { stripeWebhookRoutes } from './stripe.webhook.ts';
+import { alipayNotifyRoutes } from './alipay.notify.ts';
 
 // Each real provider notifies in its own words at its own route (issue 37): Stripe's webhooks at
 // /v1/providers/stripe/webhook, Alipay's async notify at /v1/providers/alipay/notify. Every route
@@ -12,7 +13,7 @@ import { stripeWebhookRoutes } from './stripe.webhook.ts';
 
 type WebhookModule = (app: FastifyInstance, deps: AppDeps, payments: PaymentDeps) => void;
 
-const WEBHOOKS: WebhookModule[] = [stripeWebhookRoutes];
+const WEBHOOKS: WebhookModule[] = [stripeWebhookRoutes, alipayNotifyRoutes];
 
 export function providerWebhookRoutes(app: FastifyInstance, deps: AppDeps, payments: PaymentDeps): void {
   for (const register of WEBHOOKS) register(app, deps, payments);
