@@ -12,6 +12,8 @@ import { closeGracefully } from './platform/http.ts';
 import { migrate } from './platform/migrate.ts';
 import { clearRuntime, openDatabase, writeRuntime } from './runtime.ts';
 import { startWorkers } from './workers.ts';
+import { startProviderDoubles } from './provider-doubles.ts';
+import { providersInUse } from './platform/provider.config.ts';
 
 export interface StackOptions {
   config: Config;
@@ -44,7 +46,7 @@ function urlOf(app: FastifyInstance): string {
 export async function launchStack(options: StackOptions): Promise<RunningStack> {
   const { config, log } = options;
   // Production refuses what only development may use, before anything is started.
-  if (config.production && !config.channelUrl)
+  if (config.production && !config.channelUrl && providersInUse(config.providers).includes('fake'))
     throw new Error(
       'production needs FLASHPAY_CHANNEL_URL: the built-in provider double is for development and tests only',
     );
@@ -71,6 +73,8 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
       log,
     });
   }
+  // A real provider without its address or credentials, in development: its double, in process.
+  const doubles = await startProviderDoubles(config, log);
   const signer = tokenSigner(secrets.jwt, tokenOptions(config));
   const deps: AppDeps = {
     db: pool,
@@ -86,6 +90,7 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
   await app.listen({ host: config.host, port: options.port });
   const api = urlOf(app);
   deps.notifyUrl = notifyUrlFor(config, api);
+  await doubles.connect(deps.notifyUrl);
   const events: EventPipeline = await startEventPipeline(config, {
     db: pool,
     runRelayLoop: options.workers,
@@ -98,12 +103,14 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
   });
   deps.relay = events.relay;
   const loops = options.workers ? startWorkers(deps, log) : [];
+  // What scripts the provider (the sim, `flashpay trigger`): the double of the default provider when one runs here.
+  const controlled = doubles.urlOf(config.providers.provider) ?? deps.channelUrl;
   if (options.advertise)
-    await writeRuntime(config, { pid: process.pid, databaseUrl: database.url, api, channel: deps.channelUrl });
+    await writeRuntime(config, { pid: process.pid, databaseUrl: database.url, api, channel: controlled });
 
   return {
     api,
-    channel: deps.channelUrl,
+    channel: controlled,
     deps,
     signer,
     // Graceful: stop accepting and let requests in flight answer (bounded), while the loops finish
@@ -115,6 +122,7 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
       await loopsStopped;
       await events.stop();
       await channel?.close();
+      await doubles.close();
       await pool.end();
       await channelPool.end();
       if (options.advertise) await clearRuntime(config);

@@ -26,6 +26,7 @@ export type { LedgerStore, StatementLine, ChargeStatus, NotifyKind } from './led
 export { FAULT_KINDS, FAULT_OPS, type FaultKind, type FaultOp } from './faults.ts';
 export { drawBetween, mulberry32 } from './prng.ts';
 export type { Dialect, OutgoingNotification, WireNotification } from './dialect.ts';
+export { developmentDouble, type DevelopmentDouble, type DoubleName, type DoubleEnv } from './dialects/development.ts';
 export { perform, type ChannelDeps } from './channel.routes.ts';
 
 export interface ChannelOptions {

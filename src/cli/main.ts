@@ -6,6 +6,7 @@ type Command = (argv: string[]) => Promise<void>;
 const COMMANDS: Record<string, () => Promise<Command>> = {
   start: async () => (await import('./start.command.ts')).startCommand,
   channel: async () => (await import('./channel.command.ts')).channelCommand,
+  double: async () => (await import('./double.command.ts')).doubleCommand,
   stock: async () => (await import('./stock.command.ts')).stockCommand,
   // The contract's name for `flashpay stock` (docs/queued-orders.md); kept working.
   inventory: async () => (await import('./stock.command.ts')).stockCommand,
@@ -23,6 +24,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 const USAGE = `usage: flashpay <command> [options]
   start [--port 8080] [--channel-port 8081] [--role all|api|worker] [--no-workers] [--control] [--production]
   channel [--port 8081] [--control]
+  double stripe|alipay [--port P] [--control] [--webhook URL] [--env]
   stock [--port 8082] [--database-url URL]
   inventory [--port 8082] [--database-url URL]
   token --tenant T --user U [--admin | --operator] [--ttl 3600] [--console [--url URL]]

@@ -6,7 +6,7 @@ export { convergeRefunding, convergeUnknown, type Convergence } from './converge
 export type { PaymentDeps } from './payments.deps.ts';
 export { paymentDeps, paymentsRoutes } from './payments.routes.ts';
 export { notificationWebhook } from './payments.schemas.ts';
-export { closeAnswer, queryAnswer, type Answer } from './answers.ts';
+export { answerEvent, closeAnswer, queryAnswer, type Answer } from './answers.ts';
 export { followUp, recordAnswer } from './settle.ts';
 export { findOrderIdsByTxn } from './payments.repo.ts';
 export { refundKeyFor } from './channel.client.ts';

@@ -34,6 +34,14 @@ export interface StatusSync {
   maxBackoffMs: number;
   /** A payment the provider holds for its buyer (3-D Secure, WAIT_BUYER_PAY) is closed after this long unknown. */
   closePendingAfterMs: number;
+  /**
+   * A real provider cannot close what it never received, so query and close both answer NOT_FOUND
+   * while a lost request might still land. Past this long unknown, no request of ours can still be
+   * in flight (each was cut at the pay timeout; Stripe's search lags a create by seconds): NOT_FOUND
+   * is final and the order FAILS, its unit released. A charge that lands even later meets the
+   * late-success path (re-reserve or refund with the fixed key).
+   */
+  notFoundFinalAfterMs: number;
 }
 
 /**
@@ -43,9 +51,24 @@ export interface StatusSync {
  * later: query rarely (its gateway limits callers) and wait two hours before closing the trade.
  */
 export const DEFAULT_STATUS_SYNC: Record<ProviderName, StatusSync> = {
-  fake: { retryBaseMs: 1_000, maxBackoffMs: 5 * 60_000, closePendingAfterMs: 15 * 60_000 },
-  stripe: { retryBaseMs: 1_000, maxBackoffMs: 5 * 60_000, closePendingAfterMs: 60 * 60_000 },
-  alipay: { retryBaseMs: 30_000, maxBackoffMs: 15 * 60_000, closePendingAfterMs: 2 * 3600_000 },
+  fake: {
+    retryBaseMs: 1_000,
+    maxBackoffMs: 5 * 60_000,
+    closePendingAfterMs: 15 * 60_000,
+    notFoundFinalAfterMs: 15 * 60_000,
+  },
+  stripe: {
+    retryBaseMs: 1_000,
+    maxBackoffMs: 5 * 60_000,
+    closePendingAfterMs: 60 * 60_000,
+    notFoundFinalAfterMs: 10 * 60_000,
+  },
+  alipay: {
+    retryBaseMs: 30_000,
+    maxBackoffMs: 15 * 60_000,
+    closePendingAfterMs: 2 * 3600_000,
+    notFoundFinalAfterMs: 10 * 60_000,
+  },
 };
 
 export interface ProviderConfig {
@@ -55,7 +78,7 @@ export interface ProviderConfig {
   tenants: Record<string, ProviderName>;
   stripe: StripeSettings;
   alipay: AlipaySettings;
-  /** Per provider; FLASHPAY_STATUS_SYNC_<PROVIDER>='{"retry_base_ms":…,"max_backoff_ms":…,"close_pending_after_ms":…}'. */
+  /** Per provider; FLASHPAY_STATUS_SYNC_<PROVIDER>='{"retry_base_ms":…,"max_backoff_ms":…,"close_pending_after_ms":…,"not_found_final_after_ms":…}'. */
   statusSync: Record<ProviderName, StatusSync>;
 }
 
@@ -93,7 +116,7 @@ function statusSync(env: NodeJS.ProcessEnv, name: ProviderName): StatusSync {
       throw new Error(`${variable}.${key} must be a non-negative integer of milliseconds`);
     return value;
   };
-  const known = ['retry_base_ms', 'max_backoff_ms', 'close_pending_after_ms'];
+  const known = ['retry_base_ms', 'max_backoff_ms', 'close_pending_after_ms', 'not_found_final_after_ms'];
   const unknown = Object.keys(parsed).filter((k) => !known.includes(k));
   if (unknown.length > 0)
     throw new Error(`${variable}: unknown keys ${unknown.join(', ')} (known: ${known.join(', ')})`);
@@ -101,6 +124,7 @@ function statusSync(env: NodeJS.ProcessEnv, name: ProviderName): StatusSync {
     retryBaseMs: ms('retry_base_ms', defaults.retryBaseMs),
     maxBackoffMs: ms('max_backoff_ms', defaults.maxBackoffMs),
     closePendingAfterMs: ms('close_pending_after_ms', defaults.closePendingAfterMs),
+    notFoundFinalAfterMs: ms('not_found_final_after_ms', defaults.notFoundFinalAfterMs),
   };
 }
 

@@ -16,6 +16,7 @@ import {
 } from '../orders/index.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 import {
+  answerEvent,
   closeAnswer,
   convergeRefunding,
   followUp,
@@ -24,6 +25,7 @@ import {
   type PaymentDeps,
 } from '../payments/index.ts';
 import { answerApplier } from './recovery.apply.ts';
+import { callLimit, type CallLimit } from './call-limit.ts';
 import { DEFAULT_STATUS_SYNC, type StatusSync } from '../platform/provider.config.ts';
 
 export interface RecoveryOptions {
@@ -68,43 +70,6 @@ function syncOf(deps: PaymentDeps, candidate: Candidate): StatusSync {
   return deps.statusSync?.(candidate.tenantId) ?? DEFAULT_STATUS_SYNC.fake;
 }
 
-/** A bound on calls in flight: a provider limits its callers, and recovery must not flood it. */
-interface CallLimit {
-  <T>(call: () => Promise<T>): Promise<T>;
-  /** Resolves once at most `n` calls wait for a slot: the time to hand the limit more work. */
-  short(n: number): Promise<void>;
-}
-
-function callLimit(max: number): CallLimit {
-  let active = 0;
-  const waiting: Array<() => void> = [];
-  const watchers: Array<{ n: number; resolve: () => void }> = [];
-  const wake = () => {
-    for (let i = watchers.length - 1; i >= 0; i--) {
-      const w = watchers[i]!;
-      if (waiting.length <= w.n) {
-        watchers.splice(i, 1);
-        w.resolve();
-      }
-    }
-  };
-  const limit = async <T>(call: () => Promise<T>): Promise<T> => {
-    if (active >= max) await new Promise<void>((resolve) => waiting.push(resolve));
-    else active++;
-    try {
-      return await call();
-    } finally {
-      const next = waiting.shift();
-      if (next) next();
-      else active--;
-      wake();
-    }
-  };
-  const short = (n: number) =>
-    waiting.length <= n ? Promise.resolve() : new Promise<void>((resolve) => watchers.push({ n, resolve }));
-  return Object.assign(limit, { short });
-}
-
 interface Pass {
   deps: PaymentDeps;
   limit: CallLimit;
@@ -130,8 +95,20 @@ async function convergeCard(pass: Pass, candidate: Candidate): Promise<Convergen
     queried.kind === 'UNKNOWN' &&
     queried.pendingAtProvider !== undefined &&
     waitedMs >= syncOf(deps, candidate).closePendingAfterMs;
-  if ((applied.calls.length === 1 && applied.calls[0] === 'CLOSE') || buyerTooSlow)
-    applied = await answers.apply(orderId, closeAnswer(await limit(() => deps.channel.close(orderId))));
+  if ((applied.calls.length === 1 && applied.calls[0] === 'CLOSE') || buyerTooSlow) {
+    const closed = await limit(() => deps.channel.close(orderId));
+    applied = await answers.apply(orderId, closeAnswer(closed));
+    // A real provider closes nothing it never received: past the provider's window NOT_FOUND is final.
+    const nothingThere = queried.kind === 'STATUS' && queried.status === 'NOT_FOUND';
+    if (nothingThere && closed.kind === 'STATUS' && closed.status === 'NOT_FOUND') {
+      const windowMs = syncOf(deps, candidate).notFoundFinalAfterMs;
+      if (waitedMs >= windowMs)
+        applied = await answers.apply(
+          orderId,
+          answerEvent('close', 'CLOSED', `NOT_FOUND at the provider for ${waitedMs} ms (final after ${windowMs} ms)`),
+        );
+    }
+  }
   // Anything else (a refund a late success asks for) follows the one-order path.
   if (applied.calls.length > 0) applied = await followUp(deps, orderId, applied);
   const status = applied.order?.status ?? (await findOrder(deps.db, orderId))?.status;

@@ -2,13 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { skuCounters } from '../support/fixtures.ts';
 import { countRows } from '../support/stack.ts';
 import { createSku, eventually, startPaymentStack, type PaymentStack } from '../support/payments.ts';
+import { providersUnderTest } from '../support/providers/index.ts';
 
 type Held = Array<{ id: string; notify_id: string; merchant_order: string; kind: string }>;
 
-describe('reservations that expire while the payment is unknown', () => {
+describe.each(providersUnderTest())('reservations that expire while the payment is unknown [%s]', (provider) => {
   let s: PaymentStack;
   beforeAll(async () => {
-    s = await startPaymentStack();
+    s = await startPaymentStack({ provider });
   });
   afterAll(async () => s.close());
 

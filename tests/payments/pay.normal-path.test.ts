@@ -2,12 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countRows } from '../support/stack.ts';
 import { skuCounters } from '../support/fixtures.ts';
 import { createSku, eventually, startPaymentStack, type PaymentStack } from '../support/payments.ts';
+import { providersUnderTest } from '../support/providers/index.ts';
 
-describe('paying: the normal path and the guarded refusals', () => {
+describe.each(providersUnderTest())('paying: the normal path and the guarded refusals [%s]', (provider) => {
   let s: PaymentStack;
   beforeAll(async () => {
     // No answer is meant to be lost here: the provider may take C29-02's second to charge.
-    s = await startPaymentStack({ config: { payTimeoutMs: 5_000 } });
+    s = await startPaymentStack({ provider, config: { payTimeoutMs: 5_000 } });
   });
   afterAll(async () => s.close());
 
@@ -117,10 +118,10 @@ describe('paying: the normal path and the guarded refusals', () => {
   });
 });
 
-describe('paying for a hold that is gone', () => {
+describe.each(providersUnderTest())('paying for a hold that is gone [%s]', (provider) => {
   let s: PaymentStack;
   beforeAll(async () => {
-    s = await startPaymentStack();
+    s = await startPaymentStack({ provider });
   });
   afterAll(async () => s.close());
 

@@ -22,13 +22,14 @@ export function tenantRouter(
     return client(rows[0]?.tenant_id ?? '');
   }
   return {
-    async charge(merchantOrder, amount, notifyUrl, customer) {
+    async charge(merchantOrder, amount, notifyUrl, customer, paymentMethod) {
       const tenant = customer?.split('/')[0];
       return (tenant !== undefined ? client(tenant) : await forOrder(merchantOrder)).charge(
         merchantOrder,
         amount,
         notifyUrl,
         customer,
+        paymentMethod,
       );
     },
     query: async (merchantOrder) => (await forOrder(merchantOrder)).query(merchantOrder),

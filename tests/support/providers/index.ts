@@ -52,6 +52,14 @@ export function defaultTestProvider(): TestProvider {
   return name as TestProvider;
 }
 
+/**
+ * The providers a provider-agnostic payment test runs against: all of them, or the one named by
+ * FLASHPAY_TEST_PROVIDER (to chase one provider's failure alone).
+ */
+export function providersUnderTest(): TestProvider[] {
+  return process.env.FLASHPAY_TEST_PROVIDER ? [defaultTestProvider()] : [...TEST_PROVIDERS];
+}
+
 export async function providerHarness(name: TestProvider): Promise<ProviderHarness> {
   if (name === 'fake') return fake;
   // Each provider's harness lives beside its double's tests (tests/support/providers/<name>.ts).

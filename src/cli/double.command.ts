@@ -1,0 +1,45 @@
+import { developmentDouble, startChannel, type DoubleName } from '../channel/index.ts';
+import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
+import { loadConfig } from '../platform/config.ts';
+import { untilSignal } from './signals.ts';
+
+const USAGE = 'usage: flashpay double stripe|alipay [--port P] [--host 127.0.0.1] [--control] [--webhook URL] [--env]';
+const KNOWN_FLAGS = new Set(['port', 'host', 'control', 'webhook', 'env']);
+const NAMES: readonly DoubleName[] = ['stripe', 'alipay'];
+
+/**
+ * `flashpay double stripe|alipay`: a local double of a real provider, speaking its wire format
+ * (issue 37), with the fake channel's ledger and, with `--control`, its `/_control` API. Prints one
+ * JSON line, `{"url": URL}`; with `--env`, also the variables that point flashpay at it
+ * (development credentials, made per installation under FLASHPAY_DATA_DIR).
+ */
+export async function doubleCommand(argv: string[]): Promise<void> {
+  const args = parseArgs(argv, ['control', 'env']);
+  const unknown = [...args.flags.keys()].filter((name) => !KNOWN_FLAGS.has(name));
+  const [name, ...extra] = args.positional;
+  if (unknown.length > 0 || extra.length > 0)
+    throw new UsageError(`unexpected ${[...unknown.map((n) => `--${n}`), ...extra].join(' ')}\n${USAGE}`);
+  if (!NAMES.includes(name as DoubleName)) throw new UsageError(`which provider? stripe or alipay\n${USAGE}`);
+  const config = loadConfig();
+  if (config.production) throw new UsageError('a provider double is for development and tests, not production');
+  const double = await developmentDouble(name as DoubleName, config.dataDir);
+  const channel = await startChannel({
+    notifySecret: 'unused-by-provider-doubles-their-dialect-signs',
+    dialect: double.dialect,
+    bodyLimitBytes: 64 * 1024,
+    control: args.flags.has('control'),
+    controlToken: config.controlToken,
+    notifyHosts: config.channelNotifyHosts,
+    host: stringFlag(args, 'host') ?? config.channelHost,
+    port: intFlag(args, 'port', 0),
+    log: (message) => console.error(message),
+  });
+  const webhook = stringFlag(args, 'webhook');
+  if (webhook !== undefined) {
+    if (!double.connect) throw new UsageError('--webhook is Stripe’s: Alipay takes notify_url with each payment');
+    await double.connect(channel.url, webhook);
+  }
+  console.log(JSON.stringify({ url: channel.url, ...(args.flags.has('env') ? { env: double.env(channel.url) } : {}) }));
+  await untilSignal();
+  await channel.close();
+}
