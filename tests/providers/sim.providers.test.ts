@@ -10,6 +10,8 @@ describe('flashpay sim through a real provider’s adapter', () => {
     async (provider) => {
       // The sim's own pay timeout: a reply slower than it, planned or not, is an UNKNOWN that converges.
       const { code, report, stderr } = await runSim(29, [], { FLASHPAY_PROVIDER: provider });
+      // The sale paid through the provider's double, which the sim's stack started for it.
+      expect(stderr).toContain(`${provider} double (development) listening`);
       expect(report.reconciliation.mismatches, stderr).toEqual([]);
       expect(report.reconciliation.pending).toBe(0);
       expect(report.final.PAID, `${JSON.stringify(report.final)}\n${report.lines.join('\n')}`).toBe(24);

@@ -87,7 +87,12 @@ describe('Stripe: the adapter, its webhooks and reconciliation against the Strip
     const o = await s.buy('st3-u', 'st3');
     const sdk = testStripeSdk(s.channel.url);
     await sdk.rawRequest('POST', '/v1/test_helpers/payment_intents/require_action', { order_id: o.orderId });
-    expect((await s.pay(o.token, o.orderId)).body).toEqual({ order_id: o.orderId, status: 'UNKNOWN' });
+    // The buyer is told what to do: Stripe.js completes 3-D Secure with the PaymentIntent's client secret.
+    expect((await s.pay(o.token, o.orderId)).body).toEqual({
+      order_id: o.orderId,
+      status: 'UNKNOWN',
+      next_action: { type: 'REQUIRES_ACTION', client_secret: expect.stringMatching(/^pi_\w+_secret_\w+$/) },
+    });
     const [pi] = (await sdk.paymentIntents.search({ query: `metadata['order_id']:'${o.orderId}'` })).data;
     expect([pi?.status, pi?.client_secret]).toEqual(['requires_action', expect.stringMatching(/^pi_\w+_secret_\w+$/)]);
     // Recovery asks, hears "waiting for the buyer", and neither closes nor fails the order.

@@ -212,6 +212,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/providers/stripe/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stripe webhook (Stripe → service)
+         * @description Stripe’s signed Events for the PaymentIntents flashpay created: `payment_intent.succeeded` (CHARGED, `amount_received`), `payment_intent.payment_failed` (DECLINED), `charge.refunded` (REFUNDED); the order is `metadata.order_id`. Verified with `Stripe-Signature` (`t=<unix seconds>,v1=<hex HMAC-SHA256(STRIPE_WEBHOOK_SECRET, "<t>.<raw body>")>`, at most 300 s old): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. An event id seen before is answered `DUPLICATE`; other event types `IGNORED`, not recorded. 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Stripe.
+         */
+        post: operations["receiveStripeWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/skus/{sku}/outcomes": {
         parameters: {
             query?: never;
@@ -666,6 +686,26 @@ export interface paths {
          * @description Records who acknowledged the note and when (also in the timeline); the order leaves `GET /v1/admin/attention` until a new problem is noted. Repeating it changes nothing and answers the first acknowledgement. An order without a note: 409 `REJECTED`.
          */
         post: operations["adminAckAttention"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/providers/alipay/notify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Alipay async notify (Alipay → service)
+         * @description Alipay's trade_status_sync notify, `application/x-www-form-urlencoded`, verified with Alipay's public key (ALIPAY_PUBLIC_KEY): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. TRADE_SUCCESS / TRADE_FINISHED is a charge, a notify with refund_fee / gmt_refund a refund, TRADE_CLOSED without one a pay that will not take money. Answered with the plain text `success` once recorded (a duplicate too). 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Alipay.
+         */
+        post: operations["receiveAlipayNotify"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3740,6 +3780,226 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "BAD_SIGNATURE" | "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PAYLOAD_TOO_LARGE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    receiveStripeWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @example t=1733450000,v1=5257a869e7ecebeda32aff… */
+                "stripe-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_1",
+                 *       "object": "event",
+                 *       "type": "payment_intent.succeeded",
+                 *       "data": {
+                 *         "object": {
+                 *           "id": "pi_1",
+                 *           "object": "payment_intent",
+                 *           "amount_received": 1990,
+                 *           "metadata": {
+                 *             "order_id": "o_1"
+                 *           }
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description the event id: a repeat of it is a DUPLICATE */
+                    id: string;
+                    /** @enum {string} */
+                    object: "event";
+                    /** @description `payment_intent.succeeded`, `payment_intent.payment_failed`, `charge.refunded` */
+                    type: string;
+                    data: {
+                        object: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Processed (a duplicate or an ignored type too): Stripe stops retrying */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description what the notification did to the order
+                         * @enum {string}
+                         */
+                        effect: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER";
+                        /**
+                         * @description on a copy of a notification recorded before (`effect: DUPLICATE`): what the first copy did
+                         * @enum {string}
+                         */
+                        recorded_effect?: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER";
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `BAD_SIGNATURE`, `VALIDATION` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "BAD_SIGNATURE" | "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found (or not visible to this principal): `PROVIDER_NOT_CONFIGURED` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PROVIDER_NOT_CONFIGURED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -9094,6 +9354,230 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    receiveAlipayNotify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "notify_id": "2026120600222103412345678901234567",
+                 *       "notify_time": "2026-12-06 10:34:12",
+                 *       "notify_type": "trade_status_sync",
+                 *       "app_id": "2021000000000000",
+                 *       "out_trade_no": "ord_744f166d40ac3985bc9c",
+                 *       "trade_no": "2026120622001412345678901234",
+                 *       "trade_status": "TRADE_SUCCESS",
+                 *       "total_amount": "19.90",
+                 *       "sign_type": "RSA2",
+                 *       "sign": "base64 RSA2 signature…"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": {
+                    /** @description the notification id: one effect per id */
+                    notify_id: string;
+                    notify_time: string;
+                    /** @example trade_status_sync */
+                    notify_type: string;
+                    app_id: string;
+                    /** @description flashpay's order id */
+                    out_trade_no: string;
+                    /** @description Alipay's trade number */
+                    trade_no: string;
+                    /**
+                     * @example TRADE_SUCCESS
+                     * @example TRADE_FINISHED
+                     * @example TRADE_CLOSED
+                     * @example WAIT_BUYER_PAY
+                     */
+                    trade_status: string;
+                    /**
+                     * @description yuan, two decimals
+                     * @example 19.90
+                     */
+                    total_amount: string;
+                    /** @description present on a refund */
+                    refund_fee?: string;
+                    /** @description present on a refund */
+                    gmt_refund?: string;
+                    /** @example RSA2 */
+                    sign_type: string;
+                    /** @description RSA2 signature with Alipay's key */
+                    sign: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Recorded (or a duplicate, or a status that changes nothing): Alipay stops notifying */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `BAD_SIGNATURE`, `VALIDATION` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "BAD_SIGNATURE" | "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found (or not visible to this principal): `PROVIDER_NOT_CONFIGURED` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PROVIDER_NOT_CONFIGURED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PAYLOAD_TOO_LARGE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
