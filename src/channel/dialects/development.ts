@@ -57,7 +57,11 @@ export async function developmentDouble(
     const apiKey = env.STRIPE_SECRET_KEY || STRIPE_DEV_KEY;
     const webhookSecret =
       env.STRIPE_WEBHOOK_SECRET ||
-      (await keptSecret(dataDir, 'stripe-double-webhook.secret', () => `whsec_${DEV_PREFIX}${randomBytes(24).toString('hex')}`));
+      (await keptSecret(
+        dataDir,
+        'stripe-double-webhook.secret',
+        () => `whsec_${DEV_PREFIX}${randomBytes(24).toString('hex')}`,
+      ));
     return {
       dialect: stripeDialect({ webhookSecret, apiKey }),
       env: (url) => ({ STRIPE_API_BASE: url, STRIPE_SECRET_KEY: apiKey, STRIPE_WEBHOOK_SECRET: webhookSecret }),
@@ -88,4 +92,3 @@ export async function developmentDouble(
     }),
   };
 }
-
