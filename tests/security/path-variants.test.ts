@@ -19,7 +19,14 @@ const CONTROL_TOKEN = 'path-variants-control-token-0123456789abcdef';
 const PUBLIC = new Set(['/healthz', '/readyz', '/', '/ops', '/ops/orders/:id', '/ops/skus/:sku', '/v1/dev/token']);
 const isPublic = (url: string) => PUBLIC.has(url) || url.startsWith('/docs') || url.startsWith('/web/');
 // Routes whose credential is a signature over the body, checked before anything else.
-const SIGNED = new Set(['/v1/payment-notifications', '/v1/fulfillment/events', '/v1/fulfillment/events/batch']);
+const SIGNED = new Set([
+  '/v1/payment-notifications',
+  '/v1/fulfillment/events',
+  '/v1/fulfillment/events/batch',
+  // Issue 37: a real provider's notification route, signed its way (tests/providers: ST-04, AP-04).
+  '/v1/providers/stripe/webhook',
+  '/v1/providers/alipay/notify',
+]);
 
 // Automatic HEAD routes are copies of their GET (the same hooks) and are not in the OpenAPI
 // document the suite holds every answer to, so the GET stands for both.
@@ -56,6 +63,8 @@ function verdict(reply: RawReply, signed: boolean): string {
   const { status, body } = reply;
   if (status === 401 && body?.code === 'UNAUTHENTICATED') return 'guarded';
   if (signed && status === 400 && body?.code === 'BAD_SIGNATURE') return 'guarded';
+  // A provider no tenant pays through: its route refuses everything before reading the body.
+  if (signed && status === 404 && body?.code === 'PROVIDER_NOT_CONFIGURED') return 'guarded';
   if (status === 404 && String(body?.detail).startsWith('no route for')) return 'unrouted';
   // Refused by the edge before any handler: bad percent-encoding, or a control character (`%00`).
   const detail = String(body?.detail);
