@@ -53,7 +53,7 @@ describe.each(providersUnderTest())('lost, lingering, duplicated and reordered p
     expect(await skuCounters(s, 'd4')).toMatchObject({ available: 2, held: 0, confirmed: 1 });
   });
 
-  it('C29-05 a lingering charge: recovery finds NOT_FOUND, closes → FAILED; the charge lands later and is refused', async () => {
+  it('C29-05 a lingering charge: recovery finds NOT_FOUND and closes; the fake channel FAILS it and refuses the late charge, a real provider cannot close it and the charge lands PAID once', async () => {
     // Proves NOT_FOUND is answered by a close, and the close makes a late charge impossible.
     await createSku(s, { sku: 'd5', stock: 3 });
     const o = await s.buy('u5', 'd5');
