@@ -94,6 +94,19 @@ export function newId(prefix: 'txn' | 're' | 'ntf'): string {
   return `${prefix}_${randomHex(12)}`;
 }
 
+/** A merchant order closed before any charge: nothing can be charged under it any more. */
+export function closedRecord(merchantOrder: string): ChargeRecord {
+  return {
+    merchantOrder,
+    status: 'CLOSED',
+    amount: null,
+    txn: null,
+    notifyUrl: null,
+    refundKey: null,
+    refundId: null,
+  };
+}
+
 export function describeCharge(merchantOrder: string, record: ChargeRecord | undefined): Record<string, unknown> {
   if (!record) return { merchant_order: merchantOrder, status: 'NOT_FOUND' };
   if (record.status === 'CLOSED') return { merchant_order: merchantOrder, status: 'CLOSED' };
@@ -166,15 +179,7 @@ export function decideCharge(view: OrderView, request: ChargeRequest): Decision 
 /** Registers CLOSED when nothing was charged; otherwise reports what is there and changes nothing. */
 export function decideClose(view: OrderView, merchantOrder: string): Decision {
   if (view.current) return { outcome: { httpStatus: 200, body: describeCharge(merchantOrder, view.current) } };
-  const record: ChargeRecord = {
-    merchantOrder,
-    status: 'CLOSED',
-    amount: null,
-    txn: null,
-    notifyUrl: null,
-    refundKey: null,
-    refundId: null,
-  };
+  const record = closedRecord(merchantOrder);
   return { outcome: { httpStatus: 200, body: describeCharge(merchantOrder, record) }, write: { record } };
 }
 

@@ -25,3 +25,20 @@ export function toAmount(total: bigint): number {
   if (!isChargeableTotal(total)) throw new Error(`amount ${total} is past the provider's limit`);
   return Number(total);
 }
+
+/** Integer minor units as a two-decimal string, exactly (Alipay's yuan): 1990 → "19.90", -5 → "-0.05". */
+export function decimalFromMinor(minor: number): string {
+  const sign = minor < 0 ? '-' : '';
+  const abs = Math.abs(minor);
+  return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, '0')}`;
+}
+
+/** A two-decimal string as integer minor units, exactly ("19.9", "19.90", "-1.00"); undefined when it is not one. */
+export function minorFromDecimal(value: unknown): number | undefined {
+  if (typeof value !== 'string') return undefined;
+  const match = /^(-?)(\d{1,12})(?:\.(\d{1,2}))?$/.exec(value.trim());
+  if (!match) return undefined;
+  const [, sign, whole = '0', fraction = ''] = match;
+  const minor = Number(whole) * 100 + Number(fraction.padEnd(2, '0'));
+  return sign === '-' ? -minor : minor;
+}

@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { skuCounters } from '../support/fixtures.ts';
 import { countRows } from '../support/stack.ts';
-import { createSku, eventually, startPaymentStack, type PaymentStack } from '../support/payments.ts';
+import {
+  createSku,
+  eventually,
+  startPaymentStack,
+  type PaymentStack,
+  unknownOrder as lostPay,
+} from '../support/payments.ts';
 import { providersUnderTest } from '../support/providers/index.ts';
 
 type Held = Array<{ id: string; notify_id: string; merchant_order: string; kind: string }>;
@@ -14,15 +20,7 @@ describe.each(providersUnderTest())('reservations that expire while the payment 
   afterAll(async () => s.close());
 
   const unknownOrder = async (user: string, sku: string) => {
-    const o = await s.buy(user, sku);
-    await s.control('POST', '/_control/faults', {
-      op: 'charge',
-      kind: 'DELAY_RESPONSE',
-      merchant_order: o.orderId,
-      ms: 400,
-    });
-    expect((await s.pay(o.token, o.orderId)).body.status).toBe('UNKNOWN');
-    return o;
+    return lostPay(s, user, sku);
   };
 
   it('C29-07 one late success re-reserves (/r2), the other refunds once though its first refund reply is lost', async () => {

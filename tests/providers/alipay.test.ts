@@ -4,7 +4,13 @@ import { refundKeyFor } from '../../src/payments/channel.client.ts';
 import { alipayClient } from '../../src/payments/providers/alipay.ts';
 import { countRows } from '../support/stack.ts';
 import { skuCounters } from '../support/fixtures.ts';
-import { createSku, eventually, startPaymentStack, type PaymentStack } from '../support/payments.ts';
+import {
+  createSku,
+  eventually,
+  startPaymentStack,
+  type PaymentStack,
+  unknownOrder as lostPay,
+} from '../support/payments.ts';
 import { drain, reconciliation } from '../reconcile/scenario.ts';
 import { alipayNotifyForm, alipayTestKeys, appSdk } from '../support/providers/alipay.ts';
 
@@ -25,15 +31,7 @@ describe('Alipay through alipay-sdk against its double', () => {
     });
   /** An order whose charge reply is lost (the double answers after the pay timeout): UNKNOWN, unit HELD. */
   const unknownOrder = async (user: string, sku: string) => {
-    const o = await s.buy(user, sku);
-    await s.control('POST', '/_control/faults', {
-      op: 'charge',
-      kind: 'DELAY_RESPONSE',
-      merchant_order: o.orderId,
-      ms: 800,
-    });
-    expect((await s.pay(o.token, o.orderId)).body.status).toBe('UNKNOWN');
-    return o;
+    return lostPay(s, user, sku, 800);
   };
   const txnOf = async (orderId: string) =>
     (await s.statement()).lines.find((l) => l.type === 'CHARGE' && l.merchant_order === orderId)?.ref;

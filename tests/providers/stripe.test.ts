@@ -3,7 +3,13 @@ import { paymentIntentId, stripeSignature } from '../../src/channel/dialects/str
 import { refundKeyFor } from '../../src/payments/channel.client.ts';
 import { stripeClient } from '../../src/payments/providers/stripe.ts';
 import { countRows } from '../support/stack.ts';
-import { createSku, eventually, startPaymentStack, type PaymentStack } from '../support/payments.ts';
+import {
+  createSku,
+  eventually,
+  startPaymentStack,
+  type PaymentStack,
+  unknownOrder as lostPay,
+} from '../support/payments.ts';
 import { TEST_STRIPE_WEBHOOK_SECRET, testStripeSdk } from '../support/providers/stripe.ts';
 
 // flashpay's Stripe adapter (the official `stripe` SDK) against the Stripe double, over real HTTP
@@ -18,17 +24,9 @@ describe('Stripe: the adapter, its webhooks and reconciliation against the Strip
   const notificationRows = (orderId: string) =>
     countRows(s.db, 'payment_notifications', 'merchant_order = $1', [orderId]);
   const unknownOrder = async (user: string, sku: string) => {
-    const o = await s.buy(user, sku);
     // Held: a webhook arriving before the pay's own answer would make it PAID, not UNKNOWN.
     await s.control('POST', '/_control/callbacks', { mode: 'HOLD' });
-    await s.control('POST', '/_control/faults', {
-      op: 'charge',
-      kind: 'DELAY_RESPONSE',
-      merchant_order: o.orderId,
-      ms: 400,
-    });
-    expect((await s.pay(o.token, o.orderId)).body.status).toBe('UNKNOWN');
-    return o;
+    return lostPay(s, user, sku);
   };
   beforeAll(async () => {
     s = await startPaymentStack({ provider: 'stripe' });

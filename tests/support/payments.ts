@@ -148,6 +148,28 @@ export async function startPaymentStack(
 
 export { createSku, TENANT };
 
+/**
+ * A bought order whose pay answer is lost: the provider answers after `lostMs`, past the stack's
+ * pay timeout, so the pay says UNKNOWN (the charge itself goes through).
+ */
+export async function unknownOrder(
+  s: PaymentStack,
+  user: string,
+  sku: string,
+  lostMs = 400,
+): Promise<{ orderId: string; token: string; key: string }> {
+  const o = await s.buy(user, sku);
+  await s.control('POST', '/_control/faults', {
+    op: 'charge',
+    kind: 'DELAY_RESPONSE',
+    merchant_order: o.orderId,
+    ms: lostMs,
+  });
+  const paid = await s.pay(o.token, o.orderId);
+  if (paid.body?.status !== 'UNKNOWN') throw new Error(`expected UNKNOWN, got ${paid.status} ${paid.text}`);
+  return o;
+}
+
 /** Waits for a condition on state (never a bare sleep): polls until it holds or the time is up. */
 export async function eventually<T>(
   probe: () => Promise<T>,

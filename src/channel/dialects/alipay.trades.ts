@@ -4,6 +4,7 @@ import {
   decideRefund,
   RefundKeyConflict,
   type ChargeRecord,
+  closedRecord,
   type Decision,
   type LedgerStore,
   type Outcome,
@@ -138,15 +139,7 @@ export async function close(store: LedgerStore, mo: string, waiting: Map<string,
   return store.withOrder(mo, async (view): Promise<Decision> => {
     const current = view.current;
     if (!current && waiting.delete(mo)) {
-      const record: ChargeRecord = {
-        merchantOrder: mo,
-        status: 'CLOSED',
-        amount: null,
-        txn: null,
-        notifyUrl: null,
-        refundKey: null,
-        refundId: null,
-      };
+      const record = closedRecord(mo);
       return { outcome: { httpStatus: 200, body: { ...OK, out_trade_no: mo } }, write: { record } };
     }
     if (!current)

@@ -1,6 +1,7 @@
 import { createSign, createVerify } from 'node:crypto';
 import { crc32, deflateRawSync } from 'node:zlib';
 import type { StatementLine } from '../ledger.ts';
+import { decimalFromMinor, minorFromDecimal } from '../../platform/money.ts';
 
 // Alipay's words on the wire (OpenAPI 2.0, RSA2): how requests, answers and async notifies are
 // signed, how yuan amounts are written, and the bill file. Shared by the double; the adapter lets
@@ -50,22 +51,9 @@ export function signNotify(params: Record<string, string>, privateKey: string): 
   return rsa2Sign(signContent(params, ['sign', 'sign_type']), privateKey);
 }
 
-/** Integer minor units as Alipay's yuan string, exactly: 1990 → "19.90" (no floating point). */
-export function yuan(minor: number): string {
-  const sign = minor < 0 ? '-' : '';
-  const abs = Math.abs(minor);
-  return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, '0')}`;
-}
-
-/** Alipay's yuan string as integer minor units, exactly; undefined when it is not one ("19.9", "19.90", "-1.00"). */
-export function minorUnits(value: unknown): number | undefined {
-  if (typeof value !== 'string') return undefined;
-  const match = /^(-?)(\d{1,12})(?:\.(\d{1,2}))?$/.exec(value.trim());
-  if (!match) return undefined;
-  const [, sign, whole = '0', fraction = ''] = match;
-  const minor = Number(whole) * 100 + Number(fraction.padEnd(2, '0'));
-  return sign === '-' ? -minor : minor;
-}
+/** Alipay's amounts are yuan strings with two decimals, converted exactly (src/platform/money.ts). */
+export const yuan = decimalFromMinor;
+export const minorUnits = minorFromDecimal;
 
 /** The columns of Alipay's trade bill (业务明细) the double writes; a real bill has more, read by name. */
 export const BILL_COLUMNS = [

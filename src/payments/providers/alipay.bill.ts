@@ -1,5 +1,6 @@
 import { inflateRawSync } from 'node:zlib';
 import type { StatementLine } from '../channel.client.ts';
+import { decimalFromMinor, minorFromDecimal } from '../../platform/money.ts';
 
 // Alipay's trade bill (alipay.data.dataservice.bill.downloadurl.query → bill_download_url). Alipay
 // serves a zip of CSV files (the 业务明细 detail and a 汇总 summary); the parser also takes a plain
@@ -12,20 +13,9 @@ const ZIP_END = 0x06054b50;
 /** A bill bigger than this is not a day of this service's trades: refused, never inflated blindly. */
 const MAX_BILL_BYTES = 64 * 1024 * 1024;
 
-/** Integer minor units from Alipay's yuan string, exactly ("19.90" → 1990, "-19.90" → -1990). */
-export function minorFromYuan(value: unknown): number | undefined {
-  if (typeof value !== 'string') return undefined;
-  const match = /^(-?)(\d{1,12})(?:\.(\d{1,2}))?$/.exec(value.trim());
-  if (!match) return undefined;
-  const [, sign, whole = '0', fraction = ''] = match;
-  const minor = Number(whole) * 100 + Number(fraction.padEnd(2, '0'));
-  return sign === '-' ? -minor : minor;
-}
-
-/** Integer minor units as a yuan string, exactly: 1990 → "19.90". */
-export function yuanFromMinor(minor: number): string {
-  return `${Math.floor(minor / 100)}.${String(minor % 100).padStart(2, '0')}`;
-}
+/** Alipay's amounts are yuan strings with two decimals, converted exactly (src/platform/money.ts). */
+export const yuanFromMinor = decimalFromMinor;
+export const minorFromYuan = minorFromDecimal;
 
 /** The files of a zip, by name, read through its central directory (sizes are there even with data descriptors). */
 export function unzip(zip: Buffer): Map<string, Buffer> {
