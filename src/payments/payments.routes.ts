@@ -117,11 +117,7 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
       const result = wallet
         ? await executeKeyed(keyedDeps(deps), op)
         : await executeKeyedWith(keyedDeps(deps), op, (o) => payClaims.claim({ principal, orderId, paymentMethod }, o));
-      if (wallet) {
-        // Its commit did not NOTIFY (wallet-pay.ts): this process's relay is told instead.
-        deps.relay?.wake();
-        await faultPoint('wallet-pay.after-commit'); // debit, PAID and key committed; the answer not sent
-      }
+      if (wallet) await faultPoint('wallet-pay.after-commit'); // debit, PAID and key committed; the answer not sent
       if (!result.replayed) {
         const answer = JSON.parse(result.body) as { status?: unknown; code?: string };
         businessMetrics.payments.inc({

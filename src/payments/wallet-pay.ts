@@ -20,10 +20,7 @@ export async function beginWalletPay(
   orderId: string,
 ): Promise<KeyedStep> {
   const now = deps.clock.now();
-  // Quiet: this commit does not NOTIFY the relays (migration 175); the route wakes its own relay
-  // after the commit. Notifying commits serialize on the notification queue's lock, and wallet pays
-  // commit one by one (issue 38 item 3). Sent with the savepoint: no extra round trip.
-  await tx.query("SAVEPOINT wallet_pay; SET LOCAL flashpay.outbox_quiet = 'on'");
+  await tx.query('SAVEPOINT wallet_pay');
   const applied = await applyOrderEvent(tx, orderId, { type: 'WALLET_PAY_REQUESTED' }, now, { visibleTo: principal });
   const order = applied.order;
   if (!order || applied.outcome !== 'PAID') {
