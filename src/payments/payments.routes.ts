@@ -44,13 +44,8 @@ export function paymentDeps(deps: AppDeps): PaymentDeps {
 }
 
 import type { OrderIdParams } from '../orders/index.ts';
-import {
-  adminOrderSchema,
-  notificationSchema,
-  payOrderSchema,
-  skuOutcomesSchema,
-  type PayBody,
-} from './payments.schemas.ts';
+import { notificationSchema, payOrderSchema, type PayBody } from './payments.schemas.ts';
+import { adminOrderSchema, skuOutcomesSchema } from './payments.admin.schemas.ts';
 
 /** The transitions and the operators' actions (issue 36) in one list, in the order they happened. */
 function withOperatorActions(
