@@ -17,6 +17,9 @@ export default defineConfig({
     // Every response of every server the suite starts is validated against its OpenAPI document.
     env: { FLASHPAY_CONTRACT_CHECK: '1', FLASHPAY_CONTRACT_LOG: contractLog },
     testTimeout: 60_000,
+    // expect.poll waits for a page or a loop to get there (the browser tests): 1 s, the default,
+    // was once too short for Chromium on a loaded 2-core run (OC-01's confirm dialog, stop 43).
+    expect: { poll: { timeout: 10_000 } },
     hookTimeout: 120_000,
     pool: 'forks',
     maxWorkers: 2,
