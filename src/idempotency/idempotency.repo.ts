@@ -103,6 +103,42 @@ export function completeKeyWithCommit(tx: Tx, scope: KeyScope, response: StoredR
 }
 
 /**
+ * completeKeyWithCommit for many keys of one transaction (a group of claims whose answers are
+ * final), in one statement: `1 / (count(*) = n)::int` fails it, and so the COMMIT, unless every
+ * key was PROCESSING and is now DONE.
+ */
+export function completeKeysWithCommit(
+  tx: Tx,
+  done: ReadonlyArray<{ scope: KeyScope; response: StoredResponse }>,
+  now: Date,
+): void {
+  if (done.length === 0) return;
+  const column = <T>(pick: (d: { scope: KeyScope; response: StoredResponse }) => T) => done.map(pick);
+  sendWithCommit(tx, {
+    name: 'idempotency-complete-many-guarded',
+    text: `WITH c AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
+                   AS c(t, u, o, key, status, body, location)),
+           done AS (
+             UPDATE idempotency_keys k SET state = 'DONE', response_status = c.status, response_body = c.body,
+                    response_location = c.location, completed_at = $8, locked_until = NULL
+             FROM c WHERE k.tenant_id = c.t AND k.user_id = c.u AND k.operation = c.o AND k.idempotency_key = c.key
+               AND k.state = 'PROCESSING' RETURNING 1)
+           SELECT 1 / (count(*) = $9)::int AS completed FROM done`,
+    values: [
+      column((d) => d.scope.tenantId),
+      column((d) => d.scope.userId),
+      column((d) => d.scope.operation),
+      column((d) => d.scope.key),
+      column((d) => d.response.status),
+      column((d) => d.response.body),
+      column((d) => d.response.location ?? null),
+      now,
+      done.length,
+    ],
+  });
+}
+
+/**
  * The key of a final-only operation, written once, DONE, with the COMMIT (sendWithCommit). A plain
  * INSERT: a row another request committed meanwhile fails it on the primary key, and that turns
  * the COMMIT already on the wire into a rollback of the whole effect (idempotency.once.ts).

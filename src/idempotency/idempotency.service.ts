@@ -3,6 +3,7 @@ import { inProgress, keyReused } from './idempotency.errors.ts';
 import { claimOnce } from './idempotency.once.ts';
 import {
   completeKey,
+  completeKeysWithCommit,
   completeKeyWithCommit,
   findKey,
   tryInsertKey,
@@ -10,6 +11,7 @@ import {
   tryTakeOverKey,
   type KeyRecord,
   type KeyScope,
+  type StoredResponse,
 } from './idempotency.repo.ts';
 import type { KeyClaim, KeyedDeps, KeyedOperation, KeyedResult, KeyedStep } from './idempotency.types.ts';
 
@@ -199,8 +201,8 @@ export function executeKeyedWith(
 /**
  * claimKeyIn for a group of requests of one kind, set-based: their keys inserted in one statement,
  * then `startMany` starts the requests that own their key, together (it returns their steps, in
- * the order given); final answers are completed and earlier requests' records read one by one (the
- * rare cases). A request whose key another request holds uncommitted waits as in claimKeyIn.
+ * the order given); final answers are completed together with the COMMIT, and earlier requests'
+ * records read one by one (the rare case). A request whose key another request holds uncommitted waits as in claimKeyIn.
  */
 export async function claimKeysIn(
   tx: Tx,
@@ -219,10 +221,11 @@ export async function claimKeysIn(
   const mine = ops.filter((_, i) => owned.has(i));
   const steps = mine.length > 0 ? await startMany(tx, mine) : [];
   const claims: KeyClaim[] = [];
+  const finals: Array<{ scope: KeyScope; response: StoredResponse }> = [];
   for (const [i, op] of ops.entries()) {
     if (owned.has(i)) {
       const step = steps[mine.indexOf(op)]!;
-      if ('final' in step) await completeKey(tx, op.scope, step.final, now);
+      if ('final' in step) finals.push({ scope: op.scope, response: step.final });
       claims.push({ owned: true, step });
       continue;
     }
@@ -231,5 +234,7 @@ export async function claimKeysIn(
     if (record.digest !== op.digest) throw keyReused();
     claims.push({ owned: false, record });
   }
+  // Every final answer completed in one statement, sent with the COMMIT (a group of wallet pays is all finals).
+  completeKeysWithCommit(tx, finals, now);
   return claims;
 }

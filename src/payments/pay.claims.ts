@@ -1,5 +1,5 @@
 import { GROUP_STALL_MS, groupCollector, MemberFailed } from '../platform/group-commit.ts';
-import { inTx } from '../platform/db.ts';
+import { inTx, type Tx } from '../platform/db.ts';
 import type { Principal } from '../platform/auth.ts';
 import {
   claimKeyAlone,
@@ -7,7 +7,9 @@ import {
   type KeyClaim,
   type KeyedDeps,
   type KeyedOperation,
+  type KeyedStep,
 } from '../idempotency/index.ts';
+import { oncePerOrder } from './pay.group.ts';
 import { beginPays } from './pay.service.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 
@@ -25,13 +27,13 @@ export interface Pay {
   paymentMethod?: string;
 }
 
-export interface PayClaims {
+export interface PayClaims<P extends Pay = Pay> {
   /** Claims the pay's key and starts it, in a transaction shared with concurrent pays. */
-  claim(pay: Pay, op: KeyedOperation): Promise<KeyClaim>;
+  claim(pay: P, op: KeyedOperation): Promise<KeyClaim>;
 }
 
-interface Member {
-  pay: Pay;
+interface Member<P extends Pay> {
+  pay: P;
   op: KeyedOperation;
   resolve(value: KeyClaim): void;
   reject(error: unknown): void;
@@ -43,16 +45,31 @@ export interface ClaimGroupOptions {
   max?: number;
 }
 
+/** Starts the pays that own their key, in the group's transaction: their steps, in the order given. */
+export type StartPays<P extends Pay> = (tx: Tx, pays: readonly P[]) => Promise<KeyedStep[]>;
+
 /**
  * A pay that finds no group committing claims at once (no added wait when idle); otherwise the
  * pays that arrive collect, and go as one group when that group ends, after `windowMs`, or at `max`.
  */
 export function groupPayClaims(deps: KeyedDeps, payments: PaymentDeps, options: ClaimGroupOptions = {}): PayClaims {
+  return groupClaims(deps, (tx, pays) => beginPays(payments, tx, pays), options);
+}
+
+/**
+ * groupPayClaims for any kind of pay: `startMany` starts a group's pays set-based (beginPays,
+ * beginWalletPays); a pay whose group fails claims alone, with its operation's own `start`. A
+ * group holds one pay per order (oncePerOrder): a second pay of an order waits for the next.
+ */
+export function groupClaims<P extends Pay>(
+  deps: KeyedDeps,
+  startMany: StartPays<P>,
+  options: ClaimGroupOptions = {},
+): PayClaims<P> {
   const windowMs = options.windowMs ?? GROUP_STALL_MS;
   const max = options.max ?? 32;
-  const collector = groupCollector<Member>({ windowMs, max, concurrent: 1 }, (group) =>
-    commitGroup(deps, payments, group),
-  );
+  const exclusive = oncePerOrder<Member<P>>((m) => m.pay.orderId, (group) => commitGroup(deps, startMany, group));
+  const collector = groupCollector<Member<P>>({ windowMs, max, concurrent: 1, take: exclusive.take }, exclusive.commit);
   return {
     claim(pay, op) {
       return new Promise<KeyClaim>((resolve, reject) => collector.add({ pay, op, resolve, reject }));
@@ -60,7 +77,7 @@ export function groupPayClaims(deps: KeyedDeps, payments: PaymentDeps, options: 
   };
 }
 
-async function alone(deps: KeyedDeps, { op, resolve, reject }: Member): Promise<void> {
+async function alone<P extends Pay>(deps: KeyedDeps, { op, resolve, reject }: Member<P>): Promise<void> {
   try {
     resolve(await claimKeyAlone(deps, op));
   } catch (error) {
@@ -68,7 +85,7 @@ async function alone(deps: KeyedDeps, { op, resolve, reject }: Member): Promise<
   }
 }
 
-async function commitGroup(deps: KeyedDeps, payments: PaymentDeps, group: Member[]): Promise<void> {
+async function commitGroup<P extends Pay>(deps: KeyedDeps, startMany: StartPays<P>, group: Member<P>[]): Promise<void> {
   // A group of one takes this path too: pipelined, with its reads sent together (fewer round trips than alone).
   let claims: KeyClaim[];
   try {
@@ -78,8 +95,7 @@ async function commitGroup(deps: KeyedDeps, payments: PaymentDeps, group: Member
         try {
           const ops = group.map((m) => m.op);
           return await claimKeysIn(tx, deps, ops, (tx, owned) =>
-            beginPays(
-              payments,
+            startMany(
               tx,
               owned.map((op) => group[ops.indexOf(op)]!.pay),
             ),
@@ -92,8 +108,8 @@ async function commitGroup(deps: KeyedDeps, payments: PaymentDeps, group: Member
       { lockTimeoutMs: deps.waitMs, retries: 0, pipeline: true },
     );
   } catch (error) {
-    // One pay's refusal (an order not found, a reused key, two pays of one order) or a lock
-    // timeout rolled the group back: each claims alone and meets its own outcome.
+    // One pay's refusal (an order not found, a reused key, a wallet too low) or a lock timeout
+    // rolled the group back: each claims alone and meets its own outcome.
     if (error instanceof MemberFailed) return void (await Promise.all(group.map((m) => alone(deps, m))));
     // No connection, or the COMMIT's outcome unknown: what each would have met alone.
     for (const member of group) member.reject(error);

@@ -41,7 +41,7 @@ export function groupPayCommits(deps: Deps, options: GroupOptions = {}): PayComm
   const windowMs = options.windowMs ?? GROUP_STALL_MS;
   const max = options.max ?? 32;
   const concurrent = options.concurrent ?? 1;
-  const exclusive = oncePerOrder<Member>((group) => commitGroup(deps, group));
+  const exclusive = oncePerOrder<Member>((m) => m.item.orderId, (group) => commitGroup(deps, group));
   const collector = groupCollector<Member>({ windowMs, max, concurrent, take: exclusive.take }, exclusive.commit);
   return {
     record(item) {
@@ -58,16 +58,16 @@ export function groupPayCommits(deps: Deps, options: GroupOptions = {}): PayComm
  * the groups behind it on those: a convoy (docs/benchmarks/journal.md §11). `take` and `commit` go to the
  * collector together: `commit` frees a group's orders when it ends, before the next take.
  */
-export function oncePerOrder<M extends { item: { orderId: string } }>(commit: (group: M[]) => Promise<void>) {
+export function oncePerOrder<M>(orderOf: (member: M) => string, commit: (group: M[]) => Promise<void>) {
   const busy = new Set<string>();
   return {
     take(waiting: M[]): [M[], M[]] {
       const group: M[] = [];
       const later: M[] = [];
       for (const m of waiting) {
-        if (busy.has(m.item.orderId)) later.push(m);
+        if (busy.has(orderOf(m))) later.push(m);
         else {
-          busy.add(m.item.orderId);
+          busy.add(orderOf(m));
           group.push(m);
         }
       }
@@ -75,7 +75,7 @@ export function oncePerOrder<M extends { item: { orderId: string } }>(commit: (g
     },
     commit: (group: M[]) =>
       commit(group).finally(() => {
-        for (const m of group) busy.delete(m.item.orderId);
+        for (const m of group) busy.delete(orderOf(m));
       }),
   };
 }

@@ -5,7 +5,7 @@ import { principalOf, requirePrincipal } from '../platform/auth.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { requestDigest } from '../idempotency/index.ts';
 import { idempotencyKeyOf, sendKeyed } from '../idempotency/index.ts';
-import { executeKeyed, executeKeyedWith, type KeyedOperation } from '../idempotency/index.ts';
+import { executeKeyedWith, type KeyedOperation } from '../idempotency/index.ts';
 import {
   findOrderNotes,
   getOrderFor,
@@ -23,8 +23,8 @@ import { listNotifications, notificationEffects } from './payments.repo.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { abandonedPay, beginPay } from './pay.service.ts';
 import { groupPayCommits } from './pay.group.ts';
-import { groupPayClaims } from './pay.claims.ts';
-import { beginWalletPay } from './wallet-pay.ts';
+import { groupClaims, groupPayClaims } from './pay.claims.ts';
+import { beginWalletPay, beginWalletPays } from './wallet-pay.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 import { inTx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
@@ -83,6 +83,8 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
   const payments = paymentDeps(deps);
   // A provider pay's first commit (key claim, CREATED → PAYING) shared with concurrent pays'.
   const payClaims = groupPayClaims(keyedDeps(deps), payments);
+  // A wallet pay's one commit (key, PAID, debit, answer) shared with concurrent wallet pays' (issue 38 item 3).
+  const walletClaims = groupClaims(keyedDeps(deps), (tx, pays) => beginWalletPays(payments, tx, pays));
 
   app.post<{ Params: OrderIdParams; Body: PayBody }>(
     '/v1/orders/:id/pay',
@@ -109,9 +111,10 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
             : beginPay(payments, tx, principal, orderId, paymentMethod),
         abandoned: (tx) => abandonedPay(tx, orderId),
       };
-      const result = wallet
-        ? await executeKeyed(keyedDeps(deps), op)
-        : await executeKeyedWith(keyedDeps(deps), op, (o) => payClaims.claim({ principal, orderId, paymentMethod }, o));
+      const claims = wallet ? walletClaims : payClaims;
+      const result = await executeKeyedWith(keyedDeps(deps), op, (o) =>
+        claims.claim({ principal, orderId, paymentMethod }, o),
+      );
       if (wallet) await faultPoint('wallet-pay.after-commit'); // debit, PAID and key committed; the answer not sent
       if (!result.replayed) {
         const answer = JSON.parse(result.body) as { status?: unknown; code?: string };

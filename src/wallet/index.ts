@@ -12,10 +12,12 @@ export {
 } from './wallet.repo.ts';
 export {
   debitForOrder,
+  debitForOrders,
   debitIdFor,
   refundToWallet,
   walletDebitOf,
   walletRefundOf,
+  type OrderDebit,
   type WalletRefund,
 } from './wallet.service.ts';
 export { walletRoutes } from './wallet.routes.ts';

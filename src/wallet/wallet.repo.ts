@@ -53,7 +53,7 @@ export interface Transfer {
  */
 export type TransferOutcome = 'DONE' | 'DUPLICATE' | 'EXISTS_DIFFERENT' | 'INSUFFICIENT_FUNDS';
 
-const kindOf = (accountId: string) =>
+export const kindOf = (accountId: string) =>
   isRevenueAccount(accountId) ? 'REVENUE' : accountId === FUNDING ? 'FUNDING' : 'USER';
 
 /**

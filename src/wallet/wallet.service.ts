@@ -10,6 +10,7 @@ import {
   userAccount,
   type TransferOutcome,
 } from './wallet.repo.ts';
+import { transferMany, TransfersRefused } from './wallet.many.ts';
 
 export interface Owner {
   tenantId: string;
@@ -79,6 +80,37 @@ export async function debitForOrder(
     now,
   );
   return counted('DEBIT', outcome);
+}
+
+/** The debit of one order of a group: its buyer, its id, its amount. */
+export interface OrderDebit extends Owner {
+  orderId: string;
+  amount: number;
+}
+
+/**
+ * debitForOrder for a group of orders made PAID in the caller's transaction, in one round trip:
+ * all debited, or the call throws (a balance too low, an amount past 2^53 − 1, a debit that exists)
+ * and the caller rolls back and debits each alone, where each meets its own outcome.
+ */
+export async function debitForOrders(tx: Tx, debits: readonly OrderDebit[], now: Date): Promise<void> {
+  if (debits.some((d) => !Number.isSafeInteger(d.amount) || d.amount <= 0))
+    throw new TransfersRefused('an amount no wallet holds');
+  await transferMany(
+    tx,
+    debits.map((d) => ({
+      tenantId: d.tenantId,
+      userId: d.userId,
+      transferId: debitIdFor(d.orderId),
+      debitAccount: userAccount(d.userId),
+      creditAccount: revenueAccount(revenueBucketOf(d.orderId)),
+      amount: d.amount,
+      kind: 'DEBIT' as const,
+      orderId: d.orderId,
+    })),
+    now,
+  );
+  businessMetrics.walletTransfers.inc({ kind: 'DEBIT' }, debits.length);
 }
 
 export interface WalletRefund extends Owner {

@@ -58,7 +58,7 @@ async function run(schedule: (commit: Commit) => { take: Take; commit: Commit })
 
 describe('group commit: a group never takes an order a committing group holds', () => {
   it('GC-01 overlapping groups, 240 members over 24 orders: no order in two committing groups, each member once, per-order arrival order kept', async () => {
-    const { overlaps, groups, committed } = await run((commit) => oncePerOrder<Member>(commit));
+    const { overlaps, groups, committed } = await run((commit) => oncePerOrder<Member>((m) => m.item.orderId, commit));
     expect(overlaps).toBe(0);
     expect(groups).toBeLessThan(240); // members did share groups
     expect(committed.map((m) => m.seq).sort((a, b) => a - b)).toEqual(Array.from({ length: 240 }, (_, i) => i));
