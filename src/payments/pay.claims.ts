@@ -68,7 +68,10 @@ export function groupClaims<P extends Pay>(
 ): PayClaims<P> {
   const windowMs = options.windowMs ?? GROUP_STALL_MS;
   const max = options.max ?? 32;
-  const exclusive = oncePerOrder<Member<P>>((m) => m.pay.orderId, (group) => commitGroup(deps, startMany, group));
+  const exclusive = oncePerOrder<Member<P>>(
+    (m) => m.pay.orderId,
+    (group) => commitGroup(deps, startMany, group),
+  );
   const collector = groupCollector<Member<P>>({ windowMs, max, concurrent: 1, take: exclusive.take }, exclusive.commit);
   return {
     claim(pay, op) {

@@ -41,7 +41,10 @@ export function groupPayCommits(deps: Deps, options: GroupOptions = {}): PayComm
   const windowMs = options.windowMs ?? GROUP_STALL_MS;
   const max = options.max ?? 32;
   const concurrent = options.concurrent ?? 1;
-  const exclusive = oncePerOrder<Member>((m) => m.item.orderId, (group) => commitGroup(deps, group));
+  const exclusive = oncePerOrder<Member>(
+    (m) => m.item.orderId,
+    (group) => commitGroup(deps, group),
+  );
   const collector = groupCollector<Member>({ windowMs, max, concurrent, take: exclusive.take }, exclusive.commit);
   return {
     record(item) {
