@@ -12,8 +12,9 @@ import { reconcile } from '../src/reconcile/index.ts';
 
 // Issue 38 item 3, W1: wallet pays against card pays of one tenant, 64 buyers at once, measured in
 // the same run through the same driver, rounds rotating. Before the revenue buckets every wallet
-// pay of a tenant updated its one REVENUE row and waited for the previous pay's commit; a card pay
-// touches no shared row (its commits are grouped). W1's ratio is wallet / card pays per second.
+// pay of a tenant updated its one REVENUE row and waited for the previous pay's commit; with them,
+// each wallet pay was still a durable commit of its own while card pays' commits are grouped. Now
+// wallet pays share commits too (pay.claims.ts groupClaims). W1's ratio is wallet / card pays per second.
 // The orders are created first, untimed; only the pays are timed. The provider double runs in a
 // process of its own (as P3 and P6 run it), so a card pay is a real HTTP charge.
 
