@@ -27,13 +27,13 @@ export interface Pay {
   paymentMethod?: string;
 }
 
-export interface PayClaims<P extends Pay = Pay> {
+export interface PayClaims {
   /** Claims the pay's key and starts it, in a transaction shared with concurrent pays. */
-  claim(pay: P, op: KeyedOperation): Promise<KeyClaim>;
+  claim(pay: Pay, op: KeyedOperation): Promise<KeyClaim>;
 }
 
-interface Member<P extends Pay> {
-  pay: P;
+interface Member {
+  pay: Pay;
   op: KeyedOperation;
   resolve(value: KeyClaim): void;
   reject(error: unknown): void;
@@ -46,7 +46,7 @@ export interface ClaimGroupOptions {
 }
 
 /** Starts the pays that own their key, in the group's transaction: their steps, in the order given. */
-export type StartPays<P extends Pay> = (tx: Tx, pays: readonly P[]) => Promise<KeyedStep[]>;
+export type StartPays = (tx: Tx, pays: readonly Pay[]) => Promise<KeyedStep[]>;
 
 /**
  * A pay that finds no group committing claims at once (no added wait when idle); otherwise the
@@ -61,18 +61,14 @@ export function groupPayClaims(deps: KeyedDeps, payments: PaymentDeps, options: 
  * beginWalletPays); a pay whose group fails claims alone, with its operation's own `start`. A
  * group holds one pay per order (oncePerOrder): a second pay of an order waits for the next.
  */
-export function groupClaims<P extends Pay>(
-  deps: KeyedDeps,
-  startMany: StartPays<P>,
-  options: ClaimGroupOptions = {},
-): PayClaims<P> {
+export function groupClaims(deps: KeyedDeps, startMany: StartPays, options: ClaimGroupOptions = {}): PayClaims {
   const windowMs = options.windowMs ?? GROUP_STALL_MS;
   const max = options.max ?? 32;
-  const exclusive = oncePerOrder<Member<P>>(
+  const exclusive = oncePerOrder<Member>(
     (m) => m.pay.orderId,
     (group) => commitGroup(deps, startMany, group),
   );
-  const collector = groupCollector<Member<P>>({ windowMs, max, concurrent: 1, take: exclusive.take }, exclusive.commit);
+  const collector = groupCollector<Member>({ windowMs, max, concurrent: 1, take: exclusive.take }, exclusive.commit);
   return {
     claim(pay, op) {
       return new Promise<KeyClaim>((resolve, reject) => collector.add({ pay, op, resolve, reject }));
@@ -80,7 +76,7 @@ export function groupClaims<P extends Pay>(
   };
 }
 
-async function alone<P extends Pay>(deps: KeyedDeps, { op, resolve, reject }: Member<P>): Promise<void> {
+async function alone(deps: KeyedDeps, { op, resolve, reject }: Member): Promise<void> {
   try {
     resolve(await claimKeyAlone(deps, op));
   } catch (error) {
@@ -88,7 +84,7 @@ async function alone<P extends Pay>(deps: KeyedDeps, { op, resolve, reject }: Me
   }
 }
 
-async function commitGroup<P extends Pay>(deps: KeyedDeps, startMany: StartPays<P>, group: Member<P>[]): Promise<void> {
+async function commitGroup(deps: KeyedDeps, startMany: StartPays, group: Member[]): Promise<void> {
   // A group of one takes this path too: pipelined, with its reads sent together (fewer round trips than alone).
   let claims: KeyClaim[];
   try {

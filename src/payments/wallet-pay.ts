@@ -70,8 +70,8 @@ export async function beginWalletPay(
 }
 
 /**
- * beginWalletPay for a group of pays sharing one transaction (src/payments/wallet-pay.group.ts,
- * issue 38 item 3): their orders made PAID set-based (applyOrderEvents), then every debit in one
+ * beginWalletPay for a group of pays sharing one transaction (pay.claims.ts groupClaims, issue
+ * 38 item 3): their orders made PAID set-based (applyOrderEvents), then every debit in one
  * round trip (debitForOrders). All or nothing: an order the buyer may not see, a wallet too low,
  * an amount no wallet holds — the call throws, the group rolls back, and each pay goes alone
  * (beginWalletPay), where it meets its own answer (404, 409 INSUFFICIENT_FUNDS, a queued order's

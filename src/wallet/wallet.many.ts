@@ -1,14 +1,14 @@
 import { allOf, type Tx } from '../platform/db.ts';
 import { invariant } from '../platform/errors.ts';
-import { kindOf, type Transfer } from './wallet.repo.ts';
+import { accountsOf, ensureAccounts, type Transfer } from './wallet.repo.ts';
 
 /**
  * tryTransfer for many transfers of one kind in the caller's transaction, set-based (a group of
- * wallet pays sharing one commit, src/payments/wallet-pay.group.ts): all of them or none.
+ * wallet pays sharing one commit, src/payments/pay.claims.ts): all of them or none.
  *
  * Three statements, sent together on a pipelined transaction (one round trip): the missing
- * accounts created; every account of the group locked in (tenant, account) order, the order
- * tryTransfer's lock takes them in, so a group and a single transfer never deadlock; then the
+ * accounts created (ensureAccounts); every account of the group locked in (tenant, account) byte
+ * order, as tryTransfer's lock takes them, so a group and a single transfer never deadlock; then the
  * transfers inserted and each account's balance moved once, by the sum of its transfers (an
  * UPDATE … FROM with two source rows for one target row would apply one of them only).
  *
@@ -24,36 +24,16 @@ export async function transferMany(tx: Tx, transfers: readonly Transfer[], now: 
     transfers.every((t) => t.kind === kind && t.amount > 0 && Number.isSafeInteger(t.amount)),
     'transferMany: one kind, safe positive amounts',
   );
-  const accounts = new Map<string, { tenantId: string; accountId: string; userId: string }>();
-  for (const t of transfers)
-    for (const accountId of [t.debitAccount, t.creditAccount])
-      accounts.set(JSON.stringify([t.tenantId, accountId]), { tenantId: t.tenantId, accountId, userId: t.userId });
-  const sorted = [...accounts.values()].sort(
-    (a, b) => compare(a.tenantId, b.tenantId) || compare(a.accountId, b.accountId),
-  );
+  const accounts = accountsOf(transfers);
   const column = <T>(pick: (t: Transfer) => T) => transfers.map(pick);
   const [, , moved] = await allOf(tx, [
-    () =>
-      tx.query(
-        `INSERT INTO wallet_accounts (tenant_id, account_id, kind, user_id, balance, created_at)
-         SELECT a.tenant_id, a.account_id, a.kind, CASE WHEN a.kind = 'USER' THEN a.user_id END, 0, $5
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS a(tenant_id, account_id, kind, user_id, n)
-         ORDER BY a.n
-         ON CONFLICT DO NOTHING`,
-        [
-          sorted.map((a) => a.tenantId),
-          sorted.map((a) => a.accountId),
-          sorted.map((a) => kindOf(a.accountId)),
-          sorted.map((a) => a.userId),
-          now,
-        ],
-      ),
+    () => ensureAccounts(tx, accounts, now),
     () =>
       tx.query(
         `SELECT 1 FROM wallet_accounts
          WHERE (tenant_id, account_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
          ORDER BY tenant_id COLLATE "C", account_id COLLATE "C" FOR UPDATE`,
-        [sorted.map((a) => a.tenantId), sorted.map((a) => a.accountId)],
+        [accounts.map((a) => a.tenantId), accounts.map((a) => a.accountId)],
       ),
     () =>
       tx.query<{ inserted: number; moved: number }>(
@@ -91,11 +71,8 @@ export async function transferMany(tx: Tx, transfers: readonly Transfer[], now: 
   // Fewer inserted: a transfer id was taken. The caller rolls the group back, and each goes alone.
   if (row.inserted !== transfers.length)
     throw new TransfersRefused(`${transfers.length - row.inserted} of ${transfers.length} transfer ids exist`);
-  invariant(row.moved === accounts.size, `transfers moved ${row.moved} of ${accounts.size} balances`);
+  invariant(row.moved === accounts.length, `transfers moved ${row.moved} of ${accounts.length} balances`);
 }
 
 /** Some transfer of a set-based post would have been refused: nothing of the set may commit. */
 export class TransfersRefused extends Error {}
-
-// Byte order, as the lock's ORDER BY … COLLATE "C" sorts: JS's < on ASCII ids agrees with it.
-const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

@@ -56,18 +56,47 @@ export type TransferOutcome = 'DONE' | 'DUPLICATE' | 'EXISTS_DIFFERENT' | 'INSUF
 export const kindOf = (accountId: string) =>
   isRevenueAccount(accountId) ? 'REVENUE' : accountId === FUNDING ? 'FUNDING' : 'USER';
 
+/** An account some transfer names: the row ensureAccounts creates when it is missing. */
+export interface AccountRef {
+  tenantId: string;
+  accountId: string;
+  /** The buyer, for a USER account. */
+  userId: string;
+}
+
+// Byte order, as the locks' ORDER BY … COLLATE "C" sorts: JS's < on ASCII ids agrees with it.
+const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The accounts of `transfers`, each once, in (tenant, account) byte order: the order every lock on them takes. */
+export function accountsOf(transfers: readonly Transfer[]): AccountRef[] {
+  const accounts = new Map<string, AccountRef>();
+  for (const t of transfers)
+    for (const accountId of [t.debitAccount, t.creditAccount])
+      accounts.set(JSON.stringify([t.tenantId, accountId]), { tenantId: t.tenantId, accountId, userId: t.userId });
+  return [...accounts.values()].sort(
+    (a, b) => byteOrder(a.tenantId, b.tenantId) || byteOrder(a.accountId, b.accountId),
+  );
+}
+
 /**
- * Both accounts of a transfer exist afterwards: one statement (one round trip on the pay's path),
- * rows in id order as the lock that follows takes them. An existing row is left as it is.
+ * The accounts exist afterwards: one statement (one round trip on the pay's path), rows in the
+ * order given (accountsOf's, the order the lock that follows takes them). An existing row is left
+ * as it is.
  */
-async function ensureAccounts(tx: Tx, t: Transfer, now: Date): Promise<void> {
-  const ids = [t.debitAccount, t.creditAccount].sort();
+export async function ensureAccounts(tx: Tx, accounts: readonly AccountRef[], now: Date): Promise<void> {
   await tx.query(
     `INSERT INTO wallet_accounts (tenant_id, account_id, kind, user_id, balance, created_at)
-     SELECT $1, a.id, a.kind, CASE WHEN a.kind = 'USER' THEN $4 END, 0, $5
-     FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS a(id, kind, n) ORDER BY a.n
+     SELECT a.tenant_id, a.account_id, a.kind, CASE WHEN a.kind = 'USER' THEN a.user_id END, 0, $5
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS a(tenant_id, account_id, kind, user_id, n)
+     ORDER BY a.n
      ON CONFLICT DO NOTHING`,
-    [t.tenantId, ids, ids.map(kindOf), t.userId, now],
+    [
+      accounts.map((a) => a.tenantId),
+      accounts.map((a) => a.accountId),
+      accounts.map((a) => kindOf(a.accountId)),
+      accounts.map((a) => a.userId),
+      now,
+    ],
   );
 }
 
@@ -95,7 +124,7 @@ interface TransferRow {
 
 /**
  * Posts one transfer in the caller's transaction, at most once per (tenant, transfer id).
- * Both account rows are locked first, in id order (two opposite transfers never deadlock); the
+ * Both account rows are locked first, in id byte order (two opposite transfers never deadlock); the
  * insert follows: a concurrent transfer with the same id waits on the accounts, then on the
  * unique key, and finds it (DUPLICATE), so no id moves money twice. Locking before the insert
  * matters: the transfer row's foreign keys take KEY SHARE on both accounts, and two transfers
@@ -106,10 +135,10 @@ interface TransferRow {
  */
 export async function tryTransfer(tx: Tx, t: Transfer, now: Date): Promise<TransferOutcome> {
   invariant(t.amount > 0 && Number.isSafeInteger(t.amount), `transfer amount ${t.amount}`);
-  await ensureAccounts(tx, t, now);
+  await ensureAccounts(tx, accountsOf([t]), now);
   await tx.query('SAVEPOINT wallet_transfer');
   const locked = await tx.query<{ account_id: string; kind: string; balance: number }>(
-    'SELECT account_id, kind, balance FROM wallet_accounts WHERE tenant_id = $1 AND account_id = ANY($2::text[]) ORDER BY account_id FOR UPDATE',
+    'SELECT account_id, kind, balance FROM wallet_accounts WHERE tenant_id = $1 AND account_id = ANY($2::text[]) ORDER BY account_id COLLATE "C" FOR UPDATE',
     [t.tenantId, [t.debitAccount, t.creditAccount]],
   );
   const inserted = await tx.query(

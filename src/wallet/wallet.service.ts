@@ -8,6 +8,7 @@ import {
   revenueBucketOf,
   tryTransfer,
   userAccount,
+  type Transfer,
   type TransferOutcome,
 } from './wallet.repo.ts';
 import { transferMany, TransfersRefused } from './wallet.many.ts';
@@ -49,6 +50,25 @@ export async function creditWallet(tx: Tx, owner: Owner, amount: number, transfe
   counted('CREDIT', outcome);
 }
 
+/** The debit of one order: its buyer, its id, its amount. */
+export interface OrderDebit extends Owner {
+  orderId: string;
+  amount: number;
+}
+
+/** An order's debit as a transfer: its id derives from the order, so there is at most one per order. */
+const orderDebit = (d: OrderDebit): Transfer => ({
+  tenantId: d.tenantId,
+  userId: d.userId,
+  transferId: debitIdFor(d.orderId),
+  debitAccount: userAccount(d.userId),
+  // One of the tenant's revenue buckets, by the order's id: pays of other orders rarely wait on it.
+  creditAccount: revenueAccount(revenueBucketOf(d.orderId)),
+  amount: d.amount,
+  kind: 'DEBIT',
+  orderId: d.orderId,
+});
+
 /**
  * Takes an order's amount from its buyer's wallet in the caller's transaction (the one that makes
  * the order PAID). INSUFFICIENT_FUNDS leaves nothing behind; DUPLICATE means this order was debited
@@ -65,27 +85,7 @@ export async function debitForOrder(
   // exact integer): the buyer's answer is too little money, 409, not tryTransfer's invariant (a 500
   // on every retry; issue 40). Nothing is written.
   if (!Number.isSafeInteger(amount)) return counted('DEBIT', 'INSUFFICIENT_FUNDS');
-  const outcome = await tryTransfer(
-    tx,
-    {
-      ...owner,
-      transferId: debitIdFor(orderId),
-      debitAccount: userAccount(owner.userId),
-      // One of the tenant's revenue buckets, by the order's id: pays of other orders rarely wait on it.
-      creditAccount: revenueAccount(revenueBucketOf(orderId)),
-      amount,
-      kind: 'DEBIT',
-      orderId,
-    },
-    now,
-  );
-  return counted('DEBIT', outcome);
-}
-
-/** The debit of one order of a group: its buyer, its id, its amount. */
-export interface OrderDebit extends Owner {
-  orderId: string;
-  amount: number;
+  return counted('DEBIT', await tryTransfer(tx, orderDebit({ ...owner, orderId, amount }), now));
 }
 
 /**
@@ -96,20 +96,7 @@ export interface OrderDebit extends Owner {
 export async function debitForOrders(tx: Tx, debits: readonly OrderDebit[], now: Date): Promise<void> {
   if (debits.some((d) => !Number.isSafeInteger(d.amount) || d.amount <= 0))
     throw new TransfersRefused('an amount no wallet holds');
-  await transferMany(
-    tx,
-    debits.map((d) => ({
-      tenantId: d.tenantId,
-      userId: d.userId,
-      transferId: debitIdFor(d.orderId),
-      debitAccount: userAccount(d.userId),
-      creditAccount: revenueAccount(revenueBucketOf(d.orderId)),
-      amount: d.amount,
-      kind: 'DEBIT' as const,
-      orderId: d.orderId,
-    })),
-    now,
-  );
+  await transferMany(tx, debits.map(orderDebit), now);
   businessMetrics.walletTransfers.inc({ kind: 'DEBIT' }, debits.length);
 }
 

@@ -7,8 +7,6 @@ import { alipayNotifyForm, appSdk } from '../support/providers/alipay.ts';
 // Alipay's edges: the notify route without Alipay in use, the bill parser alone, and gateway
 // answers that say nothing (a 500, a reset). Real HTTP against the double, real PostgreSQL.
 
-type Received = Array<{ method: string; path: string; headers: Record<string, string> }>;
-
 describe('Alipay where no tenant pays through it, and its bill read alone', () => {
   it('AP-08 the notify route answers 404 PROVIDER_NOT_CONFIGURED when no tenant uses Alipay', async () => {
     // Proves the route is always there (documented) but inert without Alipay credentials in use.
@@ -86,7 +84,7 @@ describe('Alipay answers that say nothing', () => {
       expect([view.status, view.reservation.status]).toEqual(['UNKNOWN', 'HELD']);
     }
     expect((await s.statement()).lines).toEqual([]);
-    const { received } = (await s.control('GET', '/_control/requests')) as { received: Received };
+    const received = await s.received();
     expect(received.filter((r) => r.path.includes('method=alipay.trade.close'))).toHaveLength(2);
     // The buyer pays again with the same out_trade_no: it lands, and the order converges to PAID.
     const [first] = orders;

@@ -18,7 +18,6 @@ import { alipayNotifyForm, alipayTestKeys, appSdk } from '../support/providers/a
 // real HTTP, with real PostgreSQL. Every test asserts business outcomes: order statuses, the
 // double's ledger, notification effects and the reconciliation read from Alipay's bill.
 
-type Received = Array<{ method: string; path: string; headers: Record<string, string> }>;
 type Sent = Array<{ notify_id: string; merchant_order: string; kind: string; txn: string; status: string }>;
 
 describe('Alipay through alipay-sdk against its double', () => {
@@ -47,7 +46,7 @@ describe('Alipay through alipay-sdk against its double', () => {
     await s.control('POST', '/_control/callbacks', { mode: 'AUTO' });
     const o = await s.buy('ap1-user', 'ap1');
     expect((await s.pay(o.token, o.orderId)).body).toEqual({ order_id: o.orderId, status: 'PAID' });
-    const { received } = (await s.control('GET', '/_control/requests')) as { received: Received };
+    const received = await s.received();
     const pays = received.filter((r) => r.path.includes('method=alipay.trade.pay'));
     expect(pays).toHaveLength(1);
     const query = new URL(pays[0]!.path, s.channel.url).searchParams;

@@ -15,12 +15,10 @@ import { TEST_STRIPE_WEBHOOK_SECRET, testStripeSdk } from '../support/providers/
 // flashpay's Stripe adapter (the official `stripe` SDK) against the Stripe double, over real HTTP
 // and a real PostgreSQL: what reaches Stripe, and what Stripe's answers and webhooks do to orders.
 
-type Received = Array<{ method: string; path: string; headers: Record<string, string> }>;
 type Held = Array<{ id: string; merchant_order: string; kind: string }>;
 
 describe('Stripe: the adapter, its webhooks and reconciliation against the Stripe double', () => {
   let s: PaymentStack;
-  const received = async () => ((await s.control('GET', '/_control/requests')) as { received: Received }).received;
   const notificationRows = (orderId: string) =>
     countRows(s.db, 'payment_notifications', 'merchant_order = $1', [orderId]);
   const unknownOrder = async (user: string, sku: string) => {
@@ -38,7 +36,7 @@ describe('Stripe: the adapter, its webhooks and reconciliation against the Strip
     await createSku(s, { sku: 'st1', stock: 2 });
     const o = await s.buy('st1-u', 'st1');
     expect((await s.pay(o.token, o.orderId)).body).toEqual({ order_id: o.orderId, status: 'PAID' });
-    const creates = (await received()).filter((r) => r.method === 'POST' && r.path === '/v1/payment_intents');
+    const creates = (await s.received()).filter((r) => r.method === 'POST' && r.path === '/v1/payment_intents');
     const mine = creates.filter((r) => r.headers['idempotency-key'] === `pi-${o.orderId}`);
     expect(mine).toHaveLength(1);
     expect(mine[0]?.headers['content-type']).toMatch(/^application\/x-www-form-urlencoded/);
@@ -73,7 +71,7 @@ describe('Stripe: the adapter, its webhooks and reconciliation against the Strip
       'CONFIRMED',
       'query',
     ]);
-    const searches = (await received()).filter((r) => r.path.startsWith('/v1/payment_intents/search?'));
+    const searches = (await s.received()).filter((r) => r.path.startsWith('/v1/payment_intents/search?'));
     expect(searches.some((r) => decodeURIComponent(r.path).includes(`metadata['order_id']:'${o.orderId}'`))).toBe(true);
     expect(await s.chargeRequests(o.orderId)).toBe(1);
   });
@@ -168,7 +166,7 @@ describe('Stripe: the adapter, its webhooks and reconciliation against the Strip
     const adapter = stripeClient(s.deps.config.providers.stripe, 5_000);
     const again = await adapter.refund(o.orderId, refundKeyFor(o.orderId), 1990);
     expect(again.kind).toBe('REFUNDED');
-    const refunds = (await received()).filter((r) => r.path === '/v1/refunds');
+    const refunds = (await s.received()).filter((r) => r.path === '/v1/refunds');
     expect(refunds.map((r) => r.headers['idempotency-key'])).toEqual([
       refundKeyFor(o.orderId),
       refundKeyFor(o.orderId),

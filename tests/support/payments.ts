@@ -1,4 +1,5 @@
 import { startChannel, type LedgerStore, type RunningChannel } from '../../src/channel/index.ts';
+import type { ReceivedRequest } from '../../src/channel/wire.ts';
 import { signPayload } from '../../src/platform/signature.ts';
 import { paymentDeps } from '../../src/payments/payments.routes.ts';
 import { recoverAll } from '../../src/recovery/recovery.full.ts';
@@ -21,6 +22,8 @@ export interface PaymentStack extends Stack {
     net: number;
   }>;
   chargeRequests(orderId?: string): Promise<number>;
+  /** Every request the provider's double received, in order (`/_control/requests`' `received`). */
+  received(): Promise<ReceivedRequest[]>;
   buy(user: string, sku: string, key?: string): Promise<{ orderId: string; token: string; key: string }>;
   pay(token: string, orderId: string, key?: string): Promise<HttpResult>;
   recover(staleAfterMs?: number): Promise<HttpResult>;
@@ -90,6 +93,7 @@ export async function startPaymentStack(
       };
       return orderId ? (counts.charge.by_order[orderId] ?? 0) : counts.charge.total;
     },
+    received: async () => ((await control('GET', '/_control/requests')) as { received: ReceivedRequest[] }).received,
     async buy(user, sku, key = `buy-${++keys}`) {
       const token = await stack.token(TENANT, user);
       const created = await placeOrder(stack, token, key, { sku });
