@@ -6,6 +6,7 @@ import { DEFAULT_SEED } from './notifier.ts';
 import { assertHttpUrl, type ChannelDeps } from './channel.routes.ts';
 import type { CallbacksBody, FaultBody, SendBody, SettingsBody } from './channel.schemas.ts';
 import { channelSchemas as s } from './channel.openapi.ts';
+import type { Dialect } from './dialect.ts';
 
 // The scripting API a test drives the channel with. Registered only with `control: true`, so a
 // channel run as a stand-in provider cannot be scripted by whoever can reach it.
@@ -61,11 +62,12 @@ async function sendNotification(deps: ChannelDeps, body: SendBody) {
   });
 }
 
-export function registerControlRoutes(app: FastifyInstance, deps: ChannelDeps): void {
+export function registerControlRoutes(app: FastifyInstance, deps: ChannelDeps, dialect?: Dialect): void {
   app.post('/_control/reset', { schema: s.reset }, async () => {
     deps.faults.clear();
     deps.requests.clear();
     deps.received?.clear();
+    dialect?.reset?.();
     await deps.store.accounts.clear();
     await deps.fulfilments?.clear();
     await deps.notifier.reset();

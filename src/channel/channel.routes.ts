@@ -33,7 +33,7 @@ export interface ChannelDeps {
   fulfilments?: FulfilmentStore;
   /** A provider double's (dialect.ts): every request received, and the shape of its own errors. */
   received?: RequestLog;
-  errorBody?: (status: number, message: string) => Record<string, unknown>;
+  errorBody?: (message: string) => Record<string, unknown>;
 }
 
 export function assertHttpUrl(value: string, field: string, allowedHosts?: readonly string[]): void {
@@ -82,7 +82,7 @@ export async function perform(
   }
   if (hits.ERROR_500) {
     const message = `injected fault ERROR_500 on ${op}`;
-    if (deps.errorBody) return reply.code(500).send(deps.errorBody(500, message));
+    if (deps.errorBody) return reply.code(500).send(deps.errorBody(message));
     return sendProblem(reply, problem('INTERNAL', message));
   }
   const outcome = await act(hits);

@@ -13,6 +13,8 @@ export interface Dialect {
   register(app: FastifyInstance, deps: ChannelDeps): void;
   /** The provider's notification for a ledger change, signed its way. */
   notification(n: OutgoingNotification): WireNotification;
+  /** Forgets what the dialect keeps beside the ledger (`/_control/reset`), so a reset double starts clean. */
+  reset?(): void;
 }
 
-export { RequestLog, type OutgoingNotification, type ReceivedRequest, type WireNotification } from './wire.ts';
+export type { OutgoingNotification, WireNotification } from './wire.ts';

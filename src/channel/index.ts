@@ -25,9 +25,8 @@ export { createPgLedger } from './ledger.pg.ts';
 export type { LedgerStore, StatementLine, ChargeStatus, NotifyKind } from './ledger.ts';
 export { FAULT_KINDS, FAULT_OPS, type FaultKind, type FaultOp } from './faults.ts';
 export { drawBetween, mulberry32 } from './prng.ts';
-export type { Dialect, OutgoingNotification, WireNotification } from './dialect.ts';
-export { developmentDouble, type DevelopmentDouble, type DoubleName, type DoubleEnv } from './dialects/development.ts';
-export { perform, type ChannelDeps } from './channel.routes.ts';
+export type { Dialect } from './dialect.ts';
+export { developmentDouble, type DevelopmentDouble, type DoubleName } from './dialects/development.ts';
 
 export interface ChannelOptions {
   store?: LedgerStore;
@@ -146,7 +145,7 @@ export async function startChannel(
     // nothing else, so access follows the route matched, whatever spelling of the path matched it.
     await app.register(async (control) => {
       if (controlToken !== undefined) control.addHook('onRequest', requireControlToken(controlToken));
-      registerControlRoutes(control, deps);
+      registerControlRoutes(control, deps, dialect);
       registerAccountControlRoutes(control, store.accounts);
       // The ledger in the fake channel's words, for tests of a double: its own statement is the provider's.
       if (dialect) control.get('/_control/statement', async () => statementBody(await store.statement(), undefined));

@@ -1,6 +1,7 @@
-import { developmentDouble, startChannel, type DoubleName } from '../channel/index.ts';
+import type { DoubleName } from '../channel/index.ts';
 import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
 import { loadConfig } from '../platform/config.ts';
+import { startDevelopmentDouble } from '../provider-doubles.ts';
 import { untilSignal } from './signals.ts';
 
 const USAGE = 'usage: flashpay double stripe|alipay [--port P] [--host 127.0.0.1] [--control] [--webhook URL] [--env]';
@@ -22,14 +23,8 @@ export async function doubleCommand(argv: string[]): Promise<void> {
   if (!NAMES.includes(name as DoubleName)) throw new UsageError(`which provider? stripe or alipay\n${USAGE}`);
   const config = loadConfig();
   if (config.production) throw new UsageError('a provider double is for development and tests, not production');
-  const double = await developmentDouble(name as DoubleName, config.dataDir);
-  const channel = await startChannel({
-    notifySecret: 'unused-by-provider-doubles-their-dialect-signs',
-    dialect: double.dialect,
-    bodyLimitBytes: 64 * 1024,
+  const { double, channel } = await startDevelopmentDouble(name as DoubleName, config, {
     control: args.flags.has('control'),
-    controlToken: config.controlToken,
-    notifyHosts: config.channelNotifyHosts,
     host: stringFlag(args, 'host') ?? config.channelHost,
     port: intFlag(args, 'port', 0),
     log: (message) => console.error(message),

@@ -1,6 +1,5 @@
 import {
   decideCharge,
-  decideQuery,
   decideRefund,
   RefundKeyConflict,
   type ChargeRecord,
@@ -9,7 +8,7 @@ import {
   type LedgerStore,
   type Outcome,
 } from '../ledger.ts';
-import { minorUnits, yuan } from './alipay.wire.ts';
+import { decimalFromMinor, minorFromDecimal } from '../../platform/money.ts';
 
 // The ledger's decisions in Alipay's words: each trade method decides with the fake channel's rules
 // under the order's lock, then its answer is rewritten as Alipay's response node. The node is
@@ -29,9 +28,9 @@ const failed = (subCode: string, subMsg: string, extra: Node = {}): Node => ({
 });
 
 /** A buyer's auth code the double reads as "the buyer must confirm on their phone" (10003). */
-export const WAIT_BUYER_PAY_AUTH_CODE = 'WAIT_BUYER_PAY';
+const WAIT_BUYER_PAY_AUTH_CODE = 'WAIT_BUYER_PAY';
 /** A buyer's auth code the double refuses as invalid (a declined pay). */
-export const INVALID_AUTH_CODE = 'INVALID';
+const INVALID_AUTH_CODE = 'INVALID';
 
 /** A pay waiting for the buyer: no money moved, nothing in the ledger yet (Alipay's WAIT_BUYER_PAY). */
 export interface WaitingTrade {
@@ -49,12 +48,12 @@ function tradeNode(record: ChargeRecord, extra: Node = {}): Node {
   return {
     out_trade_no: record.merchantOrder,
     trade_no: record.txn,
-    total_amount: record.amount === null ? undefined : yuan(record.amount),
+    total_amount: record.amount === null ? undefined : decimalFromMinor(record.amount),
     ...extra,
   };
 }
 
-export interface PayRequest {
+interface PayRequest {
   biz: Biz;
   notifyUrl: string;
   decline: boolean;
@@ -69,7 +68,7 @@ export async function pay(
   waiting: Map<string, WaitingTrade>,
 ): Promise<Outcome> {
   const mo = text(request.biz, 'out_trade_no');
-  const amount = minorUnits(request.biz.total_amount);
+  const amount = minorFromDecimal(request.biz.total_amount);
   if (!mo || amount === undefined || amount <= 0)
     return {
       httpStatus: 200,
@@ -77,9 +76,17 @@ export async function pay(
     };
   const authCode = text(request.biz, 'auth_code');
   return store.withOrder(mo, async (view): Promise<Decision> => {
-    if (!view.current && (request.waitForBuyer || authCode === WAIT_BUYER_PAY_AUTH_CODE)) {
+    if (!view.current && (request.waitForBuyer || authCode === WAIT_BUYER_PAY_AUTH_CODE))
       waiting.set(mo, { amount, notifyUrl: request.notifyUrl });
-      const node = { code: '10003', msg: 'order success pay inprocess', out_trade_no: mo, total_amount: yuan(amount) };
+    // A trade waiting for its buyer answers 10003 to every pay: only the buyer's confirmation moves money.
+    const trade = view.current ? undefined : waiting.get(mo);
+    if (trade) {
+      const node = {
+        code: '10003',
+        msg: 'order success pay inprocess',
+        out_trade_no: mo,
+        total_amount: decimalFromMinor(trade.amount),
+      };
       return { outcome: { httpStatus: 200, body: node } };
     }
     const decline = request.decline || authCode === INVALID_AUTH_CODE;
@@ -116,18 +123,17 @@ export async function confirm(store: LedgerStore, mo: string, waiting: Map<strin
 /** `alipay.trade.query`: the trade's status; a fully refunded trade is TRADE_CLOSED, as at Alipay. */
 export async function query(store: LedgerStore, mo: string, waiting: Map<string, WaitingTrade>): Promise<Outcome> {
   return store.withOrder(mo, async (view) => {
-    const decided = decideQuery(view, mo);
     const record = view.current;
     const trade = waiting.get(mo);
     let node: Node;
     if (!record && trade)
-      node = { ...OK, out_trade_no: mo, trade_status: 'WAIT_BUYER_PAY', total_amount: yuan(trade.amount) };
+      node = { ...OK, out_trade_no: mo, trade_status: 'WAIT_BUYER_PAY', total_amount: decimalFromMinor(trade.amount) };
     else if (!record) node = failed('ACQ.TRADE_NOT_EXIST', 'the trade does not exist', { out_trade_no: mo });
     else {
       const status = record.status === 'CHARGED' ? 'TRADE_SUCCESS' : 'TRADE_CLOSED';
       node = { ...OK, ...tradeNode(record), trade_status: status };
     }
-    return { ...decided, outcome: asNode(decided.outcome, node) };
+    return { outcome: { httpStatus: 200, body: node } };
   });
 }
 
@@ -164,7 +170,7 @@ export async function close(store: LedgerStore, mo: string, waiting: Map<string,
 export async function refund(store: LedgerStore, biz: Biz): Promise<Outcome> {
   const mo = text(biz, 'out_trade_no');
   const key = text(biz, 'out_request_no');
-  const amount = minorUnits(biz.refund_amount);
+  const amount = minorFromDecimal(biz.refund_amount);
   if (!mo || !key || amount === undefined)
     return {
       httpStatus: 200,
@@ -180,7 +186,7 @@ export async function refund(store: LedgerStore, biz: Biz): Promise<Outcome> {
         node = {
           ...OK,
           ...tradeNode(record),
-          refund_fee: yuan(amount),
+          refund_fee: decimalFromMinor(amount),
           fund_change: decided.write ? 'Y' : 'N',
           out_request_no: key,
         };
@@ -189,6 +195,8 @@ export async function refund(store: LedgerStore, biz: Biz): Promise<Outcome> {
         node = failed('ACQ.TRADE_STATUS_ERROR', 'the trade was not paid');
       else if (status === 422 && decided.outcome.body.code === 'AMOUNT_MISMATCH')
         node = failed('ACQ.REFUND_AMT_NOT_EQUAL_TOTAL', 'full refunds only');
+      else if (decided.outcome.body.code === 'REFUND_KEY_REUSED')
+        node = failed('ACQ.INVALID_PARAMETER', 'out_request_no was used for another trade');
       else node = failed('ACQ.TRADE_HAS_FINISHED', 'the trade was already refunded under another out_request_no');
       return { ...decided, outcome: asNode(decided.outcome, node) };
     });
@@ -210,7 +218,7 @@ export async function refundQuery(store: LedgerStore, biz: Biz): Promise<Outcome
             ...OK,
             ...tradeNode(record),
             out_request_no: key,
-            refund_amount: yuan(record.amount),
+            refund_amount: decimalFromMinor(record.amount),
             refund_status: 'REFUND_SUCCESS',
           }
         : { ...OK, out_trade_no: mo, out_request_no: key };

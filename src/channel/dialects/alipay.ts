@@ -3,7 +3,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Dialect, OutgoingNotification, WireNotification } from '../dialect.ts';
 import { assertHttpUrl, perform, type ChannelDeps } from '../channel.routes.ts';
 import type { Outcome } from '../ledger.ts';
-import { billCsv, signedAnswer, signNotify, verifyRequest, yuan, zipOne } from './alipay.wire.ts';
+import { decimalFromMinor } from '../../platform/money.ts';
+import { billCsv, signedAnswer, signNotify, verifyRequest, zipOne } from './alipay.wire.ts';
 import { close, confirm, pay, query, refund, refundQuery, type Biz, type WaitingTrade } from './alipay.trades.ts';
 
 // The Alipay double (issue 37): the fake channel's ledger, fault book and notifier speaking Alipay's
@@ -12,7 +13,7 @@ import { close, confirm, pay, query, refund, refundQuery, type Biz, type Waiting
 // biz_content as an application/x-www-form-urlencoded body; both are read here, as Alipay does.
 // Answers are signed with the double's own key (Alipay's), so the SDK's verification passes.
 
-export interface AlipayDialectOptions {
+interface AlipayDialectOptions {
   /** "Alipay's" private key: signs every answer and notify. */
   platformPrivateKey: string;
   /** The app's public key: when given, every request's signature is checked with it. */
@@ -30,6 +31,12 @@ export const BUYER_CONFIRM_METHOD = 'flashpay.double.buyer.confirm';
 export const BUYER_WAIT_METHOD = 'flashpay.double.buyer.wait';
 
 const BILL_PATH = '/_alipay/bill';
+/**
+ * How many bill URLs the double keeps, the most recent: every download asks for a fresh URL, so a
+ * long-running double would otherwise keep every token it ever handed out. An older URL answers
+ * 404, as an expired one does at Alipay.
+ */
+const MAX_BILLS = 64;
 
 const systemError = (message: string) => ({
   code: '20000',
@@ -102,7 +109,7 @@ export function alipayDialect(options: AlipayDialectOptions): Dialect {
   }
 
   function register(app: FastifyInstance, deps: ChannelDeps): void {
-    deps.errorBody = (_status, message) => ({ error_response: systemError(message) });
+    deps.errorBody = (message) => ({ error_response: systemError(message) });
     app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
       done(null, Object.fromEntries(new URLSearchParams(String(body))));
     });
@@ -150,6 +157,7 @@ export function alipayDialect(options: AlipayDialectOptions): Dialect {
           const token = randomBytes(12).toString('hex');
           const billDate = typeof biz.bill_date === 'string' ? biz.bill_date : alipayTime().slice(0, 10);
           bills.set(token, billDate);
+          if (bills.size > MAX_BILLS) bills.delete(bills.keys().next().value!);
           const url = `http://${request.headers.host ?? '127.0.0.1'}${BILL_PATH}/${token}`;
           return answer(reply, method, {
             httpStatus: 200,
@@ -186,16 +194,16 @@ export function alipayDialect(options: AlipayDialectOptions): Dialect {
       sign_type: 'RSA2',
       trade_no: n.txn,
       out_trade_no: n.merchantOrder,
-      total_amount: yuan(n.amount),
+      total_amount: decimalFromMinor(n.amount),
     };
     if (n.kind === 'CHARGED') {
       params.trade_status = 'TRADE_SUCCESS';
-      params.receipt_amount = yuan(n.amount);
+      params.receipt_amount = decimalFromMinor(n.amount);
       params.gmt_payment = params.notify_time!;
     } else if (n.kind === 'REFUNDED') {
       // A full refund closes the trade; the refund is told by refund_fee and gmt_refund.
       params.trade_status = 'TRADE_CLOSED';
-      params.refund_fee = yuan(n.amount);
+      params.refund_fee = decimalFromMinor(n.amount);
       params.gmt_refund = params.notify_time!;
     } else {
       params.trade_status = 'TRADE_CLOSED';
@@ -205,5 +213,11 @@ export function alipayDialect(options: AlipayDialectOptions): Dialect {
     return { body, headers: () => ({ 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' }) };
   }
 
-  return { name: 'alipay', register, notification };
+  function reset(): void {
+    waiting.clear();
+    mustWait.clear();
+    bills.clear();
+  }
+
+  return { name: 'alipay', register, notification, reset };
 }

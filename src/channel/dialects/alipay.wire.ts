@@ -1,7 +1,7 @@
 import { createSign, createVerify } from 'node:crypto';
 import { crc32, deflateRawSync } from 'node:zlib';
 import type { StatementLine } from '../ledger.ts';
-import { decimalFromMinor, minorFromDecimal } from '../../platform/money.ts';
+import { decimalFromMinor } from '../../platform/money.ts';
 
 // Alipay's words on the wire (OpenAPI 2.0, RSA2): how requests, answers and async notifies are
 // signed, how yuan amounts are written, and the bill file. Shared by the double; the adapter lets
@@ -11,7 +11,7 @@ import { decimalFromMinor, minorFromDecimal } from '../../platform/money.ts';
 const ALGORITHM = 'RSA-SHA256';
 
 /** The content Alipay signs: every non-empty parameter but `sign` (and `sign_type` for a notify), sorted, `k=v` joined with `&`. */
-export function signContent(params: Record<string, string>, exclude: readonly string[]): string {
+function signContent(params: Record<string, string>, exclude: readonly string[]): string {
   return Object.keys(params)
     .filter((key) => !exclude.includes(key) && params[key] !== undefined && params[key] !== '')
     .sort()
@@ -19,11 +19,11 @@ export function signContent(params: Record<string, string>, exclude: readonly st
     .join('&');
 }
 
-export function rsa2Sign(content: string, privateKey: string): string {
+function rsa2Sign(content: string, privateKey: string): string {
   return createSign(ALGORITHM).update(content, 'utf8').sign(privateKey, 'base64');
 }
 
-export function rsa2Verify(content: string, signature: string, publicKey: string): boolean {
+function rsa2Verify(content: string, signature: string, publicKey: string): boolean {
   try {
     return createVerify(ALGORITHM).update(content, 'utf8').verify(publicKey, signature, 'base64');
   } catch {
@@ -51,12 +51,8 @@ export function signNotify(params: Record<string, string>, privateKey: string): 
   return rsa2Sign(signContent(params, ['sign', 'sign_type']), privateKey);
 }
 
-/** Alipay's amounts are yuan strings with two decimals, converted exactly (src/platform/money.ts). */
-export const yuan = decimalFromMinor;
-export const minorUnits = minorFromDecimal;
-
 /** The columns of Alipay's trade bill (业务明细) the double writes; a real bill has more, read by name. */
-export const BILL_COLUMNS = [
+const BILL_COLUMNS = [
   '支付宝交易号',
   '商户订单号',
   '业务类型',
@@ -79,7 +75,7 @@ export function billCsv(lines: StatementLine[], billDate: string): string {
   const txns = new Map(lines.filter((l) => l.type === 'CHARGE').map((l) => [l.merchantOrder, l.ref]));
   const rows = lines.map((line) => {
     const refund = line.type === 'REFUND';
-    const amount = yuan(refund ? -line.amount : line.amount);
+    const amount = decimalFromMinor(refund ? -line.amount : line.amount);
     const txn = refund ? (txns.get(line.merchantOrder) ?? '') : line.ref;
     return [
       txn,

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { httpRequest } from '../../platform/http.client.ts';
+import { rsaPrivateKey } from '../../platform/rsa-key.ts';
 import type { Dialect } from '../dialect.ts';
 import { alipayDialect } from './alipay.ts';
 import { stripeDialect } from './stripe.ts';
@@ -43,8 +44,10 @@ function rsaPem(): string {
   return privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 }
 
-function publicOf(privatePem: string): string {
-  return createPublicKey(privatePem).export({ type: 'spki', format: 'pem' }).toString();
+function publicOf(privateKey: string): string {
+  return createPublicKey(rsaPrivateKey(privateKey, 'ALIPAY_PRIVATE_KEY'))
+    .export({ type: 'spki', format: 'pem' })
+    .toString();
 }
 
 /** The double of `name`, with credentials from the environment when set, else development ones under `dataDir`. */

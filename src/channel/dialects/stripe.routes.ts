@@ -19,9 +19,9 @@ import {
 // The PaymentIntent and Refund routes of the Stripe double, each through the fault book.
 // Stripe's test payment methods choose the path, as in Stripe's test mode.
 /** https://docs.stripe.com/testing: a card that always asks for 3-D Secure. */
-export const THREE_D_SECURE_PM = 'pm_card_threeDSecure2Required';
+const THREE_D_SECURE_PM = 'pm_card_threeDSecure2Required';
 /** https://docs.stripe.com/testing: a card that is always declined. */
-export const DECLINED_PM = 'pm_card_chargeDeclined';
+const DECLINED_PM = 'pm_card_chargeDeclined';
 
 const ok = (body: Record<string, unknown>): Outcome => ({ httpStatus: 200, body });
 const fail = (httpStatus: number, type: string, message: string, extra: Record<string, unknown> = {}): Outcome => ({
@@ -74,6 +74,11 @@ function registerCreate(app: FastifyInstance, deps: ChannelDeps, state: StripeDo
       return reply.code(400).send(stripeError('invalid_request_error', 'this double only creates with confirm=true'));
     return keyedPerform(deps, state, request, reply, 'charge', mo, form, (hits) =>
       deps.store.withOrder(mo, async (view) => {
+        // Already waiting for its buyer: the same answer again, whatever this create asks. Only the
+        // buyer's confirmation moves the money (an Idempotency-Key replays only its own request).
+        const awaiting = view.current ? undefined : state.awaitingAction.get(mo);
+        if (awaiting)
+          return { outcome: ok(state.pi({ merchantOrder: mo, status: 'requires_action', amount: awaiting.amount })) };
         const decline = hits.DECLINE !== undefined || form.payment_method === DECLINED_PM;
         const threeDSecure = form.payment_method === THREE_D_SECURE_PM || state.requireAction.delete(mo);
         if (!view.current && !decline && threeDSecure) {

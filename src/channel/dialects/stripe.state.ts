@@ -20,7 +20,7 @@ export interface StripeDoubleOptions {
   currency?: string;
 }
 
-export interface WebhookEndpoint {
+interface WebhookEndpoint {
   id: string;
   url: string;
   enabled_events: string[];
@@ -97,7 +97,8 @@ export async function keyedPerform(
 ): Promise<FastifyReply> {
   const header = request.headers['idempotency-key'];
   const key = typeof header === 'string' && header !== '' ? header : undefined;
-  const digest = digestOf(request, params);
+  // Only a keyed request is compared with a stored one or stored itself: no digest without a key.
+  const digest = key === undefined ? '' : digestOf(request, params);
   const stored = key === undefined ? undefined : state.recalled(key);
   if (stored && stored.digest !== digest) {
     const message = `Keys for idempotent requests can only be used with the same parameters they were first used with.`;

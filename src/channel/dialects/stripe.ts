@@ -14,7 +14,6 @@ import { listOf, parseForm, signedEvent, stripeError, stripeEvent } from './stri
 // unchanged once pointed at it (host/port/protocol).
 
 export type { StripeDoubleOptions } from './stripe.state.ts';
-export { THREE_D_SECURE_PM, DECLINED_PM } from './stripe.routes.ts';
 export { stripeSignature, stripeEvent, paymentIntentId } from './stripe.wire.ts';
 
 function sameSecret(expected: string, given: string): boolean {
@@ -80,7 +79,7 @@ export function stripeDialect(options: StripeDoubleOptions): Dialect {
     name: 'stripe',
     register(app, deps) {
       // An injected 500 answers as Stripe's api_error does.
-      deps.errorBody = (_status, message) => stripeError('api_error', message);
+      deps.errorBody = (message) => stripeError('api_error', message);
       // Its own scope: the form parser, the key check and Stripe-shaped errors belong to the
       // Stripe routes only, never to /_control.
       void app.register(async (api) => {
@@ -102,5 +101,6 @@ export function stripeDialect(options: StripeDoubleOptions): Dialect {
     notification(n) {
       return signedEvent(stripeEvent(n, state.currency, options.webhookSecret), options.webhookSecret);
     },
+    reset: () => state.reset(),
   };
 }

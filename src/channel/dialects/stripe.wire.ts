@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { ChargeRecord } from '../ledger.ts';
 import type { OutgoingNotification, WireNotification } from '../dialect.ts';
+import { signPayload } from '../../platform/signature.ts';
 
 // Stripe's words for the ledger's records (https://docs.stripe.com/api): PaymentIntents, Charges,
 // Refunds, balance transactions, errors and signed webhook Events. Pure shapes, no I/O.
@@ -47,7 +48,7 @@ export function orderOfPaymentIntent(id: string): string | undefined {
   return match ? Buffer.from(match[1]!, 'hex').toString('utf8') : undefined;
 }
 
-export type PaymentIntentStatus = 'succeeded' | 'requires_payment_method' | 'requires_action' | 'canceled';
+type PaymentIntentStatus = 'succeeded' | 'requires_payment_method' | 'requires_action' | 'canceled';
 
 export interface PaymentIntentState {
   merchantOrder: string;
@@ -72,7 +73,7 @@ export function stateOf(record: ChargeRecord): PaymentIntentState {
   return { merchantOrder: record.merchantOrder, status, amount, refunded: record.status === 'REFUNDED' };
 }
 
-export function clientSecret(secret: string, id: string): string {
+function clientSecret(secret: string, id: string): string {
   return `${id}_secret_${createHmac('sha256', secret).update(id).digest('hex').slice(0, 24)}`;
 }
 
@@ -137,11 +138,11 @@ export function stripeError(type: string, message: string, extra: Record<string,
   return { error: { type, message, ...extra } };
 }
 
-/** `Stripe-Signature: t=<seconds>,v1=<HMAC-SHA256(secret, "<t>.<body>")>`, Stripe's webhook scheme. */
-export function stripeSignature(secret: string, body: string, atSeconds = Math.floor(Date.now() / 1000)): string {
-  const mac = createHmac('sha256', secret).update(`${atSeconds}.${body}`).digest('hex');
-  return `t=${atSeconds},v1=${mac}`;
-}
+/**
+ * `Stripe-Signature: t=<seconds>,v1=<HMAC-SHA256(secret, "<t>.<body>")>`, Stripe's webhook scheme:
+ * the very scheme Flashpay-Signature copies, so it is that signer.
+ */
+export const stripeSignature = signPayload;
 
 const EVENT_TYPES = {
   CHARGED: 'payment_intent.succeeded',

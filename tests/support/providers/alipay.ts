@@ -1,7 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { AlipaySdk } from 'alipay-sdk';
 import { alipayDialect, alipayTime } from '../../../src/channel/dialects/alipay.ts';
-import { signNotify, yuan } from '../../../src/channel/dialects/alipay.wire.ts';
+import { signNotify } from '../../../src/channel/dialects/alipay.wire.ts';
+import { decimalFromMinor } from '../../../src/platform/money.ts';
 import { loadConfig } from '../../../src/platform/config.ts';
 import type { ProviderHarness } from './index.ts';
 
@@ -57,7 +58,7 @@ export function alipayNotifyForm(
   overrides: Record<string, string> = {},
 ): string {
   const { alipay, forger } = alipayTestKeys();
-  const amount = yuan(Number(body.amount));
+  const amount = decimalFromMinor(Number(body.amount));
   const now = alipayTime();
   const params: Record<string, string> = {
     notify_time: now,
