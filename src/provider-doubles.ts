@@ -1,5 +1,6 @@
 import type { Config } from './platform/config.ts';
 import { providersInUse } from './platform/provider.config.ts';
+import { webhookUrl } from './payments/index.ts';
 import {
   developmentDouble,
   startChannel,
@@ -8,7 +9,7 @@ import {
   type RunningChannel,
 } from './channel/index.ts';
 
-export interface ProviderDoubles {
+interface ProviderDoubles {
   /** The double of `name`, when this process runs one (the sim and `flashpay trigger` script it). */
   urlOf(name: string): string | undefined;
   /** Registers flashpay's webhook with each double once flashpay listens (its notify URL known). */
@@ -16,11 +17,28 @@ export interface ProviderDoubles {
   close(): Promise<void>;
 }
 
-// Where each provider's webhook lives on flashpay (src/payments/providers/webhooks.ts).
-const WEBHOOK_PATH: Record<DoubleName, string> = {
-  stripe: '/v1/providers/stripe/webhook',
-  alipay: '/v1/providers/alipay/notify',
-};
+/**
+ * The double of `name` on a channel of its own, as `flashpay start` and `flashpay double` run it:
+ * its development credentials (developmentDouble) and the channel options every double shares.
+ */
+export async function startDevelopmentDouble(
+  name: DoubleName,
+  config: Config,
+  listen: { control: boolean; host: string; port: number; log: (line: string) => void },
+): Promise<{ double: DevelopmentDouble; channel: RunningChannel }> {
+  const double = await developmentDouble(name, config.dataDir);
+  const channel = await startChannel({
+    // The dialect signs its notifications its provider's way: the fake channel's secret goes unused.
+    notifySecret: 'unused-by-provider-doubles-their-dialect-signs',
+    dialect: double.dialect,
+    // A provider's form bodies may be larger than the fake channel's JSON.
+    bodyLimitBytes: 64 * 1024,
+    controlToken: config.controlToken,
+    notifyHosts: config.channelNotifyHosts,
+    ...listen,
+  });
+  return { double, channel };
+}
 
 /** A provider is pointed nowhere: no address and no credentials of a real account. */
 function unaddressed(config: Config, name: DoubleName): boolean {
@@ -39,14 +57,8 @@ export async function startProviderDoubles(config: Config, log: (line: string) =
     if (name === 'fake' || !unaddressed(config, name)) continue;
     if (config.production)
       throw new Error(`production needs ${name === 'stripe' ? 'STRIPE_SECRET_KEY' : 'ALIPAY_APP_ID and its keys'}`);
-    const double = await developmentDouble(name, config.dataDir);
-    const channel = await startChannel({
-      notifySecret: 'unused-by-provider-doubles-their-dialect-signs',
-      dialect: double.dialect,
-      bodyLimitBytes: 64 * 1024,
+    const { double, channel } = await startDevelopmentDouble(name, config, {
       control: true,
-      controlToken: config.controlToken,
-      notifyHosts: config.channelNotifyHosts,
       host: config.channelHost,
       port: 0,
       log,
@@ -73,8 +85,7 @@ export async function startProviderDoubles(config: Config, log: (line: string) =
   return {
     urlOf: (name) => started.find((s) => s.name === name)?.channel.url,
     async connect(notifyUrl) {
-      for (const { name, double, channel } of started)
-        await double.connect?.(channel.url, new URL(WEBHOOK_PATH[name], notifyUrl).href);
+      for (const { name, double, channel } of started) await double.connect?.(channel.url, webhookUrl(notifyUrl, name));
     },
     async close() {
       for (const { channel } of started) await channel.close();

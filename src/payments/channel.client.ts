@@ -30,6 +30,11 @@ export interface StatementLine {
   ref: string;
 }
 
+/** A statement of these lines: what they took in, charges less refunds. */
+export function statementOf(lines: StatementLine[]): { lines: StatementLine[]; net: number } {
+  return { lines, net: lines.reduce((net, line) => net + (line.type === 'CHARGE' ? line.amount : -line.amount), 0) };
+}
+
 export interface ChannelClient {
   /**
    * `customer` ("<tenant>/<user>") lets a provider with customer accounts check the balance;

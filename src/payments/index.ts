@@ -1,7 +1,8 @@
 // The payments domain's public surface: the provider client, the pay and notification routes,
 // and convergence of unknown outcomes (recovery calls it).
 export { providerFor, providerClient, statusSyncOf, type ProviderDeps } from './providers/index.ts';
-export { channelClient, type ChannelClient, type StatementLine } from './channel.client.ts';
+export { webhookUrl } from './providers/webhook-paths.ts';
+export { channelClient, statementOf, type ChannelClient, type StatementLine } from './channel.client.ts';
 export { convergeRefunding, convergeUnknown, type Convergence } from './converge.ts';
 export type { PaymentDeps } from './payments.deps.ts';
 export { paymentDeps, paymentsRoutes } from './payments.routes.ts';

@@ -24,7 +24,7 @@ const MONEY_CLASSES = new Set<MismatchClass>([
 /** Provider queries one pass makes at most: a statement gone wrong wholesale is one finding, not a flood of calls. */
 const MAX_QUERIES_PER_PASS = 50;
 
-export const REVIEW_PREFIX = 'REVIEW';
+const REVIEW_PREFIX = 'REVIEW';
 
 /** Whether the provider's query answer says what the order says. */
 function queryAgreesWithOrder(orderStatus: string, queried: string): boolean {

@@ -1,6 +1,6 @@
 import { inTx, type Db, type Executor, type Tx } from '../platform/db.ts';
 import { checkEventIntegrity } from './reconcile.events.ts';
-import type { ChannelClient, StatementLine } from '../payments/index.ts';
+import { statementOf, type ChannelClient, type StatementLine } from '../payments/index.ts';
 import {
   countConfirmedReservations,
   listOrdersWithReservationPage,
@@ -53,8 +53,7 @@ function tenantStatement(
   statement: { lines: StatementLine[]; net: number },
   ownOrders: Set<string>,
 ): { lines: StatementLine[]; net: number } {
-  const lines = statement.lines.filter((line) => ownOrders.has(line.merchant_order));
-  return { lines, net: lines.reduce((net, line) => net + (line.type === 'CHARGE' ? line.amount : -line.amount), 0) };
+  return statementOf(statement.lines.filter((line) => ownOrders.has(line.merchant_order)));
 }
 
 // Each read is one full scan; far above what the tables of one sale need, well below "hung".

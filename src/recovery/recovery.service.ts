@@ -91,17 +91,16 @@ async function convergeCard(pass: Pass, candidate: Candidate): Promise<Convergen
   const queried = await limit(() => deps.channel.query(orderId));
   let applied = await answers.apply(orderId, queryAnswer(queried));
   const waitedMs = deps.clock.now().getTime() - candidate.since.getTime();
+  const sync = syncOf(deps, candidate);
   const buyerTooSlow =
-    queried.kind === 'UNKNOWN' &&
-    queried.pendingAtProvider !== undefined &&
-    waitedMs >= syncOf(deps, candidate).closePendingAfterMs;
+    queried.kind === 'UNKNOWN' && queried.pendingAtProvider !== undefined && waitedMs >= sync.closePendingAfterMs;
   if ((applied.calls.length === 1 && applied.calls[0] === 'CLOSE') || buyerTooSlow) {
     const closed = await limit(() => deps.channel.close(orderId));
     applied = await answers.apply(orderId, closeAnswer(closed));
     // A real provider closes nothing it never received: past the provider's window NOT_FOUND is final.
     const nothingThere = queried.kind === 'STATUS' && queried.status === 'NOT_FOUND';
     if (nothingThere && closed.kind === 'STATUS' && closed.status === 'NOT_FOUND') {
-      const windowMs = syncOf(deps, candidate).notFoundFinalAfterMs;
+      const windowMs = sync.notFoundFinalAfterMs;
       if (waitedMs >= windowMs)
         applied = await answers.apply(
           orderId,
@@ -114,7 +113,7 @@ async function convergeCard(pass: Pass, candidate: Candidate): Promise<Convergen
   const status = applied.order?.status ?? (await findOrder(deps.db, orderId))?.status;
   const pending =
     queried.kind === 'UNKNOWN' && queried.pendingAtProvider !== undefined && applied.pending !== undefined
-      ? `waiting for the buyer at the provider (${queried.pendingAtProvider}); closed after ${syncOf(deps, candidate).closePendingAfterMs} ms`
+      ? `waiting for the buyer at the provider (${queried.pendingAtProvider}); closed after ${sync.closePendingAfterMs} ms`
       : applied.pending;
   return { orderId, status, ...(pending !== undefined ? { pending } : {}) };
 }

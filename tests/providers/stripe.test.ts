@@ -129,7 +129,7 @@ describe('Stripe: the adapter, its webhooks and reconciliation against the Strip
     expect((await s.order(o.orderId)).status).toBe('CREATED');
   });
 
-  it('ST-05 one event delivered twice: one effect, then DUPLICATE; an unrelated event type is IGNORED and not recorded', async () => {
+  it('ST-05 one event delivered twice: one effect, then DUPLICATE; an unrelated event type, or a PaymentIntent without our order id, is IGNORED and not recorded', async () => {
     await createSku(s, { sku: 'st5', stock: 1 });
     const o = await unknownOrder('st5-u', 'st5');
     const body = { notify_id: 'ntf_st5', merchant_order: o.orderId, kind: 'CHARGED', amount: 1990, txn: 'x' };
@@ -145,6 +145,21 @@ describe('Stripe: the adapter, its webhooks and reconciliation against the Strip
     });
     expect([ignored.status, ignored.body]).toEqual([200, { effect: 'IGNORED' }]);
     expect(await countRows(s.db, 'payment_notifications', 'notify_id = $1', ['evt_other'])).toBe(0);
+
+    // A PaymentIntent another integration created on the same account: no metadata.order_id. Not
+    // ours, answered IGNORED (a 4xx would make Stripe resend it for days), and nothing changes.
+    const foreign = JSON.stringify({
+      id: 'evt_foreign',
+      object: 'event',
+      type: 'payment_intent.succeeded',
+      data: { object: { id: 'pi_foreign', object: 'payment_intent', amount_received: 1990, metadata: {} } },
+    });
+    const notOurs = await s.call('POST', '/v1/providers/stripe/webhook', {
+      rawBody: foreign,
+      headers: { 'stripe-signature': stripeSignature(TEST_STRIPE_WEBHOOK_SECRET, foreign) },
+    });
+    expect([notOurs.status, notOurs.body]).toEqual([200, { effect: 'IGNORED' }]);
+    expect(await countRows(s.db, 'payment_notifications', 'notify_id = $1', ['evt_foreign'])).toBe(0);
   });
 
   it('ST-06 a late success after the unit was sold is refunded with the fixed key; the refund sent again is the same refund', async () => {

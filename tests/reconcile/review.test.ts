@@ -50,6 +50,16 @@ describe('reconciliation: REVIEW when the provider contradicts itself', () => {
     expect((await attention()).some((n) => n.order_id === contradicted)).toBe(false);
   });
 
+  it('RV-03 an order that already has an open note keeps it: REVIEW is reported, the unread note is not replaced', async () => {
+    const noted = await paidOrder('rv-c');
+    const unread = 'refund refused by the provider: 402 card_declined';
+    await s.db.pool.query('UPDATE orders SET attention = $2 WHERE order_id = $1', [noted, unread]);
+    await plantLedgerLine(s.ledger, 'REFUND', noted, PRICE);
+    const report = await reconciliation(s);
+    expect(report.review?.map((r) => r.order_id)).toContain(noted);
+    expect((await attention()).filter((n) => n.order_id === noted).map((n) => n.reason)).toEqual([unread]);
+  });
+
   it('RV-02 a refund the provider agrees about (query REFUNDED, statement refunded): a mismatch, not REVIEW', async () => {
     const refundedByHand = await paidOrder('rv-b');
     await refundAtChannel(s, refundedByHand, 'refund-by-hand');

@@ -68,10 +68,12 @@ export async function tryAcknowledgeNote(
 /**
  * A note for a person from outside the decider (reconciliation's REVIEW, issue 37). Written only
  * when it says something new: the same note again keeps its first time and its acknowledgement.
+ * Never over a note still open: that one (the decider's, or an earlier REVIEW) has not been read
+ * yet, and the person who reads it looks at the order anyway.
  */
 export async function noteForPerson(db: Executor, orderId: string, note: string): Promise<boolean> {
   const result = await db.query(
-    'UPDATE orders SET attention = $2 WHERE order_id = $1 AND attention IS DISTINCT FROM $2',
+    `UPDATE orders SET attention = $2 WHERE order_id = $1 AND attention IS DISTINCT FROM $2 AND NOT (${OPEN})`,
     [orderId, note],
   );
   return (result.rowCount ?? 0) > 0;

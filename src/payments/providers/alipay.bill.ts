@@ -1,6 +1,6 @@
 import { inflateRawSync } from 'node:zlib';
-import type { StatementLine } from '../channel.client.ts';
-import { decimalFromMinor, minorFromDecimal } from '../../platform/money.ts';
+import { statementOf, type StatementLine } from '../channel.client.ts';
+import { minorFromDecimal } from '../../platform/money.ts';
 
 // Alipay's trade bill (alipay.data.dataservice.bill.downloadurl.query → bill_download_url). Alipay
 // serves a zip of CSV files (the 业务明细 detail and a 汇总 summary); the parser also takes a plain
@@ -13,12 +13,8 @@ const ZIP_END = 0x06054b50;
 /** A bill bigger than this is not a day of this service's trades: refused, never inflated blindly. */
 const MAX_BILL_BYTES = 64 * 1024 * 1024;
 
-/** Alipay's amounts are yuan strings with two decimals, converted exactly (src/platform/money.ts). */
-export const yuanFromMinor = decimalFromMinor;
-export const minorFromYuan = minorFromDecimal;
-
 /** The files of a zip, by name, read through its central directory (sizes are there even with data descriptors). */
-export function unzip(zip: Buffer): Map<string, Buffer> {
+function unzip(zip: Buffer): Map<string, Buffer> {
   const files = new Map<string, Buffer>();
   let end = -1;
   for (let i = zip.length - 22; i >= Math.max(0, zip.length - 22 - 65_535); i--)
@@ -109,16 +105,14 @@ export function parseBill(csv: string): { lines: StatementLine[]; net: number } 
     '退款批次号',
   ].map(column);
   const lines: StatementLine[] = [];
-  let net = 0;
   for (const raw of body) {
     const cells = csvRow(raw);
     const type = cells[kind!] === '退款' ? 'REFUND' : cells[kind!] === '交易' ? 'CHARGE' : undefined;
     if (!type) continue; // other business types move no money of a flashpay order
-    const amount = minorFromYuan(cells[amountAt!]);
+    const amount = minorFromDecimal(cells[amountAt!]);
     if (amount === undefined) throw new Error(`alipay bill: amount ${cells[amountAt!]} is not yuan`);
     const ref = type === 'REFUND' ? cells[requestNo!] || cells[trade!] : cells[trade!];
     lines.push({ type, merchant_order: cells[order!] ?? '', amount: Math.abs(amount), ref: ref ?? '' });
-    net += type === 'CHARGE' ? Math.abs(amount) : -Math.abs(amount);
   }
-  return { lines, net };
+  return statementOf(lines);
 }

@@ -7,15 +7,15 @@ import { providersInUse } from '../../platform/provider.config.ts';
 import { handleNotification, parseNotification } from '../notifications.ts';
 import type { NotificationRecord } from '../payments.repo.ts';
 import type { PaymentDeps } from '../payments.deps.ts';
-import { minorFromYuan } from './alipay.bill.ts';
+import { minorFromDecimal } from '../../platform/money.ts';
 import { alipaySdk } from './alipay.ts';
+import { WEBHOOK_PATHS } from './webhook-paths.ts';
 
 // Alipay's async notify (issue 37): a form POST to the notify_url given with alipay.trade.pay,
 // signed with Alipay's key (sorted k=v without sign and sign_type). Verified first, then put in
 // the fake channel's words and handed to handleNotification: deduplicated by notify_id, applied
 // through the decider. Alipay retries until it reads the plain text `success`.
 
-export const ALIPAY_NOTIFY_PATH = '/v1/providers/alipay/notify';
 /** The only answer Alipay takes as "received"; anything else and it notifies again. */
 const RECEIVED = 'success';
 
@@ -71,7 +71,7 @@ export const alipayNotifySchema = {
 };
 
 /** The notify as flashpay's notification; undefined for a status that moves no money yet (WAIT_BUYER_PAY). */
-export function notificationOf(params: Record<string, string>): NotificationRecord | undefined {
+function notificationOf(params: Record<string, string>): NotificationRecord | undefined {
   const refunded = params.refund_fee !== undefined || params.gmt_refund !== undefined;
   const status = params.trade_status;
   const kind = refunded
@@ -82,7 +82,7 @@ export function notificationOf(params: Record<string, string>): NotificationReco
         ? 'DECLINED' // closed unpaid: the money will not move, as a decline
         : undefined;
   if (!kind) return undefined;
-  const amount = minorFromYuan(refunded ? (params.refund_fee ?? params.total_amount) : params.total_amount);
+  const amount = minorFromDecimal(refunded ? (params.refund_fee ?? params.total_amount) : params.total_amount);
   if (amount === undefined)
     throw new AppError('VALIDATION', 'total_amount / refund_fee must be yuan with at most two decimals');
   return parseNotification({
@@ -104,7 +104,7 @@ export function alipayNotifyRoutes(app: FastifyInstance, deps: AppDeps, payments
       request.rawBody = String(body);
       done(null, Object.fromEntries(new URLSearchParams(String(body))));
     });
-    scope.post(ALIPAY_NOTIFY_PATH, { schema: alipayNotifySchema }, async (request, reply) => {
+    scope.post(WEBHOOK_PATHS.alipay, { schema: alipayNotifySchema }, async (request, reply) => {
       if (!sdk) throw new AppError('PROVIDER_NOT_CONFIGURED', 'no tenant pays through alipay here');
       const params = (typeof request.body === 'object' && request.body !== null ? request.body : {}) as Record<
         string,

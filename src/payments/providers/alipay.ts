@@ -1,8 +1,10 @@
-import { createPrivateKey } from 'node:crypto';
+import { rsaPrivateKey } from '../../platform/rsa-key.ts';
 import type { AlipaySdk } from 'alipay-sdk';
 import type { AlipaySettings } from '../../platform/provider.config.ts';
 import { refundKeyFor, type ChannelClient, type StatusReply } from '../channel.client.ts';
-import { billText, minorFromYuan, parseBill, yuanFromMinor } from './alipay.bill.ts';
+import { decimalFromMinor, minorFromDecimal } from '../../platform/money.ts';
+import { billText, parseBill } from './alipay.bill.ts';
+import { webhookUrl } from './webhook-paths.ts';
 
 // Alipay through its official SDK (alipay-sdk 4.14.0, OpenAPI 2.0, RSA2). Face-to-face barcode
 // payment: flashpay's order id is out_trade_no everywhere, so every retry is the same trade. Every
@@ -30,24 +32,13 @@ const DECLINES = new Set([
   'ACQ.TRADE_HAS_CLOSE',
 ]);
 
-export interface AlipayOptions {
-  /** The buyer's auth code when a pay names none (a development default; a real buyer scans theirs). */
-  defaultAuthCode?: string;
-}
+/** A short reason for an UNKNOWN: the call and Alipay's code and sub_code (never the request, never a key). */
+const reasonOf = (call: string, node: Node) =>
+  ['alipay', call, String(node.code), String(node.sub_code ?? '')].filter(Boolean).join(' ');
 
 /** Any PEM or bare base64 (PKCS#8 or PKCS#1) private key as PKCS#8 PEM, the form the SDK is told to expect. */
-function pkcs8(key: string): string {
-  if (key.includes('-----BEGIN')) return createPrivateKey(key).export({ type: 'pkcs8', format: 'pem' }).toString();
-  const der = Buffer.from(key.replace(/\s+/g, ''), 'base64');
-  for (const type of ['pkcs8', 'pkcs1'] as const) {
-    try {
-      return createPrivateKey({ key: der, format: 'der', type }).export({ type: 'pkcs8', format: 'pem' }).toString();
-    } catch {
-      // try the other encoding
-    }
-  }
-  throw new Error('ALIPAY_PRIVATE_KEY is not an RSA private key (PEM or base64 PKCS#8/PKCS#1)');
-}
+const pkcs8 = (key: string) =>
+  rsaPrivateKey(key, 'ALIPAY_PRIVATE_KEY').export({ type: 'pkcs8', format: 'pem' }).toString();
 
 /**
  * The SDK client, loaded only where some tenant pays through Alipay: its HTTP client (urllib)
@@ -74,15 +65,14 @@ export function alipaySdk(settings: AlipaySettings, timeoutMs: number): Promise<
   );
 }
 
-export function alipayClient(settings: AlipaySettings, timeoutMs: number, options: AlipayOptions = {}): ChannelClient {
+export function alipayClient(settings: AlipaySettings, timeoutMs: number): ChannelClient {
   const sdk = alipaySdk(settings, timeoutMs);
 
   async function send(method: string, bizContent: Node, extra: Record<string, string>): Promise<Result> {
     try {
       const node = (await (await sdk).exec(method, { bizContent, ...extra }, { validateSign: true })) as Node;
       // 20000 and ACQ.SYSTEM_ERROR: Alipay could not say; the trade may exist.
-      if (node.code === '20000' || node.sub_code === 'ACQ.SYSTEM_ERROR')
-        return { unknown: `alipay ${String(node.code)} ${String(node.sub_code ?? '')}`.trim() };
+      if (node.code === '20000' || node.sub_code === 'ACQ.SYSTEM_ERROR') return { unknown: reasonOf('', node) };
       return { node };
     } catch (error) {
       // Timeouts, resets, 5xx and answers whose signature did not verify: nothing we may believe.
@@ -112,9 +102,8 @@ export function alipayClient(settings: AlipaySettings, timeoutMs: number, option
     if ('unknown' in result) return { kind: 'UNKNOWN', reason: result.unknown };
     const { node } = result;
     if (node.sub_code === 'ACQ.TRADE_NOT_EXIST') return { kind: 'STATUS', status: 'NOT_FOUND' };
-    if (node.code !== '10000')
-      return { kind: 'UNKNOWN', reason: `alipay query ${String(node.code)} ${String(node.sub_code ?? '')}` };
-    const amount = minorFromYuan(node.total_amount);
+    if (node.code !== '10000') return { kind: 'UNKNOWN', reason: reasonOf('query', node) };
+    const amount = minorFromDecimal(node.total_amount);
     const txn = typeof node.trade_no === 'string' ? node.trade_no : undefined;
     switch (node.trade_status) {
       case 'TRADE_SUCCESS':
@@ -149,15 +138,14 @@ export function alipayClient(settings: AlipaySettings, timeoutMs: number, option
 
   return {
     async charge(merchantOrder, amount, notifyUrl, _customer, paymentMethod) {
-      const authCode = paymentMethod ?? options.defaultAuthCode;
       const biz = {
         out_trade_no: merchantOrder,
-        total_amount: yuanFromMinor(amount),
+        total_amount: decimalFromMinor(amount),
         subject: SUBJECT,
         scene: 'bar_code',
-        ...(authCode ? { auth_code: authCode } : {}),
+        ...(paymentMethod ? { auth_code: paymentMethod } : {}),
       };
-      const notify = new URL('/v1/providers/alipay/notify', notifyUrl).toString();
+      const notify = webhookUrl(notifyUrl, 'alipay');
       const result = await exec('alipay.trade.pay', biz, { notify_url: notify });
       if ('unknown' in result) return { kind: 'UNKNOWN', reason: result.unknown };
       const { node } = result;
@@ -167,7 +155,7 @@ export function alipayClient(settings: AlipaySettings, timeoutMs: number, option
       if (node.code === '10003')
         return { kind: 'UNKNOWN', reason: 'WAIT_BUYER_PAY', action: { type: 'WAIT_BUYER_PAY' } };
       if (node.code === '40004' && DECLINES.has(String(node.sub_code))) return { kind: 'DECLINED', txn };
-      return { kind: 'UNKNOWN', reason: `alipay pay ${String(node.code)} ${String(node.sub_code ?? '')}`.trim() };
+      return { kind: 'UNKNOWN', reason: reasonOf('pay', node) };
     },
     query: status,
     async close(merchantOrder) {
@@ -178,12 +166,12 @@ export function alipayClient(settings: AlipaySettings, timeoutMs: number, option
       // Alipay cannot block a pay still on its way: NOT_FOUND, and a late charge is refunded or re-reserved.
       if (node.sub_code === 'ACQ.TRADE_NOT_EXIST') return { kind: 'STATUS', status: 'NOT_FOUND' };
       if (node.sub_code === 'ACQ.TRADE_STATUS_ERROR') return status(merchantOrder);
-      return { kind: 'UNKNOWN', reason: `alipay close ${String(node.code)} ${String(node.sub_code ?? '')}`.trim() };
+      return { kind: 'UNKNOWN', reason: reasonOf('close', node) };
     },
     async refund(merchantOrder, refundKey, amount) {
       const result = await exec('alipay.trade.refund', {
         out_trade_no: merchantOrder,
-        refund_amount: yuanFromMinor(amount),
+        refund_amount: decimalFromMinor(amount),
         out_request_no: refundKey,
       });
       if ('unknown' in result) return { kind: 'UNKNOWN', reason: result.unknown };
@@ -192,7 +180,7 @@ export function alipayClient(settings: AlipaySettings, timeoutMs: number, option
       if (node.code === '10000') return { kind: 'REFUNDED', refundId: refundKey };
       if (node.code === '40004')
         return { kind: 'REFUSED', status: 409, detail: `${String(node.sub_code)}: ${String(node.sub_msg ?? '')}` };
-      return { kind: 'UNKNOWN', reason: `alipay refund ${String(node.code)} ${String(node.sub_code ?? '')}`.trim() };
+      return { kind: 'UNKNOWN', reason: reasonOf('refund', node) };
     },
     async statement() {
       // Alipay's bills are per day (China time). The double's bill is its whole ledger whatever the day.

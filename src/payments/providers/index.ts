@@ -1,7 +1,6 @@
 import type { Config } from '../../platform/config.ts';
 import type { Db } from '../../platform/db.ts';
 import {
-  DEFAULT_STATUS_SYNC,
   providerOfTenant,
   providersInUse,
   type ProviderName,
@@ -67,5 +66,5 @@ export function providerFor(deps: ProviderDeps): ChannelClient {
 /** The status-sync schedule of a tenant's provider (recovery.service.ts). */
 export function statusSyncOf(config: Config): (tenantId: string) => StatusSync {
   const { providers } = config;
-  return (tenantId) => providers.statusSync?.[providerOfTenant(providers, tenantId)] ?? DEFAULT_STATUS_SYNC.fake;
+  return (tenantId) => providers.statusSync[providerOfTenant(providers, tenantId)];
 }

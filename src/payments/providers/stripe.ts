@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import type { StripeSettings } from '../../platform/provider.config.ts';
-import type { ChannelClient, StatementLine, StatusReply } from '../channel.client.ts';
+import { statementOf, type ChannelClient, type StatementLine, type StatusReply } from '../channel.client.ts';
 import {
   chargeErrorReply,
   chargeReplyOf,
@@ -23,7 +23,7 @@ const MAX_STATEMENT_LINES = 100_000;
 /** Ids learnt from charges, so a query skips the search; bounded, oldest forgotten first. */
 const MAX_KNOWN_INTENTS = 10_000;
 
-export const chargeKeyFor = (orderId: string) => `pi-${orderId}`;
+const chargeKeyFor = (orderId: string) => `pi-${orderId}`;
 
 /** The SDK client for these settings: the key, the base URL (a local double in tests), no retries. */
 export function stripeSdk(settings: StripeSettings, timeoutMs: number): Stripe {
@@ -155,9 +155,7 @@ export function stripeClient(settings: StripeSettings, timeoutMs: number): Chann
         });
       if (transactions.length >= MAX_STATEMENT_LINES)
         throw new Error(`stripe statement: ${MAX_STATEMENT_LINES} balance transactions or more`);
-      const lines = await statementLines(sdk, transactions);
-      const net = lines.reduce((sum, l) => sum + (l.type === 'CHARGE' ? l.amount : -l.amount), 0);
-      return { lines, net };
+      return statementOf(await statementLines(sdk, transactions));
     },
   };
 }
