@@ -138,7 +138,7 @@ describe.skipIf(!found.ok)(found.ok ? 'flashpay behind PgBouncer (transaction mo
 
   const orderIds: string[] = [];
 
-  it('PB-03 two API processes on one pooler: 24 buyers for 12 units, 12 PAID once each, 12 SOLD_OUT, nothing oversold', async () => {
+  it('PB-03 two API processes on one pooler: 24 buyers for 12 units, 12 PAID (a late answer converged) once each, 12 SOLD_OUT, nothing oversold', async () => {
     const admin = await token('ops', 'admin');
     const sku = { sku: 'pb-tee', name: 'Tee', price: 700, stock: 12 };
     expect((await callApi(shopA.api, 'POST', '/v1/admin/skus', admin, sku)).status).toBe(201);
@@ -167,13 +167,26 @@ describe.skipIf(!found.ok)(found.ok ? 'flashpay behind PgBouncer (transaction mo
         while (next < 24) await buyer(next++);
       }),
     );
-    expect(statuses.filter((s) => s === '200 PAID')).toHaveLength(12);
-    expect(statuses.filter((s) => s === '409 SOLD_OUT')).toHaveLength(12);
-    const rows = await direct.query<{ status: string; n: number }>(
-      'SELECT status, count(*)::int AS n FROM orders WHERE order_id = ANY($1) GROUP BY status',
-      [orderIds],
+    // A pay whose charge answers after FLASHPAY_PAY_TIMEOUT_MS (300 ms) is UNKNOWN, which two API
+    // processes, the pooler and PostgreSQL on two cores sometimes make it (CI, stop 44): it must
+    // converge to PAID through the pooler like the rest, never be read as a failure.
+    console.log(`PB-03: answers ${JSON.stringify([...statuses].sort())}`);
+    const answers = statuses.map((s) => (s === '200 PAID' || s === '200 UNKNOWN' ? '200 PAID or UNKNOWN' : s));
+    const tally = Object.fromEntries([...new Set(answers)].map((s) => [s, answers.filter((t) => t === s).length]));
+    expect(tally).toEqual({ '200 PAID or UNKNOWN': 12, '409 SOLD_OUT': 12 });
+    const rows = await waitFor(
+      async () => {
+        const r = await direct.query<{ status: string; n: number }>(
+          'SELECT status, count(*)::int AS n FROM orders WHERE order_id = ANY($1) GROUP BY status',
+          [orderIds],
+        );
+        return r.rows.length === 1 && r.rows[0]?.status === 'PAID' ? r.rows : undefined;
+      },
+      'every order PAID (an UNKNOWN pay converged by recovery)',
+      30_000,
+      100,
     );
-    expect(rows.rows).toEqual([{ status: 'PAID', n: 12 }]);
+    expect(rows).toEqual([{ status: 'PAID', n: 12 }]);
     const skuRow = (await callApi(shopB.api, 'GET', '/v1/admin/skus/pb-tee', admin)).body;
     expect(skuRow).toMatchObject({ total: 12, available: 0, held: 0 });
     expect(await chargesOf(orderIds)).toEqual(orderIds.map(() => 1));

@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,6 +10,9 @@ const run = promisify(execFile);
 // Debian's scripts, called directly: /usr/sbin's wrappers switch to the rabbitmq user, whose
 // HOME (and so Erlang cookie) is the machine's own broker's, which these nodes must not touch.
 const BIN = '/usr/lib/rabbitmq/bin';
+
+const EPHEMERAL_FROM = 32_768;
+const distPortOf = (port: number) => port - 1000;
 
 /** Debian's rabbitmq-server (`.ci/run` installs it); absent: the suite says why it skipped. */
 export function rabbitmqInstalled(): { ok: true } | { ok: false; why: string } {
@@ -40,9 +43,14 @@ export interface RabbitCluster {
 }
 
 /**
- * Three RabbitMQ nodes `fp1@localhost`… on the given AMQP ports (distribution on port + 20000,
- * above the 25672 the machine's own node uses), data and logs in a temp dir, one Erlang cookie
- * (a HOME of their own), no plugins; the second and third join the first.
+ * Three RabbitMQ nodes `fp1@localhost`… on the given AMQP ports (distribution on port − 1000),
+ * data and logs in a temp dir, one Erlang cookie (a HOME of their own), no plugins; the second
+ * and third join the first.
+ *
+ * Both ports must lie below the kernel's ephemeral range (32768–60999 here). A distribution port
+ * inside it (it was port + 20000) can be held by a client socket of an earlier test, even one in
+ * TIME_WAIT, which erl's listener (no SO_REUSEADDR) cannot bind; the VM then exits with status 0
+ * and writes no log (CI, stop 44: the cluster suite's HTTP load ran first).
  */
 export async function startRabbitCluster(ports: number[], log: (line: string) => void): Promise<RabbitCluster> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-rabbit-'));
@@ -59,7 +67,7 @@ export async function startRabbitCluster(ports: number[], log: (line: string) =>
     RABBITMQ_NODENAME: `${name}@localhost`,
     RABBITMQ_NODE_IP_ADDRESS: '127.0.0.1',
     RABBITMQ_NODE_PORT: String(port),
-    RABBITMQ_DIST_PORT: String(port + 20_000),
+    RABBITMQ_DIST_PORT: String(distPortOf(port)),
     RABBITMQ_MNESIA_BASE: path.join(dir, name, 'mnesia'),
     RABBITMQ_LOG_BASE: path.join(dir, name, 'log'),
     RABBITMQ_PID_FILE: path.join(dir, name, 'pid'),
@@ -88,9 +96,18 @@ export async function startRabbitCluster(ports: number[], log: (line: string) =>
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    const spawnNode = (name: string, port: number) =>
+    const spawnNode = (name: string, port: number) => {
+      // What the VM prints before its log file is set up (a port it cannot bind) goes to boot.out.
+      const out = openSync(path.join(dir, name, 'boot.out'), 'a');
       // Detached: its own process group, so a kill takes the VM and its helpers at once.
-      spawn(path.join(BIN, 'rabbitmq-server'), [], { env: envOf(name, port), detached: true, stdio: 'ignore' });
+      const child = spawn(path.join(BIN, 'rabbitmq-server'), [], {
+        env: envOf(name, port),
+        detached: true,
+        stdio: ['ignore', out, out],
+      });
+      closeSync(out);
+      return child;
+    };
     /** Up, or false when its VM exited while booting. */
     const awaitUp = async (node: RabbitNode): Promise<boolean> => {
       // await_startup waits for a booting node, but fails at once while the VM is not yet registered.
@@ -114,6 +131,9 @@ export async function startRabbitCluster(ports: number[], log: (line: string) =>
     for (const [i, port] of ports.entries()) {
       const name = `fp${i + 1}`;
       await mkdir(path.join(dir, name, 'log'), { recursive: true });
+      for (const p of [port, distPortOf(port)])
+        if (p >= EPHEMERAL_FROM)
+          throw new Error(`${name}: port ${p} lies in the ephemeral range (from ${EPHEMERAL_FROM})`);
       await writeFile(path.join(dir, name, 'rabbitmq.conf'), `listeners.tcp.local = 127.0.0.1:${port}\n`);
       await writeFile(path.join(dir, name, 'advanced.config'), '[].\n');
       const node: RabbitNode = { name, port, child: spawnNode(name, port) };
@@ -133,11 +153,16 @@ export async function startRabbitCluster(ports: number[], log: (line: string) =>
       log(`${node.name} joined ${first.name}`);
     }
   } catch (error) {
+    const tail = async (file: string) =>
+      `--- ${path.relative(dir, file)}\n${(await readFile(file, 'utf8').catch(() => '')).split('\n').slice(-15).join('\n')}`;
     const logs = await Promise.all(
-      nodes.map((n) => readFile(path.join(dir, n.name, 'log', `${n.name}@localhost.log`), 'utf8').catch(() => '')),
+      nodes.flatMap((n) => [
+        tail(path.join(dir, n.name, 'boot.out')),
+        tail(path.join(dir, n.name, 'log', `${n.name}@localhost.log`)),
+      ]),
     );
     await stop();
-    throw new Error(`${(error as Error).message}\n${logs.map((l) => l.split('\n').slice(-15).join('\n')).join('\n')}`);
+    throw new Error(`${(error as Error).message}\n${logs.join('\n')}`);
   }
   const urlOf = (node: RabbitNode) => `amqp://guest:guest@127.0.0.1:${node.port}`;
   return {
