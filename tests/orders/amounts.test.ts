@@ -128,6 +128,8 @@ describe('order amounts within the provider’s limit (issue 38)', () => {
         }
         const paid = await s.pay(buyer, orderId);
         expect([paid.status, paid.body.status], paid.text).toEqual([200, 'PAID']);
+        const charged = (await s.statement()).lines.filter((l) => l.merchant_order === orderId);
+        expect(charged.map((l) => [l.type, l.amount])).toEqual([['CHARGE', Number(total)]]);
         seen.paid++;
       }),
       { numRuns: 60, seed: 38 },
