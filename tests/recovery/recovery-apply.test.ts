@@ -43,7 +43,15 @@ describe('recovery answers applied in groups', () => {
     gapMs: number,
   ): Promise<string[]> {
     const deps = paymentDeps(s.deps);
-    const replies = await Promise.all(orderIds.map((id) => deps.channel.query(id)));
+    // The stack's calls time out at 150 ms (payTimeoutMs), so on a loaded machine a query can go
+    // unanswered (UNKNOWN): ask again until the provider answers, as recovery's next pass would.
+    const known = async (id: string) => {
+      for (let tries = 1; ; tries++) {
+        const reply = await deps.channel.query(id);
+        if (reply.kind !== 'UNKNOWN' || tries === 20) return reply;
+      }
+    };
+    const replies = await Promise.all(orderIds.map(known));
     const applied: Array<Promise<{ order?: { status: string } }>> = [];
     for (const [i, id] of orderIds.entries()) {
       if (i > 0 && gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
