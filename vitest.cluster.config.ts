@@ -7,6 +7,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['tests/cluster/**/*.test.ts'],
+    globalSetup: ['tests/support/build-setup.ts'],
     testTimeout: 300_000,
     hookTimeout: 300_000,
     pool: 'forks',

@@ -103,7 +103,9 @@ export function mergeRuns(runs: readonly DriverRun[]): DriverResult {
   };
 }
 
-const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'driver.child.ts');
+// driver.child.ts, or driver.child.js in the compiled copy (bin/dist.js): this file's own extension.
+const HERE = fileURLToPath(import.meta.url);
+const CHILD = path.join(path.dirname(HERE), `driver.child${path.extname(HERE)}`);
 
 function tsxLoader(): string {
   // Absolute, so the child starts the same whatever the current directory.

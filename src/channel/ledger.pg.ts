@@ -1,5 +1,7 @@
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { inTx, pgCode, type Db, type Executor, type Tx } from '../platform/db.ts';
+import { ROOT } from '../platform/root.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
 import { createPgFulfilments } from './fulfilments.pg.ts';
 import {
@@ -125,7 +127,7 @@ async function insertLine(tx: Tx, line: LineDraft): Promise<void> {
 
 // The customer accounts' tables: one file, the service's migration 153, applied here to the
 // channel's own database (its statements are idempotent).
-const ACCOUNTS_SCHEMA_FILE = new URL('../../migrations/153_channel_accounts.sql', import.meta.url);
+const ACCOUNTS_SCHEMA_FILE = path.join(ROOT, 'migrations', '153_channel_accounts.sql');
 
 async function ensureSchema(pool: Db): Promise<void> {
   const accounts = await readFile(ACCOUNTS_SCHEMA_FILE, 'utf8');

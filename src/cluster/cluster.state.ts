@@ -1,13 +1,13 @@
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ROOT } from '../platform/root.ts';
 import { GiveUp, type NodeKind, type NodeRecord } from './node.ts';
 
 // What up (cluster.ts) and the commands on a running cluster (cluster.manage.ts) share: the state
 // file and its words, a leaf so that neither imports the other for them.
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export { ROOT };
 export const STOP_GRACE_MS = 10_000;
 
 /** What `cluster.json` keeps: enough for status, kill, start and down from another process. */

@@ -1,9 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { newClient } from './pg-primary.ts';
+import { ROOT } from './root.ts';
 
-const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
+const MIGRATIONS_DIR = path.join(ROOT, 'migrations');
 // Arbitrary but fixed: every flashpay process that migrates takes this one advisory lock.
 const MIGRATION_LOCK_KEY = 7_294_629;
 

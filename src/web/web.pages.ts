@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
+import { ROOT } from '../platform/root.ts';
 
 // The pages are plain HTML and ES modules under web/, served as they are: no bundler, no build
 // step for `npm start`, nothing fetched from a CDN. A fixed list, so no request names a path.
-const WEB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../web');
+const WEB_DIR = path.join(ROOT, 'web');
 const chartDir = path.dirname(createRequire(import.meta.url).resolve('chart.js'));
 
 const TYPES = {

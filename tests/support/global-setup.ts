@@ -5,6 +5,7 @@ import { newClient } from '../../src/platform/pg-primary.ts';
 import type { TestProject } from 'vitest/node';
 import { startEmbedded, withDatabase, type EmbeddedCluster } from '../../src/platform/embedded.ts';
 import { migrate } from '../../src/platform/migrate.ts';
+import { buildDist } from '../../scripts/build-dist.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -21,6 +22,8 @@ const templateDb = `flashpay_template_${process.pid}`;
 
 export async function setup(project: TestProject): Promise<void> {
   await childViolations();
+  // Every `flashpay` a test spawns boots the compiled copy (bin/dist.js): about 0.6x tsx's boot.
+  await buildDist();
   if (process.env.DATABASE_URL) {
     serverUrl = process.env.DATABASE_URL;
   } else {

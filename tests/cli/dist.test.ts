@@ -1,0 +1,70 @@
+import { execFile } from 'node:child_process';
+import { cp, mkdir, mkdtemp, rm, symlink, utimes, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { distIsCurrent } from '../../bin/dist.js';
+import { ROOT } from '../../src/platform/root.ts';
+
+// Issue 49 (DI-01..03): `flashpay` boots the compiled copy in build/dist only while it is the
+// sources as they are; a source changed, added or removed since the compile sends it back to tsx,
+// so a developer never runs stale code. A small checkout of its own (the real bin/ and build
+// script, a main that says which file it is), so the suite's own build/dist is never touched.
+const run = promisify(execFile);
+
+describe('the bin runs build/dist only when it is current (issue 49)', () => {
+  let root = '';
+  const main = () => path.join(root, 'src', 'cli', 'main.ts');
+  const flashpay = async (env: Record<string, string> = {}) =>
+    (
+      await run(process.execPath, [path.join(root, 'bin', 'flashpay.js')], { env: { ...process.env, ...env } })
+    ).stdout.trim();
+  const build = () =>
+    run(process.execPath, ['--import', 'tsx', path.join(root, 'scripts', 'build-dist.ts')], { cwd: root });
+
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(os.tmpdir(), 'flashpay-dist-'));
+    await cp(path.join(ROOT, 'bin'), path.join(root, 'bin'), { recursive: true });
+    await mkdir(path.join(root, 'scripts'));
+    await cp(path.join(ROOT, 'scripts', 'build-dist.ts'), path.join(root, 'scripts', 'build-dist.ts'));
+    await cp(path.join(ROOT, 'package.json'), path.join(root, 'package.json'));
+    await symlink(path.join(ROOT, 'node_modules'), path.join(root, 'node_modules'));
+    for (const dir of ['src/cli', 'packages/client/src', 'bench'])
+      await mkdir(path.join(root, dir), { recursive: true });
+    await writeFile(main(), "import { who } from './who.ts';\nprocess.stdout.write(who());\n");
+    await writeFile(path.join(root, 'src', 'cli', 'who.ts'), 'export const who = (): string => import.meta.url;\n');
+  });
+  afterAll(() => rm(root, { recursive: true, force: true }));
+
+  it('DI-01: after a compile the bin starts build/dist (its .ts imports rewritten); FLASHPAY_TSX=1 forces tsx', async () => {
+    expect(await flashpay()).toMatch(/\/src\/cli\/who\.ts$/);
+    await build();
+    expect(await flashpay()).toBe(`file://${root}/build/dist/src/cli/who.js`);
+    expect(await flashpay({ FLASHPAY_TSX: '1' })).toMatch(/\/src\/cli\/who\.ts$/);
+  });
+
+  it('DI-02: a source changed after the compile sends the bin back to tsx until the next compile', async () => {
+    await build();
+    const later = new Date(Date.now() + 5_000);
+    await utimes(main(), later, later);
+    expect(await flashpay()).toMatch(/\/src\/cli\/who\.ts$/);
+    await build();
+    expect(await flashpay()).toMatch(/\/build\/dist\/src\/cli\/who\.js$/);
+  });
+
+  it('DI-03: a source added or removed after the compile does too', async () => {
+    await build();
+    const added = path.join(root, 'bench', 'added.ts');
+    await writeFile(added, 'export {};\n');
+    await utimes(added, new Date(0), new Date(0)); // older than every other file: only the count tells
+    expect(await flashpay()).toMatch(/\/src\/cli\/who\.ts$/);
+    await build();
+    await rm(added);
+    expect(await flashpay()).toMatch(/\/src\/cli\/who\.ts$/);
+  });
+
+  it('DI-04: this run compiled the checkout once (global setup), so every flashpay it spawns boots build/dist', () => {
+    expect(distIsCurrent()).toBe(true);
+  });
+});
