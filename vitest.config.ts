@@ -31,5 +31,7 @@ export default defineConfig({
     // it.concurrent (the simulated sales) three at a time: a default PostgreSQL allows 100 connections.
     maxConcurrency: 3,
     sequence: { sequencer: LongestFirst },
+    // A whole run checks the README's test count (tests/support/suite-numbers.ts, issue 49).
+    reporters: ['default', './tests/support/suite-numbers.ts'],
   },
 });
