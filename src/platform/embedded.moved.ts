@@ -141,10 +141,11 @@ export async function pruneMovedClusters(options: PruneOptions = {}): Promise<Mo
 
 /** What a start does first, as root: orphans go, a line each; a failure to prune never fails a start. */
 export async function pruneOrphansQuietly(log: (line: string) => void): Promise<void> {
-  if (!isRoot() || !existsSync(MOVED_ROOT)) return;
+  if (!isRoot()) return;
   try {
     for (const c of await pruneMovedClusters())
       log(`removed the orphaned embedded cluster ${c.dir} (${formatBytes(c.sizeBytes ?? 0)}): ${c.origin} is gone`);
+    for (const dir of await pruneScratchDirs()) log(`removed ${dir}: the run that made it is gone`);
   } catch (error) {
     log(`could not prune orphaned embedded clusters in ${MOVED_ROOT}: ${(error as Error).message}`);
   }
@@ -158,17 +159,38 @@ export function formatBytes(bytes: number): string {
 
 /** Where throwaway clusters (the test run's template, the bench's database) are made, as root. */
 export const SCRATCH_ROOT = '/var/tmp';
+const SCRATCH_NAME = /^flashpay-[a-z0-9]+-[A-Za-z0-9]{6}$/;
+const OWNER_FILE = 'owner.pid';
 
 /**
  * A temporary directory of our own for a throwaway cluster, which the `postgres` user can reach
- * from the start, so it is never moved: as root under /var/tmp (0711: postgres passes through but
- * cannot list it, nor read the password file beside the cluster), else the usual temp dir.
- * The caller removes it.
+ * from the start, so it is never moved: as root under /var/tmp, 0755 (as startEmbedded would make
+ * it; the password file beside the cluster is root's, 0600), else the usual temp dir. It names its
+ * owner (this pid), so that one left by a killed run can be swept; the caller removes it.
  */
 export async function scratchDir(kind: string): Promise<string> {
   if (!isRoot()) return mkdtemp(path.join(os.tmpdir(), `flashpay-${kind}-`));
   const dir = await mkdtemp(path.join(SCRATCH_ROOT, `flashpay-${kind}-`));
-  await chmod(dir, 0o711);
+  await chmod(dir, 0o755);
+  await writeFile(path.join(dir, OWNER_FILE), `${process.pid}\n`, { mode: 0o644 });
   if (!reachableByOthers(path.join(dir, 'pg'))) throw new Error(`${dir} is not reachable by the postgres user`);
   return dir;
+}
+
+/**
+ * Scratch directories of runs that were killed (no teardown, no finally): their owner is dead and
+ * no postgres runs in them. One with no owner file is not ours, or is being made: kept.
+ */
+export async function pruneScratchDirs(root = SCRATCH_ROOT): Promise<string[]> {
+  const removed: string[] = [];
+  for (const name of await readdir(root).catch(() => [] as string[])) {
+    if (!SCRATCH_NAME.test(name)) continue;
+    const dir = path.join(root, name);
+    const owner = Number((await readFile(path.join(dir, OWNER_FILE), 'utf8').catch(() => '')).trim());
+    if (!Number.isInteger(owner) || owner <= 0 || alive(owner)) continue;
+    if ((await runningPostmaster(path.join(dir, 'pg'))) !== undefined) continue;
+    await rm(dir, { recursive: true, force: true });
+    removed.push(dir);
+  }
+  return removed;
 }

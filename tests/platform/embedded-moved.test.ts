@@ -8,7 +8,13 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isRoot } from '../../src/platform/embedded.binaries.ts';
 import { clusterDirFor } from '../../src/platform/embedded.files.ts';
-import { listMovedClusters, markerOf, pruneMovedClusters, scratchDir } from '../../src/platform/embedded.moved.ts';
+import {
+  listMovedClusters,
+  markerOf,
+  pruneMovedClusters,
+  pruneScratchDirs,
+  scratchDir,
+} from '../../src/platform/embedded.moved.ts';
 import { startEmbedded, type EmbeddedCluster } from '../../src/platform/embedded.ts';
 import { BIN } from '../support/process.ts';
 
@@ -22,6 +28,13 @@ const run = promisify(execFile);
 const why = 'needs root: only root moves an embedded cluster to /var/lib/flashpay (issue 56)';
 
 const flashpay = async (args: string[]) => (await run(process.execPath, [BIN, 'embedded', ...args])).stdout;
+
+/** The pid of a process that has exited. */
+const deadPid = async () => {
+  const child = execFile(process.execPath, ['-e', '']);
+  await new Promise((resolve) => child.once('exit', resolve));
+  return child.pid!;
+};
 
 const selectOne = async (url: string) => {
   const client = new pg.Client({ connectionString: url });
@@ -127,11 +140,22 @@ describe.skipIf(!isRoot())(`moved embedded clusters follow their folder (${isRoo
     expect(existsSync(legacy)).toBe(false);
   }, 120_000);
 
-  it('EM-05: the test run and the bench make their throwaway clusters where postgres reaches them: never moved', async () => {
+  it('EM-05: the test run and the bench make their throwaway clusters where postgres reaches them (never moved); what a killed run left is swept', async () => {
     const dir = await scratchDir('em05');
     cleanup.push(dir);
     expect(dir.startsWith('/var/tmp/flashpay-em05-')).toBe(true);
-    expect((await stat(dir)).mode & 0o777).toBe(0o711);
+    expect((await stat(dir)).mode & 0o777).toBe(0o755);
     expect(clusterDirFor(path.join(dir, 'pg'), () => undefined)).toBe(path.join(dir, 'pg'));
+    // One left by a killed run (its owner pid gone, nothing running in it) is swept; a live owner's is not.
+    const root = await mkdtemp(path.join(os.tmpdir(), 'flashpay-scratch-root-'));
+    cleanup.push(root);
+    const make = async (name: string, owner: number) => {
+      await mkdir(path.join(root, name, 'pg'), { recursive: true });
+      await writeFile(path.join(root, name, 'owner.pid'), `${owner}\n`);
+    };
+    await make('flashpay-test-AAAAAA', process.pid);
+    await make('flashpay-bench-BBBBBB', await deadPid());
+    expect(await pruneScratchDirs(root)).toEqual([path.join(root, 'flashpay-bench-BBBBBB')]);
+    expect(existsSync(path.join(root, 'flashpay-test-AAAAAA'))).toBe(true);
   });
 });
