@@ -1,9 +1,8 @@
-import { existsSync } from 'node:fs';
 import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { isRoot, reachableByOthers } from './embedded.binaries.ts';
-import { alive } from './embedded.files.ts';
+import { alive, findRunningPostmaster } from './embedded.files.ts';
 
 // Clusters that root keeps under /var/lib/flashpay because the `postgres` user cannot reach the
 // asked-for directory (clusterDirFor). Each knows where it came from, both ways: `origin.json`
@@ -47,17 +46,6 @@ export async function recordOrigin(dataDir: string, clusterDir: string): Promise
   await writeFile(originFileOf(clusterDir), `${JSON.stringify({ origin: dataDir })}\n`, { mode: 0o644 });
 }
 
-/** The pid of a postgres process running in `dataDir`, if any: the pid file's pid, alive, and postgres. */
-export async function runningPostmaster(dataDir: string): Promise<number | undefined> {
-  const pid = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return undefined;
-  // A recycled pid is some other process. Without /proc we cannot tell, so we keep the cluster.
-  const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => undefined);
-  if (cmdline === undefined) return existsSync('/proc/self') ? undefined : pid;
-  // The postmaster keeps its argv (`…/bin/postgres -D …`); a backend's title starts `postgres:`.
-  return path.basename(cmdline.split('\0')[0] ?? '').startsWith('postgres') ? pid : undefined;
-}
-
 async function readOrigin(dir: string): Promise<string | undefined> {
   const text = await readFile(path.join(dir, ORIGIN_FILE), 'utf8').catch(() => undefined);
   if (text === undefined) return undefined;
@@ -69,10 +57,10 @@ async function readOrigin(dir: string): Promise<string | undefined> {
   }
 }
 
-async function describe(dir: string): Promise<MovedCluster> {
+async function examine(dir: string): Promise<MovedCluster> {
   const clusterDir = path.join(dir, 'pg');
   const origin = await readOrigin(dir);
-  const pid = await runningPostmaster(clusterDir);
+  const pid = await findRunningPostmaster(clusterDir);
   const times = await Promise.all(
     [dir, clusterDir].map((p) =>
       stat(p).then(
@@ -103,7 +91,7 @@ export async function sizeOf(target: string): Promise<number> {
 export async function listMovedClusters(options: { root?: string; withSize?: boolean } = {}): Promise<MovedCluster[]> {
   const root = options.root ?? MOVED_ROOT;
   const names = (await readdir(root).catch(() => [] as string[])).filter((name) => MOVED_NAME.test(name)).sort();
-  const clusters = await Promise.all(names.map((name) => describe(path.join(root, name))));
+  const clusters = await Promise.all(names.map((name) => examine(path.join(root, name))));
   if (options.withSize) for (const c of clusters) c.sizeBytes = await sizeOf(c.dir);
   return clusters;
 }
@@ -130,7 +118,7 @@ export async function pruneMovedClusters(options: PruneOptions = {}): Promise<Mo
   const removed: MovedCluster[] = [];
   for (const candidate of await listMovedClusters({ root: options.root })) {
     if (!prunable(candidate, options)) continue;
-    const now = await describe(candidate.dir);
+    const now = await examine(candidate.dir);
     if (!prunable(now, options)) continue;
     now.sizeBytes = await sizeOf(now.dir);
     await rm(now.dir, { recursive: true, force: true });
@@ -188,7 +176,7 @@ export async function pruneScratchDirs(root = SCRATCH_ROOT): Promise<string[]> {
     const dir = path.join(root, name);
     const owner = Number((await readFile(path.join(dir, OWNER_FILE), 'utf8').catch(() => '')).trim());
     if (!Number.isInteger(owner) || owner <= 0 || alive(owner)) continue;
-    if ((await runningPostmaster(path.join(dir, 'pg'))) !== undefined) continue;
+    if ((await findRunningPostmaster(path.join(dir, 'pg'))) !== undefined) continue;
     await rm(dir, { recursive: true, force: true });
     removed.push(dir);
   }

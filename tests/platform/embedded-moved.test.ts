@@ -101,15 +101,9 @@ describe.skipIf(!isRoot())(`moved embedded clusters follow their folder (${isRoo
     });
     await stack.stop();
     running = undefined;
-    const stopped = JSON.parse(await flashpay(['list', '--json'])) as Array<Record<string, unknown>>;
-    expect(stopped.find((c) => c.dir === second.moved)).toMatchObject({ state: 'orphaned', orphaned: true });
-    expect(await flashpay(['list'])).toMatch(
-      new RegExp(`^orphaned\\t\\d+ MB\\t${second.moved}\\t${second.dataDir}$`, 'm'),
-    );
-    const output = await flashpay(['prune']);
-    expect(output).toContain(`removed\torphaned\t`);
-    expect(output).toContain(`${second.moved}\t${second.dataDir}`);
-    expect(output).toMatch(/^removed [1-9]\d* clusters, [\d.]+ [MG]B; kept \d+ running/m);
+    // Now an orphan: this prune removes it, unless an embedded start elsewhere (another test file)
+    // already did; the command's output for an orphan is EM-04's, in a root of its own.
+    await flashpay(['prune']);
     expect(existsSync(second.moved)).toBe(false);
   }, 120_000);
 
@@ -128,8 +122,20 @@ describe.skipIf(!isRoot())(`moved embedded clusters follow their folder (${isRoo
       'pg/postmaster.pid': `${process.pid}\n`,
       'origin.json': JSON.stringify({ origin: path.join(root, 'gone', 'pg') }),
     });
+    const gone = path.join(root, 'gone', 'pg');
     expect((await listMovedClusters({ root })).map((c) => c.state)).toEqual(['unknown origin', 'orphaned']);
-    expect(await flashpay(['prune', '--root', root])).toContain(`removed\torphaned\t`);
+    expect(await flashpay(['list', '--root', root])).toMatch(
+      new RegExp(
+        `^unknown origin\\t\\d+ kB\\t${legacy}\\t\\(moved before origins were recorded\\)\\norphaned\\t\\d+ kB\\t${recycled}\\t${gone}\\n2 moved clusters in ${root}, \\d+ kB; 1 orphaned\\n$`,
+      ),
+    );
+    const listed = JSON.parse(await flashpay(['list', '--json', '--root', root])) as Array<Record<string, unknown>>;
+    expect(listed[1]).toMatchObject({ dir: recycled, origin: gone, state: 'orphaned', orphaned: true, running: false });
+    expect(await flashpay(['prune', '--root', root])).toMatch(
+      new RegExp(
+        `^removed\\torphaned\\t\\d+ kB\\t${recycled}\\t${gone}\\nremoved 1 clusters, \\d+ kB; kept 0 running, 0 in use, 1 of unknown origin\\n$`,
+      ),
+    );
     expect(existsSync(recycled)).toBe(false);
     await flashpay(['prune', '--legacy', '--root', root]);
     expect(existsSync(legacy)).toBe(true); // idle less than an hour: perhaps being made right now
