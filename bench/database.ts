@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { ensureDatabase, startEmbedded, withDatabase, type EmbeddedCluster } from '../src/platform/embedded.ts';
+import { pruneOrphansQuietly, scratchDir } from '../src/platform/embedded.moved.ts';
 import { migrate } from '../src/platform/migrate.ts';
 import { databaseOf } from '../src/platform/pg-hosts.ts';
 import { newClient } from '../src/platform/pg-primary.ts';
@@ -44,11 +44,15 @@ async function onServer(serverUrl: string): Promise<BenchDatabase> {
   };
 }
 
-/** A throwaway embedded cluster in a temp dir (default synchronous_commit: commits are fsynced). */
+const EXIT_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * A throwaway embedded cluster in a temp dir (default synchronous_commit: commits are fsynced). As
+ * root the dir is one the `postgres` user reaches (scratchDir), so the cluster is never moved under
+ * /var/lib/flashpay; it goes at the end, after a failure, and on SIGINT/SIGTERM/SIGHUP (issue 56).
+ */
 async function embedded(log: (line: string) => void): Promise<BenchDatabase> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-bench-'));
-  // As root, PostgreSQL runs as `postgres`, which must reach the cluster; 0700 would move it elsewhere.
-  await chmod(dir, 0o755);
+  const dir = await scratchDir('bench');
   // PostgreSQL's chatter stays out of the report; a real failure does not. The shutdown at the end
   // terminates idle connections with a FATAL that is expected.
   const important = (message: string) => {
@@ -57,23 +61,30 @@ async function embedded(log: (line: string) => void): Promise<BenchDatabase> {
     }
   };
   let cluster: EmbeddedCluster | undefined;
+  let removing: Promise<void> | undefined;
+  const remove = () =>
+    (removing ??= (async () => {
+      for (const signal of EXIT_SIGNALS) process.off(signal, onSignal);
+      try {
+        await cluster?.stop();
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+        await pruneOrphansQuietly(log);
+      }
+    })());
+  function onSignal(signal: NodeJS.Signals): void {
+    log(`${signal}: removing the bench's PostgreSQL in ${dir}`);
+    void remove().finally(() => process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGTERM' ? 15 : 1)));
+  }
+  for (const signal of EXIT_SIGNALS) process.once(signal, onSignal);
   try {
-    cluster = await startEmbedded({ dataDir: path.join(dir, 'pg'), persistent: false, log: important });
+    cluster = await startEmbedded({ dataDir: path.join(dir, 'pg'), persistent: false, log: important, notice: log });
     await ensureDatabase(cluster.url('postgres'), 'flashpay_bench');
     const url = cluster.url('flashpay_bench');
     await migrate(url);
-    const running = cluster;
-    return {
-      url,
-      where: `embedded PostgreSQL in ${dir} (removed afterwards)`,
-      async close() {
-        await running.stop();
-        await rm(dir, { recursive: true, force: true });
-      },
-    };
+    return { url, where: `embedded PostgreSQL in ${dir} (removed afterwards)`, close: remove };
   } catch (error) {
-    await cluster?.stop().catch(() => undefined);
-    await rm(dir, { recursive: true, force: true });
+    await remove().catch(() => undefined);
     throw error;
   }
 }

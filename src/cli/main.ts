@@ -17,6 +17,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   sim: async () => (await import('./sim.command.ts')).simCommand,
   bench: async () => (await import('./bench.command.ts')).benchCommand,
   cluster: async () => (await import('./cluster.command.ts')).clusterCommand,
+  embedded: async () => (await import('./embedded.command.ts')).embeddedCommand,
   listen: async () => (await import('./listen.command.ts')).listenCommand,
   trigger: async () => (await import('./trigger.command.ts')).triggerCommand,
 };
@@ -34,16 +35,35 @@ const USAGE = `usage: flashpay <command> [options]
   sim --seed N [--orders 24] [--stock 24] [--late 12] [--mix …] [--api URL --channel URL] [--tenant acme] [--json]
   bench [--quick] [--json]
   cluster up|status|kill NAME|start NAME|down [--dir D] [--api 2] [--nats 3] [--json]
+  embedded list|prune [--legacy] [--json] [--root /var/lib/flashpay]
   listen [--forward-to URL] [--events ORDER_PAID,…] [--json]
   trigger charged|declined|refunded|duplicate-callback|late-callback|lost-reply --order ID [--tenant acme] [--api URL --channel URL] [--json]
 `;
 
 const HELP_FLAGS = ['--help', '-h'];
 
-/** The command's line of USAGE (every command has one). */
+/** What a command's help says beyond its line of USAGE: every flag and an example. */
+const DETAILS: Record<string, string> = {
+  embedded: `
+As root, an embedded PostgreSQL whose folder the postgres user cannot reach lives in
+/var/lib/flashpay/<hash>/pg instead; origin.json beside it names the folder, <folder>.moved-to
+points back. \`flashpay start\` (and the tests, the bench) remove orphans on their own.
+  list              every moved cluster: state, size, directory, origin. States: running (a
+                    postgres process in it: never removed), in use (its origin is there),
+                    orphaned (origin gone, nothing running), unknown origin (moved before
+                    origins were recorded: only prune --legacy removes it)
+  prune             removes orphaned clusters; prints each and a total
+  --legacy          prune also removes clusters of unknown origin idle for an hour or more
+  --json            machine-readable output
+  --root DIR        where moved clusters live (default /var/lib/flashpay)
+example: flashpay embedded prune --legacy
+`,
+};
+
+/** The command's line of USAGE (every command has one), and its details if it has them. */
 function usageOf(name: string): string {
   const line = USAGE.split('\n').find((l) => l.trimStart().split(' ')[0] === name);
-  return `usage: flashpay ${line?.trim() ?? name}\n`;
+  return `usage: flashpay ${line?.trim() ?? name}\n${DETAILS[name] ?? ''}`;
 }
 
 async function main(): Promise<void> {

@@ -23,16 +23,26 @@ export function alive(pid: number): boolean {
   }
 }
 
+/** The pid of a postgres process running in `dataDir`, if any: the pid file's pid, alive, and postgres. */
+export async function findRunningPostmaster(dataDir: string): Promise<number | undefined> {
+  const pid = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return undefined;
+  // A recycled pid is some other process. Without /proc we cannot tell: taken for postgres (kept, asked to stop).
+  const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => undefined);
+  if (cmdline === undefined) return existsSync('/proc/self') ? undefined : pid;
+  // The postmaster keeps its argv (`…/bin/postgres -D …`); a backend's title starts `postgres:`.
+  return path.basename(cmdline.split('\0')[0] ?? '').startsWith('postgres') ? pid : undefined;
+}
+
 /**
  * A postmaster left behind by a `kill -9` of our Node process still owns the data directory.
  * Ask it to shut down fast (SIGINT), and only if it refuses, immediately (SIGQUIT). A pid file
- * whose process is gone is stale; PostgreSQL itself replaces it.
+ * whose process is gone, or is no longer postgres (a recycled pid), is stale; PostgreSQL itself
+ * replaces it.
  */
 export async function stopOrphanedPostmaster(dataDir: string): Promise<void> {
-  const pidFile = path.join(dataDir, 'postmaster.pid');
-  if (!existsSync(pidFile)) return;
-  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
+  const pid = await findRunningPostmaster(dataDir);
+  if (pid === undefined) return;
   process.kill(pid, 'SIGINT');
   for (let waited = 0; waited < 15_000 && alive(pid); waited += 100) await sleep(100);
   if (alive(pid)) {

@@ -19,6 +19,7 @@ import {
   stopOrphanedPostmaster,
   writePassword,
 } from './embedded.files.ts';
+import { markerOf, pruneOrphansQuietly, recordOrigin } from './embedded.moved.ts';
 
 // The embedded cluster listens on 127.0.0.1 only (no Unix socket: the data path may exceed its
 // limit). Its superuser's password is random per cluster, kept 0600 next to the data directory;
@@ -114,7 +115,13 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
   const log = options.log ?? (() => undefined);
   const binaries = await resolveBinaries(log);
   const runAs = await postgresUser();
-  const dataDir = clusterDirFor(path.resolve(options.dataDir), log);
+  // Clusters moved for folders that are gone go first (issue 56); a running one never does.
+  await pruneOrphansQuietly(options.notice ?? log);
+  const asked = path.resolve(options.dataDir);
+  const dataDir = clusterDirFor(asked, log);
+  const moved = dataDir !== asked;
+  // A moved cluster knows its origin, and its origin knows it, before initdb or a start.
+  if (moved) await recordOrigin(asked, dataDir);
   await mkdir(path.dirname(dataDir), { recursive: true });
   // The postgres user must pass through the parent (mkdtemp makes it 0700). Only bits are added: a
   // cluster whose parent is /tmp itself once turned /tmp's 1777 into 0755, and every later
@@ -125,7 +132,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
     if ((mode & 0o055) !== 0o055) await chmod(parent, mode | 0o055);
   }
   // PG_VERSION is written by initdb: present means "initialised", never initialise again.
-  const passwordFile = passwordFileOf(path.resolve(options.dataDir));
+  const passwordFile = passwordFileOf(asked);
   let password: string;
   if (existsSync(path.join(dataDir, 'PG_VERSION'))) {
     await stopOrphanedPostmaster(dataDir);
@@ -192,11 +199,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
       }
       // A throwaway cluster leaves nothing behind, not even the directory it was relocated into.
       if (!options.persistent) {
-        await rm(dataDir === path.resolve(options.dataDir) ? dataDir : path.dirname(dataDir), {
-          recursive: true,
-          force: true,
-        });
+        await rm(moved ? path.dirname(dataDir) : dataDir, { recursive: true, force: true });
         await rm(passwordFile, { force: true });
+        if (moved) await rm(markerOf(asked), { force: true });
       }
     },
   };

@@ -1,9 +1,9 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { newClient } from '../../src/platform/pg-primary.ts';
 import type { TestProject } from 'vitest/node';
 import { startEmbedded, withDatabase, type EmbeddedCluster } from '../../src/platform/embedded.ts';
+import { pruneOrphansQuietly, scratchDir } from '../../src/platform/embedded.moved.ts';
 import { migrate } from '../../src/platform/migrate.ts';
 import { buildDist } from '../../scripts/build-dist.ts';
 
@@ -16,7 +16,10 @@ declare module 'vitest' {
 
 // One PostgreSQL for the whole run (DATABASE_URL, else a throwaway embedded cluster), one migrated
 // template database; every test file clones the template (tests/support/db.ts).
+// As root its folder is one the `postgres` user reaches (scratchDir), so it is never moved under
+// /var/lib/flashpay; the folder and the cluster go at teardown, even after a failure (issue 56).
 let cluster: EmbeddedCluster | undefined;
+let clusterDir: string | undefined;
 let serverUrl = '';
 const templateDb = `flashpay_template_${process.pid}`;
 
@@ -27,16 +30,21 @@ export async function setup(project: TestProject): Promise<void> {
   if (process.env.DATABASE_URL) {
     serverUrl = process.env.DATABASE_URL;
   } else {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-test-'));
-    cluster = await startEmbedded({ dataDir: path.join(dir, 'pg'), persistent: false });
+    clusterDir = await scratchDir('test');
+    cluster = await startEmbedded({ dataDir: path.join(clusterDir, 'pg'), persistent: false });
     serverUrl = cluster.url('postgres');
   }
-  const admin = newClient(serverUrl);
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${templateDb}`);
-  await admin.query(`CREATE DATABASE ${templateDb}`);
-  await admin.end();
-  await migrate(withDatabase(serverUrl, templateDb));
+  try {
+    const admin = newClient(serverUrl);
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${templateDb}`);
+    await admin.query(`CREATE DATABASE ${templateDb}`);
+    await admin.end();
+    await migrate(withDatabase(serverUrl, templateDb));
+  } catch (error) {
+    await removeCluster();
+    throw error;
+  }
   project.provide('serverUrl', serverUrl);
   project.provide('templateDb', templateDb);
 }
@@ -50,18 +58,34 @@ async function childViolations(): Promise<string> {
   return text;
 }
 
+/** The run's own cluster and folder, then whatever test files moved and left (their folders are gone). */
+async function removeCluster(): Promise<void> {
+  try {
+    await cluster?.stop();
+  } finally {
+    cluster = undefined;
+    if (clusterDir) await rm(clusterDir, { recursive: true, force: true });
+    clusterDir = undefined;
+    await pruneOrphansQuietly((line) => process.stderr.write(`${line}\n`));
+  }
+}
+
 export async function teardown(): Promise<void> {
-  const violations = await childViolations();
-  if (violations) throw new Error(`responses in child processes not described by the OpenAPI document:\n${violations}`);
-  if (!serverUrl) return;
-  const admin = newClient(serverUrl);
-  await admin.connect();
-  // Drop databases this run left behind (a crashed test file), then the template.
-  const leftovers = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [
-    `t_${process.pid}_%`,
-  ]);
-  for (const { datname } of leftovers.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
-  await admin.query(`DROP DATABASE IF EXISTS ${templateDb} WITH (FORCE)`);
-  await admin.end();
-  await cluster?.stop();
+  try {
+    const violations = await childViolations();
+    if (violations)
+      throw new Error(`responses in child processes not described by the OpenAPI document:\n${violations}`);
+    if (!serverUrl) return;
+    const admin = newClient(serverUrl);
+    await admin.connect();
+    // Drop databases this run left behind (a crashed test file), then the template.
+    const leftovers = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [
+      `t_${process.pid}_%`,
+    ]);
+    for (const { datname } of leftovers.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+    await admin.query(`DROP DATABASE IF EXISTS ${templateDb} WITH (FORCE)`);
+    await admin.end();
+  } finally {
+    await removeCluster();
+  }
 }
