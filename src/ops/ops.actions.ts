@@ -37,6 +37,7 @@ export async function beginRefund(
   tx: Tx,
   principal: Principal,
   orderId: string,
+  reason: string,
 ): Promise<KeyedStep> {
   const now = deps.clock.now();
   const event = { type: 'OPERATOR_REFUND', operator: principal.userId } as const;
@@ -46,6 +47,8 @@ export async function beginRefund(
   await recordOperatorAction(tx, orderId, {
     action: 'refund',
     operator: principal.userId,
+    operatorTenant: principal.tenantId,
+    reason,
     status: order.status,
     version: order.version,
     at: now,
@@ -65,14 +68,22 @@ export async function beginRefund(
   };
 }
 
-/** CREATED → CANCELLED, held units released, the operator recorded: one commit. */
-export async function cancelNow(deps: AppDeps, tx: Tx, principal: Principal, orderId: string): Promise<KeyedStep> {
+/** CREATED → CANCELLED, held units released, the operator and their reason recorded: one commit. */
+export async function cancelNow(
+  deps: AppDeps,
+  tx: Tx,
+  principal: Principal,
+  orderId: string,
+  reason: string,
+): Promise<KeyedStep> {
   const now = deps.clock.now();
   const applied = await applyOrderEvent(tx, orderId, { type: 'CANCEL_REQUESTED' }, now, { visibleTo: principal });
   if (applied.outcome !== 'CANCELLED' || !applied.order) return refused(applied, orderId, 'cancelled');
   await recordOperatorAction(tx, orderId, {
     action: 'cancel',
     operator: principal.userId,
+    operatorTenant: principal.tenantId,
+    reason,
     status: applied.order.status,
     version: applied.order.version,
     at: now,
@@ -125,6 +136,7 @@ export async function resolveByHand(
   await recordOperatorAction(tx, orderId, {
     action: 'resolve',
     operator: principal.userId,
+    operatorTenant: principal.tenantId,
     status: after.status,
     version: after.version,
     note: `${resolution.outcome}, receipt ${resolution.receipt}`,

@@ -403,7 +403,7 @@ export interface paths {
         put?: never;
         /**
          * Credit a buyer’s wallet
-         * @description A top-up, once per Idempotency-Key: a replay answers as the first time and moves no money.
+         * @description A top-up, once per Idempotency-Key: a replay answers as the first time and moves no money. `reason` (1–500 characters) is required: without it 400 `VALIDATION` naming `body.reason`, nothing moves. The reason, the operator's tenant and `sub`, the amount and the time are kept in the append-only audit trail (`wallet_credit_actions`), after the key itself is purged. The same key sent by another admin (another `sub` or tenant) names their credit: 409 `IDEMPOTENCY_KEY_OF_ANOTHER_OPERATOR`, neither replayed nor made again.
          */
         post: operations["creditWallet"];
         delete?: never;
@@ -623,7 +623,7 @@ export interface paths {
         put?: never;
         /**
          * Refund a PAID order through the provider (operator)
-         * @description PAID → REFUNDING (its units back on sale, the operator recorded in the timeline) → the provider's refund with the order's fixed refund key → REFUNDED. Answers the status once the provider answered (`REFUNDING` while its answer is pending: recovery re-sends the same refund). Any other status: 409 `REJECTED` with `order_status`, and the provider is not called. Requires an `Idempotency-Key`. No body.
+         * @description PAID → REFUNDING (its units back on sale — unless the order's fulfilment is `FULFILLED`: shipped units have left, they stay out of stock and the SKU counts them `refunded_shipped` until `POST /v1/admin/orders/{id}/return` — the operator recorded in the timeline) → the provider's refund with the order's fixed refund key → REFUNDED. Answers the status once the provider answered (`REFUNDING` while its answer is pending: recovery re-sends the same refund). Any other status: 409 `REJECTED` with `order_status`, and the provider is not called. Requires an `Idempotency-Key` and a body `{"reason": "…"}` (1–500 characters; without it 400 `VALIDATION` naming `body.reason`, nothing changes): the reason, the operator's tenant and `sub` and the time go to the append-only audit trail, shown in the admin order view. Another admin sending the same key makes their own request (keys are per operator), never a replay of this one.
          */
         post: operations["adminRefundOrder"];
         delete?: never;
@@ -643,7 +643,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel an unpaid order (operator)
-         * @description CREATED → CANCELLED, its held units back on sale in the same transaction, the operator recorded in the timeline. Any other status (a pay under way, paid, finished): 409 `REJECTED` with `order_status`. Requires an `Idempotency-Key`. No body.
+         * @description CREATED → CANCELLED, its held units back on sale in the same transaction, the operator recorded in the timeline. Any other status (a pay under way, paid, finished): 409 `REJECTED` with `order_status`. Requires an `Idempotency-Key` and a body `{"reason": "…"}` (1–500 characters; without it 400 `VALIDATION` naming `body.reason`, nothing changes): the reason, the operator's tenant and `sub` and the time go to the append-only audit trail.
          */
         post: operations["adminCancelOrder"];
         delete?: never;
@@ -4404,9 +4404,13 @@ export interface operations {
                             /** Format: date-time */
                             at: string;
                             /** @enum {string} */
-                            action?: "refund" | "cancel" | "ack" | "retry" | "resolve";
+                            action?: "refund" | "cancel" | "ack" | "retry" | "resolve" | "return";
                             /** @description the operator's sub */
                             operator?: string;
+                            /** @description the operator's tenant (their token's `tid`) */
+                            operator_tenant?: string;
+                            /** @description why the operator acted, in their words (required for refund, cancel and return since issue 48) */
+                            operator_reason?: string;
                         }[];
                         notifications: {
                             notify_id: string;
@@ -6047,12 +6051,18 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "amount": 5000
+                 *       "amount": 5000,
+                 *       "reason": "goodwill: late delivery"
                  *     }
                  */
                 "application/json": {
                     /** @description minor units */
                     amount: number;
+                    /**
+                     * @description why the operator does this, for the audit trail (1..500 characters, not only spaces)
+                     * @example buyer called: parcel arrived damaged
+                     */
+                    reason: string;
                 };
             };
         };
@@ -6154,7 +6164,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused in the current state: `REQUEST_IN_PROGRESS` */
+            /** @description Refused in the current state: `REQUEST_IN_PROGRESS`, `IDEMPOTENCY_KEY_OF_ANOTHER_OPERATOR` */
             409: {
                 headers: {
                     /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
@@ -6174,7 +6184,7 @@ export interface operations {
                          * @description the stable machine word: branch on this
                          * @enum {string}
                          */
-                        code: "REQUEST_IN_PROGRESS";
+                        code: "REQUEST_IN_PROGRESS" | "IDEMPOTENCY_KEY_OF_ANOTHER_OPERATOR";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -6510,6 +6520,12 @@ export interface operations {
                             order_id?: string;
                             /** Format: date-time */
                             at: string;
+                            /** @description a credit's operator (their `sub`), from the audit trail */
+                            operator?: string;
+                            /** @description a credit's operator's tenant */
+                            operator_tenant?: string;
+                            /** @description why the operator credited */
+                            reason?: string;
                         }[];
                     };
                 };
@@ -8210,7 +8226,22 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "buyer called: parcel arrived damaged"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description why the operator does this, for the audit trail (1..500 characters, not only spaces)
+                     * @example buyer called: parcel arrived damaged
+                     */
+                    reason: string;
+                };
+            };
+        };
         responses: {
             /** @description The order after the refund */
             200: {
@@ -8359,6 +8390,32 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "REJECTED" | "REQUEST_IN_PROGRESS";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PAYLOAD_TOO_LARGE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -8526,7 +8583,22 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "buyer called: parcel arrived damaged"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description why the operator does this, for the audit trail (1..500 characters, not only spaces)
+                     * @example buyer called: parcel arrived damaged
+                     */
+                    reason: string;
+                };
+            };
+        };
         responses: {
             /** @description The cancelled order */
             200: {
@@ -8675,6 +8747,32 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "REJECTED" | "REQUEST_IN_PROGRESS";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PAYLOAD_TOO_LARGE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {

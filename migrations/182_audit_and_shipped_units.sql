@@ -1,0 +1,46 @@
+-- Issue 48 (h3): an audit trail worth the name, and shipped units that stay shipped.
+
+-- 1. The operators' actions on an order (migration 170) gain the operator's reason and tenant (the
+--    `operator` column is their `sub`, `at` the time), and a `return` action (units back on sale after
+--    a refund of a shipped order). A refund, a cancel and a return carry a reason from here on; rows
+--    written before keep none (NOT VALID: the check holds for every new row, old rows are history).
+ALTER TABLE order_operator_actions
+  ADD COLUMN reason text CHECK (char_length(reason) BETWEEN 1 AND 500),
+  ADD COLUMN operator_tenant text CHECK (char_length(operator_tenant) BETWEEN 1 AND 128);
+ALTER TABLE order_operator_actions DROP CONSTRAINT order_operator_actions_action_check;
+ALTER TABLE order_operator_actions ADD CONSTRAINT order_operator_actions_action_check
+  CHECK (action IN ('refund', 'cancel', 'ack', 'retry', 'resolve', 'return'));
+ALTER TABLE order_operator_actions ADD CONSTRAINT order_operator_actions_reasoned
+  CHECK (action NOT IN ('refund', 'cancel', 'return') OR (reason IS NOT NULL AND operator_tenant IS NOT NULL)) NOT VALID;
+
+-- Every wallet credit with who made it, why and under which Idempotency-Key. The idempotency key's
+-- row is purged after its retention; this one is not. One row per credit transfer (its id is the
+-- key's): a second operator sending the same key finds the first one's row and is refused.
+CREATE TABLE wallet_credit_actions (
+  tenant_id       text   NOT NULL,
+  transfer_id     text   NOT NULL,
+  user_id         text   NOT NULL,
+  amount          bigint NOT NULL CHECK (amount > 0),
+  operator        text   NOT NULL CHECK (char_length(operator) BETWEEN 1 AND 128),
+  operator_tenant text   NOT NULL CHECK (char_length(operator_tenant) BETWEEN 1 AND 128),
+  reason          text   NOT NULL CHECK (char_length(reason) BETWEEN 1 AND 500),
+  at              timestamptz NOT NULL,
+  PRIMARY KEY (tenant_id, transfer_id)
+);
+CREATE INDEX wallet_credit_actions_user ON wallet_credit_actions (tenant_id, user_id, at);
+
+-- Both trails are append-only: no UPDATE, no DELETE, no TRUNCATE, whoever asks (a correction is a
+-- new row). As wallet_transfers (migration 050).
+CREATE FUNCTION audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'the audit trail % is append-only: % refused', TG_TABLE_NAME, TG_OP
+    USING ERRCODE = 'insufficient_privilege';
+END $$;
+CREATE TRIGGER order_operator_actions_append_only BEFORE UPDATE OR DELETE ON order_operator_actions
+  FOR EACH ROW EXECUTE FUNCTION audit_append_only();
+CREATE TRIGGER order_operator_actions_no_truncate BEFORE TRUNCATE ON order_operator_actions
+  FOR EACH STATEMENT EXECUTE FUNCTION audit_append_only();
+CREATE TRIGGER wallet_credit_actions_append_only BEFORE UPDATE OR DELETE ON wallet_credit_actions
+  FOR EACH ROW EXECUTE FUNCTION audit_append_only();
+CREATE TRIGGER wallet_credit_actions_no_truncate BEFORE TRUNCATE ON wallet_credit_actions
+  FOR EACH STATEMENT EXECUTE FUNCTION audit_append_only();
