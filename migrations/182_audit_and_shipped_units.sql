@@ -44,3 +44,31 @@ CREATE TRIGGER wallet_credit_actions_append_only BEFORE UPDATE OR DELETE ON wall
   FOR EACH ROW EXECUTE FUNCTION audit_append_only();
 CREATE TRIGGER wallet_credit_actions_no_truncate BEFORE TRUNCATE ON wallet_credit_actions
   FOR EACH STATEMENT EXECUTE FUNCTION audit_append_only();
+
+-- 2. Shipped units stay shipped. A refund of an order whose fulfilment is FULFILLED does not put its
+--    units back on sale: they have left. Its reservations go CONFIRMED -> REFUNDED_SHIPPED (the row
+--    alone: the SKU row's `held` still counts them out), and only an operator's audited return
+--    (POST /v1/admin/orders/{id}/return) moves them REFUNDED_SHIPPED -> RELEASED, back on sale.
+ALTER TABLE reservations DROP CONSTRAINT reservations_status_check;
+ALTER TABLE reservations ADD CONSTRAINT reservations_status_check
+  CHECK (status IN ('HELD', 'CONFIRMED', 'RELEASED', 'REFUNDED_SHIPPED'));
+
+-- The few refunded-after-shipping units of a SKU, read by the view from this index alone.
+CREATE INDEX reservations_refunded_shipped_by_sku ON reservations (tenant_id, sku) INCLUDE (quantity)
+  WHERE status = 'REFUNDED_SHIPPED';
+
+-- The view's counters gain `refunded_shipped` (out of stock, refunded, not returned); `held` stays
+-- what it says: the HELD units. total = available + held + confirmed + refunded_shipped.
+-- Each sum reads its own partial index (index-only), as migration 110's did.
+CREATE OR REPLACE VIEW sku_counters AS
+SELECT s.tenant_id, s.sku, s.total, s.available, s.held - c.confirmed - x.refunded_shipped AS held, c.confirmed,
+       s.released, s.held AS out_units, x.refunded_shipped
+FROM skus s
+CROSS JOIN LATERAL (
+  SELECT coalesce(sum(r.quantity), 0)::int AS confirmed FROM reservations r
+  WHERE r.tenant_id = s.tenant_id AND r.sku = s.sku AND r.status = 'CONFIRMED'
+) c
+CROSS JOIN LATERAL (
+  SELECT coalesce(sum(r.quantity), 0)::int AS refunded_shipped FROM reservations r
+  WHERE r.tenant_id = s.tenant_id AND r.sku = s.sku AND r.status = 'REFUNDED_SHIPPED'
+) x;

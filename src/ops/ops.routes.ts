@@ -17,13 +17,21 @@ import {
   type OrderStatus,
 } from '../orders/index.ts';
 import { findOrderIdsByTxn, paymentDeps } from '../payments/index.ts';
-import { beginRefund, cancelNow, orderStatusNow, resolveByHand, type Resolution } from './ops.actions.ts';
+import {
+  beginRefund,
+  cancelNow,
+  orderStatusNow,
+  resolveByHand,
+  returnToStock,
+  type Resolution,
+} from './ops.actions.ts';
 import { decodeCursor, encodeCursor } from './ops.cursor.ts';
 import {
   ackAttentionSchema,
   cancelOrderAdminSchema,
   refundOrderSchema,
   resolveOrderSchema,
+  returnOrderSchema,
   searchOrdersSchema,
 } from './ops.schemas.ts';
 
@@ -102,6 +110,23 @@ export function opsRoutes(app: FastifyInstance, deps: AppDeps): void {
         scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'admin_cancel', key },
         digest: requestDigest('admin_cancel', { id: orderId }, {}),
         start: (tx) => cancelNow(deps, tx, principal, orderId, request.body.reason),
+      });
+      return sendKeyed(reply, result);
+    },
+  );
+
+  // Issue 48: shipped-and-refunded units back on sale, by an audited operator action only.
+  app.post<{ Params: OrderIdParams; Body: ReasonBody }>(
+    '/v1/admin/orders/:id/return',
+    { onRequest: admin, preValidation: emptyBodyAsObject, schema: returnOrderSchema },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const key = idempotencyKeyOf(request, reply);
+      const orderId = request.params.id;
+      const result = await executeKeyed(keyedDeps(deps), {
+        scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'admin_return', key },
+        digest: requestDigest('admin_return', { id: orderId }, {}),
+        start: (tx) => returnToStock(deps, tx, principal, orderId, request.body.reason),
       });
       return sendKeyed(reply, result);
     },

@@ -166,6 +166,24 @@ export const cancelOrderAdminSchema = {
   },
 };
 
+export const returnOrderSchema = {
+  operationId: 'adminReturnOrder',
+  summary: 'Return the units of an order refunded after shipping to stock (operator)',
+  description:
+    'Issue 48. A refund of an order whose fulfilment is `FULFILLED` leaves its units out of stock (the SKU counts them `refunded_shipped`): they have left the warehouse. When they come back, this puts them on sale again (`refunded_shipped` − q, `available` + q), with the operator, their tenant and the reason in the append-only audit trail; the order keeps its status (`REFUNDING` or `REFUNDED`). Once per order: an order with no unit refunded after shipping (not refunded, never shipped, or returned already) is 409 `REJECTED` with `order_status`, and nothing moves. Requires an `Idempotency-Key` and a body `{"reason": "…"}` (1–500 characters; without it 400 `VALIDATION` naming `body.reason`).',
+  tags: ['admin'],
+  params: OrderIdParams,
+  body: ReasonBody,
+  docHeaders: IDEMPOTENCY_KEY_HEADER,
+  response: {
+    200: jsonAnswer('The order whose units are back on sale', ActionAnswer, {
+      headers: keyed,
+      example: { order_id: ORDER_ID_EXAMPLE, status: 'REFUNDED', operator: 'ops-anna' },
+    }),
+    ...problemAnswers(KEYED_REFUSALS, keyed),
+  },
+};
+
 export const ackAttentionSchema = {
   operationId: 'adminAckAttention',
   summary: 'Acknowledge the note for a person on an order',
