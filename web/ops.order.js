@@ -86,6 +86,18 @@ function actionsOf(ctx, o) {
       reasoning: true,
       run: () => ctx.checked(ctx.call('POST', path('cancel'), reasonBody(), intentKey('cancel', id, o.version))),
     });
+  // Issue 48: a refund of a shipped order keeps its units out of stock until they come back.
+  const shippedBack = (o.reservations ?? [o.reservation]).some(
+    (/** @type {any} */ r) => r?.status === 'REFUNDED_SHIPPED',
+  );
+  if (shippedBack)
+    list.push({
+      label: 'Return to stock',
+      ask: `Order ${id} of ${amount} was refunded after it shipped: are its units back in the warehouse? They go back on sale.`,
+      yes: 'Return to stock',
+      reasoning: true,
+      run: () => ctx.checked(ctx.call('POST', path('return'), reasonBody(), intentKey('return', id, o.version))),
+    });
   if (o.attention || ['PAYING', 'UNKNOWN', 'REFUNDING'].includes(o.status))
     list.push({
       label: 'Retry now',
