@@ -48,7 +48,7 @@ async function creditAll(server: FlashpayServer, buyers: readonly Buyer[]): Prom
             authorization: `Bearer ${admin}`,
             'idempotency-key': `w1-credit-${buyer.userId}`,
           },
-          body: JSON.stringify({ amount: CREDIT_MINOR }),
+          body: JSON.stringify({ amount: CREDIT_MINOR, reason: 'bench: W1 buyers top up' }),
         });
         if (response.status !== 201) throw new Error(`W1 credit of ${buyer.userId}: HTTP ${response.status}`);
       }),

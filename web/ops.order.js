@@ -32,14 +32,19 @@ function intentKey(/** @type {string} */ action, /** @type {string} */ orderId, 
 
 /**
  * Resolves true when the person confirms in the modal dialog (Esc or "Go back": false). With
- * `resolving`, the dialog also asks for the outcome and the receipt (required).
+ * `resolving`, the dialog also asks for the outcome and the receipt (required); with `reasoning`
+ * (a refund, a cancel, a return: issue 48), for the reason the audit trail keeps (required).
  */
-function confirmed(/** @type {string} */ text, /** @type {string} */ yes, resolving = false) {
+function confirmed(/** @type {string} */ text, /** @type {string} */ yes, resolving = false, reasoning = false) {
   const dialog = /** @type {HTMLDialogElement} */ ($('confirm'));
   const fields = /** @type {HTMLFieldSetElement} */ ($('resolve-fields'));
   fields.hidden = !resolving;
   fields.disabled = !resolving;
   /** @type {HTMLInputElement} */ ($('resolve-receipt')).value = '';
+  const why = /** @type {HTMLFieldSetElement} */ ($('reason-fields'));
+  why.hidden = !reasoning;
+  why.disabled = !reasoning;
+  /** @type {HTMLTextAreaElement} */ ($('confirm-reason')).value = '';
   $('confirm-text').textContent = text;
   $('confirm-yes').textContent = yes;
   return new Promise((resolve) => {
@@ -49,6 +54,9 @@ function confirmed(/** @type {string} */ text, /** @type {string} */ yes, resolv
   });
 }
 
+/** The reason typed in the dialog, as the body of a refund, cancel or return. */
+const reasonBody = () => ({ reason: /** @type {HTMLTextAreaElement} */ ($('confirm-reason')).value.trim() });
+
 /**
  * @param {Context} ctx
  * @param {any} o the admin order view
@@ -57,21 +65,38 @@ function actionsOf(ctx, o) {
   const amount = ctx.amount(o.amount);
   const id = o.order_id;
   const path = (/** @type {string} */ verb) => `/v1/admin/orders/${encodeURIComponent(id)}/${verb}`;
-  /** @type {Array<{ label: string, ask: string, yes: string, run: () => Promise<any>, resolving?: boolean }>} */
+  /** @type {Array<{ label: string, ask: string, yes: string, run: () => Promise<any>, resolving?: boolean, reasoning?: boolean }>} */
   const list = [];
   if (o.status === 'PAID')
     list.push({
       label: 'Refund',
-      ask: `Refund order ${id} of ${amount} to ${o.user_id} through the provider? Its units go back on sale.`,
+      ask:
+        o.fulfilment?.status === 'FULFILLED'
+          ? `Refund order ${id} of ${amount} to ${o.user_id} through the provider? It was shipped: its units stay out of stock until you return them.`
+          : `Refund order ${id} of ${amount} to ${o.user_id} through the provider? Its units go back on sale.`,
       yes: `Refund ${amount}`,
-      run: () => ctx.checked(ctx.call('POST', path('refund'), undefined, intentKey('refund', id, o.version))),
+      reasoning: true,
+      run: () => ctx.checked(ctx.call('POST', path('refund'), reasonBody(), intentKey('refund', id, o.version))),
     });
   if (o.status === 'CREATED')
     list.push({
       label: 'Cancel order',
       ask: `Cancel unpaid order ${id} of ${amount} for ${o.user_id}? Its held units go back on sale.`,
       yes: `Cancel order of ${amount}`,
-      run: () => ctx.checked(ctx.call('POST', path('cancel'), undefined, intentKey('cancel', id, o.version))),
+      reasoning: true,
+      run: () => ctx.checked(ctx.call('POST', path('cancel'), reasonBody(), intentKey('cancel', id, o.version))),
+    });
+  // Issue 48: a refund of a shipped order keeps its units out of stock until they come back.
+  const shippedBack = (o.reservations ?? [o.reservation]).some(
+    (/** @type {any} */ r) => r?.status === 'REFUNDED_SHIPPED',
+  );
+  if (shippedBack)
+    list.push({
+      label: 'Return to stock',
+      ask: `Order ${id} of ${amount} was refunded after it shipped: are its units back in the warehouse? They go back on sale.`,
+      yes: 'Return to stock',
+      reasoning: true,
+      run: () => ctx.checked(ctx.call('POST', path('return'), reasonBody(), intentKey('return', id, o.version))),
     });
   if (o.attention || ['PAYING', 'UNKNOWN', 'REFUNDING'].includes(o.status))
     list.push({
@@ -156,7 +181,7 @@ export async function showOrder(ctx, orderId) {
     ),
     list('Timeline', o.timeline, (t) =>
       t.action
-        ? `${t.action} by operator ${t.operator} (${t.to}${t.action === 'ack' ? `: ${t.reason.replace(/^ack: /, '')}` : ''}) — ${when(t.at)}`
+        ? `${t.action} by operator ${t.operator}${t.operator_tenant ? ` of ${t.operator_tenant}` : ''} (${t.to}${t.action === 'ack' ? `: ${t.reason.replace(/^ack: /, '')}` : ''})${t.operator_reason ? ` — “${t.operator_reason}”` : ''} — ${when(t.at)}`
         : `${t.from ?? 'new'} → ${t.to}: ${t.reason} — ${when(t.at)}`,
     ),
     list('Notifications', o.notifications, (n) => `${n.kind} ${n.notify_id} ${orNone(n.txn)}: ${n.effect}`),
@@ -181,11 +206,11 @@ export async function showOrder(ctx, orderId) {
 /**
  * @param {Context} ctx
  * @param {any} o
- * @param {{ label: string, ask: string, yes: string, run: () => Promise<any>, resolving?: boolean }} action
+ * @param {{ label: string, ask: string, yes: string, run: () => Promise<any>, resolving?: boolean, reasoning?: boolean }} action
  * @param {HTMLButtonElement} button
  */
 async function act(ctx, o, action, button) {
-  if (!(await confirmed(action.ask, action.yes, action.resolving))) return;
+  if (!(await confirmed(action.ask, action.yes, action.resolving, action.reasoning))) return;
   // Disabled while in flight: a double click sends once (and the same key, if it ever sent twice).
   for (const b of $('detail-actions').querySelectorAll('button')) /** @type {HTMLButtonElement} */ (b).disabled = true;
   const result = await action.run();

@@ -36,6 +36,8 @@ export async function showSku(ctx, sku) {
   $('sku-available').textContent = String(s.available);
   $('sku-held').textContent = String(s.held);
   $('sku-sold').textContent = String(s.confirmed);
+  // Issue 48: out of stock, refunded, not (yet) returned to the warehouse.
+  $('sku-refunded-shipped').textContent = String(s.refunded_shipped ?? 0);
   $('sku-total').textContent = String(s.total);
   $('sku-price').textContent = ctx.amount(s.price);
   $('sku-limit').textContent = s.per_user_limit === null ? 'none' : String(s.per_user_limit);

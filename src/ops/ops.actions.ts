@@ -37,6 +37,7 @@ export async function beginRefund(
   tx: Tx,
   principal: Principal,
   orderId: string,
+  reason: string,
 ): Promise<KeyedStep> {
   const now = deps.clock.now();
   const event = { type: 'OPERATOR_REFUND', operator: principal.userId } as const;
@@ -46,6 +47,8 @@ export async function beginRefund(
   await recordOperatorAction(tx, orderId, {
     action: 'refund',
     operator: principal.userId,
+    operatorTenant: principal.tenantId,
+    reason,
     status: order.status,
     version: order.version,
     at: now,
@@ -65,19 +68,58 @@ export async function beginRefund(
   };
 }
 
-/** CREATED → CANCELLED, held units released, the operator recorded: one commit. */
-export async function cancelNow(deps: AppDeps, tx: Tx, principal: Principal, orderId: string): Promise<KeyedStep> {
+/** CREATED → CANCELLED, held units released, the operator and their reason recorded: one commit. */
+export async function cancelNow(
+  deps: AppDeps,
+  tx: Tx,
+  principal: Principal,
+  orderId: string,
+  reason: string,
+): Promise<KeyedStep> {
   const now = deps.clock.now();
   const applied = await applyOrderEvent(tx, orderId, { type: 'CANCEL_REQUESTED' }, now, { visibleTo: principal });
   if (applied.outcome !== 'CANCELLED' || !applied.order) return refused(applied, orderId, 'cancelled');
   await recordOperatorAction(tx, orderId, {
     action: 'cancel',
     operator: principal.userId,
+    operatorTenant: principal.tenantId,
+    reason,
     status: applied.order.status,
     version: applied.order.version,
     at: now,
   });
   return { final: jsonResponse(200, { order_id: orderId, status: 'CANCELLED', operator: principal.userId }) };
+}
+
+/**
+ * Issue 48: the units of an order refunded after it shipped (REFUNDED_SHIPPED) back on sale, the
+ * operator and their reason recorded: one commit. Once: an order with no such unit (not refunded,
+ * never shipped, or returned already) is 409 REJECTED and nothing moves.
+ */
+export async function returnToStock(
+  deps: AppDeps,
+  tx: Tx,
+  principal: Principal,
+  orderId: string,
+  reason: string,
+): Promise<KeyedStep> {
+  const now = deps.clock.now();
+  const event = { type: 'OPERATOR_RETURN', operator: principal.userId } as const;
+  const applied = await applyOrderEvent(tx, orderId, event, now, { visibleTo: principal });
+  if (applied.outcome !== 'RETURNED' || !applied.order) return refused(applied, orderId, 'returned to stock');
+  await recordOperatorAction(tx, orderId, {
+    action: 'return',
+    operator: principal.userId,
+    operatorTenant: principal.tenantId,
+    reason,
+    status: applied.order.status,
+    version: applied.order.version,
+    note: `${applied.decision?.stock.length ?? 0} line(s) back on sale`,
+    at: now,
+  });
+  return {
+    final: jsonResponse(200, { order_id: orderId, status: applied.order.status, operator: principal.userId }),
+  };
 }
 
 /** A refund whose owner died mid-way (its key's lease lapsed): the order's status as it is now. */
@@ -125,6 +167,7 @@ export async function resolveByHand(
   await recordOperatorAction(tx, orderId, {
     action: 'resolve',
     operator: principal.userId,
+    operatorTenant: principal.tenantId,
     status: after.status,
     version: after.version,
     note: `${resolution.outcome}, receipt ${resolution.receipt}`,

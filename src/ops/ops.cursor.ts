@@ -10,12 +10,22 @@ export function encodeCursor(c: SearchCursor): string {
   return Buffer.from(`${c.createdAt}|${c.orderId}`, 'utf8').toString('base64url');
 }
 
+/**
+ * The pattern alone lets `2026-02-31T25:61:00.000000Z` through, which PostgreSQL refuses with an
+ * error (a 500): the date must also be one the calendar has, in the years PostgreSQL and JS share.
+ */
+function isRealInstant(createdAt: string): boolean {
+  const millis = Date.parse(createdAt.slice(0, 23) + 'Z');
+  if (!Number.isFinite(millis) || createdAt < '0001') return false;
+  return new Date(millis).toISOString().slice(0, 23) === createdAt.slice(0, 23);
+}
+
 export function decodeCursor(raw: string): SearchCursor {
   const text = Buffer.from(raw, 'base64url').toString('utf8');
   const bar = text.indexOf('|');
   const createdAt = text.slice(0, bar);
   const orderId = text.slice(bar + 1);
-  if (bar < 0 || !CREATED_AT.test(createdAt) || !ORDER_ID.test(orderId))
+  if (bar < 0 || !CREATED_AT.test(createdAt) || !isRealInstant(createdAt) || !ORDER_ID.test(orderId))
     throw new AppError('VALIDATION', 'querystring.cursor is not a cursor this server gave', {
       field: 'querystring.cursor',
     });

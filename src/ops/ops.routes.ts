@@ -4,6 +4,7 @@ import { keyedDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts';
 import { inTx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
+import { emptyBodyAsObject, type ReasonBody } from '../platform/reason.ts';
 import { executeKeyed, findOrderIdsByKey, idempotencyKeyOf, requestDigest, sendKeyed } from '../idempotency/index.ts';
 import {
   getOrderFor,
@@ -16,13 +17,21 @@ import {
   type OrderStatus,
 } from '../orders/index.ts';
 import { findOrderIdsByTxn, paymentDeps } from '../payments/index.ts';
-import { beginRefund, cancelNow, orderStatusNow, resolveByHand, type Resolution } from './ops.actions.ts';
+import {
+  beginRefund,
+  cancelNow,
+  orderStatusNow,
+  resolveByHand,
+  returnToStock,
+  type Resolution,
+} from './ops.actions.ts';
 import { decodeCursor, encodeCursor } from './ops.cursor.ts';
 import {
   ackAttentionSchema,
   cancelOrderAdminSchema,
   refundOrderSchema,
   resolveOrderSchema,
+  returnOrderSchema,
   searchOrdersSchema,
 } from './ops.schemas.ts';
 
@@ -71,26 +80,28 @@ export function opsRoutes(app: FastifyInstance, deps: AppDeps): void {
     },
   );
 
-  app.post<{ Params: OrderIdParams }>(
+  app.post<{ Params: OrderIdParams; Body: ReasonBody }>(
     '/v1/admin/orders/:id/refund',
-    { onRequest: admin, schema: refundOrderSchema },
+    { onRequest: admin, preValidation: emptyBodyAsObject, schema: refundOrderSchema },
     async (request, reply) => {
       const principal = principalOf(request);
       const key = idempotencyKeyOf(request, reply);
       const orderId = request.params.id;
       const result = await executeKeyed(keyedDeps(deps), {
         scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'admin_refund', key },
+        // The reason is commentary on the action, not part of it: a retry of the same key with other
+        // words replays the first answer (whose reason the audit trail keeps), as the console's second click does.
         digest: requestDigest('admin_refund', { id: orderId }, {}),
-        start: (tx) => beginRefund(deps, payments, tx, principal, orderId),
+        start: (tx) => beginRefund(deps, payments, tx, principal, orderId, request.body.reason),
         abandoned: (tx) => orderStatusNow(tx, principal, orderId),
       });
       return sendKeyed(reply, result);
     },
   );
 
-  app.post<{ Params: OrderIdParams }>(
+  app.post<{ Params: OrderIdParams; Body: ReasonBody }>(
     '/v1/admin/orders/:id/cancel',
-    { onRequest: admin, schema: cancelOrderAdminSchema },
+    { onRequest: admin, preValidation: emptyBodyAsObject, schema: cancelOrderAdminSchema },
     async (request, reply) => {
       const principal = principalOf(request);
       const key = idempotencyKeyOf(request, reply);
@@ -98,7 +109,24 @@ export function opsRoutes(app: FastifyInstance, deps: AppDeps): void {
       const result = await executeKeyed(keyedDeps(deps), {
         scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'admin_cancel', key },
         digest: requestDigest('admin_cancel', { id: orderId }, {}),
-        start: (tx) => cancelNow(deps, tx, principal, orderId),
+        start: (tx) => cancelNow(deps, tx, principal, orderId, request.body.reason),
+      });
+      return sendKeyed(reply, result);
+    },
+  );
+
+  // Issue 48: shipped-and-refunded units back on sale, by an audited operator action only.
+  app.post<{ Params: OrderIdParams; Body: ReasonBody }>(
+    '/v1/admin/orders/:id/return',
+    { onRequest: admin, preValidation: emptyBodyAsObject, schema: returnOrderSchema },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const key = idempotencyKeyOf(request, reply);
+      const orderId = request.params.id;
+      const result = await executeKeyed(keyedDeps(deps), {
+        scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'admin_return', key },
+        digest: requestDigest('admin_return', { id: orderId }, {}),
+        start: (tx) => returnToStock(deps, tx, principal, orderId, request.body.reason),
       });
       return sendKeyed(reply, result);
     },
@@ -138,6 +166,7 @@ export function opsRoutes(app: FastifyInstance, deps: AppDeps): void {
           await recordOperatorAction(tx, order.orderId, {
             action: 'ack',
             operator: principal.userId,
+            operatorTenant: principal.tenantId,
             status: ack.status,
             version: ack.version,
             note: ack.attention,

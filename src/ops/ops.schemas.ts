@@ -19,6 +19,7 @@ import {
   SEARCH_PAGE_DEFAULT,
   SEARCH_PAGE_MAX,
 } from '../orders/index.ts';
+import { ReasonBody } from '../platform/reason.ts';
 
 // The operator console's API (issue 36, docs/web.md), declared like every other route (docs/api.md).
 
@@ -119,6 +120,7 @@ const ActionAnswer = Type.Object(
 );
 const KEYED_REFUSALS = [
   ...PARAM_ERRORS,
+  ...BODY_ERRORS,
   ...ADMIN_AUTH,
   'IDEMPOTENCY_KEY_MISSING',
   'IDEMPOTENCY_KEY_INVALID',
@@ -132,9 +134,10 @@ export const refundOrderSchema = {
   operationId: 'adminRefundOrder',
   summary: 'Refund a PAID order through the provider (operator)',
   description:
-    "PAID → REFUNDING (its units back on sale, the operator recorded in the timeline) → the provider's refund with the order's fixed refund key → REFUNDED. Answers the status once the provider answered (`REFUNDING` while its answer is pending: recovery re-sends the same refund). Any other status: 409 `REJECTED` with `order_status`, and the provider is not called. Requires an `Idempotency-Key`. No body.",
+    'PAID → REFUNDING (its units back on sale — unless the order\'s fulfilment is `FULFILLED`: shipped units have left, they stay out of stock and the SKU counts them `refunded_shipped` until `POST /v1/admin/orders/{id}/return` — the operator recorded in the timeline) → the provider\'s refund with the order\'s fixed refund key → REFUNDED. Answers the status once the provider answered (`REFUNDING` while its answer is pending: recovery re-sends the same refund). Any other status: 409 `REJECTED` with `order_status`, and the provider is not called. Requires an `Idempotency-Key` and a body `{"reason": "…"}` (1–500 characters; without it 400 `VALIDATION` naming `body.reason`, nothing changes): the reason, the operator\'s tenant and `sub` and the time go to the append-only audit trail, shown in the admin order view. Another admin sending the same key makes their own request (keys are per operator), never a replay of this one.',
   tags: ['admin'],
   params: OrderIdParams,
+  body: ReasonBody,
   docHeaders: IDEMPOTENCY_KEY_HEADER,
   response: {
     200: jsonAnswer('The order after the refund', ActionAnswer, {
@@ -149,14 +152,33 @@ export const cancelOrderAdminSchema = {
   operationId: 'adminCancelOrder',
   summary: 'Cancel an unpaid order (operator)',
   description:
-    'CREATED → CANCELLED, its held units back on sale in the same transaction, the operator recorded in the timeline. Any other status (a pay under way, paid, finished): 409 `REJECTED` with `order_status`. Requires an `Idempotency-Key`. No body.',
+    'CREATED → CANCELLED, its held units back on sale in the same transaction, the operator recorded in the timeline. Any other status (a pay under way, paid, finished): 409 `REJECTED` with `order_status`. Requires an `Idempotency-Key` and a body `{"reason": "…"}` (1–500 characters; without it 400 `VALIDATION` naming `body.reason`, nothing changes): the reason, the operator\'s tenant and `sub` and the time go to the append-only audit trail.',
   tags: ['admin'],
   params: OrderIdParams,
+  body: ReasonBody,
   docHeaders: IDEMPOTENCY_KEY_HEADER,
   response: {
     200: jsonAnswer('The cancelled order', ActionAnswer, {
       headers: keyed,
       example: { order_id: ORDER_ID_EXAMPLE, status: 'CANCELLED', operator: 'ops-anna' },
+    }),
+    ...problemAnswers(KEYED_REFUSALS, keyed),
+  },
+};
+
+export const returnOrderSchema = {
+  operationId: 'adminReturnOrder',
+  summary: 'Return the units of an order refunded after shipping to stock (operator)',
+  description:
+    'Issue 48. A refund of an order whose fulfilment is `FULFILLED` leaves its units out of stock (the SKU counts them `refunded_shipped`): they have left the warehouse. When they come back, this puts them on sale again (`refunded_shipped` − q, `available` + q), with the operator, their tenant and the reason in the append-only audit trail; the order keeps its status (`REFUNDING` or `REFUNDED`). Once per order: an order with no unit refunded after shipping (not refunded, never shipped, or returned already) is 409 `REJECTED` with `order_status`, and nothing moves. Requires an `Idempotency-Key` and a body `{"reason": "…"}` (1–500 characters; without it 400 `VALIDATION` naming `body.reason`).',
+  tags: ['admin'],
+  params: OrderIdParams,
+  body: ReasonBody,
+  docHeaders: IDEMPOTENCY_KEY_HEADER,
+  response: {
+    200: jsonAnswer('The order whose units are back on sale', ActionAnswer, {
+      headers: keyed,
+      example: { order_id: ORDER_ID_EXAMPLE, status: 'REFUNDED', operator: 'ops-anna' },
     }),
     ...problemAnswers(KEYED_REFUSALS, keyed),
   },

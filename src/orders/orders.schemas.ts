@@ -130,7 +130,12 @@ export const OrderView = Type.Object(
     amount: Type.Integer(),
     reservation: Type.Object({
       key: Type.String(),
-      status: nullable(Type.String({ description: '`HELD`, `CONFIRMED` or `RELEASED`' })),
+      status: nullable(
+        Type.String({
+          description:
+            '`HELD`, `CONFIRMED`, `RELEASED` or `REFUNDED_SHIPPED` (refunded after its units shipped: out of stock until returned, issue 48)',
+        }),
+      ),
       expires_at: nullable(Type.String({ format: 'date-time' })),
     }),
     lines: Type.Array(LineView),

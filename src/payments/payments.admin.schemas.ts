@@ -50,12 +50,23 @@ const NotificationRow = Type.Object(
   { additionalProperties: false },
 );
 
+// Issue 48 (h3), the audit trail in the admin order view: an operator action's tenant and reason.
+const OperatorAuditFields = {
+  operator_tenant: Type.Optional(Type.String({ description: "the operator's tenant (their token's `tid`)" })),
+  operator_reason: Type.Optional(
+    Type.String({
+      description: 'why the operator acted, in their words (required for refund, cancel and return since issue 48)',
+    }),
+  ),
+};
+
 /** A transition, or an operator's action (issue 36: `action` and the operator's `sub`; from = to, no transition). */
 const AdminTimelineEntry = Type.Object(
   {
     ...TimelineEntrySchema.properties,
-    action: Type.Optional(stringEnum(['refund', 'cancel', 'ack', 'retry', 'resolve'] as const)),
+    action: Type.Optional(stringEnum(['refund', 'cancel', 'ack', 'retry', 'resolve', 'return'] as const)),
     operator: Type.Optional(Type.String({ description: "the operator's sub" })),
+    ...OperatorAuditFields,
   },
   { additionalProperties: false },
 );

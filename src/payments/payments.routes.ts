@@ -67,10 +67,13 @@ function withOperatorActions(
         from: a.status,
         to: a.status,
         version: a.version,
-        reason: a.note ? `${a.action}: ${a.note}` : a.action,
+        reason: a.note ? `${a.action}: ${a.note}` : a.reason ? `${a.action}: ${a.reason}` : a.action,
         at: a.at.toISOString(),
         action: a.action,
         operator: a.operator,
+        // Issue 48's audit trail: the operator's tenant and their own words.
+        ...(a.operatorTenant ? { operator_tenant: a.operatorTenant } : {}),
+        ...(a.reason ? { operator_reason: a.reason } : {}),
       },
     }),
   );

@@ -25,6 +25,7 @@ export const ERROR_STATUS = {
   INSUFFICIENT_FUNDS: 409,
   REQUEST_IN_PROGRESS: 409,
   IDEMPOTENCY_KEY_REUSED: 422,
+  IDEMPOTENCY_KEY_OF_ANOTHER_OPERATOR: 409,
   UNAVAILABLE: 503,
   INTERNAL: 500,
 } as const;
@@ -56,6 +57,7 @@ const TITLES: Record<ErrorCode, string> = {
   INSUFFICIENT_FUNDS: 'The wallet balance is too low',
   REQUEST_IN_PROGRESS: 'A request with this key is still in progress',
   IDEMPOTENCY_KEY_REUSED: 'Idempotency-Key was used with a different request',
+  IDEMPOTENCY_KEY_OF_ANOTHER_OPERATOR: 'Idempotency-Key names an action another operator made',
   UNAVAILABLE: 'Service temporarily unavailable',
   INTERNAL: 'Internal error',
 };

@@ -72,7 +72,8 @@ export async function changeCounter(db: Executor): Promise<number> {
 /**
  * SKUs whose counters disagree with each other or with their reservation rows. Read from the view
  * sku_counters (migration 110): the SKU row counts units out, confirmed is derived from the
- * CONFIRMED rows, so a drift shows as held != the HELD rows.
+ * CONFIRMED rows (refunded_shipped from the REFUNDED_SHIPPED rows, issue 48), so a drift shows as
+ * held != the HELD rows.
  */
 export async function listStockDrift(
   db: Executor,
@@ -85,6 +86,7 @@ export async function listStockDrift(
     available: number;
     held: number;
     confirmed: number;
+    refunded_shipped: number;
     held_rows: number;
     confirmed_rows: number;
   }>(
@@ -97,18 +99,18 @@ export async function listStockDrift(
               sum(quantity) FILTER (WHERE status = 'CONFIRMED') AS confirmed_rows
        FROM reservations WHERE status IN ('HELD', 'CONFIRMED') AND ($1::text IS NULL OR tenant_id = $1)
        GROUP BY tenant_id, sku)
-     SELECT s.tenant_id, s.sku, s.total, s.available, s.held, s.confirmed,
+     SELECT s.tenant_id, s.sku, s.total, s.available, s.held, s.confirmed, s.refunded_shipped,
             coalesce(r.held_rows, 0)::int AS held_rows, coalesce(r.confirmed_rows, 0)::int AS confirmed_rows
      FROM sku_counters s LEFT JOIN r ON r.tenant_id = s.tenant_id AND r.sku = s.sku
      WHERE ($1::text IS NULL OR s.tenant_id = $1)
-       AND (s.total <> s.available + s.held + s.confirmed
+       AND (s.total <> s.available + s.held + s.confirmed + s.refunded_shipped
          OR s.held <> coalesce(r.held_rows, 0) OR s.confirmed <> coalesce(r.confirmed_rows, 0))`,
     [tenantId ?? null],
   );
   return result.rows.map((r) => ({
     tenant_id: r.tenant_id,
     sku: r.sku,
-    detail: `total=${r.total} available=${r.available} held=${r.held} (rows ${r.held_rows}) confirmed=${r.confirmed} (rows ${r.confirmed_rows})`,
+    detail: `total=${r.total} available=${r.available} held=${r.held} (rows ${r.held_rows}) confirmed=${r.confirmed} (rows ${r.confirmed_rows}) refunded_shipped=${r.refunded_shipped}`,
   }));
 }
 

@@ -3,6 +3,7 @@ import { COMPENSATION_STATUSES } from '../orders/index.ts';
 import type { EventIntegrity } from './reconcile.events.ts';
 import type { OrderRow } from './reconcile.repo.ts';
 import type { WalletFacts } from './reconcile.wallet.ts';
+import type { UnitDisagreement } from './reconcile.units.ts';
 import { classify, PENDING_STATUSES, type LedgerView, type MismatchClass } from './reconcile.rules.ts';
 
 // The report both passes build (the full one in reconcile.service.ts, the incremental one in
@@ -97,6 +98,8 @@ export interface GlobalFacts {
   integrity: EventIntegrity;
   wallet: WalletFacts;
   stockDisagreements: Array<{ order_id: string; status: string; detail: string }>;
+  /** Issue 48: SKUs whose shipped units break a units rule (reconcile.units.ts). */
+  units?: UnitDisagreement[];
 }
 
 export interface ReportParts {
@@ -124,6 +127,7 @@ export function finishReport(parts: ReportParts): ReconciliationReport {
     );
   }
   for (const s of stockDrift) global('STOCK_NOT_CONSERVED', `${s.tenant_id}/${s.sku}: ${s.detail}`);
+  for (const u of parts.facts.units ?? []) global(u.class, u.detail);
   // While an order is unfinished, money may legitimately be in flight: compare net only when none is.
   if (pendingOrders.length === 0 && channelNet + walletNet !== totals.paid_sum)
     global(

@@ -28,6 +28,8 @@ export const ORDER_CLASSES = [
   'REJECTED_HOLDS_STOCK',
 ] as const;
 
+import { UNIT_CLASSES } from './reconcile.units.ts';
+
 export const GLOBAL_CLASSES = [
   'PROVIDER_RECORD_WITHOUT_ORDER',
   'CONFIRMED_NE_PAID',
@@ -42,6 +44,8 @@ export const GLOBAL_CLASSES = [
   'WALLET_BALANCE_NE_TRANSFERS',
   'LEDGER_NOT_ZERO',
   'STOCK_RESULT_DISAGREES',
+  // Issue 48: per SKU, where its shipped units are (reconcile.units.ts).
+  ...UNIT_CLASSES,
 ] as const;
 
 export type MismatchClass = (typeof ORDER_CLASSES)[number] | (typeof GLOBAL_CLASSES)[number];

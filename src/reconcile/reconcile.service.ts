@@ -10,6 +10,7 @@ import {
 } from './reconcile.repo.ts';
 import { mergeLedgers, readWalletFacts } from './reconcile.wallet.ts';
 import { listStockDisagreements } from './reconcile.queued.ts';
+import { listUnitDisagreements } from './reconcile.units.ts';
 import { reviewContradictions } from './reconcile.review.ts';
 import type { LedgerView } from './reconcile.rules.ts';
 import {
@@ -67,6 +68,7 @@ export async function readGlobalFacts(tx: Executor, tenantId: string | undefined
     integrity: await checkEventIntegrity(tx, tenantId),
     wallet: await readWalletFacts(tx, tenantId),
     stockDisagreements: await listStockDisagreements(tx, tenantId),
+    units: await listUnitDisagreements(tx, tenantId),
   };
 }
 

@@ -139,7 +139,7 @@ export class Simulation {
       await this.admin(
         'POST',
         `/v1/admin/wallets/${encodeURIComponent(buyer)}/credits`,
-        { amount: balance },
+        { amount: balance, reason: 'sim: a buyer tops up before the sale' },
         `${this.sku}-fund${order.index}`,
       );
     const paid = await http(`${this.target.api}/v1/orders/${orderId}/pay`, {

@@ -6,7 +6,9 @@ export {
   heldKeyOf,
   releaseMany,
   tryConfirm,
+  tryKeepShipped,
   tryRelease,
+  tryReturnToStock,
   tryUnconfirm,
   type HeldKey,
 } from './reservations/finish.ts';

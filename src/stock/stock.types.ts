@@ -1,4 +1,5 @@
-export const RESERVATION_STATUSES = ['HELD', 'CONFIRMED', 'RELEASED'] as const;
+/** REFUNDED_SHIPPED (issue 48): refunded after its units shipped; still out of stock until returned. */
+export const RESERVATION_STATUSES = ['HELD', 'CONFIRMED', 'RELEASED', 'REFUNDED_SHIPPED'] as const;
 export type ReservationStatus = (typeof RESERVATION_STATUSES)[number];
 
 /** What reserve() answers; SOLD_OUT and USER_LIMIT are business outcomes, not errors. */
@@ -21,6 +22,8 @@ export interface Sku extends SkuTerms {
   held: number;
   confirmed: number;
   released: number;
+  /** Units of orders refunded after they shipped: out of stock until an operator returns them (issue 48). */
+  refundedShipped: number;
 }
 
 export interface ReserveRequest {

@@ -205,14 +205,22 @@ export interface TransferView {
   amount: number;
   order_id?: string;
   at: string;
+  /** A credit's author and reason (issue 48; credits from before the audit trail have none). */
+  operator?: string;
+  operator_tenant?: string;
+  reason?: string;
 }
 
 // One wallet's history as an operator reads it; bounded so a page never grows without limit.
 const TRANSFERS_PAGE = 500;
 
 export async function listTransfers(db: Executor, tenantId: string, userId: string): Promise<TransferView[]> {
-  const result = await db.query<TransferRow>(
-    `SELECT * FROM wallet_transfers WHERE tenant_id = $1 AND user_id = $2 ORDER BY at, transfer_id LIMIT ${TRANSFERS_PAGE}`,
+  const result = await db.query<
+    TransferRow & { operator: string | null; operator_tenant: string | null; reason: string | null }
+  >(
+    `SELECT t.*, c.operator, c.operator_tenant, c.reason FROM wallet_transfers t
+     LEFT JOIN wallet_credit_actions c ON c.tenant_id = t.tenant_id AND c.transfer_id = t.transfer_id
+     WHERE t.tenant_id = $1 AND t.user_id = $2 ORDER BY t.at, t.transfer_id LIMIT ${TRANSFERS_PAGE}`,
     [tenantId, userId],
   );
   return result.rows.map((r) => ({
@@ -221,5 +229,38 @@ export async function listTransfers(db: Executor, tenantId: string, userId: stri
     amount: r.amount,
     ...(r.order_id ? { order_id: r.order_id } : {}),
     at: r.at.toISOString(),
+    ...(r.operator && r.operator_tenant && r.reason
+      ? { operator: r.operator, operator_tenant: r.operator_tenant, reason: r.reason }
+      : {}),
   }));
+}
+
+/** The audit row of a credit (migration 182): append-only, kept after its Idempotency-Key is purged. */
+export async function recordCreditAction(
+  tx: Tx,
+  owner: { tenantId: string; userId: string },
+  transferId: string,
+  amount: number,
+  author: { operator: string; operatorTenant: string; reason: string },
+  now: Date,
+): Promise<void> {
+  await tx.query(
+    `INSERT INTO wallet_credit_actions (tenant_id, transfer_id, user_id, amount, operator, operator_tenant, reason, at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [owner.tenantId, transferId, owner.userId, amount, author.operator, author.operatorTenant, author.reason, now],
+  );
+}
+
+/** Who made a credit, when it was made after the audit trail began. */
+export async function findCreditAuthor(
+  db: Executor,
+  tenantId: string,
+  transferId: string,
+): Promise<{ operator: string; operatorTenant: string; reason: string } | undefined> {
+  const result = await db.query<{ operator: string; operatorTenant: string; reason: string }>(
+    `SELECT operator, operator_tenant AS "operatorTenant", reason FROM wallet_credit_actions
+     WHERE tenant_id = $1 AND transfer_id = $2`,
+    [tenantId, transferId],
+  );
+  return result.rows[0];
 }

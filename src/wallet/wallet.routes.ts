@@ -3,6 +3,7 @@ import type { AppDeps } from '../app.deps.ts';
 import { keyedDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal } from '../platform/auth.ts';
 import { executeKeyed, idempotencyKeyOf, jsonResponse, requestDigest, sendKeyed } from '../idempotency/index.ts';
+import { emptyBodyAsObject } from '../platform/reason.ts';
 import { findBalance, listTransfers } from './wallet.repo.ts';
 import { creditIdFor, creditWallet } from './wallet.service.ts';
 
@@ -19,18 +20,24 @@ export function walletRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post<{ Params: UserParams; Body: CreditBody }>(
     '/v1/admin/wallets/:user/credits',
-    { onRequest: admin, schema: creditWalletSchema },
+    { onRequest: admin, preValidation: emptyBodyAsObject, schema: creditWalletSchema },
     async (request, reply) => {
       const principal = principalOf(request);
       const key = idempotencyKeyOf(request, reply);
       const owner = { tenantId: principal.tenantId, userId: request.params.user };
       const result = await executeKeyed(keyedDeps(deps), {
         scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'wallet_credit', key },
+        // The reason is not part of the digest: the same key and amount with other words replays the first credit.
         digest: requestDigest('wallet_credit', { user: owner.userId }, { amount: request.body.amount }),
         finalOnly: true,
         async start(tx) {
           const transferId = creditIdFor(key);
-          await creditWallet(tx, owner, request.body.amount, transferId, deps.clock.now());
+          const author = {
+            operator: principal.userId,
+            operatorTenant: principal.tenantId,
+            reason: request.body.reason,
+          };
+          await creditWallet(tx, owner, request.body.amount, transferId, author, deps.clock.now());
           const balance = await findBalance(tx, owner.tenantId, owner.userId);
           return {
             final: jsonResponse(

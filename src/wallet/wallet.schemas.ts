@@ -11,6 +11,7 @@ import {
   stringEnum,
 } from '../platform/openapi.ts';
 import { PRINCIPAL_ID_PATTERN } from '../platform/auth.ts';
+import { ReasonSchema } from '../platform/reason.ts';
 
 // A credit is a top-up or a gift card, not a treasury: 10^10 minor units keeps every sum exact.
 const MAX_CREDIT = 10_000_000_000;
@@ -27,8 +28,8 @@ export const UserParams = Type.Object({
 });
 export type UserParams = Static<typeof UserParams>;
 export const CreditBody = Type.Object(
-  { amount: Type.Integer({ minimum: 1, maximum: MAX_CREDIT, description: 'minor units' }) },
-  { additionalProperties: false, examples: [{ amount: 5000 }] },
+  { amount: Type.Integer({ minimum: 1, maximum: MAX_CREDIT, description: 'minor units' }), reason: ReasonSchema },
+  { additionalProperties: false, examples: [{ amount: 5000, reason: 'goodwill: late delivery' }] },
 );
 export type CreditBody = Static<typeof CreditBody>;
 
@@ -37,7 +38,8 @@ const keyed = { 'Idempotent-Replayed': HEADERS.replayed };
 export const creditWalletSchema = {
   operationId: 'creditWallet',
   summary: 'Credit a buyer’s wallet',
-  description: 'A top-up, once per Idempotency-Key: a replay answers as the first time and moves no money.',
+  description:
+    "A top-up, once per Idempotency-Key: a replay answers as the first time and moves no money. `reason` (1–500 characters) is required: without it 400 `VALIDATION` naming `body.reason`, nothing moves. The reason, the operator's tenant and `sub`, the amount and the time are kept in the append-only audit trail (`wallet_credit_actions`), after the key itself is purged. The same key sent by another admin (another `sub` or tenant) names their credit: 409 `IDEMPOTENCY_KEY_OF_ANOTHER_OPERATOR`, neither replayed nor made again.",
   tags: ['admin'],
   params: UserParams,
   body: CreditBody,
@@ -63,6 +65,7 @@ export const creditWalletSchema = {
         'IDEMPOTENCY_KEY_INVALID',
         'REQUEST_IN_PROGRESS',
         'IDEMPOTENCY_KEY_REUSED',
+        'IDEMPOTENCY_KEY_OF_ANOTHER_OPERATOR',
       ],
       keyed,
     ),
@@ -89,6 +92,9 @@ const Transfer = Type.Object(
     amount: Type.Integer(),
     order_id: Type.Optional(Type.String()),
     at: Type.String({ format: 'date-time' }),
+    operator: Type.Optional(Type.String({ description: "a credit's operator (their `sub`), from the audit trail" })),
+    operator_tenant: Type.Optional(Type.String({ description: "a credit's operator's tenant" })),
+    reason: Type.Optional(Type.String({ description: 'why the operator credited' })),
   },
   { additionalProperties: false },
 );
@@ -111,7 +117,15 @@ export const adminWalletSchema = {
           user: 'alice',
           balance: 3010,
           transfers: [
-            { transfer_id: 'cr_2f1c9a7e', kind: 'CREDIT', amount: 5000, at: AT_EXAMPLE },
+            {
+              transfer_id: 'credit:top-1',
+              kind: 'CREDIT',
+              amount: 5000,
+              at: AT_EXAMPLE,
+              operator: 'ops-anna',
+              operator_tenant: 'tenant-a',
+              reason: 'goodwill: late delivery',
+            },
             { transfer_id: 'db_7c1e', kind: 'DEBIT', amount: 1990, order_id: 'ord_7c1e2b9f4a', at: AT_EXAMPLE },
           ],
         },

@@ -2,7 +2,9 @@ import type { Executor, Tx } from '../platform/db.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { AppError, invariant } from '../platform/errors.ts';
 import {
+  findCreditAuthor,
   findDebitRevenueAccount,
+  recordCreditAction,
   FUNDING,
   revenueAccount,
   revenueBucketOf,
@@ -29,8 +31,28 @@ function counted(kind: string, outcome: TransferOutcome): TransferOutcome {
   return outcome;
 }
 
-/** Puts money into a buyer's wallet from the tenant's funding account. Same id, other content: 422. */
-export async function creditWallet(tx: Tx, owner: Owner, amount: number, transferId: string, now: Date): Promise<void> {
+/** Who credits, and why (issue 48): kept in wallet_credit_actions, the credits' append-only audit trail. */
+export interface CreditAuthor {
+  operator: string;
+  operatorTenant: string;
+  reason: string;
+}
+
+/**
+ * Puts money into a buyer's wallet from the tenant's funding account, and writes who did it and
+ * why beside it, in the same transaction. Same id, other content: 422. Same id made by another
+ * operator (another admin reusing the first one's Idempotency-Key): 409, neither replayed nor
+ * made again — the credit is theirs. A credit from before the audit trail has no author to compare
+ * and is replayed as before.
+ */
+export async function creditWallet(
+  tx: Tx,
+  owner: Owner,
+  amount: number,
+  transferId: string,
+  author: CreditAuthor,
+  now: Date,
+): Promise<void> {
   const outcome = await tryTransfer(
     tx,
     {
@@ -44,6 +66,15 @@ export async function creditWallet(tx: Tx, owner: Owner, amount: number, transfe
     },
     now,
   );
+  if (outcome === 'DONE') await recordCreditAction(tx, owner, transferId, amount, author, now);
+  else {
+    const first = await findCreditAuthor(tx, owner.tenantId, transferId);
+    if (first && (first.operator !== author.operator || first.operatorTenant !== author.operatorTenant))
+      throw new AppError(
+        'IDEMPOTENCY_KEY_OF_ANOTHER_OPERATOR',
+        `transfer ${transferId} is a credit another operator made with this Idempotency-Key`,
+      );
+  }
   if (outcome === 'EXISTS_DIFFERENT')
     throw new AppError('IDEMPOTENCY_KEY_REUSED', `transfer ${transferId} exists with other content`);
   invariant(outcome !== 'INSUFFICIENT_FUNDS', 'the funding account has no floor');

@@ -47,6 +47,7 @@ export function consoleRoutes(app: FastifyInstance, deps: AppDeps): void {
       await recordOperatorAction(deps.db, order.orderId, {
         action: 'retry',
         operator: principal.userId,
+        operatorTenant: principal.tenantId,
         status: after.status,
         version: after.version,
         at: deps.clock.now(),

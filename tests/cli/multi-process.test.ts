@@ -123,7 +123,7 @@ async function sale(
           'POST',
           `/v1/admin/wallets/${w.user_id}/credits`,
           await token('ops', 'admin'),
-          { amount: n < 5 ? 100 : 500 },
+          { amount: n < 5 ? 100 : 500, reason: 'test top-up' },
           `fund-${w.user_id}`,
         )
       ).status,

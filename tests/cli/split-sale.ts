@@ -173,7 +173,7 @@ export async function runSplitSale(
         'POST',
         `/v1/admin/wallets/${w.user_id}/credits`,
         admin,
-        { amount: n < SHORT ? PRICE - 1 : PRICE },
+        { amount: n < SHORT ? PRICE - 1 : PRICE, reason: 'test top-up' },
         `fund-${w.user_id}`,
       );
       expect(funded.status).toBe(201);

@@ -211,7 +211,7 @@ describe('@flashpay/client as an integrator installs it (PK)', () => {
     const t = Number(/t=(\d+)/.exec(signature ?? '')?.[1]);
     expect({
       tampered: reasonOf(() => constructEvent(body.replace('1990', '1'), signature, secret)),
-      otherSecret: reasonOf(() => constructEvent(body, signature, 'another-secret')),
+      otherSecret: reasonOf(() => constructEvent(body, signature, 'another-secret-also-at-least-32-bytes')),
       old: reasonOf(() => constructEvent(body, signature, secret, { nowSeconds: t + 301 })),
       missing: reasonOf(() => constructEvent(body, undefined, secret)),
       malformed: reasonOf(() => constructEvent(body, 'v1=zz', secret)),

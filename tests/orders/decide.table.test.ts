@@ -439,6 +439,39 @@ const EXPECTED: Record<string, string[]> = {
     'REJECTED', // REJECTED
     'REJECTED', // RELEASING
   ],
+  // Issue 48: shipped units stay out of stock (REFUNDED_SHIPPED) until an operator returns them.
+  'operator refund, shipped': [
+    'REJECTED', // CREATED
+    'REJECTED', // PAYING
+    'REJECTED', // UNKNOWN
+    'REFUNDING → REFUNDING keep_shipped call REFUND', // PAID
+    'REJECTED', // FAILED
+    'REJECTED', // CANCELLED
+    'DUPLICATE', // REFUNDING
+    'DUPLICATE', // REFUNDED
+    'REJECTED', // COMPENSATING
+    'REJECTED', // COMPENSATION_PENDING
+    'REJECTED', // COMPENSATED
+    'REJECTED', // PENDING
+    'REJECTED', // REJECTED
+    'REJECTED', // RELEASING
+  ],
+  'operator return': [
+    'REJECTED', // CREATED
+    'REJECTED', // PAYING
+    'REJECTED', // UNKNOWN
+    'REJECTED', // PAID
+    'REJECTED', // FAILED
+    'REJECTED', // CANCELLED
+    'RETURNED return', // REFUNDING
+    'RETURNED return', // REFUNDED
+    'REJECTED', // COMPENSATING
+    'REJECTED', // COMPENSATION_PENDING
+    'REJECTED', // COMPENSATED
+    'REJECTED', // PENDING
+    'REJECTED', // REJECTED
+    'REJECTED', // RELEASING
+  ],
 };
 
 describe('decide: what every event does to an order in every status', () => {

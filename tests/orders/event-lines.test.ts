@@ -31,7 +31,7 @@ describe('events of orders of several lines (issue 38)', () => {
     expect(created.status, created.text).toBe(201);
     const credit = await s.call('POST', `/v1/admin/wallets/${user}/credits`, {
       token: admin,
-      body: { amount: created.body.amount },
+      body: { amount: created.body.amount, reason: 'test top-up' },
       headers: { 'idempotency-key': `${user}-credit` },
     });
     expect(credit.status, credit.text).toBe(201);

@@ -56,7 +56,7 @@ describe('queued orders with a stock service on its own database', () => {
   const fund = async (user: string, amount: number) =>
     s.call('POST', `/v1/admin/wallets/${user}/credits`, {
       token: await s.token(TENANT, 'ops', 'admin'),
-      body: { amount },
+      body: { amount, reason: 'test top-up' },
       headers: { 'idempotency-key': `fund-${user}-${amount}` },
     });
   const walletPay = async (user: string, id: string) =>

@@ -137,7 +137,7 @@ describe('queued orders: Prefer: respond-async → 202 PENDING → CREATED | REJ
     ] as const) {
       const credit = await s.call('POST', `/v1/admin/wallets/${user}/credits`, {
         token: admin,
-        body: { amount },
+        body: { amount, reason: 'test top-up' },
         headers: { 'idempotency-key': `c-${user}` },
       });
       expect(credit.status).toBe(201);

@@ -98,7 +98,7 @@ describe('a multi-line order whose holds expired while its payment was unknown',
     const token = await s.token(TENANT, 'm8-user');
     await s.call('POST', '/v1/admin/wallets/m8-user/credits', {
       token: s.admin,
-      body: { amount: 1000 },
+      body: { amount: 1000, reason: 'test top-up' },
       headers: { 'idempotency-key': 'm8-fund' },
     });
     const created = await placeOrder(s, token, 'm8-order', {

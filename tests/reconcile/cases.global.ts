@@ -178,7 +178,7 @@ export const GLOBAL_CASES: Case[] = [
         (
           await s.call('POST', '/v1/admin/wallets/rc-w3/credits', {
             token: s.admin,
-            body: { amount: 10 },
+            body: { amount: 10, reason: 'test top-up' },
             headers: { 'idempotency-key': 'fund-rc-w3' },
           })
         ).status,

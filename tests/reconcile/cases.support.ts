@@ -59,7 +59,7 @@ export async function walletPaid(s: PaymentStack, user: string, sku: string): Pr
     (
       await s.call('POST', `/v1/admin/wallets/${user}/credits`, {
         token: s.admin,
-        body: { amount: 2 * PRICE },
+        body: { amount: 2 * PRICE, reason: 'test top-up' },
         headers: { 'idempotency-key': `fund-${user}` },
       })
     ).status,

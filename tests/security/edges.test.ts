@@ -62,7 +62,7 @@ describe('edges: bounds and grammars at the edge (issue 40)', () => {
     for (const user of ['😀', 'a b', 'é', 'ｆｕｌｌ']) {
       const reply = await s.call('POST', `/v1/admin/wallets/${encodeURIComponent(user)}/credits`, {
         token: admin,
-        body: { amount: 5000 },
+        body: { amount: 5000, reason: 'test top-up' },
         headers: { 'idempotency-key': `credit-${user.length}-${user.charCodeAt(0)}` },
       });
       expect([user, reply.status, reply.body.code]).toEqual([user, 400, 'VALIDATION']);
@@ -73,7 +73,7 @@ describe('edges: bounds and grammars at the edge (issue 40)', () => {
     // The grammar of `sub` itself is still creditable: visible ASCII, punctuation included.
     const ok = await s.call('POST', `/v1/admin/wallets/${encodeURIComponent('alice+1@x.y')}/credits`, {
       token: admin,
-      body: { amount: 5000 },
+      body: { amount: 5000, reason: 'test top-up' },
       headers: { 'idempotency-key': 'credit-ok' },
     });
     expect([ok.status, ok.body.balance]).toEqual([201, 5000]);
@@ -84,7 +84,7 @@ describe('edges: bounds and grammars at the edge (issue 40)', () => {
     const buyer = await s.token(TENANT, 'whale');
     await s.call('POST', '/v1/admin/wallets/whale/credits', {
       token: admin,
-      body: { amount: 10_000_000_000 },
+      body: { amount: 10_000_000_000, reason: 'test top-up' },
       headers: { 'idempotency-key': 'whale-top-up' },
     });
     const orderId = (await placeOrder(s, buyer, 'whale-buy', { sku: 'gold' })).body.order_id as string;

@@ -47,7 +47,7 @@ function harmfulBody(method: string, url: string, victim: string, api: string): 
     'POST /_control/settings': { notify_max_attempts: 1 },
     'POST /_control/accounts': { customer: `${TENANT}/alice`, balance: 1 },
     'POST /_control/callbacks/release': { ids: [] },
-    'POST /v1/admin/wallets/:user/credits': { amount: 5000 },
+    'POST /v1/admin/wallets/:user/credits': { amount: 5000, reason: 'test top-up' },
     'POST /v1/admin/skus': { sku: 'evil', name: 'Evil', price: 1, stock: 1 },
     'PATCH /v1/admin/skus/:sku': { add_stock: 5 },
     'POST /v1/orders': { sku: 'tee' },

@@ -185,7 +185,7 @@ const walletPay: CrashScenario = {
     await sku(t, name, 3, 400);
     const credited = await request(t.api, 'POST', '/v1/admin/wallets/wal-buyer/credits', {
       token: await t.token('ops', 'admin'),
-      body: { amount: 1_000 },
+      body: { amount: 1_000, reason: 'test top-up' },
       headers: { 'idempotency-key': key('credit') },
     });
     if (credited.status !== 201) throw new Error(`credit: ${credited.status}`);

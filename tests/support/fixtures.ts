@@ -14,7 +14,14 @@ export async function createSku(stack: Stack, sku: Record<string, unknown>, tena
 export async function skuCounters(stack: Stack, sku: string, tenant = TENANT) {
   const admin = await stack.token(tenant, 'ops', 'admin');
   const result = await stack.call('GET', `/v1/admin/skus/${sku}`, { token: admin });
-  return result.body as { total: number; available: number; held: number; confirmed: number; released: number };
+  return result.body as {
+    total: number;
+    available: number;
+    held: number;
+    confirmed: number;
+    released: number;
+    refunded_shipped: number;
+  };
 }
 
 export async function placeOrder(stack: Stack, token: string, key: string, body: Record<string, unknown>) {

@@ -10,7 +10,7 @@ export async function credit(s: Stack, user: string, amount: number, key = `cred
   const admin = await s.token(TENANT, 'ops', 'admin');
   const result = await s.call('POST', `/v1/admin/wallets/${user}/credits`, {
     token: admin,
-    body: { amount },
+    body: { amount, reason: 'test top-up' },
     headers: { 'idempotency-key': key },
   });
   if (result.status !== 201) throw new Error(`credit failed: ${result.status} ${result.text}`);

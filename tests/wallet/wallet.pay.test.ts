@@ -20,18 +20,19 @@ describe('paying from the wallet (seed 004)', () => {
     expect([again.text, again.headers.get('idempotent-replayed')]).toEqual([first.text, 'true']);
     const other = await s.call('POST', '/v1/admin/wallets/w1/credits', {
       token: admin,
-      body: { amount: 501 },
+      body: { amount: 501, reason: 'test top-up' },
       headers: { 'idempotency-key': 'top-1' },
     });
     expect([other.status, other.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
-    // Another operator's key store does not know top-1; the ledger itself refuses the different content.
+    // Another operator's key store does not know top-1; the credit's audit row names its operator, so
+    // ops2 is refused (issue 48: it was a 201 replay when ops2 sent the same amount), whatever the content.
     const ops2 = await s.token(TENANT, 'ops2', 'admin');
     const byOther = await s.call('POST', '/v1/admin/wallets/w1/credits', {
       token: ops2,
-      body: { amount: 7 },
+      body: { amount: 7, reason: 'test top-up' },
       headers: { 'idempotency-key': 'top-1' },
     });
-    expect([byOther.status, byOther.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
+    expect([byOther.status, byOther.body.code]).toEqual([409, 'IDEMPOTENCY_KEY_OF_ANOTHER_OPERATOR']);
     const buyer = await s.token(TENANT, 'w1');
     expect((await s.call('GET', '/v1/wallet', { token: buyer })).body).toEqual({ balance: 500 });
     const view = await s.call('GET', '/v1/admin/wallets/w1', { token: admin });
@@ -43,25 +44,25 @@ describe('paying from the wallet (seed 004)', () => {
     expect((await s.call('GET', '/v1/admin/wallets/w1', { token: buyer })).status).toBe(403);
     const bad = await s.call('POST', '/v1/admin/wallets/w1/credits', {
       token: admin,
-      body: { amount: 0 },
+      body: { amount: 0, reason: 'test top-up' },
       headers: { 'idempotency-key': 'top-0' },
     });
     expect([bad.status, bad.body.code]).toEqual([400, 'VALIDATION']);
     const refused = await Promise.all([
-      s.call('POST', '/v1/admin/wallets/w1/credits', { token: admin, body: { amount: 5 } }),
+      s.call('POST', '/v1/admin/wallets/w1/credits', { token: admin, body: { amount: 5, reason: 'test top-up' } }),
       s.call('POST', '/v1/admin/wallets/w1/credits', {
         token: admin,
-        body: { amount: 5, extra: 1 },
+        body: { amount: 5, extra: 1, reason: 'test top-up' },
         headers: { 'idempotency-key': 'top-x' },
       }),
       s.call('POST', '/v1/admin/wallets/w1/credits', {
         token: admin,
-        body: { amount: 1.5 },
+        body: { amount: 1.5, reason: 'test top-up' },
         headers: { 'idempotency-key': 'top-y' },
       }),
       s.call('POST', '/v1/admin/wallets/w1/credits', {
         token: buyer,
-        body: { amount: 5 },
+        body: { amount: 5, reason: 'test top-up' },
         headers: { 'idempotency-key': 'top-z' },
       }),
       s.call('GET', '/v1/wallet'),

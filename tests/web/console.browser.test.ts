@@ -50,9 +50,12 @@ describe('issue 36: the operator console in Chromium', () => {
         await page.getByRole('button', { name: `Refund ${orderId}` }).click();
         const dialog = page.locator('#confirm');
         await expect.poll(() => dialog.textContent()).toContain(`Refund order ${orderId} of 19.90 EUR to alice`);
+        // Issue 48: the dialog asks why; the reason goes to the audit trail shown in the timeline.
+        await page.getByLabel('Reason').fill('buyer called: wrong size');
         await page.getByRole('button', { name: 'Refund 19.90 EUR' }).click();
         await expect.poll(() => page.locator('#detail-status').textContent(), { timeout: 30_000 }).toBe('REFUNDED');
         await expect.poll(() => page.locator('#detail').textContent()).toContain('refund by operator ops');
+        await expect.poll(() => page.locator('#detail').textContent()).toContain('“buyer called: wrong size”');
 
         const refunds = async () =>
           (await stack.statement()).lines.filter((l) => l.type === 'REFUND' && l.merchant_order === orderId).length;
@@ -67,7 +70,9 @@ describe('issue 36: the operator console in Chromium', () => {
             headers: {
               authorization: `Bearer ${localStorage.getItem('flashpay.admin')}`,
               'idempotency-key': sessionStorage.getItem(name ?? '') ?? 'missing',
+              'content-type': 'application/json',
             },
+            body: JSON.stringify({ reason: 'second click' }),
           });
           return { status: response.status, replayed: response.headers.get('idempotent-replayed') };
         }, orderId);

@@ -18,8 +18,10 @@ afterAll(async () => {
   await stack?.close();
 });
 
-const admin = (method: string, path: string, headers: Record<string, string> = {}) =>
-  stack.call(method, path, { token: stack.admin, headers });
+const admin = (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) =>
+  stack.call(method, path, { token: stack.admin, headers, ...(body === undefined ? {} : { body }) });
+/** Issue 48: a refund and a cancel say why. */
+const WHY = { reason: 'ops test: buyer asked' };
 const refundLines = async (orderId: string) =>
   (await stack.statement()).lines.filter((l) => l.type === 'REFUND' && l.merchant_order === orderId).length;
 const actions = async (orderId: string) =>
@@ -85,17 +87,17 @@ describe('issue 36: the operator console API', () => {
     expect(await skuCounters(stack, 'op2')).toMatchObject({ available: 2, confirmed: 1 });
 
     const k = key('refund');
-    const first = await admin('POST', `/v1/admin/orders/${orderId}/refund`, { 'idempotency-key': k });
+    const first = await admin('POST', `/v1/admin/orders/${orderId}/refund`, { 'idempotency-key': k }, WHY);
     expect([first.status, first.body]).toEqual([200, { order_id: orderId, status: 'REFUNDED', operator: 'ops' }]);
     expect(first.headers.get('idempotent-replayed')).toBe('false');
     expect((await stack.order(orderId)).status).toBe('REFUNDED');
     expect(await refundLines(orderId)).toBe(1);
     expect(await skuCounters(stack, 'op2')).toMatchObject({ available: 3, confirmed: 0, held: 0 });
 
-    const replay = await admin('POST', `/v1/admin/orders/${orderId}/refund`, { 'idempotency-key': k });
+    const replay = await admin('POST', `/v1/admin/orders/${orderId}/refund`, { 'idempotency-key': k }, WHY);
     expect([replay.status, replay.text]).toEqual([200, first.text]);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
-    const again = await admin('POST', `/v1/admin/orders/${orderId}/refund`, { 'idempotency-key': key('refund') });
+    const again = await admin('POST', `/v1/admin/orders/${orderId}/refund`, { 'idempotency-key': key('refund') }, WHY);
     expect([again.status, again.body.code, again.body.order_status]).toEqual([409, 'REJECTED', 'REFUNDED']);
     expect(await refundLines(orderId)).toBe(1);
     expect(await skuCounters(stack, 'op2')).toMatchObject({ available: 3, confirmed: 0 });
@@ -105,12 +107,17 @@ describe('issue 36: the operator console API', () => {
 
     // An unpaid order is refused and the provider is not called.
     const unpaid = await stack.buy('op2-buyer', 'op2');
-    const refused = await admin('POST', `/v1/admin/orders/${unpaid.orderId}/refund`, { 'idempotency-key': key('r') });
+    const refused = await admin(
+      'POST',
+      `/v1/admin/orders/${unpaid.orderId}/refund`,
+      { 'idempotency-key': key('r') },
+      WHY,
+    );
     expect([refused.status, refused.body.code, refused.body.order_status]).toEqual([409, 'REJECTED', 'CREATED']);
     expect(await refundLines(unpaid.orderId)).toBe(0);
-    const missing = await admin('POST', '/v1/admin/orders/ord_nope/refund', { 'idempotency-key': key('r') });
+    const missing = await admin('POST', '/v1/admin/orders/ord_nope/refund', { 'idempotency-key': key('r') }, WHY);
     expect([missing.status, missing.body.code]).toEqual([404, 'ORDER_NOT_FOUND']);
-    const nokey = await admin('POST', `/v1/admin/orders/${orderId}/refund`);
+    const nokey = await admin('POST', `/v1/admin/orders/${orderId}/refund`, {}, WHY);
     expect([nokey.status, nokey.body.code]).toEqual([400, 'IDEMPOTENCY_KEY_MISSING']);
   });
 
@@ -119,17 +126,22 @@ describe('issue 36: the operator console API', () => {
     await createSku(stack, { sku: 'op3', stock: 2 });
     const { orderId } = await stack.buy('op3-buyer', 'op3');
     expect(await skuCounters(stack, 'op3')).toMatchObject({ available: 1, held: 1 });
-    const first = await admin('POST', `/v1/admin/orders/${orderId}/cancel`, { 'idempotency-key': key('c') });
+    const first = await admin('POST', `/v1/admin/orders/${orderId}/cancel`, { 'idempotency-key': key('c') }, WHY);
     expect([first.status, first.body]).toEqual([200, { order_id: orderId, status: 'CANCELLED', operator: 'ops' }]);
     expect(await skuCounters(stack, 'op3')).toMatchObject({ available: 2, held: 0 });
-    const again = await admin('POST', `/v1/admin/orders/${orderId}/cancel`, { 'idempotency-key': key('c') });
+    const again = await admin('POST', `/v1/admin/orders/${orderId}/cancel`, { 'idempotency-key': key('c') }, WHY);
     expect([again.status, again.body.code, again.body.order_status]).toEqual([409, 'REJECTED', 'CANCELLED']);
     expect(await skuCounters(stack, 'op3')).toMatchObject({ available: 2, held: 0 });
     expect(await actions(orderId)).toEqual([expect.objectContaining({ action: 'cancel', operator: 'ops' })]);
 
     const paid = await stack.buy('op3-buyer', 'op3');
     expect((await stack.pay(paid.token, paid.orderId)).body.status).toBe('PAID');
-    const refused = await admin('POST', `/v1/admin/orders/${paid.orderId}/cancel`, { 'idempotency-key': key('c') });
+    const refused = await admin(
+      'POST',
+      `/v1/admin/orders/${paid.orderId}/cancel`,
+      { 'idempotency-key': key('c') },
+      WHY,
+    );
     expect([refused.status, refused.body.code, refused.body.order_status]).toEqual([409, 'REJECTED', 'PAID']);
     expect((await stack.order(paid.orderId)).status).toBe('PAID');
     expect(await skuCounters(stack, 'op3')).toMatchObject({ available: 1, confirmed: 1 });

@@ -129,7 +129,7 @@ describe('W15 storefront in Chromium: order, pay once, survive a refresh', () =>
       expect(probe.status).toBe(202);
       await stack.call('POST', '/v1/admin/wallets/carol/credits', {
         token: stack.admin,
-        body: { amount: 100 },
+        body: { amount: 100, reason: 'test top-up' },
         headers: { 'idempotency-key': 'carol-top-up' },
       });
       const page = await browser.page();

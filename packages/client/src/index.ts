@@ -25,6 +25,8 @@ export {
   assertSignature,
   constructEvent,
   DEFAULT_TOLERANCE_SECONDS,
+  MAX_SIGNATURES,
+  MIN_SECRET_BYTES,
   SIGNATURE_HEADER,
   signPayload,
   verifySignature,

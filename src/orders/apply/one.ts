@@ -7,7 +7,9 @@ import {
   lockReservations,
   reserve,
   tryConfirm,
+  tryKeepShipped,
   tryRelease,
+  tryReturnToStock,
   tryUnconfirm,
   type Reservation,
 } from '../../stock/index.ts';
@@ -81,6 +83,18 @@ async function move(tx: Tx, order: Order, m: StockMove, now: Date): Promise<stri
     invariant(
       await tryUnconfirm(tx, order.tenantId, m.key, now),
       `unconfirm of ${m.key} for ${order.orderId} matched no CONFIRMED reservation although it was locked CONFIRMED`,
+    );
+    return undefined;
+  }
+  if (m.op === 'keep_shipped' || m.op === 'return') {
+    const done =
+      m.op === 'keep_shipped'
+        ? await tryKeepShipped(tx, order.tenantId, m.key, now)
+        : await tryReturnToStock(tx, order.tenantId, m.key, now);
+    const from = m.op === 'keep_shipped' ? 'CONFIRMED' : 'REFUNDED_SHIPPED';
+    invariant(
+      done,
+      `${m.op} of ${m.key} for ${order.orderId} matched no ${from} reservation although it was locked ${from}`,
     );
     return undefined;
   }

@@ -5,12 +5,12 @@ import { isAllowed, type OrderStatus } from './states.ts';
 import { lineReservationKeyFor } from '../orders.keys.ts';
 import { decideQueued } from './queued.ts';
 import { compensation } from './compensation.ts';
-import { operatorRefund } from './operator.ts';
+import { operatorRefund, operatorReturn } from './operator.ts';
 import { decision, holdIsGone, nothing, releaseHeld } from './decision.ts';
 
 // The vocabulary (facts, events, decisions) lives in types.ts and the helpers that build a decision
 // in decision.ts, leaves that queued.ts and compensation.ts share without importing this file back.
-export { holdIsGone } from './decision.ts';
+export { holdIsGone, unitsAfterRefund } from './decision.ts';
 export { EVENT_KINDS, EFFECTS } from './types.ts';
 export type {
   Hold,
@@ -200,6 +200,9 @@ export function decide(order: OrderFacts, holds: readonly Hold[], event: OrderEv
       break;
     case 'OPERATOR_REFUND':
       d = operatorRefund(order, holds, event);
+      break;
+    case 'OPERATOR_RETURN':
+      d = operatorReturn(order, holds, event);
       break;
     default:
       d = decideQueued(order, holds, event);

@@ -15,6 +15,8 @@ export interface Case {
   expired?: boolean;
   /** A queued order (Prefer: respond-async). */
   queued?: boolean;
+  /** Its fulfilment is FULFILLED: the units shipped (issue 48). */
+  shipped?: boolean;
 }
 
 const answered = (
@@ -65,6 +67,13 @@ export const CASES: readonly Case[] = [
   { name: 'stock released', event: { type: 'STOCK_RELEASED' }, hold: 'RELEASED', queued: true },
   { name: 'wallet too low (queued order)', event: { type: 'WALLET_FUNDS_SHORT' }, hold: 'HELD', queued: true },
   { name: 'operator refund', event: { type: 'OPERATOR_REFUND', operator: 'ops' }, hold: 'CONFIRMED' },
+  {
+    name: 'operator refund, shipped',
+    event: { type: 'OPERATOR_REFUND', operator: 'ops' },
+    hold: 'CONFIRMED',
+    shipped: true,
+  },
+  { name: 'operator return', event: { type: 'OPERATOR_RETURN', operator: 'ops' }, hold: 'REFUNDED_SHIPPED' },
 ];
 
 export function decideCase(status: OrderStatus, c: Case): Decision {
@@ -76,7 +85,14 @@ export function decideCase(status: OrderStatus, c: Case): Decision {
     expiresAt: c.expired ? EARLIER : LATER,
   };
   return decide(
-    { orderId: 'ord_x', status, amount: AMOUNT, reserveAttempt: 1, ...(c.queued ? { queued: true } : {}) },
+    {
+      orderId: 'ord_x',
+      status,
+      amount: AMOUNT,
+      reserveAttempt: 1,
+      ...(c.queued ? { queued: true } : {}),
+      ...(c.shipped ? { fulfilmentStatus: 'FULFILLED' as const } : {}),
+    },
     [hold],
     c.event,
     NOW,

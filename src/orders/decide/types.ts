@@ -7,8 +7,11 @@ export interface Hold {
   key: string;
   sku: string;
   quantity: number;
-  /** MISSING: no reservation row (only a planted fault produces one). */
-  status: 'HELD' | 'CONFIRMED' | 'RELEASED' | 'MISSING';
+  /**
+   * MISSING: no reservation row (only a planted fault produces one). REFUNDED_SHIPPED: refunded
+   * after its units shipped, still out of stock until an operator returns them (issue 48).
+   */
+  status: 'HELD' | 'CONFIRMED' | 'RELEASED' | 'REFUNDED_SHIPPED' | 'MISSING';
   expiresAt: Date | null;
   /** The order line it holds units for (1 when absent: a one-line order). */
   line?: number;
@@ -22,6 +25,8 @@ export interface OrderFacts {
   reserveAttempt: number;
   /** Placed with Prefer: respond-async: its stock lives behind the stock service (queued/pending.ts). */
   queued?: boolean;
+  /** The after-PAID saga's fulfilment (seed 002): FULFILLED means the units have shipped (issue 48). */
+  fulfilmentStatus?: 'PENDING' | 'FULFILLED' | 'REFUSED';
 }
 
 /** A provider answer: through the charge reply, a query, a close, a notification or a refund reply. */
@@ -50,7 +55,9 @@ export type OrderEvent =
   /** A wallet pay of a queued order found too low a balance: the units go back through the stock service. */
   | { type: 'WALLET_FUNDS_SHORT' }
   /** An operator refunds a PAID order from the console (issue 36, src/ops): `operator` is their `sub`. */
-  | { type: 'OPERATOR_REFUND'; operator: string };
+  | { type: 'OPERATOR_REFUND'; operator: string }
+  /** An operator returns the units of an order refunded after shipping to stock (issue 48). */
+  | { type: 'OPERATOR_RETURN'; operator: string };
 
 export const EVENT_KINDS = [
   'PAY_REQUESTED',
@@ -66,6 +73,7 @@ export const EVENT_KINDS = [
   'STOCK_RELEASED',
   'WALLET_FUNDS_SHORT',
   'OPERATOR_REFUND',
+  'OPERATOR_RETURN',
 ] as const;
 
 // What a provider message did to an order. Stored with every notification and returned to callers.
@@ -95,13 +103,19 @@ export type Outcome =
   | 'COMPENSATION_PENDING'
   | 'COMPENSATED'
   | 'CREATED'
-  | 'RELEASING';
+  | 'RELEASING'
+  /** Issue 48: shipped-and-refunded units are back on sale. */
+  | 'RETURNED';
 
 export type StockMove =
   | { op: 'confirm'; key: string }
   | { op: 'release'; key: string }
   /** A CONFIRMED unit goes back on sale (compensation, after the refund is confirmed). */
   | { op: 'unconfirm'; key: string }
+  /** A CONFIRMED unit that shipped stays out of stock, refunded (issue 48): CONFIRMED → REFUNDED_SHIPPED. */
+  | { op: 'keep_shipped'; key: string }
+  /** An operator's return: a REFUNDED_SHIPPED unit goes back on sale. */
+  | { op: 'return'; key: string }
   /** Take a new unit under a new key and confirm it at once; may be refused (sold out, limit). */
   | { op: 'rereserve'; key: string; attempt: number; sku: string; quantity: number; line: number };
 

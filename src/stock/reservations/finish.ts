@@ -47,7 +47,7 @@ async function tryReleaseFrom(
   tx: Tx,
   tenantId: string,
   key: string,
-  from: 'HELD' | 'CONFIRMED',
+  from: 'HELD' | 'CONFIRMED' | 'REFUNDED_SHIPPED',
   now: Date,
 ): Promise<boolean> {
   const result = await tx.query<{ user_id: string; sku: string; quantity: number }>(
@@ -77,6 +77,30 @@ export function tryRelease(tx: Tx, tenantId: string, key: string, now: Date): Pr
  */
 export function tryUnconfirm(tx: Tx, tenantId: string, key: string, now: Date): Promise<boolean> {
   return tryReleaseFrom(tx, tenantId, key, 'CONFIRMED', now);
+}
+
+/**
+ * CONFIRMED → REFUNDED_SHIPPED (issue 48): the order was refunded after its units shipped. They
+ * have left, so they stay out: the reservation row alone moves (the SKU row's `held` counts units
+ * out either way, as tryConfirm), and the view sku_counters shows them as `refunded_shipped`.
+ * Acts only on a CONFIRMED reservation and says whether it did.
+ */
+export async function tryKeepShipped(tx: Tx, tenantId: string, key: string, now: Date): Promise<boolean> {
+  const result = await tx.query(
+    `UPDATE reservations SET status = 'REFUNDED_SHIPPED', updated_at = $3
+     WHERE tenant_id = $1 AND request_key = $2 AND status = 'CONFIRMED'`,
+    [tenantId, key, now],
+  );
+  return result.rowCount === 1;
+}
+
+/**
+ * REFUNDED_SHIPPED → RELEASED: an operator's audited return puts shipped-and-refunded units back
+ * on sale (available + q, out − q, released + q; the buyer's holding shrinks then). Acts only on a
+ * REFUNDED_SHIPPED reservation and says whether it did.
+ */
+export function tryReturnToStock(tx: Tx, tenantId: string, key: string, now: Date): Promise<boolean> {
+  return tryReleaseFrom(tx, tenantId, key, 'REFUNDED_SHIPPED', now);
 }
 
 /** A reservation a group ends, as its caller read it under its row lock. */

@@ -85,7 +85,7 @@ export async function claimMirrorMoves(tx: Tx, limit: number): Promise<MirrorMov
   }>(
     `SELECT m.tenant_id, m.request_key, m.order_id, r.sku, r.quantity, m.synced_status, r.status
      FROM stock_mirror_holds m JOIN reservations r ON r.tenant_id = m.tenant_id AND r.request_key = m.request_key
-     WHERE r.status <> m.synced_status ORDER BY m.order_id, m.request_key LIMIT $1 FOR UPDATE OF m SKIP LOCKED`,
+     WHERE r.status <> m.synced_status AND r.status <> 'REFUNDED_SHIPPED' ORDER BY m.order_id, m.request_key LIMIT $1 FOR UPDATE OF m SKIP LOCKED`,
     [limit],
   );
   return result.rows.map((r) => ({

@@ -19,6 +19,7 @@ interface SkuRow extends SkuTermsRow {
   held: number;
   confirmed: number;
   released: number;
+  refunded_shipped: number;
 }
 
 function toTerms(row: SkuTermsRow): SkuTerms {
@@ -94,18 +95,27 @@ export async function findSkuTerms(db: Executor, tenantId: string, sku: string):
 
 /**
  * A SKU with its counters, read in one snapshot from the view sku_counters: held and confirmed
- * are derived there from the CONFIRMED reservations (migration 110), so total = available + held
- * + confirmed in every answer although a pay moves no counter on the SKU row.
+ * are derived there from the CONFIRMED reservations (migration 110), refunded_shipped from the
+ * REFUNDED_SHIPPED ones (migration 182), so total = available + held + confirmed + refunded_shipped
+ * in every answer although a pay moves no counter on the SKU row.
  */
 export async function findSku(db: Executor, tenantId: string, sku: string): Promise<Sku | undefined> {
   const result = await db.query<SkuRow>({
     name: 'sku-find',
     text: `SELECT s.tenant_id, s.sku, s.name, s.price, c.total, c.available, c.held, c.confirmed, c.released,
-                  s.per_user_limit, s.hold_ttl_ms
+                  c.refunded_shipped, s.per_user_limit, s.hold_ttl_ms
            FROM skus s JOIN sku_counters c ON c.tenant_id = s.tenant_id AND c.sku = s.sku
            WHERE s.tenant_id = $1 AND s.sku = $2`,
     values: [tenantId, sku],
   });
   const row = result.rows[0];
-  return row ? { ...toTerms(row), held: row.held, confirmed: row.confirmed, released: row.released } : undefined;
+  return row
+    ? {
+        ...toTerms(row),
+        held: row.held,
+        confirmed: row.confirmed,
+        released: row.released,
+        refundedShipped: row.refunded_shipped,
+      }
+    : undefined;
 }

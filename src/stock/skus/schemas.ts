@@ -59,11 +59,15 @@ export const SkuView = Type.Object(
     price: Type.Integer(),
     per_user_limit: nullable(Type.Integer()),
     hold_ttl_ms: Type.Integer(),
-    total: Type.Integer({ description: '= available + held + confirmed, always' }),
+    total: Type.Integer({ description: '= available + held + confirmed + refunded_shipped, always' }),
     available: Type.Integer(),
     held: Type.Integer(),
     confirmed: Type.Integer(),
     released: Type.Integer({ description: 'units released so far (expired or cancelled holds)' }),
+    refunded_shipped: Type.Integer({
+      description:
+        'units of orders refunded after they shipped (fulfilment FULFILLED): out of stock, not on sale, until `POST /v1/admin/orders/{id}/return` puts them back (issue 48)',
+    }),
   },
   { additionalProperties: false },
 );
@@ -79,6 +83,7 @@ const skuExample = {
   held: 2,
   confirmed: 1,
   released: 4,
+  refunded_shipped: 0,
 };
 const SkuParams = Type.Object({ sku: Type.String({ minLength: 1, maxLength: 64, examples: ['tee-black-m'] }) });
 
@@ -92,7 +97,7 @@ export const createSkuSchema = {
   response: {
     201: jsonAnswer('The SKU', SkuView, {
       headers: { Location: { ...HEADERS.location, example: '/v1/admin/skus/tee-black-m' } },
-      example: { ...skuExample, available: 100, held: 0, confirmed: 0, released: 0 },
+      example: { ...skuExample, available: 100, held: 0, confirmed: 0, released: 0, refunded_shipped: 0 },
     }),
     ...problemAnswers([...BODY_ERRORS, ...ADMIN_AUTH, 'SKU_EXISTS', 'SKU_OWNED_BY_STOCK_SERVICE']),
   },
@@ -101,7 +106,7 @@ export const createSkuSchema = {
 export const getSkuSchema = {
   operationId: 'getSku',
   summary: 'A SKU and its stock counters',
-  description: '`total = available + held + confirmed` at every commit.',
+  description: '`total = available + held + confirmed + refunded_shipped` at every commit.',
   tags: ['admin'],
   params: SkuParams,
   response: {

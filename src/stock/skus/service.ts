@@ -45,6 +45,7 @@ export function skuView(sku: Sku) {
     held: sku.held,
     confirmed: sku.confirmed,
     released: sku.released,
+    refunded_shipped: sku.refundedShipped,
   };
 }
 

@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * A SKU and its stock counters
-         * @description `total = available + held + confirmed` at every commit.
+         * @description `total = available + held + confirmed + refunded_shipped` at every commit.
          */
         get: operations["getSku"];
         put?: never;
@@ -403,7 +403,7 @@ export interface paths {
         put?: never;
         /**
          * Credit a buyer’s wallet
-         * @description A top-up, once per Idempotency-Key: a replay answers as the first time and moves no money.
+         * @description A top-up, once per Idempotency-Key: a replay answers as the first time and moves no money. `reason` (1–500 characters) is required: without it 400 `VALIDATION` naming `body.reason`, nothing moves. The reason, the operator's tenant and `sub`, the amount and the time are kept in the append-only audit trail (`wallet_credit_actions`), after the key itself is purged. The same key sent by another admin (another `sub` or tenant) names their credit: 409 `IDEMPOTENCY_KEY_OF_ANOTHER_OPERATOR`, neither replayed nor made again.
          */
         post: operations["creditWallet"];
         delete?: never;
@@ -623,7 +623,7 @@ export interface paths {
         put?: never;
         /**
          * Refund a PAID order through the provider (operator)
-         * @description PAID → REFUNDING (its units back on sale, the operator recorded in the timeline) → the provider's refund with the order's fixed refund key → REFUNDED. Answers the status once the provider answered (`REFUNDING` while its answer is pending: recovery re-sends the same refund). Any other status: 409 `REJECTED` with `order_status`, and the provider is not called. Requires an `Idempotency-Key`. No body.
+         * @description PAID → REFUNDING (its units back on sale — unless the order's fulfilment is `FULFILLED`: shipped units have left, they stay out of stock and the SKU counts them `refunded_shipped` until `POST /v1/admin/orders/{id}/return` — the operator recorded in the timeline) → the provider's refund with the order's fixed refund key → REFUNDED. Answers the status once the provider answered (`REFUNDING` while its answer is pending: recovery re-sends the same refund). Any other status: 409 `REJECTED` with `order_status`, and the provider is not called. Requires an `Idempotency-Key` and a body `{"reason": "…"}` (1–500 characters; without it 400 `VALIDATION` naming `body.reason`, nothing changes): the reason, the operator's tenant and `sub` and the time go to the append-only audit trail, shown in the admin order view. Another admin sending the same key makes their own request (keys are per operator), never a replay of this one.
          */
         post: operations["adminRefundOrder"];
         delete?: never;
@@ -643,9 +643,29 @@ export interface paths {
         put?: never;
         /**
          * Cancel an unpaid order (operator)
-         * @description CREATED → CANCELLED, its held units back on sale in the same transaction, the operator recorded in the timeline. Any other status (a pay under way, paid, finished): 409 `REJECTED` with `order_status`. Requires an `Idempotency-Key`. No body.
+         * @description CREATED → CANCELLED, its held units back on sale in the same transaction, the operator recorded in the timeline. Any other status (a pay under way, paid, finished): 409 `REJECTED` with `order_status`. Requires an `Idempotency-Key` and a body `{"reason": "…"}` (1–500 characters; without it 400 `VALIDATION` naming `body.reason`, nothing changes): the reason, the operator's tenant and `sub` and the time go to the append-only audit trail.
          */
         post: operations["adminCancelOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orders/{id}/return": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Return the units of an order refunded after shipping to stock (operator)
+         * @description Issue 48. A refund of an order whose fulfilment is `FULFILLED` leaves its units out of stock (the SKU counts them `refunded_shipped`): they have left the warehouse. When they come back, this puts them on sale again (`refunded_shipped` − q, `available` + q), with the operator, their tenant and the reason in the append-only audit trail; the order keeps its status (`REFUNDING` or `REFUNDED`). Once per order: an order with no unit refunded after shipping (not refunded, never shipped, or returned already) is 409 `REJECTED` with `order_status`, and nothing moves. Requires an `Idempotency-Key` and a body `{"reason": "…"}` (1–500 characters; without it 400 `VALIDATION` naming `body.reason`).
+         */
+        post: operations["adminReturnOrder"];
         delete?: never;
         options?: never;
         head?: never;
@@ -851,13 +871,15 @@ export interface operations {
                         price: number;
                         per_user_limit: number | null;
                         hold_ttl_ms: number;
-                        /** @description = available + held + confirmed, always */
+                        /** @description = available + held + confirmed + refunded_shipped, always */
                         total: number;
                         available: number;
                         held: number;
                         confirmed: number;
                         /** @description units released so far (expired or cancelled holds) */
                         released: number;
+                        /** @description units of orders refunded after they shipped (fulfilment FULFILLED): out of stock, not on sale, until `POST /v1/admin/orders/{id}/return` puts them back (issue 48) */
+                        refunded_shipped: number;
                     };
                 };
             };
@@ -1090,13 +1112,15 @@ export interface operations {
                         price: number;
                         per_user_limit: number | null;
                         hold_ttl_ms: number;
-                        /** @description = available + held + confirmed, always */
+                        /** @description = available + held + confirmed + refunded_shipped, always */
                         total: number;
                         available: number;
                         held: number;
                         confirmed: number;
                         /** @description units released so far (expired or cancelled holds) */
                         released: number;
+                        /** @description units of orders refunded after they shipped (fulfilment FULFILLED): out of stock, not on sale, until `POST /v1/admin/orders/{id}/return` puts them back (issue 48) */
+                        refunded_shipped: number;
                     };
                 };
             };
@@ -1347,13 +1371,15 @@ export interface operations {
                         price: number;
                         per_user_limit: number | null;
                         hold_ttl_ms: number;
-                        /** @description = available + held + confirmed, always */
+                        /** @description = available + held + confirmed + refunded_shipped, always */
                         total: number;
                         available: number;
                         held: number;
                         confirmed: number;
                         /** @description units released so far (expired or cancelled holds) */
                         released: number;
+                        /** @description units of orders refunded after they shipped (fulfilment FULFILLED): out of stock, not on sale, until `POST /v1/admin/orders/{id}/return` puts them back (issue 48) */
+                        refunded_shipped: number;
                     };
                 };
             };
@@ -4404,9 +4430,13 @@ export interface operations {
                             /** Format: date-time */
                             at: string;
                             /** @enum {string} */
-                            action?: "refund" | "cancel" | "ack" | "retry" | "resolve";
+                            action?: "refund" | "cancel" | "ack" | "retry" | "resolve" | "return";
                             /** @description the operator's sub */
                             operator?: string;
+                            /** @description the operator's tenant (their token's `tid`) */
+                            operator_tenant?: string;
+                            /** @description why the operator acted, in their words (required for refund, cancel and return since issue 48) */
+                            operator_reason?: string;
                         }[];
                         notifications: {
                             notify_id: string;
@@ -4707,7 +4737,7 @@ export interface operations {
                                  * @description docs/reconciliation.md says what each means
                                  * @enum {string}
                                  */
-                                class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "REJECTED_HOLDS_STOCK" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "EVENT_LINES_DISAGREE" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO" | "STOCK_RESULT_DISAGREES";
+                                class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "REJECTED_HOLDS_STOCK" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "EVENT_LINES_DISAGREE" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO" | "STOCK_RESULT_DISAGREES" | "SHIPPED_UNITS_EXCEED_TOTAL" | "REFUNDED_SHIPPED_NE_ORDERS";
                                 detail: string;
                             }[];
                             /** @description order count by status */
@@ -4989,7 +5019,7 @@ export interface operations {
                              * @description docs/reconciliation.md says what each means
                              * @enum {string}
                              */
-                            class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "REJECTED_HOLDS_STOCK" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "EVENT_LINES_DISAGREE" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO" | "STOCK_RESULT_DISAGREES";
+                            class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "REJECTED_HOLDS_STOCK" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "EVENT_LINES_DISAGREE" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO" | "STOCK_RESULT_DISAGREES" | "SHIPPED_UNITS_EXCEED_TOTAL" | "REFUNDED_SHIPPED_NE_ORDERS";
                             detail: string;
                         }[];
                         /** @description order count by status */
@@ -6047,12 +6077,18 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "amount": 5000
+                 *       "amount": 5000,
+                 *       "reason": "goodwill: late delivery"
                  *     }
                  */
                 "application/json": {
                     /** @description minor units */
                     amount: number;
+                    /**
+                     * @description why the operator does this, for the audit trail (1..500 characters, not only spaces)
+                     * @example buyer called: parcel arrived damaged
+                     */
+                    reason: string;
                 };
             };
         };
@@ -6154,7 +6190,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused in the current state: `REQUEST_IN_PROGRESS` */
+            /** @description Refused in the current state: `REQUEST_IN_PROGRESS`, `IDEMPOTENCY_KEY_OF_ANOTHER_OPERATOR` */
             409: {
                 headers: {
                     /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
@@ -6174,7 +6210,7 @@ export interface operations {
                          * @description the stable machine word: branch on this
                          * @enum {string}
                          */
-                        code: "REQUEST_IN_PROGRESS";
+                        code: "REQUEST_IN_PROGRESS" | "IDEMPOTENCY_KEY_OF_ANOTHER_OPERATOR";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -6510,6 +6546,12 @@ export interface operations {
                             order_id?: string;
                             /** Format: date-time */
                             at: string;
+                            /** @description a credit's operator (their `sub`), from the audit trail */
+                            operator?: string;
+                            /** @description a credit's operator's tenant */
+                            operator_tenant?: string;
+                            /** @description why the operator credited */
+                            reason?: string;
                         }[];
                     };
                 };
@@ -8210,7 +8252,22 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "buyer called: parcel arrived damaged"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description why the operator does this, for the audit trail (1..500 characters, not only spaces)
+                     * @example buyer called: parcel arrived damaged
+                     */
+                    reason: string;
+                };
+            };
+        };
         responses: {
             /** @description The order after the refund */
             200: {
@@ -8359,6 +8416,32 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "REJECTED" | "REQUEST_IN_PROGRESS";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PAYLOAD_TOO_LARGE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -8526,7 +8609,22 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "buyer called: parcel arrived damaged"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description why the operator does this, for the audit trail (1..500 characters, not only spaces)
+                     * @example buyer called: parcel arrived damaged
+                     */
+                    reason: string;
+                };
+            };
+        };
         responses: {
             /** @description The cancelled order */
             200: {
@@ -8675,6 +8773,389 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "REJECTED" | "REQUEST_IN_PROGRESS";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PAYLOAD_TOO_LARGE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The Idempotency-Key was used with another request: `IDEMPOTENCY_KEY_REUSED` */
+            422: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "IDEMPOTENCY_KEY_REUSED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    adminReturnOrder: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Makes the request safe to retry: 1..255 visible ASCII characters, scoped to (tenant, user, operation). The same key with the same request replays the first answer byte for byte (`Idempotent-Replayed: true`); with another request: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running: waits, then 409 `REQUEST_IN_PROGRESS` with `Retry-After`. Validation errors (400), authentication errors and 5xx are not stored: retry with the same key. Keys are kept at least 24 h.
+                 * @example 2f1c9a7e-4b1d-4a53-9d0e-6f2f1b0c8e11
+                 */
+                "idempotency-key": string;
+            };
+            path: {
+                /**
+                 * @description the order id
+                 * @example ord_7c1e2b9f4a
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "buyer called: parcel arrived damaged"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description why the operator does this, for the audit trail (1..500 characters, not only spaces)
+                     * @example buyer called: parcel arrived damaged
+                     */
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The order whose units are back on sale */
+            200: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        order_id: string;
+                        /**
+                         * @description see docs/state-machine.md
+                         * @enum {string}
+                         */
+                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
+                        /** @description the operator's sub */
+                        operator: string;
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION`, `IDEMPOTENCY_KEY_MISSING`, `IDEMPOTENCY_KEY_INVALID` */
+            400: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found (or not visible to this principal): `ORDER_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "ORDER_NOT_FOUND";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Refused in the current state: `REJECTED`, `REQUEST_IN_PROGRESS` */
+            409: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "REJECTED" | "REQUEST_IN_PROGRESS";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is larger than the limit: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key, `false` when it was executed now. Present on every answer once the key was accepted. */
+                    "Idempotent-Replayed"?: "true" | "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PAYLOAD_TOO_LARGE";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
