@@ -163,3 +163,15 @@ export function providerOfTenant(config: ProviderConfig, tenantId: string): Prov
 export function providersInUse(config: ProviderConfig): ProviderName[] {
   return [...new Set<ProviderName>([config.provider, ...Object.values(config.tenants)])];
 }
+
+/**
+ * The providers a stack builds adapters for (issue 48): every provider in use, and Stripe or Alipay
+ * whenever their credentials are set, so a tenant that moved away from one still has its earlier
+ * orders queried, refunded and reconciled there. The fake channel only while some tenant uses it.
+ */
+export function providersWithAdapters(config: ProviderConfig): ProviderName[] {
+  const names = new Set(providersInUse(config));
+  if (config.stripe.secretKey) names.add('stripe');
+  if (config.alipay.appId && config.alipay.privateKey) names.add('alipay');
+  return [...names];
+}

@@ -85,13 +85,16 @@ function notificationOf(params: Record<string, string>): NotificationRecord | un
   const amount = minorFromDecimal(refunded ? (params.refund_fee ?? params.total_amount) : params.total_amount);
   if (amount === undefined)
     throw new AppError('VALIDATION', 'total_amount / refund_fee must be yuan with at most two decimals');
-  return parseNotification({
-    notify_id: params.notify_id,
-    merchant_order: params.out_trade_no,
-    kind,
-    amount,
-    txn: params.trade_no,
-  });
+  return parseNotification(
+    {
+      notify_id: params.notify_id,
+      merchant_order: params.out_trade_no,
+      kind,
+      amount,
+      txn: params.trade_no,
+    },
+    'alipay',
+  );
 }
 
 export function alipayNotifyRoutes(app: FastifyInstance, deps: AppDeps, payments: PaymentDeps): void {

@@ -2,7 +2,7 @@ import type { Config } from '../../platform/config.ts';
 import type { Db } from '../../platform/db.ts';
 import {
   providerOfTenant,
-  providersInUse,
+  providersWithAdapters,
   type ProviderName,
   type StatusSync,
 } from '../../platform/provider.config.ts';
@@ -40,15 +40,16 @@ export interface ProviderDeps {
 }
 
 /**
- * The provider every payment call goes to. One adapter when every tenant uses the same provider;
- * otherwise a router that sends each order's calls to its tenant's provider.
+ * The provider every payment call goes to: a router that sends each order's calls to the provider
+ * its payment was recorded at (issue 48), else its tenant's. Adapters are built for every provider
+ * some tenant uses, and for Stripe and Alipay whenever their credentials are set: a tenant that
+ * moved away from one keeps its earlier orders queried, refunded and reconciled there.
  */
 export function providerClient(deps: ProviderDeps): ChannelClient {
   const { providers } = deps.config;
-  const inUse = providersInUse(providers);
-  const clients = new Map(inUse.map((name) => [name, adapterFor(name)(deps.config, deps.channelUrl)]));
-  if (inUse.length === 1) return clients.get(providers.provider)!;
-  return tenantRouter(deps.db, clients, (tenant) => providers.tenants[tenant] ?? providers.provider);
+  const names = providersWithAdapters(providers);
+  const clients = new Map(names.map((name) => [name, adapterFor(name)(deps.config, deps.channelUrl)]));
+  return tenantRouter(deps.db, clients, (tenant) => providerOfTenant(providers, tenant));
 }
 
 const built = new WeakMap<ProviderDeps, ChannelClient>();
