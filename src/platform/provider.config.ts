@@ -175,3 +175,14 @@ export function providersWithAdapters(config: ProviderConfig): ProviderName[] {
   if (config.alipay.appId && config.alipay.privateKey) names.add('alipay');
   return [...names];
 }
+
+/**
+ * The start banner's line (issue 48): which provider each tenant's money goes to, so a person who
+ * switches FLASHPAY_PROVIDER on a data directory sees it. `stripe for every tenant` or
+ * `fake for every other tenant; acme → stripe, globex → alipay`.
+ */
+export function providersBanner(config: ProviderConfig): string {
+  const overrides = Object.entries(config.tenants).sort(([a], [b]) => a.localeCompare(b));
+  if (overrides.length === 0) return `${config.provider} for every tenant`;
+  return `${config.provider} for every other tenant; ${overrides.map(([t, p]) => `${t} → ${p}`).join(', ')}`;
+}

@@ -4,7 +4,7 @@ import { paymentIntentId, stripeEvent, stripeSignature } from '../../src/channel
 import { purgeCompletedKeys } from '../../src/idempotency/index.ts';
 import type { Config } from '../../src/platform/config.ts';
 import { loadConfig } from '../../src/platform/config.ts';
-import type { ProviderName } from '../../src/platform/provider.config.ts';
+import { providersBanner, type ProviderName } from '../../src/platform/provider.config.ts';
 import { signPayload } from '../../src/platform/signature.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { createSku, placeOrder } from '../support/fixtures.ts';
@@ -527,5 +527,16 @@ describe('the fake channel is off where nobody uses it', () => {
     } finally {
       await s.close();
     }
+  });
+});
+
+describe('the start banner names the provider each tenant pays through', () => {
+  it('MP-14 `flashpay payments …`: the default, then each tenant that pays elsewhere', () => {
+    // Proves a person who switches FLASHPAY_PROVIDER on a data directory sees where new payments go.
+    const providers = loadConfig({}).providers;
+    expect(providersBanner(providers)).toBe('fake for every tenant');
+    expect(providersBanner({ ...providers, provider: 'fake', tenants: { globex: 'alipay', acme: 'stripe' } })).toBe(
+      'fake for every other tenant; acme → stripe, globex → alipay',
+    );
   });
 });
