@@ -198,7 +198,7 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
     for (const c of [d?.fake, d?.stripe, d?.alipay]) await c?.close();
   });
 
-  it('MP-01 a correctly signed Stripe event for an Alipay tenant’s order: 200 WRONG_PROVIDER, the order as it was, a note', async () => {
+  it('MF-01 a correctly signed Stripe event for an Alipay tenant’s order: 200 WRONG_PROVIDER, the order as it was, a note', async () => {
     // Proves a Stripe notification cannot settle an order whose money is at Alipay.
     const o = await m.buy(GLOBEX, 'g1', 'mp-g');
     const before = await m.order(o);
@@ -228,7 +228,7 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
     expect(still(await m.order(o))).toEqual(still(before));
   });
 
-  it('MP-02 an Alipay notify for a Stripe tenant’s order: `success` (Alipay stops), recorded WRONG_PROVIDER, unchanged', async () => {
+  it('MF-02 an Alipay notify for a Stripe tenant’s order: `success` (Alipay stops), recorded WRONG_PROVIDER, unchanged', async () => {
     // Proves an Alipay notification cannot settle an order whose money is at Stripe.
     const o = await m.buy(ACME, 'a2', 'mp-a');
     const before = await m.order(o);
@@ -245,7 +245,7 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
     expect((await m.order(o)).attention).toMatch(/^WRONG_PROVIDER: .*from alipay.* stripe/);
   });
 
-  it('MP-03 a fake-channel callback for a Stripe order: WRONG_PROVIDER; a paid Stripe order is not refunded by it either', async () => {
+  it('MF-03 a fake-channel callback for a Stripe order: WRONG_PROVIDER; a paid Stripe order is not refunded by it either', async () => {
     // Proves the built-in channel's notifications settle only its own tenants' orders, judged
     // against the provider the pay recorded.
     const fresh = await m.buy(ACME, 'a3', 'mp-a');
@@ -276,7 +276,7 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
     expect(ok.body).toEqual({ effect: 'PAID' });
   });
 
-  it('MP-04 a jpy PaymentIntent of 1990 for a USD order of 1990: CURRENCY_MISMATCH, unchanged; another amount: AMOUNT_MISMATCH', async () => {
+  it('MF-04 a jpy PaymentIntent of 1990 for a USD order of 1990: CURRENCY_MISMATCH, unchanged; another amount: AMOUNT_MISMATCH', async () => {
     // Proves Stripe's currency is compared with STRIPE_CURRENCY, and the amount with the order's.
     const o = await m.buy(ACME, 'a4', 'mp-a');
     const before = await m.order(o);
@@ -298,7 +298,7 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
     expect(still(await m.order(o))).toEqual(still(before));
   });
 
-  it('MP-05 one notification id at two providers: both applied, neither swallowed as the other’s duplicate', async () => {
+  it('MF-05 one notification id at two providers: both applied, neither swallowed as the other’s duplicate', async () => {
     // Proves notifications are deduplicated per (provider, notify_id).
     const a = await m.buy(ACME, 'a5', 'mp-a');
     const g = await m.buy(GLOBEX, 'g5', 'mp-g');
@@ -323,7 +323,7 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
     expect((await m.order(g)).payment).toEqual({ provider: null, provider_payment_id: '2026120722001400000000000005' });
   });
 
-  it('MP-06 a PaymentIntent that settled order X, named for order Y: PAYMENT_ID_IN_USE, Y unchanged, a note on Y', async () => {
+  it('MF-06 a PaymentIntent that settled order X, named for order Y: PAYMENT_ID_IN_USE, Y unchanged, a note on Y', async () => {
     // Proves a provider payment id settles at most one order.
     const x = await m.buy(ACME, 'a6x', 'mp-a');
     expect((await m.pay(x)).body.status).toBe('PAID');
@@ -340,7 +340,7 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
     expect((await m.order(x)).status).toBe('PAID');
   });
 
-  it('MP-07 reconciliation matches on (provider, order): a fake-channel CHARGE for a Stripe order is CHARGE_AT_OTHER_PROVIDER', async () => {
+  it('MF-07 reconciliation matches on (provider, order): a fake-channel CHARGE for a Stripe order is CHARGE_AT_OTHER_PROVIDER', async () => {
     // Proves a charge at another provider is not counted as the order's money.
     const o = await m.buy(ACME, 'a7', 'mp-a');
     expect((await m.pay(o)).body.status).toBe('PAID');
@@ -360,7 +360,7 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
     expect((await m.reconcile(GLOBEX)).mismatches.filter((x) => x.order_id === g.orderId)).toEqual([]);
   });
 
-  it('MP-09 the admin order view names the provider and its payment id: Stripe pi_…, Alipay trade_no', async () => {
+  it('MF-09 the admin order view names the provider and its payment id: Stripe pi_…, Alipay trade_no', async () => {
     // Proves an operator can see where an order's money is.
     const a = await m.buy(ACME, 'a9', 'mp-a');
     expect((await m.pay(a)).body.status).toBe('PAID');
@@ -378,7 +378,7 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
     expect((await m.order(unpaid)).payment).toEqual({ provider: null, provider_payment_id: null });
   });
 
-  it('MP-11 a Stripe event 3 days late (Stripe’s retry window), keys and notification records purged: a PAID order stays PAID, no second confirm', async () => {
+  it('MF-11 a Stripe event 3 days late (Stripe’s retry window), keys and notification records purged: a PAID order stays PAID, no second confirm', async () => {
     // Proves a duplicate that outlived every record is still a duplicate, by the order's state.
     const o = await m.buy(ACME, 'a11', 'mp-a');
     expect((await m.pay(o)).body.status).toBe('PAID');
@@ -411,7 +411,7 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
     expect(lines.map((l) => [l.type, l.amount])).toEqual([['CHARGE', 1990]]);
   });
 
-  it('MP-12 a charge 30 days after the order was cancelled, records purged: refunded once with the fixed key, never PAID', async () => {
+  it('MF-12 a charge 30 days after the order was cancelled, records purged: refunded once with the fixed key, never PAID', async () => {
     // Proves the late-success path runs exactly once however late the money lands.
     const o = await m.buy(INITECH, 'i12', 'mp-i');
     expect((await s.call('POST', `/v1/orders/${o.orderId}/cancel`, { token: o.token })).status).toBe(200);
@@ -460,7 +460,7 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
 });
 
 describe('a tenant that changes provider keeps its earlier orders at the provider that took their money', () => {
-  it('MP-08 acme moves from Stripe to Alipay: its earlier order is refunded at Stripe, once, with the fixed key', async () => {
+  it('MF-08 acme moves from Stripe to Alipay: its earlier order is refunded at Stripe, once, with the fixed key', async () => {
     // Proves every call after the pay follows the recorded provider, not the tenant's configuration now.
     const d = await startDoubles();
     const db = await freshDatabase();
@@ -483,7 +483,7 @@ describe('a tenant that changes provider keeps its earlier orders at the provide
         const refund = await after.call('POST', `/v1/admin/orders/${o.orderId}/refund`, {
           token: await m.admin(ACME),
           headers: { 'idempotency-key': 'mp08-refund' },
-          body: { reason: 'MP-08: a refund after the tenant changed provider' },
+          body: { reason: 'MF-08: a refund after the tenant changed provider' },
         });
         expect([refund.status, refund.body.status]).toEqual([200, 'REFUNDED']);
         const atStripe = (await statementOf(d.stripe, false)).filter((l) => l.merchant_order === o.orderId);
@@ -513,7 +513,7 @@ describe('a tenant that changes provider keeps its earlier orders at the provide
 });
 
 describe('the fake channel is off where nobody uses it', () => {
-  it('MP-10 every tenant on Stripe: POST /v1/payment-notifications is 404 PROVIDER_NOT_CONFIGURED and records nothing', async () => {
+  it('MF-10 every tenant on Stripe: POST /v1/payment-notifications is 404 PROVIDER_NOT_CONFIGURED and records nothing', async () => {
     // Proves a signed callback to the built-in channel's route cannot mark a Stripe order PAID.
     const s = await startPaymentStack({ provider: 'stripe' });
     try {
@@ -531,7 +531,7 @@ describe('the fake channel is off where nobody uses it', () => {
 });
 
 describe('the start banner names the provider each tenant pays through', () => {
-  it('MP-14 `flashpay payments …`: the default, then each tenant that pays elsewhere', () => {
+  it('MF-14 `flashpay payments …`: the default, then each tenant that pays elsewhere', () => {
     // Proves a person who switches FLASHPAY_PROVIDER on a data directory sees where new payments go.
     const providers = loadConfig({}).providers;
     expect(providersBanner(providers)).toBe('fake for every tenant');

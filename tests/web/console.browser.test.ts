@@ -40,7 +40,7 @@ describe('issue 36: the operator console in Chromium', () => {
         await expect.poll(() => page.locator('#detail-status').textContent()).toBe('PAID');
         expect(new URL(page.url()).pathname).toBe(`/ops/orders/${orderId}`);
         expect(await page.locator('#detail').textContent()).not.toMatch(/\bnull\b|undefined/);
-        // MP-13 (issue 48): where the money is — the provider the pay went to and its payment id.
+        // MF-13 (issue 48): where the money is — the provider the pay went to and its payment id.
         expect(await page.locator('#detail-payment').textContent()).toMatch(
           /^Payment at fake · provider payment id \S+$/,
         );
