@@ -4,7 +4,7 @@ export { EFFECTS, type Effect, type OrderEvent, type ProviderStatus, type Provid
 export { applyOrderEvent, visibleTo, type AppliedEvent } from './apply/one.ts';
 export {
   findOrder,
-  findOrderOfPayment,
+  findOrderForPayment,
   findOrders,
   findOrderNotes,
   getTimeline,

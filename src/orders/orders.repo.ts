@@ -89,17 +89,25 @@ export async function findOrders(db: Executor, orderIds: readonly string[]): Pro
   return new Map(result.rows.map((row) => [row.order_id, toOrder(row)]));
 }
 
-/** The order a provider's payment id is bound to (index orders_provider_payment), if any (issue 48). */
-export async function findOrderOfPayment(
+/**
+ * An order, unlocked, with the order a provider's payment id is bound to (index
+ * orders_provider_payment), in one statement: what a notification is judged by (issue 48).
+ */
+export async function findOrderForPayment(
   db: Executor,
+  orderId: string,
   provider: string,
-  paymentId: string,
-): Promise<string | undefined> {
-  const result = await db.query<{ order_id: string }>(
-    'SELECT order_id FROM orders WHERE payment_provider = $1 AND provider_payment_id = $2',
-    [provider, paymentId],
+  paymentId: string | null,
+): Promise<{ order?: Order; boundTo?: string }> {
+  const result = await db.query<OrderRow & { bound_to: string | null }>(
+    `SELECT o.*, (SELECT b.order_id FROM orders b
+                  WHERE b.payment_provider = $2 AND b.provider_payment_id = $3 LIMIT 1) AS bound_to
+     FROM orders o WHERE o.order_id = $1`,
+    [orderId, provider, paymentId],
   );
-  return result.rows[0]?.order_id;
+  const row = result.rows[0];
+  if (!row) return {};
+  return { order: toOrder(row), ...(row.bound_to !== null ? { boundTo: row.bound_to } : {}) };
 }
 
 /** SELECT … FOR UPDATE: callbacks, query results and cancels on one order run one after another. */

@@ -3,8 +3,7 @@ import { AppError } from '../platform/errors.ts';
 import { verifySignature, SIGNATURE_HEADER } from '../platform/signature.ts';
 import {
   EFFECTS,
-  findOrder,
-  findOrderOfPayment,
+  findOrderForPayment,
   noteForPerson,
   type AppliedEvent,
   type Effect,
@@ -83,10 +82,9 @@ export interface NotificationResult {
  */
 export async function handleNotification(deps: PaymentDeps, n: NotificationRecord): Promise<NotificationResult> {
   // Both reads at once (two pooled connections): the notification path gains no round trip.
-  const [recorded, order, boundTo] = await Promise.all([
+  const [recorded, { order, boundTo }] = await Promise.all([
     recordedEffect(deps.db, n.provider, n.notifyId),
-    findOrder(deps.db, n.merchantOrder),
-    n.txn ? findOrderOfPayment(deps.db, n.provider, n.txn) : undefined,
+    findOrderForPayment(deps.db, n.merchantOrder, n.provider, n.txn),
   ]);
   if (recorded) return replay(n, recorded);
   // Read without the order's lock: its tenant never changes and its provider is set once, by the
