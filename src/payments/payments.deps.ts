@@ -14,7 +14,7 @@ export interface PaymentDeps {
   /** Where a pay commits the provider's answer with its key: grouped with concurrent pays; alone without it. */
   payCommits?: PayCommits;
   /** How recovery syncs an unknown payment with the tenant's provider; the fake channel's schedule without it. */
-  statusSync?: (tenantId: string) => StatusSync;
+  statusSync?: (tenantId: string, recordedProvider?: string | null) => StatusSync;
   /**
    * Which provider each tenant pays through (issue 48): a pay records it on the order, and a
    * notification from another provider changes nothing. Without it (a bare test), the fake channel.

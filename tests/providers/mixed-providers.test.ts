@@ -4,7 +4,8 @@ import { paymentIntentId, stripeEvent, stripeSignature } from '../../src/channel
 import { purgeCompletedKeys } from '../../src/idempotency/index.ts';
 import type { Config } from '../../src/platform/config.ts';
 import { loadConfig } from '../../src/platform/config.ts';
-import { providersBanner, type ProviderName } from '../../src/platform/provider.config.ts';
+import { DEFAULT_STATUS_SYNC, providersBanner, type ProviderName } from '../../src/platform/provider.config.ts';
+import { statusSyncOf } from '../../src/payments/index.ts';
 import { signPayload } from '../../src/platform/signature.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { createSku, placeOrder } from '../support/fixtures.ts';
@@ -538,5 +539,19 @@ describe('the start banner names the provider each tenant pays through', () => {
     expect(providersBanner({ ...providers, provider: 'fake', tenants: { globex: 'alipay', acme: 'stripe' } })).toBe(
       'fake for every other tenant; acme → stripe, globex → alipay',
     );
+  });
+});
+
+describe('recovery asks about a payment on the schedule of the provider that has it', () => {
+  it('MF-15 an order recorded at Alipay keeps Alipay’s status-sync schedule after its tenant moved to Stripe', () => {
+    // Proves recovery's query rhythm (Alipay's gateway limits callers) follows the recorded provider.
+    const config = {
+      ...loadConfig({}),
+      providers: { ...loadConfig({}).providers, tenants: { acme: 'stripe' as const } },
+    };
+    const sync = statusSyncOf(config);
+    expect(sync('acme', 'alipay')).toEqual(DEFAULT_STATUS_SYNC.alipay);
+    expect(sync('acme', null)).toEqual(DEFAULT_STATUS_SYNC.stripe);
+    expect(sync('globex', undefined)).toEqual(DEFAULT_STATUS_SYNC.fake);
   });
 });

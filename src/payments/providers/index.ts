@@ -3,6 +3,7 @@ import type { Db } from '../../platform/db.ts';
 import {
   providerOfTenant,
   providersWithAdapters,
+  PROVIDERS,
   type ProviderName,
   type StatusSync,
 } from '../../platform/provider.config.ts';
@@ -64,8 +65,16 @@ export function providerFor(deps: ProviderDeps): ChannelClient {
   return client;
 }
 
-/** The status-sync schedule of a tenant's provider (recovery.service.ts). */
-export function statusSyncOf(config: Config): (tenantId: string) => StatusSync {
+/**
+ * The status-sync schedule of the provider an order's payment is at: the one its pay recorded
+ * (issue 48), else its tenant's (recovery.service.ts).
+ */
+export function statusSyncOf(config: Config): (tenantId: string, recordedProvider?: string | null) => StatusSync {
   const { providers } = config;
-  return (tenantId) => providers.statusSync[providerOfTenant(providers, tenantId)];
+  return (tenantId, recordedProvider) =>
+    providers.statusSync[isProviderName(recordedProvider) ? recordedProvider : providerOfTenant(providers, tenantId)];
+}
+
+function isProviderName(name: string | null | undefined): name is ProviderName {
+  return (PROVIDERS as readonly string[]).includes(name ?? '');
 }

@@ -9,6 +9,14 @@ export function stampedWith<T extends Statement>(provider: ProviderName, stateme
   return { ...statement, lines: statement.lines.map((line) => ({ ...line, provider })) };
 }
 
+/** How many orders' recorded providers one router remembers (the oldest is forgotten first). */
+const RECORDED_MAX = 10_000;
+
+function remember(recorded: Map<string, ProviderName>, orderId: string, provider: ProviderName): void {
+  if (recorded.size >= RECORDED_MAX) recorded.delete(recorded.keys().next().value!);
+  recorded.set(orderId, provider);
+}
+
 /**
  * Each call goes to the provider that has the order's money (issue 48): the provider its pay
  * recorded on the order, else (orders paid before migration 180) its tenant's. A charge names its
@@ -25,13 +33,21 @@ export function tenantRouter(
 ): ChannelClient {
   const missing = (name: ProviderName) =>
     `the order's payment is at ${name}, which has no adapter configured here (set its credentials)`;
+  // A recorded provider never changes (only CREATED → PAYING writes it, and no order returns to
+  // CREATED): remembered, so recovery's repeated queries of an order read it once. Bounded.
+  const recorded = new Map<string, ProviderName>();
   async function forOrder(orderId: string): Promise<ChannelClient | { unknown: string }> {
-    const { rows } = await db.query<{ tenant_id: string; payment_provider: ProviderName | null }>(
-      'SELECT tenant_id, payment_provider FROM orders WHERE order_id = $1',
-      [orderId],
-    );
-    // An order that does not exist is no tenant's: the default provider answers (NOT_FOUND).
-    const name = rows[0]?.payment_provider ?? providerOf(rows[0]?.tenant_id ?? '');
+    let name = recorded.get(orderId);
+    if (name === undefined) {
+      const { rows } = await db.query<{ tenant_id: string; payment_provider: ProviderName | null }>(
+        'SELECT tenant_id, payment_provider FROM orders WHERE order_id = $1',
+        [orderId],
+      );
+      const row = rows[0];
+      if (row?.payment_provider) remember(recorded, orderId, row.payment_provider);
+      // An order that does not exist is no tenant's: the default provider answers (NOT_FOUND).
+      name = row?.payment_provider ?? providerOf(row?.tenant_id ?? '');
+    }
     return clients.get(name) ?? { unknown: missing(name) };
   }
   const single = clients.size === 1 ? [...clients.entries()][0] : undefined;
