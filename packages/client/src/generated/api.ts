@@ -223,7 +223,7 @@ export interface paths {
         put?: never;
         /**
          * Stripe webhook (Stripe → service)
-         * @description Stripe’s signed Events for the PaymentIntents flashpay created: `payment_intent.succeeded` (CHARGED, `amount_received`), `payment_intent.payment_failed` (DECLINED), `charge.refunded` (REFUNDED); the order is `metadata.order_id`. Verified with `Stripe-Signature` (`t=<unix seconds>,v1=<hex HMAC-SHA256(STRIPE_WEBHOOK_SECRET, "<t>.<raw body>")>`, at most 300 s old): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. An event id seen before is answered `DUPLICATE`; other event types, and events of PaymentIntents without `metadata.order_id`, `IGNORED`, not recorded. 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Stripe.
+         * @description Stripe’s signed Events for the PaymentIntents flashpay created: `payment_intent.succeeded` (CHARGED, `amount_received`), `payment_intent.payment_failed` (DECLINED), `charge.refunded` (REFUNDED); the order is `metadata.order_id`. Verified with `Stripe-Signature` (`t=<unix seconds>,v1=<hex HMAC-SHA256(STRIPE_WEBHOOK_SECRET, "<t>.<raw body>")>`, at most 300 s old): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. An event id seen before is answered `DUPLICATE`; other event types, and events of PaymentIntents without `metadata.order_id`, `IGNORED`, not recorded. 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Stripe. An event for an order whose payment is not at Stripe is answered 200 `WRONG_PROVIDER`, one in another currency than `STRIPE_CURRENCY` `CURRENCY_MISMATCH`, one whose PaymentIntent settled another order `PAYMENT_ID_IN_USE`: recorded, a note for a person, the order unchanged.
          */
         post: operations["receiveStripeWebhook"];
         delete?: never;
@@ -703,7 +703,7 @@ export interface paths {
         put?: never;
         /**
          * Alipay async notify (Alipay → service)
-         * @description Alipay's trade_status_sync notify, `application/x-www-form-urlencoded`, verified with Alipay's public key (ALIPAY_PUBLIC_KEY): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. TRADE_SUCCESS / TRADE_FINISHED is a charge, a notify with refund_fee / gmt_refund a refund, TRADE_CLOSED without one a pay that will not take money. Answered with the plain text `success` once recorded (a duplicate too). 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Alipay.
+         * @description Alipay's trade_status_sync notify, `application/x-www-form-urlencoded`, verified with Alipay's public key (ALIPAY_PUBLIC_KEY): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. TRADE_SUCCESS / TRADE_FINISHED is a charge, a notify with refund_fee / gmt_refund a refund, TRADE_CLOSED without one a pay that will not take money. Answered with the plain text `success` once recorded (a duplicate too). 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Alipay. A notify for an order whose payment is not at Alipay (`WRONG_PROVIDER`) or whose trade_no settled another order (`PAYMENT_ID_IN_USE`) is answered `success` too, recorded with that effect and a note for a person, the order unchanged.
          */
         post: operations["receiveAlipayNotify"];
         delete?: never;
