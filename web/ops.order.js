@@ -161,6 +161,13 @@ export async function showOrder(ctx, orderId) {
       h('span', { id: 'detail-amount' }, ctx.amount(o.amount)),
       ` · fulfilment ${orNone(o.fulfilment?.status)} · created ${when(o.created_at)}`,
     ),
+    // Where the money is (issue 48): the provider the pay went to and its own id of the payment.
+    h(
+      'p',
+      { id: 'detail-payment' },
+      `Payment at ${orNone(o.payment?.provider)} · provider payment id `,
+      h('code', {}, orNone(o.payment?.provider_payment_id)),
+    ),
     o.attention ? h('p', { class: 'verdict-bad' }, `Needs a person: ${o.attention}`) : null,
     list('Lines', o.lines ?? [], (l) => `${l.quantity} × ${l.name} (${l.sku}) at ${ctx.amount(l.unit_price)}`),
     h(
@@ -184,7 +191,11 @@ export async function showOrder(ctx, orderId) {
         ? `${t.action} by operator ${t.operator}${t.operator_tenant ? ` of ${t.operator_tenant}` : ''} (${t.to}${t.action === 'ack' ? `: ${t.reason.replace(/^ack: /, '')}` : ''})${t.operator_reason ? ` — “${t.operator_reason}”` : ''} — ${when(t.at)}`
         : `${t.from ?? 'new'} → ${t.to}: ${t.reason} — ${when(t.at)}`,
     ),
-    list('Notifications', o.notifications, (n) => `${n.kind} ${n.notify_id} ${orNone(n.txn)}: ${n.effect}`),
+    list(
+      'Notifications',
+      o.notifications,
+      (n) => `${orNone(n.provider)} ${n.kind} ${n.notify_id} ${orNone(n.txn)}: ${n.effect}`,
+    ),
     list('Journal', o.journal ?? [], (j) => `${j.step} ${j.direction} ${j.status} (${j.key})`),
   ];
   // replaceChildren would print a null child as the text "null": only the parts that exist.

@@ -45,6 +45,7 @@ export async function connectOps(): Promise<Ops> {
       clock: systemClock,
       channel: providerClient({ config, channelUrl, db }),
       statusSync: statusSyncOf(config),
+      providers: config.providers,
       notifyUrl: config.publicUrl || running ? notifyUrlFor(config, running?.api ?? '') : '',
     },
     apiUrl: running?.api,

@@ -1,4 +1,5 @@
 import { loadConfig } from '../platform/config.ts';
+import { providersBanner } from '../platform/provider.config.ts';
 import { isDatabaseFault } from '../platform/db.ts';
 import { launchStack } from '../stack.ts';
 import { intFlag, parseArgs, refuseUnknownFlags, stringFlag, UsageError } from '../platform/args.ts';
@@ -42,7 +43,8 @@ export async function startCommand(argv: string[]): Promise<void> {
   if (port === 0) process.stdout.write(`${JSON.stringify({ api: stack.api, channel: stack.channel })}\n`);
   else
     process.stdout.write(
-      `flashpay API      ${stack.api}  (OpenAPI at ${stack.api}/docs)\nflashpay channel  ${stack.channel}\n`,
+      `flashpay API      ${stack.api}  (OpenAPI at ${stack.api}/docs)\nflashpay channel  ${stack.channel}\n` +
+        `flashpay payments ${providersBanner(config.providers)}\n`,
     );
 
   let stopping = false;

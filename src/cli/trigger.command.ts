@@ -1,5 +1,6 @@
 import { loadSecret, tokenSigner } from '../platform/auth.ts';
 import { loadConfig, notifyUrlFor, tokenOptions } from '../platform/config.ts';
+import { providerOfTenant, type ProviderConfig } from '../platform/provider.config.ts';
 import { parseArgs, refuseUnknownFlags, stringFlag, UsageError } from '../platform/args.ts';
 import { readRuntime } from '../runtime.ts';
 
@@ -25,6 +26,8 @@ interface Target {
   controlToken: string | undefined;
   payTimeoutMs: number;
   notifyUrl: string;
+  tenant: string;
+  providers: ProviderConfig;
 }
 
 async function call(url: string, options: { method?: string; token?: string; body?: unknown } = {}) {
@@ -51,15 +54,14 @@ async function targetOf(args: ReturnType<typeof parseArgs>): Promise<Target> {
   if (!api || !channel)
     throw new UsageError('no stack: run `flashpay start --control` in this directory, or pass --api URL --channel URL');
   const signer = tokenSigner((await loadSecret(config.jwtSecret, config.dataDir, 'jwt')).secret, tokenOptions(config));
+  // The order is read in its tenant (the README walkthrough's `acme` unless --tenant says otherwise).
+  const tenant = stringFlag(args, 'tenant') ?? 'acme';
   return {
     api,
     channel,
-    // The order is read in its tenant (the README walkthrough's `acme` unless --tenant says otherwise).
-    adminToken: await signer.sign({
-      tenantId: stringFlag(args, 'tenant') ?? 'acme',
-      userId: 'trigger',
-      scope: 'admin',
-    }),
+    tenant,
+    providers: config.providers,
+    adminToken: await signer.sign({ tenantId: tenant, userId: 'trigger', scope: 'admin' }),
     controlToken: config.controlToken,
     payTimeoutMs: config.payTimeoutMs,
     notifyUrl: notifyUrlFor(config, api),
@@ -69,6 +71,13 @@ async function targetOf(args: ReturnType<typeof parseArgs>): Promise<Target> {
 async function act(what: Trigger, orderId: string, t: Target): Promise<unknown> {
   const control = (path: string, body?: unknown) => call(`${t.channel}${path}`, { token: t.controlToken, body });
   const order = await call(`${t.api}/v1/admin/orders/${encodeURIComponent(orderId)}`, { token: t.adminToken });
+  // Issue 48: the fake channel speaks only for orders whose money is at it (the provider the pay
+  // recorded, else the tenant's): anything it did to another provider's order would be a forgery.
+  const provider = (order.payment?.provider as string | null | undefined) ?? providerOfTenant(t.providers, t.tenant);
+  if (provider !== 'fake')
+    throw new UsageError(
+      `${orderId} pays through ${provider}, not the fake channel: trigger acts only on orders of the fake channel`,
+    );
   const amount = order.amount as number;
   const lastOf = async (kind?: string) => {
     const sent = ((await control('/_control/notifications')) as Array<Record<string, unknown>>).filter(

@@ -4,6 +4,7 @@ export { EFFECTS, type Effect, type OrderEvent, type ProviderStatus, type Provid
 export { applyOrderEvent, visibleTo, type AppliedEvent } from './apply/one.ts';
 export {
   findOrder,
+  findOrderForPayment,
   findOrders,
   findOrderNotes,
   getTimeline,

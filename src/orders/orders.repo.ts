@@ -17,6 +17,8 @@ interface OrderRow {
   fulfilment_status?: 'PENDING' | 'FULFILLED' | 'REFUSED';
   fulfilment_ref?: string | null;
   queued?: boolean;
+  payment_provider?: string | null;
+  provider_payment_id?: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -36,6 +38,8 @@ function toOrder(row: OrderRow): Order {
     fulfilmentStatus: row.fulfilment_status ?? 'PENDING',
     fulfilmentRef: row.fulfilment_ref ?? null,
     ...(row.queued ? { queued: true } : {}),
+    paymentProvider: row.payment_provider ?? null,
+    providerPaymentId: row.provider_payment_id ?? null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -85,6 +89,27 @@ export async function findOrders(db: Executor, orderIds: readonly string[]): Pro
   return new Map(result.rows.map((row) => [row.order_id, toOrder(row)]));
 }
 
+/**
+ * An order, unlocked, with the order a provider's payment id is bound to (index
+ * orders_provider_payment), in one statement: what a notification is judged by (issue 48).
+ */
+export async function findOrderForPayment(
+  db: Executor,
+  orderId: string,
+  provider: string,
+  paymentId: string | null,
+): Promise<{ order?: Order; boundTo?: string }> {
+  const result = await db.query<OrderRow & { bound_to: string | null }>(
+    `SELECT o.*, (SELECT b.order_id FROM orders b
+                  WHERE b.payment_provider = $2 AND b.provider_payment_id = $3 LIMIT 1) AS bound_to
+     FROM orders o WHERE o.order_id = $1`,
+    [orderId, provider, paymentId],
+  );
+  const row = result.rows[0];
+  if (!row) return {};
+  return { order: toOrder(row), ...(row.bound_to !== null ? { boundTo: row.bound_to } : {}) };
+}
+
 /** SELECT … FOR UPDATE: callbacks, query results and cancels on one order run one after another. */
 export async function lockOrder(tx: Tx, orderId: string): Promise<Order | undefined> {
   const result = await tx.query<OrderRow>('SELECT * FROM orders WHERE order_id = $1 FOR UPDATE', [orderId]);
@@ -118,6 +143,13 @@ export interface TransitionRequest {
   from: OrderStatus;
   to: OrderStatus;
   reason: string;
+  /** Issue 48: the provider the payment goes to (set by CREATED → PAYING), the provider's payment id once learnt. */
+  payment?: PaymentRef;
+}
+
+export interface PaymentRef {
+  provider?: string;
+  paymentId?: string;
 }
 
 /**
@@ -148,8 +180,13 @@ export async function transitionMany(
     invariant(isAllowed(r.from, r.to), `transition ${r.from} -> ${r.to} is not in the state machine`);
   if (requests.length === 0) return new Map();
   const result = await tx.query<{ order_id: string; version: number }>(
-    `WITH t AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS t(order_id, from_status, to_status, reason)),
-     u AS (UPDATE orders o SET status = t.to_status, version = o.version + 1, updated_at = $5
+    `WITH t AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $7::text[], $8::text[])
+                AS t(order_id, from_status, to_status, reason, provider, payment_id)),
+     u AS (UPDATE orders o SET status = t.to_status, version = o.version + 1, updated_at = $5,
+                  -- Issue 48: the pay's own transition records where its money goes; the first
+                  -- payment id learnt stays (orders_provider_payment: one payment, one order).
+                  payment_provider = coalesce(t.provider, o.payment_provider),
+                  provider_payment_id = coalesce(o.provider_payment_id, t.payment_id)
            FROM t WHERE o.order_id = t.order_id AND o.status = t.from_status
            RETURNING o.*, t.from_status, t.reason),
      logged AS (INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at)
@@ -171,6 +208,8 @@ export async function transitionMany(
       requests.map((r) => r.reason),
       now,
       [...EVENT_STATUSES],
+      requests.map((r) => r.payment?.provider ?? null),
+      requests.map((r) => r.payment?.paymentId ?? null),
     ],
   );
   return new Map(result.rows.map((r) => [r.order_id, r.version]));
@@ -184,8 +223,11 @@ export async function transition(
   to: OrderStatus,
   reason: string,
   now: Date,
+  payment?: PaymentRef,
 ): Promise<TransitionResult> {
-  const version = (await transitionMany(tx, [{ orderId, from, to, reason }], now)).get(orderId);
+  const version = (await transitionMany(tx, [{ orderId, from, to, reason, ...(payment ? { payment } : {}) }], now)).get(
+    orderId,
+  );
   return version === undefined ? { ok: false } : { ok: true, version };
 }
 

@@ -16,6 +16,10 @@ export interface Order {
   fulfilmentRef?: string | null;
   /** Placed with Prefer: respond-async (its units are moved by the stock service). */
   queued?: boolean;
+  /** The provider the payment was sent to (issue 48); null for orders paid before migration 180 or never sent. */
+  paymentProvider?: string | null;
+  /** The provider's own id of the payment (Stripe `pi_…`, Alipay `trade_no`, the fake channel's txn), once learnt. */
+  providerPaymentId?: string | null;
   createdAt: Date;
   updatedAt: Date;
 }

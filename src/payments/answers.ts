@@ -5,18 +5,32 @@ import type { ChargeReply, RefundReply, StatusReply } from './channel.client.ts'
 // settle all speak of an Answer, and none of them imports another for it.
 
 /** A provider answer as the decider's event. A reply we did not get is LOST, never a failure. */
-export function answerEvent(via: ProviderVia, status: ProviderStatus, cause: string, amount?: number) {
-  return { type: 'PROVIDER_ANSWERED' as const, via, status, cause, ...(amount !== undefined ? { amount } : {}) };
+export function answerEvent(
+  via: ProviderVia,
+  status: ProviderStatus,
+  cause: string,
+  amount?: number,
+  paymentId?: string | null,
+) {
+  return {
+    type: 'PROVIDER_ANSWERED' as const,
+    via,
+    status,
+    cause,
+    ...(amount !== undefined ? { amount } : {}),
+    // The provider's id of the payment, recorded by the transition this answer causes (issue 48).
+    ...(paymentId ? { paymentId } : {}),
+  };
 }
 
 export function chargeAnswer(reply: ChargeReply, amount: number) {
   if (reply.kind === 'UNKNOWN') return answerEvent('charge', 'LOST', reply.reason);
-  return answerEvent('charge', reply.kind, 'charge', reply.kind === 'CHARGED' ? amount : undefined);
+  return answerEvent('charge', reply.kind, 'charge', reply.kind === 'CHARGED' ? amount : undefined, reply.txn);
 }
 
 export function statusAnswer(via: 'query' | 'close', reply: StatusReply) {
   if (reply.kind === 'UNKNOWN') return answerEvent(via, 'LOST', reply.reason);
-  return answerEvent(via, reply.status, via, reply.amount);
+  return answerEvent(via, reply.status, via, reply.amount, reply.txn);
 }
 
 export function refundAnswer(reply: RefundReply) {

@@ -1,4 +1,5 @@
 import { httpRequest } from '../platform/http.client.ts';
+import type { ProviderName } from '../platform/provider.config.ts';
 
 // The provider as we see it: every call has a timeout, and a call whose answer we did not get
 // is UNKNOWN — the money may have moved. Never read a timeout as a failure.
@@ -25,6 +26,8 @@ export type RefundReply =
 
 export interface StatementLine {
   type: 'CHARGE' | 'REFUND';
+  /** The provider whose ledger the line is from (issue 48); set by the provider port (routing.ts). */
+  provider?: ProviderName;
   merchant_order: string;
   amount: number;
   ref: string;

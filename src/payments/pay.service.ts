@@ -13,6 +13,7 @@ import {
   type Order,
 } from '../orders/index.ts';
 import { AppError } from '../platform/errors.ts';
+import { providerOfTenant } from '../platform/provider.config.ts';
 import type { PaymentDeps } from './payments.deps.ts';
 import { chargeAnswer } from './answers.ts';
 import type { BuyerAction } from './channel.client.ts';
@@ -37,6 +38,16 @@ async function statusResponse(tx: Tx, orderId: string): Promise<StoredResponse> 
 }
 
 /**
+ * The pay's event, naming the provider the charge goes to: CREATED → PAYING records it on the order
+ * in the statement the pay runs anyway (issue 48), and every later call and notification of the order
+ * is judged against it. A buyer pays their own tenant's orders only (visibleTo), so it is their tenant's.
+ */
+function payRequested(deps: PaymentDeps, tenantId: string) {
+  const provider = deps.providers ? providerOfTenant(deps.providers, tenantId) : undefined;
+  return { type: 'PAY_REQUESTED' as const, ...(provider ? { provider } : {}) };
+}
+
+/**
  * Pay in three separately committed steps (seed 000): (1) CREATED → PAYING commits before the
  * provider is called, so "we may have charged" is on disk before it can be true; (2) the charge,
  * with a timeout, in no transaction; (3) the answer applied through the decider, in the same
@@ -50,7 +61,7 @@ export async function beginPay(
   orderId: string,
   paymentMethod?: string,
 ): Promise<KeyedStep> {
-  const applied = await applyOrderEvent(tx, orderId, { type: 'PAY_REQUESTED' }, deps.clock.now(), {
+  const applied = await applyOrderEvent(tx, orderId, payRequested(deps, principal.tenantId), deps.clock.now(), {
     visibleTo: principal,
   });
   return payStep(deps, orderId, applied, paymentMethod);
@@ -66,7 +77,7 @@ export async function beginPays(
   tx: Tx,
   pays: ReadonlyArray<{ principal: Principal; orderId: string; paymentMethod?: string }>,
 ): Promise<KeyedStep[]> {
-  const items = pays.map((p) => ({ orderId: p.orderId, event: { type: 'PAY_REQUESTED' as const } }));
+  const items = pays.map((p) => ({ orderId: p.orderId, event: payRequested(deps, p.principal.tenantId) }));
   const applied = await applyOrderEvents(tx, items, deps.clock.now());
   return pays.map((p, i) => {
     if (!visibleTo(applied[i]!.order, p.principal)) throw new AppError('ORDER_NOT_FOUND', `no order ${p.orderId}`);

@@ -11,6 +11,7 @@ import {
   TimelineEntrySchema,
 } from '../orders/index.ts';
 import { NOTIFICATION_KINDS } from './payments.schemas.ts';
+import { PROVIDERS } from '../platform/provider.config.ts';
 
 // The admin views the payments module serves: one SKU's outcomes, one order with its timeline,
 // notifications, notes and journal.
@@ -40,6 +41,11 @@ export const skuOutcomesSchema = {
 const NotificationRow = Type.Object(
   {
     notify_id: Type.String(),
+    provider: nullable(
+      stringEnum(PROVIDERS, {
+        description: 'the provider whose route received it (null: recorded before migration 180)',
+      }),
+    ),
     kind: stringEnum(NOTIFICATION_KINDS),
     amount: Type.Integer(),
     txn: nullable(Type.String()),
@@ -75,6 +81,23 @@ export const AdminOrderView = Type.Object(
   {
     ...OrderView.properties,
     user_id: Type.String(),
+    payment: Type.Object(
+      {
+        provider: nullable(
+          stringEnum(PROVIDERS, {
+            description:
+              'the provider the payment was sent to, recorded by the pay; every later query, close, refund and notification of the order is judged against it (null: never sent, or paid before this was recorded)',
+          }),
+        ),
+        provider_payment_id: nullable(
+          Type.String({
+            description:
+              "the provider's own payment id once learnt (a Stripe PaymentIntent `pi_…`, an Alipay `trade_no`, the fake channel's txn); it settles this order only",
+          }),
+        ),
+      },
+      { additionalProperties: false, description: 'where the order’s money is (issue 48)' },
+    ),
     attention: nullable(Type.String({ description: 'a note for a person when the order cannot converge on its own' })),
     recovery_attempts: Type.Integer(),
     timeline: Type.Array(AdminTimelineEntry, {
@@ -111,6 +134,7 @@ export const adminOrderSchema = {
       example: {
         ...PAID_ORDER_EXAMPLE,
         user_id: 'alice',
+        payment: { provider: 'stripe', provider_payment_id: 'pi_3QxYz2LkdIwHu7ix0aBcDeFg' },
         attention: null,
         recovery_attempts: 0,
         timeline: [
@@ -129,10 +153,11 @@ export const adminOrderSchema = {
         ],
         notifications: [
           {
-            notify_id: 'ntf_41',
+            notify_id: 'evt_1QxYz2LkdIwHu7ix',
+            provider: 'stripe',
             kind: 'CHARGED',
             amount: 1990,
-            txn: 'txn_9',
+            txn: 'pi_3QxYz2LkdIwHu7ix0aBcDeFg',
             effect: 'PAID',
             needs_attention: false,
             received_at: AT_EXAMPLE,

@@ -3,7 +3,7 @@ import type { Db, Tx } from '../platform/db.ts';
 import type { AppliedEvent } from '../orders/index.ts';
 import type { Answer } from './answers.ts';
 import type { ChannelClient } from './channel.client.ts';
-import type { StatusSync } from '../platform/provider.config.ts';
+import type { ProviderConfig, StatusSync } from '../platform/provider.config.ts';
 
 /** What the payment flows need: the database, the clock and the provider. */
 export interface PaymentDeps {
@@ -14,7 +14,12 @@ export interface PaymentDeps {
   /** Where a pay commits the provider's answer with its key: grouped with concurrent pays; alone without it. */
   payCommits?: PayCommits;
   /** How recovery syncs an unknown payment with the tenant's provider; the fake channel's schedule without it. */
-  statusSync?: (tenantId: string) => StatusSync;
+  statusSync?: (tenantId: string, recordedProvider?: string | null) => StatusSync;
+  /**
+   * Which provider each tenant pays through (issue 48): a pay records it on the order, and a
+   * notification from another provider changes nothing. Without it (a bare test), the fake channel.
+   */
+  providers?: ProviderConfig;
 }
 
 /**

@@ -1,17 +1,21 @@
 import type { Executor, Tx } from '../platform/db.ts';
 import type { Effect } from '../orders/index.ts';
+import type { ProviderName } from '../platform/provider.config.ts';
 
 export interface NotificationRecord {
+  /** The provider whose route received it (issue 48): ids are deduplicated per provider. */
+  provider: ProviderName;
   notifyId: string;
   merchantOrder: string;
   kind: 'CHARGED' | 'DECLINED' | 'REFUNDED';
   amount: number;
   txn: string | null;
+  /** The currency the provider names (Stripe's `currency`, lower case); undefined when it names none. */
+  currency?: string;
 }
 
-/** Records a notification once; false when its notify_id was recorded already (a concurrent copy won). */
 /**
- * Records a notification with its effect unless its notify_id is recorded already; then answers
+ * Records a notification with its effect unless its (provider, notify_id) is recorded already; then answers
  * the effect recorded first. One statement: the conflict decides, not a read before the insert.
  */
 export async function recordNotificationOnce(
@@ -24,31 +28,41 @@ export async function recordNotificationOnce(
   const result = await tx.query<{ inserted: boolean; first: Effect | null }>({
     name: 'notification-record-once',
     text: `WITH ins AS (
-             INSERT INTO payment_notifications (notify_id, merchant_order, kind, amount, txn, effect, needs_attention, received_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (notify_id) DO NOTHING RETURNING 1)
+             INSERT INTO payment_notifications (notify_id, merchant_order, kind, amount, txn, effect, needs_attention, received_at, provider)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (provider, notify_id) DO NOTHING RETURNING 1)
            SELECT EXISTS (SELECT 1 FROM ins) AS inserted,
-                  (SELECT effect FROM payment_notifications WHERE notify_id = $1) AS first`,
-    values: [n.notifyId, n.merchantOrder, n.kind, n.amount, n.txn, effect, needsAttention, now],
+                  (SELECT effect FROM payment_notifications WHERE provider = $9 AND notify_id = $1) AS first`,
+    values: [n.notifyId, n.merchantOrder, n.kind, n.amount, n.txn, effect, needsAttention, now, n.provider],
   });
   const row = result.rows[0];
   if (row?.inserted) return { inserted: true };
   // The conflicting row committed after this statement's snapshot was taken: read it now.
-  const first = row?.first ?? (await recordedEffect(tx, n.notifyId));
+  const first = row?.first ?? (await recordedEffect(tx, n.provider, n.notifyId));
   if (!first) throw new Error(`notification ${n.notifyId} conflicted with no recorded row`);
   return { inserted: false, first };
 }
 
-/** The effect a notify_id had when it was first recorded. */
-export async function recordedEffect(db: Executor, notifyId: string): Promise<Effect | undefined> {
-  const result = await db.query<{ effect: Effect }>('SELECT effect FROM payment_notifications WHERE notify_id = $1', [
-    notifyId,
-  ]);
+/**
+ * The effect a provider's notify_id had when it was first recorded. A row recorded before migration
+ * 180 has no provider: its notify_id alone still finds it (index payment_notifications_legacy_notify_id).
+ */
+export async function recordedEffect(
+  db: Executor,
+  provider: ProviderName,
+  notifyId: string,
+): Promise<Effect | undefined> {
+  const result = await db.query<{ effect: Effect }>(
+    `SELECT effect FROM payment_notifications WHERE provider = $1 AND notify_id = $2
+     UNION ALL SELECT effect FROM payment_notifications WHERE provider IS NULL AND notify_id = $2 LIMIT 1`,
+    [provider, notifyId],
+  );
   return result.rows[0]?.effect;
 }
 
 export async function listNotifications(db: Executor, orderId: string) {
   const result = await db.query<{
     notify_id: string;
+    provider: string | null;
     kind: string;
     amount: number;
     txn: string | null;
@@ -56,7 +70,7 @@ export async function listNotifications(db: Executor, orderId: string) {
     needs_attention: boolean;
     received_at: Date;
   }>(
-    'SELECT notify_id, kind, amount, txn, effect, needs_attention, received_at FROM payment_notifications WHERE merchant_order = $1 ORDER BY id',
+    'SELECT notify_id, provider, kind, amount, txn, effect, needs_attention, received_at FROM payment_notifications WHERE merchant_order = $1 ORDER BY id',
     [orderId],
   );
   return result.rows.map((r) => ({ ...r, received_at: r.received_at.toISOString() }));

@@ -28,6 +28,7 @@ import { beginWalletPay, beginWalletPays } from './wallet-pay.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 import { inTx } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
+import { providersInUse } from '../platform/provider.config.ts';
 
 export function paymentDeps(deps: AppDeps): PaymentDeps {
   return {
@@ -35,6 +36,7 @@ export function paymentDeps(deps: AppDeps): PaymentDeps {
     clock: deps.clock,
     channel: providerFor(deps),
     statusSync: statusSyncOf(deps.config),
+    providers: deps.config.providers,
     payCommits: groupPayCommits(deps),
     // Read at call time: `start` learns its own URL only after listening.
     get notifyUrl() {
@@ -129,7 +131,10 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
     },
   );
 
+  // Issue 48: the built-in channel's notifications are off where no tenant pays through it.
+  const fakeInUse = providersInUse(deps.config.providers).includes('fake');
   app.post('/v1/payment-notifications', { schema: notificationSchema }, async (request) => {
+    if (!fakeInUse) throw new AppError('PROVIDER_NOT_CONFIGURED', 'no tenant pays through the fake channel here');
     checkSignature(
       deps.notifySecret,
       request.headers[SIGNATURE_HEADER],
@@ -137,7 +142,7 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
       deps.config.notifyToleranceSeconds,
       Math.floor(Date.now() / 1000),
     );
-    return handleNotification(payments, parseNotification(request.body));
+    return handleNotification(payments, parseNotification(request.body, 'fake'));
   });
   providerWebhookRoutes(app, deps, payments);
 
@@ -181,6 +186,10 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
       return {
         ...view,
         user_id: order.userId,
+        payment: {
+          provider: order.paymentProvider ?? null,
+          provider_payment_id: order.providerPaymentId ?? null,
+        },
         attention: notes.attention,
         recovery_attempts: notes.recoveryAttempts,
         timeline,

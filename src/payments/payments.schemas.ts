@@ -124,7 +124,10 @@ export const NotificationBody = Type.Object(
 
 export const NotificationAnswer = Type.Object(
   {
-    effect: stringEnum(EFFECTS, { description: 'what the notification did to the order' }),
+    effect: stringEnum(EFFECTS, {
+      description:
+        'what the notification did to the order. `WRONG_PROVIDER` (from a provider that is not the order’s), `CURRENCY_MISMATCH` (another currency than the provider’s configured one), `PAYMENT_ID_IN_USE` (a provider payment id that settled another order): recorded, the order left as it was, a note for a person',
+    }),
     recorded_effect: Type.Optional(
       stringEnum(EFFECTS, {
         description: 'on a copy of a notification recorded before (`effect: DUPLICATE`): what the first copy did',
@@ -138,13 +141,13 @@ const notificationResponses = {
   200: jsonAnswer('Processed and recorded (a duplicate too): the provider stops retrying', NotificationAnswer, {
     example: { effect: 'PAID' },
   }),
-  ...problemAnswers(['BAD_SIGNATURE', 'VALIDATION', 'PAYLOAD_TOO_LARGE']),
+  ...problemAnswers(['BAD_SIGNATURE', 'VALIDATION', 'PAYLOAD_TOO_LARGE', 'PROVIDER_NOT_CONFIGURED']),
 };
 
 export const notificationSchema = {
   operationId: 'receivePaymentNotification',
   summary: 'Payment notification (provider → service)',
-  description: `Sent by the payment provider after a charge, decline or refund; retried until a 200. Signed: ${SIGNATURE_DESCRIPTION} A 500 means nothing was recorded, and the provider retries.`,
+  description: `Sent by the payment provider after a charge, decline or refund; retried until a 200. Signed: ${SIGNATURE_DESCRIPTION} A 500 means nothing was recorded, and the provider retries. The fake channel's route: 404 \`PROVIDER_NOT_CONFIGURED\` when no tenant pays through the fake provider; a notification for an order whose payment is at another provider is answered 200 \`WRONG_PROVIDER\` and changes nothing.`,
   tags: ['provider'],
   security: [{ flashpaySignature: [] }],
   docBody: NotificationBody,

@@ -163,3 +163,26 @@ export function providerOfTenant(config: ProviderConfig, tenantId: string): Prov
 export function providersInUse(config: ProviderConfig): ProviderName[] {
   return [...new Set<ProviderName>([config.provider, ...Object.values(config.tenants)])];
 }
+
+/**
+ * The providers a stack builds adapters for (issue 48): every provider in use, and Stripe or Alipay
+ * whenever their credentials are set, so a tenant that moved away from one still has its earlier
+ * orders queried, refunded and reconciled there. The fake channel only while some tenant uses it.
+ */
+export function providersWithAdapters(config: ProviderConfig): ProviderName[] {
+  const names = new Set(providersInUse(config));
+  if (config.stripe.secretKey) names.add('stripe');
+  if (config.alipay.appId && config.alipay.privateKey) names.add('alipay');
+  return [...names];
+}
+
+/**
+ * The start banner's line (issue 48): which provider each tenant's money goes to, so a person who
+ * switches FLASHPAY_PROVIDER on a data directory sees it. `stripe for every tenant` or
+ * `fake for every other tenant; acme → stripe, globex → alipay`.
+ */
+export function providersBanner(config: ProviderConfig): string {
+  const overrides = Object.entries(config.tenants).sort(([a], [b]) => a.localeCompare(b));
+  if (overrides.length === 0) return `${config.provider} for every tenant`;
+  return `${config.provider} for every other tenant; ${overrides.map(([t, p]) => `${t} → ${p}`).join(', ')}`;
+}

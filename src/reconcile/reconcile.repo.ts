@@ -10,6 +10,8 @@ export interface OrderRow {
   lines: number;
   fulfilment: string;
   saga_late: boolean;
+  /** The provider the order's payment was recorded at (issue 48); null: never sent, wallet-paid, or before migration 180. */
+  provider: string | null;
 }
 
 // One page of the order scan: a bounded result per statement, however large the table.
@@ -43,6 +45,7 @@ export async function listOrdersWithReservationPage(
                  ELSE 'CONFIRMED' END AS reservation,
             count(*)::int AS lines,
             o.fulfilment_status AS fulfilment,
+            o.payment_provider AS provider,
             bool_or(coalesce(s.state IN ('FORWARD', 'COMPENSATING') AND s.deadline_at <= now(), false)) AS saga_late
      FROM orders o
      CROSS JOIN LATERAL (SELECT o.reservation_key AS key UNION ALL SELECT l.reservation_key FROM order_lines l WHERE l.order_id = o.order_id AND l.line_no > 1) k

@@ -26,6 +26,8 @@ export const ORDER_CLASSES = [
   'COMPENSATION_PAST_DEADLINE',
   'FULFILLED_WITHOUT_PROVIDER_FULFILMENT',
   'REJECTED_HOLDS_STOCK',
+  // Issue 48: a line at another provider than the one the order's payment was recorded at.
+  'CHARGE_AT_OTHER_PROVIDER',
 ] as const;
 
 import { UNIT_CLASSES } from './reconcile.units.ts';

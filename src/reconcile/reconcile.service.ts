@@ -46,6 +46,34 @@ export function ledgerByOrder(lines: StatementLine[], into = new Map<string, Led
 }
 
 /**
+ * Lines are matched on (provider, order), issue 48: a line from another provider than the one the
+ * order's payment was recorded at is not the order's money (a fake-channel CHARGE for a Stripe
+ * order), so it is kept out of the order's ledger view and reported as CHARGE_AT_OTHER_PROVIDER.
+ * A line or an order that names no provider (a single-provider statement read before lines carried
+ * one, an order paid before migration 180) matches by order alone, as before.
+ */
+export function byProvider(
+  lines: StatementLine[],
+  orders: ReadonlyArray<{ order_id: string; status: string; provider: string | null }>,
+): { own: StatementLine[]; elsewhere: Mismatch[] } {
+  const recorded = new Map(orders.filter((o) => o.provider !== null).map((o) => [o.order_id, o]));
+  const own: StatementLine[] = [];
+  const elsewhere: Mismatch[] = [];
+  for (const line of lines) {
+    const order = recorded.get(line.merchant_order);
+    if (!order || line.provider === undefined || line.provider === order.provider) own.push(line);
+    else
+      elsewhere.push({
+        order_id: order.order_id,
+        status: order.status as Mismatch['status'],
+        class: 'CHARGE_AT_OTHER_PROVIDER',
+        detail: `a ${line.type} of ${line.amount} at ${line.provider} (${line.ref}); the order's payment is at ${order.provider}`,
+      });
+  }
+  return { own, elsewhere };
+}
+
+/**
  * A tenant's share of the provider's statement: the lines of its own orders. A line for an order
  * nobody has cannot be told apart from another tenant's, so PROVIDER_RECORD_WITHOUT_ORDER is an
  * operator's finding only.
@@ -111,7 +139,8 @@ export async function reconcile(db: Db, channel: ChannelClient, tenantId?: strin
   ]);
   const statement =
     tenantId === undefined ? fullStatement : tenantStatement(fullStatement, new Set(orders.map((o) => o.order_id)));
-  const ledger = ledgerByOrder(statement.lines);
+  const { own, elsewhere } = byProvider(statement.lines, orders);
+  const ledger = ledgerByOrder(own);
   // Wallet-paid orders are judged by the same rules, with their wallet transfers as the provider's lines.
   const walletNet = mergeLedgers(ledger, facts.wallet.byOrder);
   const orderMismatches: Mismatch[] = [];
@@ -122,6 +151,7 @@ export async function reconcile(db: Db, channel: ChannelClient, tenantId?: strin
     if (isPending(order.status)) pendingOrders.push({ order_id: order.order_id, status: order.status });
     orderMismatches.push(...judgeOrder(order, ledger.get(order.order_id) ?? NO_LINES, fulfilled));
   }
+  orderMismatches.push(...elsewhere);
   const known = new Set(orders.map((o) => o.order_id));
   for (const mo of ledger.keys()) if (!known.has(mo)) orderMismatches.push(recordWithoutOrder(mo));
   const report = finishReport({

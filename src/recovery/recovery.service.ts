@@ -67,7 +67,7 @@ function nextAttemptAt(now: Date, attempts: number, sync: StatusSync): Date | nu
 }
 
 function syncOf(deps: PaymentDeps, candidate: Candidate): StatusSync {
-  return deps.statusSync?.(candidate.tenantId) ?? DEFAULT_STATUS_SYNC.fake;
+  return deps.statusSync?.(candidate.tenantId, candidate.paymentProvider) ?? DEFAULT_STATUS_SYNC.fake;
 }
 
 interface Pass {

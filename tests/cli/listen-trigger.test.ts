@@ -217,3 +217,32 @@ describe('flashpay trigger with a control token (LT-03)', () => {
     expect((await buyer.results.payOrder(order.order_id)).data?.status).toBe('FAILED');
   }, 120_000);
 });
+
+describe('flashpay trigger and an order at another provider (LT-04, issue 48)', () => {
+  let stack: LiveStack;
+  beforeAll(async () => {
+    // acme pays through Stripe (its double runs in the process: no credentials), globex through the fake channel.
+    stack = await startLiveStack({ prefix: 'flashpay-lt4-', env: { FLASHPAY_PROVIDER_TENANTS: 'acme:stripe' } });
+  });
+  afterAll(async () => stack?.stop());
+
+  it('LT-04: trigger refuses (exit 2, nothing armed) an order whose money is at Stripe; a fake-channel order it still acts on', async () => {
+    const admin = createClient({ baseUrl: stack.api, token: await stack.token('acme', 'ops', 'admin') });
+    await admin.raw.POST('/v1/admin/skus', { body: { sku: 'lt4', name: 'lt4', price: 500, stock: 2 } });
+    const buyer = createClient({ baseUrl: stack.api, token: await stack.token('acme', 'lt4-erin') });
+    const order = await buyer.createOrder({ sku: 'lt4' });
+    const refused = await runCli(stack, ['trigger', 'charged', '--order', order.order_id]);
+    expect([refused.code, refused.stdout]).toEqual([2, '']);
+    expect(refused.stderr).toMatch(new RegExp(`${order.order_id} pays through stripe, not the fake channel`));
+    const view = await admin.raw.GET('/v1/admin/orders/{id}', { params: { path: { id: order.order_id } } });
+    expect(view.data?.status).toBe('CREATED');
+    // globex is on the fake channel: trigger acts there.
+    const globex = createClient({ baseUrl: stack.api, token: await stack.token('globex', 'ops', 'admin') });
+    await globex.raw.POST('/v1/admin/skus', { body: { sku: 'lt4g', name: 'lt4g', price: 500, stock: 2 } });
+    const other = await createClient({ baseUrl: stack.api, token: await stack.token('globex', 'lt4-gus') }).createOrder(
+      { sku: 'lt4g' },
+    );
+    const acted = await runCli(stack, ['trigger', 'declined', '--order', other.order_id, '--tenant', 'globex']);
+    expect([acted.code, acted.stderr]).toEqual([0, '']);
+  }, 120_000);
+});

@@ -30,6 +30,7 @@ describe('paying: notifications in the pays group commit', () => {
   };
   /** The provider's CHARGED notification of an order, `i`-th of its run. */
   const charged = (run: string, o: { orderId: string }, i: number) => ({
+    provider: 'fake' as const,
     notifyId: `${run}-${i}`,
     merchantOrder: o.orderId,
     kind: 'CHARGED' as const,

@@ -241,4 +241,17 @@ export const ORDER_CASES: Case[] = [
       return [[created.orderId, 'REJECTED_HOLDS_STOCK', 'reservation=HELD']];
     },
   },
+  {
+    proves: 'CHARGE_AT_OTHER_PROVIDER',
+    title: 'issue 48: a PAID order whose payment is recorded at Stripe and whose only charge is at the fake channel',
+    async plant(s, { paid }) {
+      // The pay recorded the fake channel; the plant moves the record, as a crossed route would have
+      // settled a Stripe order with the fake channel's money. Matching by order alone saw nothing wrong.
+      await db(s).query(`UPDATE orders SET payment_provider = 'stripe' WHERE order_id = $1`, [paid.orderId]);
+      return [
+        [paid.orderId, 'CHARGE_AT_OTHER_PROVIDER', 'at fake'],
+        [paid.orderId, 'PAID_WITHOUT_CHARGE'], // its own provider has no charge of it
+      ];
+    },
+  },
 ];

@@ -40,6 +40,10 @@ describe('issue 36: the operator console in Chromium', () => {
         await expect.poll(() => page.locator('#detail-status').textContent()).toBe('PAID');
         expect(new URL(page.url()).pathname).toBe(`/ops/orders/${orderId}`);
         expect(await page.locator('#detail').textContent()).not.toMatch(/\bnull\b|undefined/);
+        // MF-13 (issue 48): where the money is — the provider the pay went to and its payment id.
+        expect(await page.locator('#detail-payment').textContent()).toMatch(
+          /^Payment at fake · provider payment id \S+$/,
+        );
         // By keyboard: Enter on the button opens the confirmation; Escape backs out and nothing is sent.
         await page.getByRole('button', { name: `Refund ${orderId}` }).focus();
         await page.keyboard.press('Enter');

@@ -10,7 +10,7 @@ import {
   type Reservation,
 } from '../../stock/index.ts';
 import { decide, type Decision, type OrderEvent } from '../decide/decider.ts';
-import { applyOrderEvent, holdsOf, moves, type AppliedEvent } from './one.ts';
+import { applyOrderEvent, holdsOf, moves, paymentRefOf, withPayment, type AppliedEvent } from './one.ts';
 import { lineRowsOf, linesOf } from '../orders.lines.ts';
 import { lockOrders, transitionMany, type TransitionRequest } from '../orders.repo.ts';
 import type { Order } from '../orders.types.ts';
@@ -113,7 +113,16 @@ export async function applyOrderEvents(
   const requests: TransitionRequest[] = [];
   const notes: Array<{ orderId: string; note: string }> = [];
   for (const [orderId, { order, d, event }] of decided) {
-    if (d.to) requests.push({ orderId, from: order.status, to: d.to, reason: d.reason ?? event.type });
+    if (d.to) {
+      const payment = paymentRefOf(event);
+      requests.push({
+        orderId,
+        from: order.status,
+        to: d.to,
+        reason: d.reason ?? event.type,
+        ...(payment ? { payment } : {}),
+      });
+    }
     if (d.attention) notes.push({ orderId, note: d.attention });
   }
   // The writes, in this order (stock, transitions, notes), together on a pipelined transaction
@@ -124,7 +133,7 @@ export async function applyOrderEvents(
     () => transitionMany(tx, requests, now),
     () => noteAttentionMany(tx, notes),
   ]);
-  for (const [orderId, { order, d }] of decided) {
+  for (const [orderId, { order, d, event }] of decided) {
     let after = order;
     if (d.to) {
       const version = versions.get(orderId);
@@ -132,7 +141,7 @@ export async function applyOrderEvents(
         version !== undefined,
         `transition ${order.status} -> ${d.to} of ${orderId} matched no row under its lock`,
       );
-      after = { ...order, status: d.to, version, updatedAt: now };
+      after = withPayment({ ...order, status: d.to, version, updatedAt: now }, paymentRefOf(event));
     }
     out.set(orderId, {
       outcome: d.outcome,

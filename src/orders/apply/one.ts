@@ -22,7 +22,7 @@ import {
   type ProviderCall,
   type StockMove,
 } from '../decide/decider.ts';
-import { lockOrder, noteAttention, transition } from '../orders.repo.ts';
+import { lockOrder, noteAttention, transition, type PaymentRef } from '../orders.repo.ts';
 import { findLines, setLineReservation, type OrderLine } from '../orders.lines.ts';
 import type { Order } from '../orders.types.ts';
 import { queueStockRequest } from '../orders.stock-requests.ts';
@@ -41,6 +41,23 @@ export interface AppliedEvent {
 export interface ApplyOptions {
   /** Buyer-facing events: an order this principal may not see is "not found". */
   visibleTo?: Principal;
+}
+
+/** What a transition caused by this event records about the payment (issue 48): its provider, its id there. */
+export function paymentRefOf(event: OrderEvent): PaymentRef | undefined {
+  if (event.type === 'PAY_REQUESTED' && event.provider) return { provider: event.provider };
+  if (event.type === 'PROVIDER_ANSWERED' && event.paymentId) return { paymentId: event.paymentId };
+  return undefined;
+}
+
+/** The order as the transition left it: transitionMany's coalesce, in memory. */
+export function withPayment(order: Order, ref: PaymentRef | undefined): Order {
+  if (!ref) return order;
+  return {
+    ...order,
+    paymentProvider: ref.provider ?? order.paymentProvider ?? null,
+    providerPaymentId: order.providerPaymentId ?? ref.paymentId ?? null,
+  };
 }
 
 /** Buyers see only their own orders; anything else is "not found" so existence is not revealed. */
@@ -163,9 +180,12 @@ export async function applyOrderEvent(
   }
   let after: Order = order;
   if (d.to) {
-    const moved = await transition(tx, orderId, order.status, d.to, d.reason ?? event.type, now);
+    const moved = await transition(tx, orderId, order.status, d.to, d.reason ?? event.type, now, paymentRefOf(event));
     invariant(moved.ok, `transition ${order.status} -> ${d.to} of ${orderId} matched no row under its lock`);
-    after = { ...order, status: d.to, version: moved.version ?? order.version + 1, updatedAt: now };
+    after = withPayment(
+      { ...order, status: d.to, version: moved.version ?? order.version + 1, updatedAt: now },
+      paymentRefOf(event),
+    );
   }
   // A queued order's stock moves travel to the stock service as a request, in this transaction.
   for (const e of d.emits) if (e === 'STOCK_RELEASE_REQUESTED') await queueStockRequest(tx, after, e, now);

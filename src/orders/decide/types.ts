@@ -34,8 +34,8 @@ export type ProviderVia = 'charge' | 'query' | 'close' | 'callback' | 'refund';
 export type ProviderStatus = 'CHARGED' | 'DECLINED' | 'CLOSED' | 'REFUNDED' | 'REFUND_REFUSED' | 'NOT_FOUND' | 'LOST';
 
 export type OrderEvent =
-  /** The buyer asked to pay. */
-  | { type: 'PAY_REQUESTED' }
+  /** The buyer asked to pay; `provider`: where the charge goes (recorded on the order, issue 48). */
+  | { type: 'PAY_REQUESTED'; provider?: string }
   /** The buyer asked to pay from their wallet: the caller debits in the same transaction (src/payments/wallet-pay.ts). */
   | { type: 'WALLET_PAY_REQUESTED' }
   /** The buyer asked to cancel. */
@@ -43,7 +43,15 @@ export type OrderEvent =
   /** Recovery found a CREATED order whose hold is gone. */
   | { type: 'HOLD_EXPIRED' }
   /** The provider said something about the order (LOST: the answer never came). */
-  | { type: 'PROVIDER_ANSWERED'; via: ProviderVia; status: ProviderStatus; amount?: number; cause: string }
+  /** `paymentId`: the provider's own id of the payment, recorded by the transition it causes (issue 48). */
+  | {
+      type: 'PROVIDER_ANSWERED';
+      via: ProviderVia;
+      status: ProviderStatus;
+      amount?: number;
+      cause: string;
+      paymentId?: string;
+    }
   /** The saga (src/saga): the fulfilment provider refused for good; compensation starts. */
   | { type: 'FULFILMENT_REFUSED'; cause: string }
   /** The saga: the compensating refund was confirmed (ok) or cannot be done now. */
@@ -88,6 +96,13 @@ export const EFFECTS = [
   'IGNORED',
   'AMOUNT_MISMATCH',
   'UNKNOWN_ORDER',
+  // Issue 48, decided before the decider (src/payments/notifications.ts): the order is left as it was.
+  /** The notification came from a provider that is not the order's (recorded, else its tenant's). */
+  'WRONG_PROVIDER',
+  /** The notification's currency is not the provider's configured one (Stripe's `currency`). */
+  'CURRENCY_MISMATCH',
+  /** The notification names a provider payment id already bound to another order. */
+  'PAYMENT_ID_IN_USE',
 ] as const;
 export type Effect = (typeof EFFECTS)[number];
 

@@ -20,6 +20,8 @@ export interface Candidate {
   status: OrderStatus;
   /** Its last transition: how long it has been unknown (a provider's status-sync schedule). */
   since: Date;
+  /** The provider its pay recorded (issue 48): whose status-sync schedule applies; null before migration 180. */
+  paymentProvider?: string | null;
   attempts: number;
   /** The claim's expiry as written: the fencing token finishAttempt checks (a claim taken over has another). */
   claim?: Date;
@@ -50,6 +52,7 @@ export async function claimUnfinished(
     status: OrderStatus;
     updated_at: Date;
     recovery_attempts: number;
+    payment_provider: string | null;
   }>(
     `UPDATE orders o SET recovery_claimed_until = $3
      FROM (SELECT order_id FROM orders
@@ -58,7 +61,8 @@ export async function claimUnfinished(
              AND (next_recovery_at IS NULL OR next_recovery_at <= $1)
              AND ($4::text IS NULL OR tenant_id = $4) AND order_id <> ALL($5::text[])
            ORDER BY updated_at LIMIT ${RECOVERY_BATCH} FOR UPDATE SKIP LOCKED) c
-     WHERE o.order_id = c.order_id RETURNING o.order_id, o.tenant_id, o.status, o.updated_at, o.recovery_attempts`,
+     WHERE o.order_id = c.order_id
+     RETURNING o.order_id, o.tenant_id, o.status, o.updated_at, o.recovery_attempts, o.payment_provider`,
     [now, staleBefore, claimUntil, tenantId ?? null, exclude],
   );
   return result.rows.map((r) => ({
@@ -66,6 +70,7 @@ export async function claimUnfinished(
     tenantId: r.tenant_id,
     status: r.status,
     since: r.updated_at,
+    paymentProvider: r.payment_provider,
     attempts: r.recovery_attempts,
     claim: claimUntil,
   }));

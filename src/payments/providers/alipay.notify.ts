@@ -57,7 +57,7 @@ export const alipayNotifySchema = {
   operationId: 'receiveAlipayNotify',
   summary: 'Alipay async notify (Alipay → service)',
   description:
-    "Alipay's trade_status_sync notify, `application/x-www-form-urlencoded`, verified with Alipay's public key (ALIPAY_PUBLIC_KEY): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. TRADE_SUCCESS / TRADE_FINISHED is a charge, a notify with refund_fee / gmt_refund a refund, TRADE_CLOSED without one a pay that will not take money. Answered with the plain text `success` once recorded (a duplicate too). 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Alipay.",
+    "Alipay's trade_status_sync notify, `application/x-www-form-urlencoded`, verified with Alipay's public key (ALIPAY_PUBLIC_KEY): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. TRADE_SUCCESS / TRADE_FINISHED is a charge, a notify with refund_fee / gmt_refund a refund, TRADE_CLOSED without one a pay that will not take money. Answered with the plain text `success` once recorded (a duplicate too). 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Alipay. A notify for an order whose payment is not at Alipay (`WRONG_PROVIDER`) or whose trade_no settled another order (`PAYMENT_ID_IN_USE`) is answered `success` too, recorded with that effect and a note for a person, the order unchanged.",
   tags: ['provider'],
   consumes: ['application/x-www-form-urlencoded'],
   docBody: AlipayNotifyBody,
@@ -85,13 +85,16 @@ function notificationOf(params: Record<string, string>): NotificationRecord | un
   const amount = minorFromDecimal(refunded ? (params.refund_fee ?? params.total_amount) : params.total_amount);
   if (amount === undefined)
     throw new AppError('VALIDATION', 'total_amount / refund_fee must be yuan with at most two decimals');
-  return parseNotification({
-    notify_id: params.notify_id,
-    merchant_order: params.out_trade_no,
-    kind,
-    amount,
-    txn: params.trade_no,
-  });
+  return parseNotification(
+    {
+      notify_id: params.notify_id,
+      merchant_order: params.out_trade_no,
+      kind,
+      amount,
+      txn: params.trade_no,
+    },
+    'alipay',
+  );
 }
 
 export function alipayNotifyRoutes(app: FastifyInstance, deps: AppDeps, payments: PaymentDeps): void {

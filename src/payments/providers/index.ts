@@ -2,7 +2,8 @@ import type { Config } from '../../platform/config.ts';
 import type { Db } from '../../platform/db.ts';
 import {
   providerOfTenant,
-  providersInUse,
+  providersWithAdapters,
+  PROVIDERS,
   type ProviderName,
   type StatusSync,
 } from '../../platform/provider.config.ts';
@@ -40,15 +41,16 @@ export interface ProviderDeps {
 }
 
 /**
- * The provider every payment call goes to. One adapter when every tenant uses the same provider;
- * otherwise a router that sends each order's calls to its tenant's provider.
+ * The provider every payment call goes to: a router that sends each order's calls to the provider
+ * its payment was recorded at (issue 48), else its tenant's. Adapters are built for every provider
+ * some tenant uses, and for Stripe and Alipay whenever their credentials are set: a tenant that
+ * moved away from one keeps its earlier orders queried, refunded and reconciled there.
  */
 export function providerClient(deps: ProviderDeps): ChannelClient {
   const { providers } = deps.config;
-  const inUse = providersInUse(providers);
-  const clients = new Map(inUse.map((name) => [name, adapterFor(name)(deps.config, deps.channelUrl)]));
-  if (inUse.length === 1) return clients.get(providers.provider)!;
-  return tenantRouter(deps.db, clients, (tenant) => providers.tenants[tenant] ?? providers.provider);
+  const names = providersWithAdapters(providers);
+  const clients = new Map(names.map((name) => [name, adapterFor(name)(deps.config, deps.channelUrl)]));
+  return tenantRouter(deps.db, clients, (tenant) => providerOfTenant(providers, tenant));
 }
 
 const built = new WeakMap<ProviderDeps, ChannelClient>();
@@ -63,8 +65,16 @@ export function providerFor(deps: ProviderDeps): ChannelClient {
   return client;
 }
 
-/** The status-sync schedule of a tenant's provider (recovery.service.ts). */
-export function statusSyncOf(config: Config): (tenantId: string) => StatusSync {
+/**
+ * The status-sync schedule of the provider an order's payment is at: the one its pay recorded
+ * (issue 48), else its tenant's (recovery.service.ts).
+ */
+export function statusSyncOf(config: Config): (tenantId: string, recordedProvider?: string | null) => StatusSync {
   const { providers } = config;
-  return (tenantId) => providers.statusSync[providerOfTenant(providers, tenantId)];
+  return (tenantId, recordedProvider) =>
+    providers.statusSync[isProviderName(recordedProvider) ? recordedProvider : providerOfTenant(providers, tenantId)];
+}
+
+function isProviderName(name: string | null | undefined): name is ProviderName {
+  return (PROVIDERS as readonly string[]).includes(name ?? '');
 }

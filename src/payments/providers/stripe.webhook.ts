@@ -48,7 +48,7 @@ export const stripeWebhookSchema = {
   operationId: 'receiveStripeWebhook',
   summary: 'Stripe webhook (Stripe → service)',
   description:
-    'Stripe’s signed Events for the PaymentIntents flashpay created: `payment_intent.succeeded` (CHARGED, `amount_received`), `payment_intent.payment_failed` (DECLINED), `charge.refunded` (REFUNDED); the order is `metadata.order_id`. Verified with `Stripe-Signature` (`t=<unix seconds>,v1=<hex HMAC-SHA256(STRIPE_WEBHOOK_SECRET, "<t>.<raw body>")>`, at most 300 s old): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. An event id seen before is answered `DUPLICATE`; other event types, and events of PaymentIntents without `metadata.order_id`, `IGNORED`, not recorded. 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Stripe.',
+    'Stripe’s signed Events for the PaymentIntents flashpay created: `payment_intent.succeeded` (CHARGED, `amount_received`), `payment_intent.payment_failed` (DECLINED), `charge.refunded` (REFUNDED); the order is `metadata.order_id`. Verified with `Stripe-Signature` (`t=<unix seconds>,v1=<hex HMAC-SHA256(STRIPE_WEBHOOK_SECRET, "<t>.<raw body>")>`, at most 300 s old): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. An event id seen before is answered `DUPLICATE`; other event types, and events of PaymentIntents without `metadata.order_id`, `IGNORED`, not recorded. 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Stripe. An event for an order whose payment is not at Stripe is answered 200 `WRONG_PROVIDER`, one in another currency than `STRIPE_CURRENCY` `CURRENCY_MISMATCH`, one whose PaymentIntent settled another order `PAYMENT_ID_IN_USE`: recorded, a note for a person, the order unchanged.',
   tags: ['provider'],
   security: [],
   docHeaders: Type.Object({
@@ -73,7 +73,7 @@ const KINDS: Record<string, NotificationRecord['kind']> = {
 async function recordOf(
   event: Stripe.Event,
   intentOrder: (id: string) => Promise<string>,
-): Promise<NotificationRecord | undefined> {
+): Promise<Omit<NotificationRecord, 'provider'> | undefined> {
   const kind = KINDS[event.type];
   if (!kind) return undefined;
   if (kind === 'REFUNDED') {
@@ -81,11 +81,25 @@ async function recordOf(
     const intent = typeof charge.payment_intent === 'string' ? charge.payment_intent : charge.payment_intent?.id;
     // Stripe may not have copied the PaymentIntent's metadata onto the Charge: ask the PaymentIntent.
     const order = charge.metadata?.order_id || (intent ? await intentOrder(intent) : '');
-    return { notifyId: event.id, merchantOrder: order, kind, amount: charge.amount_refunded, txn: intent ?? charge.id };
+    return {
+      notifyId: event.id,
+      merchantOrder: order,
+      kind,
+      amount: charge.amount_refunded,
+      txn: intent ?? charge.id,
+      currency: charge.currency,
+    };
   }
   const pi = event.data.object as Stripe.PaymentIntent;
   const amount = kind === 'CHARGED' ? pi.amount_received : pi.amount;
-  return { notifyId: event.id, merchantOrder: pi.metadata?.order_id ?? '', kind, amount, txn: pi.id };
+  return {
+    notifyId: event.id,
+    merchantOrder: pi.metadata?.order_id ?? '',
+    kind,
+    amount,
+    txn: pi.id,
+    currency: pi.currency,
+  };
 }
 
 export function stripeWebhookRoutes(app: FastifyInstance, deps: AppDeps, payments: PaymentDeps): void {
@@ -125,16 +139,21 @@ export function stripeWebhookRoutes(app: FastifyInstance, deps: AppDeps, payment
     // No metadata.order_id: a PaymentIntent flashpay did not create (another integration on the same
     // account). Not ours to apply, and a 4xx would only make Stripe resend it for days.
     if (!record?.merchantOrder) return { effect: 'IGNORED' };
-    // The fake channel's rules for what a notification may carry (ids' length, a safe amount).
-    return handleNotification(
-      payments,
-      parseNotification({
+    // The fake channel's rules for what a notification may carry (ids' length, a safe amount). Its
+    // currency is compared with STRIPE_CURRENCY: another currency's amount changes nothing (issue 48).
+    const parsed = parseNotification(
+      {
         notify_id: record.notifyId,
         merchant_order: record.merchantOrder,
         kind: record.kind,
         amount: record.amount,
         txn: record.txn,
-      }),
+      },
+      'stripe',
     );
+    return handleNotification(payments, {
+      ...parsed,
+      ...(typeof record.currency === 'string' ? { currency: record.currency } : {}),
+    });
   });
 }

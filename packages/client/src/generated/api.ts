@@ -203,7 +203,7 @@ export interface paths {
         put?: never;
         /**
          * Payment notification (provider → service)
-         * @description Sent by the payment provider after a charge, decline or refund; retried until a 200. Signed: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET` for the provider’s payment notifications and `FLASHPAY_EVENTS_SECRET` for the relay’s order events. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `constructEvent` and `verifySignature` in `@flashpay/client` do this. A 500 means nothing was recorded, and the provider retries.
+         * @description Sent by the payment provider after a charge, decline or refund; retried until a 200. Signed: `Flashpay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, the secret being `FLASHPAY_NOTIFY_SECRET` for the provider’s payment notifications and `FLASHPAY_EVENTS_SECRET` for the relay’s order events. The receiver recomputes the MAC over the exact bytes received and refuses a `t` more than 300 s from its clock (400 `BAD_SIGNATURE`, nothing recorded). `constructEvent` and `verifySignature` in `@flashpay/client` do this. A 500 means nothing was recorded, and the provider retries. The fake channel's route: 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through the fake provider; a notification for an order whose payment is at another provider is answered 200 `WRONG_PROVIDER` and changes nothing.
          */
         post: operations["receivePaymentNotification"];
         delete?: never;
@@ -223,7 +223,7 @@ export interface paths {
         put?: never;
         /**
          * Stripe webhook (Stripe → service)
-         * @description Stripe’s signed Events for the PaymentIntents flashpay created: `payment_intent.succeeded` (CHARGED, `amount_received`), `payment_intent.payment_failed` (DECLINED), `charge.refunded` (REFUNDED); the order is `metadata.order_id`. Verified with `Stripe-Signature` (`t=<unix seconds>,v1=<hex HMAC-SHA256(STRIPE_WEBHOOK_SECRET, "<t>.<raw body>")>`, at most 300 s old): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. An event id seen before is answered `DUPLICATE`; other event types, and events of PaymentIntents without `metadata.order_id`, `IGNORED`, not recorded. 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Stripe.
+         * @description Stripe’s signed Events for the PaymentIntents flashpay created: `payment_intent.succeeded` (CHARGED, `amount_received`), `payment_intent.payment_failed` (DECLINED), `charge.refunded` (REFUNDED); the order is `metadata.order_id`. Verified with `Stripe-Signature` (`t=<unix seconds>,v1=<hex HMAC-SHA256(STRIPE_WEBHOOK_SECRET, "<t>.<raw body>")>`, at most 300 s old): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. An event id seen before is answered `DUPLICATE`; other event types, and events of PaymentIntents without `metadata.order_id`, `IGNORED`, not recorded. 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Stripe. An event for an order whose payment is not at Stripe is answered 200 `WRONG_PROVIDER`, one in another currency than `STRIPE_CURRENCY` `CURRENCY_MISMATCH`, one whose PaymentIntent settled another order `PAYMENT_ID_IN_USE`: recorded, a note for a person, the order unchanged.
          */
         post: operations["receiveStripeWebhook"];
         delete?: never;
@@ -723,7 +723,7 @@ export interface paths {
         put?: never;
         /**
          * Alipay async notify (Alipay → service)
-         * @description Alipay's trade_status_sync notify, `application/x-www-form-urlencoded`, verified with Alipay's public key (ALIPAY_PUBLIC_KEY): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. TRADE_SUCCESS / TRADE_FINISHED is a charge, a notify with refund_fee / gmt_refund a refund, TRADE_CLOSED without one a pay that will not take money. Answered with the plain text `success` once recorded (a duplicate too). 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Alipay.
+         * @description Alipay's trade_status_sync notify, `application/x-www-form-urlencoded`, verified with Alipay's public key (ALIPAY_PUBLIC_KEY): a bad signature is 400 `BAD_SIGNATURE` and nothing is recorded. TRADE_SUCCESS / TRADE_FINISHED is a charge, a notify with refund_fee / gmt_refund a refund, TRADE_CLOSED without one a pay that will not take money. Answered with the plain text `success` once recorded (a duplicate too). 404 `PROVIDER_NOT_CONFIGURED` when no tenant pays through Alipay. A notify for an order whose payment is not at Alipay (`WRONG_PROVIDER`) or whose trade_no settled another order (`PAYMENT_ID_IN_USE`) is answered `success` too, recorded with that effect and a note for a person, the order unchanged.
          */
         post: operations["receiveAlipayNotify"];
         delete?: never;
@@ -3777,15 +3777,15 @@ export interface operations {
                 content: {
                     "application/json": {
                         /**
-                         * @description what the notification did to the order
+                         * @description what the notification did to the order. `WRONG_PROVIDER` (from a provider that is not the order’s), `CURRENCY_MISMATCH` (another currency than the provider’s configured one), `PAYMENT_ID_IN_USE` (a provider payment id that settled another order): recorded, the order left as it was, a note for a person
                          * @enum {string}
                          */
-                        effect: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER";
+                        effect: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER" | "WRONG_PROVIDER" | "CURRENCY_MISMATCH" | "PAYMENT_ID_IN_USE";
                         /**
                          * @description on a copy of a notification recorded before (`effect: DUPLICATE`): what the first copy did
                          * @enum {string}
                          */
-                        recorded_effect?: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER";
+                        recorded_effect?: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER" | "WRONG_PROVIDER" | "CURRENCY_MISMATCH" | "PAYMENT_ID_IN_USE";
                     };
                 };
             };
@@ -3806,6 +3806,30 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "BAD_SIGNATURE" | "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found (or not visible to this principal): `PROVIDER_NOT_CONFIGURED` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PROVIDER_NOT_CONFIGURED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
@@ -3973,15 +3997,15 @@ export interface operations {
                 content: {
                     "application/json": {
                         /**
-                         * @description what the notification did to the order
+                         * @description what the notification did to the order. `WRONG_PROVIDER` (from a provider that is not the order’s), `CURRENCY_MISMATCH` (another currency than the provider’s configured one), `PAYMENT_ID_IN_USE` (a provider payment id that settled another order): recorded, the order left as it was, a note for a person
                          * @enum {string}
                          */
-                        effect: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER";
+                        effect: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER" | "WRONG_PROVIDER" | "CURRENCY_MISMATCH" | "PAYMENT_ID_IN_USE";
                         /**
                          * @description on a copy of a notification recorded before (`effect: DUPLICATE`): what the first copy did
                          * @enum {string}
                          */
-                        recorded_effect?: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER";
+                        recorded_effect?: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER" | "WRONG_PROVIDER" | "CURRENCY_MISMATCH" | "PAYMENT_ID_IN_USE";
                     };
                 };
             };
@@ -4415,6 +4439,11 @@ export interface operations {
                         /** Format: date-time */
                         updated_at: string;
                         user_id: string;
+                        /** @description where the order’s money is (issue 48) */
+                        payment: {
+                            provider: ("fake" | "stripe" | "alipay") | null;
+                            provider_payment_id: string | null;
+                        };
                         attention: string | null;
                         recovery_attempts: number;
                         /** @description transitions and operators' actions, in the order they happened */
@@ -4440,12 +4469,13 @@ export interface operations {
                         }[];
                         notifications: {
                             notify_id: string;
+                            provider: ("fake" | "stripe" | "alipay") | null;
                             /** @enum {string} */
                             kind: "CHARGED" | "DECLINED" | "REFUNDED";
                             amount: number;
                             txn: string | null;
                             /** @enum {string} */
-                            effect: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER";
+                            effect: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER" | "WRONG_PROVIDER" | "CURRENCY_MISMATCH" | "PAYMENT_ID_IN_USE";
                             needs_attention: boolean;
                             /** Format: date-time */
                             received_at: string;
@@ -4737,7 +4767,7 @@ export interface operations {
                                  * @description docs/reconciliation.md says what each means
                                  * @enum {string}
                                  */
-                                class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "REJECTED_HOLDS_STOCK" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "EVENT_LINES_DISAGREE" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO" | "STOCK_RESULT_DISAGREES" | "SHIPPED_UNITS_EXCEED_TOTAL" | "REFUNDED_SHIPPED_NE_ORDERS";
+                                class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "REJECTED_HOLDS_STOCK" | "CHARGE_AT_OTHER_PROVIDER" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "EVENT_LINES_DISAGREE" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO" | "STOCK_RESULT_DISAGREES" | "SHIPPED_UNITS_EXCEED_TOTAL" | "REFUNDED_SHIPPED_NE_ORDERS";
                                 detail: string;
                             }[];
                             /** @description order count by status */
@@ -5019,7 +5049,7 @@ export interface operations {
                              * @description docs/reconciliation.md says what each means
                              * @enum {string}
                              */
-                            class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "REJECTED_HOLDS_STOCK" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "EVENT_LINES_DISAGREE" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO" | "STOCK_RESULT_DISAGREES" | "SHIPPED_UNITS_EXCEED_TOTAL" | "REFUNDED_SHIPPED_NE_ORDERS";
+                            class: "PAID_WITHOUT_CHARGE" | "PAID_AMOUNT_MISMATCH" | "PAID_BUT_REFUNDED" | "PAID_WITHOUT_CONFIRMED_RESERVATION" | "REFUNDED_LEDGER_MISMATCH" | "REFUNDED_BUT_RESERVATION_HELD" | "REFUNDED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_FAILED" | "CHARGED_BUT_CANCELLED" | "FAILED_BUT_RESERVATION_HELD" | "FAILED_BUT_RESERVATION_CONFIRMED" | "CANCELLED_BUT_RESERVATION_HELD" | "CANCELLED_BUT_RESERVATION_CONFIRMED" | "CHARGED_BUT_CREATED" | "CREATED_WITHOUT_HELD" | "MULTIPLE_CHARGES" | "MULTIPLE_REFUNDS" | "COMPENSATED_MONEY_KEPT" | "COMPENSATED_UNITS_HELD" | "COMPENSATING_WITHOUT_CONFIRMED_UNITS" | "COMPENSATION_PAST_DEADLINE" | "FULFILLED_WITHOUT_PROVIDER_FULFILMENT" | "REJECTED_HOLDS_STOCK" | "CHARGE_AT_OTHER_PROVIDER" | "PROVIDER_RECORD_WITHOUT_ORDER" | "CONFIRMED_NE_PAID" | "STOCK_NOT_CONSERVED" | "CHANNEL_NET_NE_PAID_SUM" | "PAID_WITHOUT_EVENT" | "TERMINAL_WITHOUT_EVENT" | "DUPLICATE_SHIPMENT" | "SHIPPED_WITHOUT_PAID" | "EVENT_LINES_DISAGREE" | "DEAD_EVENT" | "WALLET_BALANCE_NE_TRANSFERS" | "LEDGER_NOT_ZERO" | "STOCK_RESULT_DISAGREES" | "SHIPPED_UNITS_EXCEED_TOTAL" | "REFUNDED_SHIPPED_NE_ORDERS";
                             detail: string;
                         }[];
                         /** @description order count by status */
@@ -10624,15 +10654,15 @@ export interface operations {
                 content: {
                     "application/json": {
                         /**
-                         * @description what the notification did to the order
+                         * @description what the notification did to the order. `WRONG_PROVIDER` (from a provider that is not the order’s), `CURRENCY_MISMATCH` (another currency than the provider’s configured one), `PAYMENT_ID_IN_USE` (a provider payment id that settled another order): recorded, the order left as it was, a note for a person
                          * @enum {string}
                          */
-                        effect: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER";
+                        effect: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER" | "WRONG_PROVIDER" | "CURRENCY_MISMATCH" | "PAYMENT_ID_IN_USE";
                         /**
                          * @description on a copy of a notification recorded before (`effect: DUPLICATE`): what the first copy did
                          * @enum {string}
                          */
-                        recorded_effect?: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER";
+                        recorded_effect?: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER" | "WRONG_PROVIDER" | "CURRENCY_MISMATCH" | "PAYMENT_ID_IN_USE";
                     };
                 };
             };
@@ -10653,6 +10683,30 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "BAD_SIGNATURE" | "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found (or not visible to this principal): `PROVIDER_NOT_CONFIGURED` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "PROVIDER_NOT_CONFIGURED";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
