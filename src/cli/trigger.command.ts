@@ -1,6 +1,7 @@
 import { loadSecret, tokenSigner } from '../platform/auth.ts';
 import { loadConfig, notifyUrlFor, tokenOptions } from '../platform/config.ts';
 import { parseArgs, refuseUnknownFlags, stringFlag, UsageError } from '../platform/args.ts';
+import { payTimeoutOf } from '../platform/provider.config.ts';
 import { readRuntime } from '../runtime.ts';
 
 // `flashpay trigger WHAT --order ID`: makes one provider-side thing happen to a real order through
@@ -61,7 +62,8 @@ async function targetOf(args: ReturnType<typeof parseArgs>): Promise<Target> {
       scope: 'admin',
     }),
     controlToken: config.controlToken,
-    payTimeoutMs: config.payTimeoutMs,
+    // The stack's provider's timeout: a reply later than it is lost.
+    payTimeoutMs: payTimeoutOf(config, config.providers.provider),
     notifyUrl: notifyUrlFor(config, api),
   };
 }

@@ -11,6 +11,7 @@ export function answerEvent(via: ProviderVia, status: ProviderStatus, cause: str
 
 export function chargeAnswer(reply: ChargeReply, amount: number) {
   if (reply.kind === 'UNKNOWN') return answerEvent('charge', 'LOST', reply.reason);
+  if (reply.kind === 'DECLINED' && reply.reason) return answerEvent('charge', 'DECLINED', `charge: ${reply.reason}`);
   return answerEvent('charge', reply.kind, 'charge', reply.kind === 'CHARGED' ? amount : undefined);
 }
 

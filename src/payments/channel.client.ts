@@ -3,7 +3,10 @@ import { httpRequest } from '../platform/http.client.ts';
 // The provider as we see it: every call has a timeout, and a call whose answer we did not get
 // is UNKNOWN — the money may have moved. Never read a timeout as a failure.
 export type ChargeReply =
-  { kind: 'CHARGED' | 'DECLINED' | 'CLOSED'; txn?: string } | { kind: 'UNKNOWN'; reason: string; action?: BuyerAction };
+  | { kind: 'CHARGED' | 'CLOSED'; txn?: string }
+  /** `reason`: a sentence and the provider's code when the refusal was not the card's (an amount past the maximum). */
+  | { kind: 'DECLINED'; txn?: string; reason?: string }
+  | { kind: 'UNKNOWN'; reason: string; action?: BuyerAction };
 export type ChargeStatus = 'CHARGED' | 'DECLINED' | 'CLOSED' | 'REFUNDED' | 'NOT_FOUND';
 export type StatusReply =
   | { kind: 'STATUS'; status: ChargeStatus; amount?: number; txn?: string }

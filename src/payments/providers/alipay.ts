@@ -30,6 +30,8 @@ const DECLINES = new Set([
   'ACQ.PULL_MOBILE_CASHIER_FAIL',
   'ACQ.PAYMENT_FAIL',
   'ACQ.TRADE_HAS_CLOSE',
+  // total_amount past Alipay's maximum (100,000,000.00 CNY): the same amount is refused every time.
+  'ACQ.TOTAL_FEE_EXCEED',
 ]);
 
 /** A short reason for an UNKNOWN: the call and Alipay's code and sub_code (never the request, never a key). */
@@ -154,7 +156,14 @@ export function alipayClient(settings: AlipaySettings, timeoutMs: number): Chann
       // The buyer must confirm on their phone: the money may yet move, so UNKNOWN until notify or query.
       if (node.code === '10003')
         return { kind: 'UNKNOWN', reason: 'WAIT_BUYER_PAY', action: { type: 'WAIT_BUYER_PAY' } };
-      if (node.code === '40004' && DECLINES.has(String(node.sub_code))) return { kind: 'DECLINED', txn };
+      if (node.code === '40004' && DECLINES.has(String(node.sub_code)))
+        return node.sub_code === 'ACQ.TOTAL_FEE_EXCEED'
+          ? {
+              kind: 'DECLINED',
+              txn,
+              reason: 'the amount is more than Alipay accepts for one trade (ACQ.TOTAL_FEE_EXCEED)',
+            }
+          : { kind: 'DECLINED', txn };
       return { kind: 'UNKNOWN', reason: reasonOf('pay', node) };
     },
     query: status,
