@@ -22,7 +22,9 @@ export function statusAnswer(via: 'query' | 'close', reply: StatusReply) {
 
 export function refundAnswer(reply: RefundReply) {
   if (reply.kind === 'UNKNOWN') return answerEvent('refund', 'LOST', reply.reason);
-  if (reply.kind === 'REFUSED') return answerEvent('refund', 'REFUND_REFUSED', `${reply.status} ${reply.detail}`);
+  // A sentence and the provider's code (providerNote), never its raw body.
+  if (reply.kind === 'REFUSED') return answerEvent('refund', 'REFUND_REFUSED', reply.detail);
+  if (reply.already) return answerEvent('refund', 'REFUNDED', 'refund reply: already refunded at the provider');
   return answerEvent('refund', 'REFUNDED', 'refund reply');
 }
 

@@ -23,3 +23,18 @@ export function operatorRefund(
     stock: holds.filter((h) => h.status === 'CONFIRMED').map((h) => ({ op: 'unconfirm', key: h.key })),
   });
 }
+
+/**
+ * Issue 48: the provider refunded a PAID order on its own (a refund in its dashboard), and says so
+ * by notification, query or statement. The money is back already: PAID → REFUNDED at once, no
+ * refund call (a second would be refused, or worse). The units move exactly as an operator refund
+ * moves them — taken from `operatorRefund`, so its stock rule is the one rule for both.
+ */
+export function providerRefunded(order: OrderFacts, holds: readonly Hold[], cause: string): Decision {
+  const asOperator = operatorRefund(order, holds, { type: 'OPERATOR_REFUND', operator: 'provider' });
+  return decision('REFUNDED', {
+    to: 'REFUNDED',
+    reason: `${cause}: the provider already refunded the payment`,
+    stock: asOperator.stock,
+  });
+}
