@@ -9,7 +9,8 @@ import { readRuntime } from '../runtime.ts';
 export const TRIGGERS = {
   charged: 'the provider charges the order now; its notification settles it (PAID; a cancelled order is refunded)',
   declined: 'the order’s next charge is declined (pay it: FAILED, its units released)',
-  refunded: 'the provider refunds the order’s charge on its own; flashpay records it and flags the order for a person',
+  refunded:
+    'the provider refunds the order’s charge on its own (a dashboard refund); its notification makes the order REFUNDED, with no refund of ours',
   'duplicate-callback': 'the order’s last notification is delivered again, same notify_id (effect DUPLICATE)',
   'late-callback': 'a late copy of the order’s charge notification, under a new notify_id (nothing changes twice)',
   'lost-reply': 'the order’s next charge succeeds but its reply is lost (pay: UNKNOWN, then recovery finds it PAID)',
