@@ -137,6 +137,26 @@ describe.each([
     expect(await skuCounters(s, p)).toMatchObject({ available: 1, held: 0 });
     expect((await s.statement()).lines.filter((l) => l.merchant_order === o.orderId)).toEqual([]);
   });
+  it(`PR-06 [${provider}] a price raised by another instance past the maximum: the stale cache does not let a batch through`, async () => {
+    // Proves the one-line group commit's own check on the price it reads: this process's SKU
+    // definition cache still holds the old price, the batch reads the new one and sends the buyer
+    // to the one-buyer path, which refuses.
+    const p = `pr6${provider}`;
+    await createSku(s, { sku: p, price: 1990, stock: 5 });
+    const first = await s.token(TENANT, `${p}-a`);
+    expect((await order(first, `${p}-a`, { sku: p })).status).toBe(201); // the cache learns 1990
+    await s.db.pool.query('UPDATE skus SET price = $2 WHERE tenant_id = $1 AND sku = $3', [TENANT, maximum + 1, p]);
+    const buyer = await s.token(TENANT, `${p}-b`);
+    const refused = await order(buyer, `${p}-b`, { sku: p });
+    expect([refused.status, refused.body.code, refused.body.maximum], refused.text).toEqual([
+      400,
+      'AMOUNT_TOO_LARGE',
+      maximum,
+    ]);
+    expect(await countRows(s.db, 'orders', 'user_id = $1', [`${p}-b`])).toBe(0);
+    expect(await countRows(s.db, 'idempotency_keys', 'user_id = $1', [`${p}-b`])).toBe(0);
+    expect(await skuCounters(s, p)).toMatchObject({ available: 4, held: 1 });
+  });
 });
 
 describe('the fake channel’s maximum', () => {
