@@ -11,6 +11,7 @@ import { dropChannelDatabase } from './database.ts';
 import { perSecond, ratio, round, summarize } from './stats.ts';
 import { launchStack, type RunningStack } from '../src/stack.ts';
 import { loadConfig } from '../src/platform/config.ts';
+import { payTimeoutOf } from '../src/platform/provider.config.ts';
 import { channelClient } from '../src/payments/index.ts';
 import { reconcile } from '../src/reconcile/index.ts';
 import { startProvider, type Provider } from './recovery.provider.ts';
@@ -56,7 +57,8 @@ async function launch(databaseUrl: string, dataDir: string, provider?: Provider)
   // In process (the suite's smoke) the provider double shares our event loop, so the pay timeout
   // would time our own load on a busy test machine, not the provider: give it 2 s there.
   const base = loadConfig();
-  const payTimeoutMs = provider ? base.payTimeoutMs : Math.max(base.payTimeoutMs, 2_000);
+  const fakeTimeoutMs = payTimeoutOf(base, 'fake');
+  const payTimeoutMs = provider ? fakeTimeoutMs : Math.max(fakeTimeoutMs, 2_000);
   const config = { ...base, databaseUrl, dataDir, logLevel: 'silent' as const, payTimeoutMs, ...channel };
   return launchStack({
     config,
@@ -294,7 +296,11 @@ async function runEndToEndRun(
       check = await checkOrders(stack, `${at}/sku`);
     }
     const stock = await checkSkus(db, `${at}/`, P3_TENANT);
-    const report = await reconcile(db, channelClient(stack.channel, stack.deps.config.payTimeoutMs), P3_TENANT);
+    const report = await reconcile(
+      db,
+      channelClient(stack.channel, payTimeoutOf(stack.deps.config, 'fake')),
+      P3_TENANT,
+    );
     // A buyer's whole order: create, then pay, as the buyer waited for them.
     const orderLatencies = e2eRuns.flatMap((run) =>
       run.latenciesMs.map((ms, i) => ms + (run.chained?.latenciesMs[i] ?? 0)),

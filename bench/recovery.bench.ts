@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { channelClient, type ChannelClient } from '../src/payments/index.ts';
 import { RECOVERY_PROVIDER_CONCURRENCY } from '../src/recovery/index.ts';
+import { payTimeoutOf } from '../src/platform/provider.config.ts';
 import { sleep } from '../src/platform/db.ts';
 import { recoveryLoop } from '../src/workers.ts';
 import { withRss } from './flash.bench.ts';
@@ -145,7 +146,7 @@ export async function runRecoveryBench(ctx: RecoveryContext, counts: RecoveryCou
   const concurrency = RECOVERY_PROVIDER_CONCURRENCY;
   const provider = await startProvider(ctx.provider, counts.providerLatencyMs);
   try {
-    const channel = channelClient(provider.url, ctx.flashpay.deps.config.payTimeoutMs);
+    const channel = channelClient(provider.url, payTimeoutOf(ctx.flashpay.deps.config, 'fake'));
     const db = ctx.flashpay.deps.db;
     ctx.log(`recovery: seeding ${counts.orders} UNKNOWN orders, every ${counts.unchargedEvery}th never charged`);
     await seedUnknownOrders(db, counts.orders);

@@ -1,3 +1,4 @@
+import { MAX_ORDER_AMOUNT_MINOR } from '../src/platform/money.ts';
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { buildApp, type RouteModule } from '../src/app.ts';
@@ -154,7 +155,7 @@ export async function startBareServer(flashpay: FlashpayServer): Promise<Baselin
     async (request, reply) => {
       const principal = principalOf(request);
       const answer = await inTx(deps.db, (tx) =>
-        createOrderResponse(tx, principal, lineOf(request.body), deps.clock.now()),
+        createOrderResponse(tx, principal, lineOf(request.body), deps.clock.now(), undefined, MAX_ORDER_AMOUNT_MINOR),
       );
       return reply.code(answer.status).type('application/json').send(answer.body);
     },
@@ -169,7 +170,7 @@ export async function startBareServer(flashpay: FlashpayServer): Promise<Baselin
       const answer = await executeKeyed(keyedDeps(deps), {
         scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },
         digest: requestDigest('create_order', {}, lines[0]),
-        ...keyedCreate(principal, lines, () => deps.clock.now()),
+        ...keyedCreate(principal, lines, () => deps.clock.now(), MAX_ORDER_AMOUNT_MINOR),
       });
       return reply
         .code(answer.status)
@@ -192,7 +193,9 @@ export async function startBareServer(flashpay: FlashpayServer): Promise<Baselin
         {
           scope: { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key },
           digest: requestDigest('create_order', {}, lines[0]),
-          start: async (tx) => ({ final: await createOrderResponse(tx, principal, lines, deps.clock.now()) }),
+          start: async (tx) => ({
+            final: await createOrderResponse(tx, principal, lines, deps.clock.now(), undefined, MAX_ORDER_AMOUNT_MINOR),
+          }),
         },
       );
       return reply.code(answer.status).type('application/json').send(answer.body);

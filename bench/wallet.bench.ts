@@ -7,6 +7,7 @@ import { startFlashpayServer, type FlashpayServer } from './servers.ts';
 import { ratio } from './stats.ts';
 import { all, post, rotate, targetOf, type FlashRun } from './flash.support.ts';
 import { loadConfig } from '../src/platform/config.ts';
+import { payTimeoutOf } from '../src/platform/provider.config.ts';
 import { channelClient } from '../src/payments/index.ts';
 import { reconcile } from '../src/reconcile/index.ts';
 
@@ -145,7 +146,7 @@ async function measure(ctx: OrdersContext, server: FlashpayServer, provider: Pro
   const ledger = await checkLedger(server, n + warmup);
   const report = await reconcile(
     server.deps.db,
-    channelClient(provider.url, server.deps.config.payTimeoutMs),
+    channelClient(provider.url, payTimeoutOf(server.deps.config, 'fake')),
     W1_TENANT,
   );
   const walletTarget = targetOf(targets, 'wallet pays');

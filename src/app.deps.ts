@@ -2,6 +2,7 @@ import type { TokenSigner } from './platform/auth.ts';
 import type { Clock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
 import type { Db } from './platform/db.ts';
+import { longestPayTimeoutMs } from './platform/provider.config.ts';
 import type { KeyedDeps } from './idempotency/index.ts';
 import type { Relay } from './outbox/index.ts';
 
@@ -29,6 +30,6 @@ export function keyedDeps(deps: AppDeps): KeyedDeps {
     db: deps.db,
     clock: deps.clock,
     waitMs: deps.config.idempotencyWaitMs,
-    leaseMs: Math.max(30_000, deps.config.payTimeoutMs * 10),
+    leaseMs: Math.max(30_000, longestPayTimeoutMs(deps.config) * 10),
   };
 }

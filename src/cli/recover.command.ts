@@ -3,6 +3,7 @@ import { recoverAll } from '../recovery/index.ts';
 import { fulfilmentClient } from '../saga/index.ts';
 import { summaryLine } from '../reconcile/index.ts';
 import { intFlag, parseArgs, refuseUnknownFlags } from '../platform/args.ts';
+import { payTimeoutOf } from '../platform/provider.config.ts';
 import { connectOps } from './ops.ts';
 
 /** `flashpay recover [--stale-after-ms N] [--json]`: one recovery pass, then the outbox, then reconciliation. */
@@ -27,7 +28,7 @@ export async function recoverCommand(argv: string[]): Promise<void> {
       db: ops.db,
       clock: ops.payments.clock,
       provider: ops.payments.channel,
-      fulfilment: fulfilmentClient(ops.config.fulfilmentUrl ?? ops.channelUrl, ops.config.payTimeoutMs),
+      fulfilment: fulfilmentClient(ops.config.fulfilmentUrl ?? ops.channelUrl, payTimeoutOf(ops.config, 'fake')),
       deadlineMs: ops.config.compensationDeadlineMs,
     };
     const report = await recoverAll(ops.payments, { staleAfterMs, relay, reconcile: true, saga });

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadSecret, tokenSigner, type TokenSigner } from '../platform/auth.ts';
 import { loadConfig, tokenOptions } from '../platform/config.ts';
+import { longestPayTimeoutMs } from '../platform/provider.config.ts';
 import {
   parseMix,
   planSim,
@@ -109,10 +110,12 @@ export async function simCommand(argv: string[]): Promise<void> {
   } else {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-sim-'));
     await chmod(dir, 0o755);
+    const loaded = loadConfig({ ...process.env, FLASHPAY_DATA_DIR: dir });
     const config = {
-      ...loadConfig({ ...process.env, FLASHPAY_DATA_DIR: dir }),
+      ...loaded,
       recoveryIntervalMs: 500,
-      staleAfterMs: 2_000,
+      // Eager, but never below the longest pay timeout: a younger PAYING order may still be in its call.
+      staleAfterMs: Math.max(2_000, longestPayTimeoutMs(loaded) + 1_000),
       relayIntervalMs: 100,
       logLevel: 'silent',
       channelUrl: undefined,

@@ -2,6 +2,7 @@ import { loadSecret, tokenSigner } from '../platform/auth.ts';
 import { loadConfig, notifyUrlFor, tokenOptions } from '../platform/config.ts';
 import { providerOfTenant, type ProviderConfig } from '../platform/provider.config.ts';
 import { parseArgs, refuseUnknownFlags, stringFlag, UsageError } from '../platform/args.ts';
+import { payTimeoutOf } from '../platform/provider.config.ts';
 import { readRuntime } from '../runtime.ts';
 
 // `flashpay trigger WHAT --order ID`: makes one provider-side thing happen to a real order through
@@ -9,7 +10,8 @@ import { readRuntime } from '../runtime.ts';
 export const TRIGGERS = {
   charged: 'the provider charges the order now; its notification settles it (PAID; a cancelled order is refunded)',
   declined: 'the order’s next charge is declined (pay it: FAILED, its units released)',
-  refunded: 'the provider refunds the order’s charge on its own; flashpay records it and flags the order for a person',
+  refunded:
+    'the provider refunds the order’s charge on its own (a dashboard refund); its notification makes the order REFUNDED, with no refund of ours',
   'duplicate-callback': 'the order’s last notification is delivered again, same notify_id (effect DUPLICATE)',
   'late-callback': 'a late copy of the order’s charge notification, under a new notify_id (nothing changes twice)',
   'lost-reply': 'the order’s next charge succeeds but its reply is lost (pay: UNKNOWN, then recovery finds it PAID)',
@@ -63,7 +65,8 @@ async function targetOf(args: ReturnType<typeof parseArgs>): Promise<Target> {
     providers: config.providers,
     adminToken: await signer.sign({ tenantId: tenant, userId: 'trigger', scope: 'admin' }),
     controlToken: config.controlToken,
-    payTimeoutMs: config.payTimeoutMs,
+    // The stack's provider's timeout: a reply later than it is lost.
+    payTimeoutMs: payTimeoutOf(config, config.providers.provider),
     notifyUrl: notifyUrlFor(config, api),
   };
 }

@@ -22,21 +22,32 @@ export interface OrderLine {
 /**
  * The exact total of an order of these lines at these prices (same order), in bigint: 20 lines of
  * 1,000 units at the top price are 2 × 10^16, past exact JavaScript numbers (issue 40), and far past
- * what the provider charges (issue 38). Answers the total, or undefined when it is past the largest
- * amount the configured provider accepts (MAX_ORDER_AMOUNT_MINOR, src/platform/money.ts).
+ * what the provider charges (issue 38). Answers the total, or undefined when it is past `maximum`:
+ * the largest charge of the tenant's provider in its currency (issue 48, `maxOrderAmountOf` in
+ * src/platform/provider.config.ts; the route reads it from the configuration, no query), never
+ * above MAX_ORDER_AMOUNT_MINOR (src/platform/money.ts).
  */
-export function chargeableTotal(lines: readonly { quantity: number }[], prices: readonly number[]): number | undefined {
+export function chargeableTotal(
+  lines: readonly { quantity: number }[],
+  prices: readonly number[],
+  maximum: number = MAX_ORDER_AMOUNT_MINOR,
+): number | undefined {
   const total = exactTotal(lines.map((line, i) => ({ unitPrice: prices[i] ?? 0, quantity: line.quantity })));
-  return isChargeableTotal(total) ? Number(total) : undefined;
+  return isChargeableTotal(total, maximum) ? Number(total) : undefined;
 }
 
 /** The 400 for an order whose total the provider would refuse: before anything is reserved or written. */
-export function refuseAmountTooLarge(lines: readonly { quantity: number }[], prices: readonly number[]): never {
+export function refuseAmountTooLarge(
+  lines: readonly { quantity: number }[],
+  prices: readonly number[],
+  maximum: number = MAX_ORDER_AMOUNT_MINOR,
+): never {
   const total = exactTotal(lines.map((line, i) => ({ unitPrice: prices[i] ?? 0, quantity: line.quantity })));
+  const limit = Math.min(maximum, MAX_ORDER_AMOUNT_MINOR);
   throw new AppError(
     'AMOUNT_TOO_LARGE',
-    `the order's total of ${total} minor units is more than the ${MAX_ORDER_AMOUNT_MINOR} the payment provider accepts`,
-    { field: 'body.lines', maximum: MAX_ORDER_AMOUNT_MINOR, amount: total.toString() },
+    `the order's total of ${total} minor units is more than the ${limit} the payment provider accepts`,
+    { field: 'body.lines', maximum: limit, amount: total.toString() },
   );
 }
 

@@ -5,6 +5,7 @@ import { principalOf, requirePrincipal } from '../platform/auth.ts';
 import { inTx } from '../platform/db.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { AppError } from '../platform/errors.ts';
+import { maxOrderAmountOf } from '../platform/provider.config.ts';
 import { requestDigest } from '../idempotency/index.ts';
 import { idempotencyKeyOf, sendKeyed } from '../idempotency/index.ts';
 import { executeKeyed } from '../idempotency/index.ts';
@@ -60,17 +61,19 @@ export function ordersRoutes(app: FastifyInstance, deps: AppDeps): void {
       const scope = { tenantId: principal.tenantId, userId: principal.userId, operation: 'create_order', key };
       const digest = requestDigest('create_order', queued ? { respond: 'async' } : {}, canonical);
       const [only] = lines;
+      // The tenant's provider's largest charge in its currency: a number from the configuration, no query.
+      const maxAmountMinor = maxOrderAmountOf(deps.config.providers, principal.tenantId);
       // One-line sync creates go through the group commit per SKU (orders/create/batch.ts).
       // Queued creates go through the group commit per tenant (orders/queued/pending.batch.ts).
       const result =
         !queued && only && lines.length === 1 && deps.config.createBatch
-          ? await createBatched(keyedDeps(deps), { principal, line: only, scope, digest })
+          ? await createBatched(keyedDeps(deps), { principal, line: only, scope, digest, maxAmountMinor })
           : queued && queuedBatchEnabled()
-            ? await createQueuedBatched(keyedDeps(deps), { principal, lines, scope, digest })
+            ? await createQueuedBatched(keyedDeps(deps), { principal, lines, scope, digest, maxAmountMinor })
             : await executeKeyed(keyedDeps(deps), {
                 scope,
                 digest,
-                ...(queued ? keyedQueuedCreate : keyedCreate)(principal, lines, () => deps.clock.now()),
+                ...(queued ? keyedQueuedCreate : keyedCreate)(principal, lines, () => deps.clock.now(), maxAmountMinor),
               });
       if (!result.replayed) businessMetrics.orders.inc({ status: String(result.status) });
       if (result.status === 202) reply.header('Preference-Applied', 'respond-async');

@@ -180,7 +180,7 @@ const keyed = { 'Idempotent-Replayed': HEADERS.replayed };
 export const createOrderSchema = {
   operationId: 'createOrder',
   summary: 'Create an order (reserve stock)',
-  description: `Reserves the units and creates the order in one transaction: either both exist or neither. The amount is the price at this moment. An order whose total is more than ${MAX_ORDER_AMOUNT_MINOR} minor units (the most the payment provider accepts for one charge) is 400 \`AMOUNT_TOO_LARGE\` and nothing is held. Requires an \`Idempotency-Key\`; a replay answers exactly as the first time.`,
+  description: `Reserves the units and creates the order in one transaction: either both exist or neither. The amount is the price at this moment. An order whose total is more than the tenant's payment provider accepts for one charge in its currency (the fake channel ${MAX_ORDER_AMOUNT_MINOR}, Stripe 99999999, Alipay 10000000000 minor units) is 400 \`AMOUNT_TOO_LARGE\` with \`maximum\`, and nothing is held or written. Requires an \`Idempotency-Key\`; a replay answers exactly as the first time.`,
   tags: ['orders'],
   body: CreateOrderBody,
   docHeaders: IDEMPOTENCY_KEY_HEADER,

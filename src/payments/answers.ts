@@ -25,6 +25,7 @@ export function answerEvent(
 
 export function chargeAnswer(reply: ChargeReply, amount: number) {
   if (reply.kind === 'UNKNOWN') return answerEvent('charge', 'LOST', reply.reason);
+  if (reply.kind === 'DECLINED' && reply.reason) return answerEvent('charge', 'DECLINED', `charge: ${reply.reason}`);
   return answerEvent('charge', reply.kind, 'charge', reply.kind === 'CHARGED' ? amount : undefined, reply.txn);
 }
 
@@ -35,7 +36,9 @@ export function statusAnswer(via: 'query' | 'close', reply: StatusReply) {
 
 export function refundAnswer(reply: RefundReply) {
   if (reply.kind === 'UNKNOWN') return answerEvent('refund', 'LOST', reply.reason);
-  if (reply.kind === 'REFUSED') return answerEvent('refund', 'REFUND_REFUSED', `${reply.status} ${reply.detail}`);
+  // A sentence and the provider's code (providerNote), never its raw body.
+  if (reply.kind === 'REFUSED') return answerEvent('refund', 'REFUND_REFUSED', reply.detail);
+  if (reply.already) return answerEvent('refund', 'REFUNDED', 'refund reply: already refunded at the provider');
   return answerEvent('refund', 'REFUNDED', 'refund reply');
 }
 

@@ -4,7 +4,10 @@ import type { ProviderName } from '../platform/provider.config.ts';
 // The provider as we see it: every call has a timeout, and a call whose answer we did not get
 // is UNKNOWN — the money may have moved. Never read a timeout as a failure.
 export type ChargeReply =
-  { kind: 'CHARGED' | 'DECLINED' | 'CLOSED'; txn?: string } | { kind: 'UNKNOWN'; reason: string; action?: BuyerAction };
+  | { kind: 'CHARGED' | 'CLOSED'; txn?: string }
+  /** `reason`: a sentence and the provider's code when the refusal was not the card's (an amount past the maximum). */
+  | { kind: 'DECLINED'; txn?: string; reason?: string }
+  | { kind: 'UNKNOWN'; reason: string; action?: BuyerAction };
 export type ChargeStatus = 'CHARGED' | 'DECLINED' | 'CLOSED' | 'REFUNDED' | 'NOT_FOUND';
 export type StatusReply =
   | { kind: 'STATUS'; status: ChargeStatus; amount?: number; txn?: string }
@@ -20,9 +23,31 @@ export interface BuyerAction {
   client_secret?: string;
 }
 export type RefundReply =
-  | { kind: 'REFUNDED'; refundId: string }
-  | { kind: 'REFUSED'; status: number; detail: string }
+  /** `already`: the provider had refunded the payment before (its dashboard); this call moved no money. */
+  | { kind: 'REFUNDED'; refundId: string; already?: boolean }
+  /** `detail`: a sentence and the provider's code (`providerNote`), never the provider's raw body. */
+  | { kind: 'REFUSED'; status: number; code: string; detail: string }
   | { kind: 'UNKNOWN'; reason: string };
+
+/** The longest note a provider's answer leaves on an order (a person reads it in the attention list). */
+export const MAX_PROVIDER_NOTE_CHARS = 200;
+
+/**
+ * A provider's refusal as a note for a person: `"<sentence> (<code>)"`, one line, bounded. The
+ * sentence is ours or the provider's human message; the code is the provider's. Never a raw body:
+ * a body may be long, carry ids a person does not need, or text a console must not render.
+ */
+export function providerNote(sentence: string, code: string): string {
+  const oneLine = (text: string) =>
+    text
+      .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+      .replace(/\s+/g, ' ')
+      .trim();
+  const tail = ` (${oneLine(code).slice(0, 60) || 'no code'})`;
+  const room = MAX_PROVIDER_NOTE_CHARS - tail.length;
+  const text = oneLine(sentence) || 'the provider refused';
+  return (text.length > room ? `${text.slice(0, room - 1)}…` : text) + tail;
+}
 
 export interface StatementLine {
   type: 'CHARGE' | 'REFUND';
@@ -139,7 +164,12 @@ export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient
       if ('unknown' in reply) return { kind: 'UNKNOWN', reason: reply.unknown };
       if (reply.status === 200 && reply.body.result === 'REFUNDED')
         return { kind: 'REFUNDED', refundId: String(reply.body.refund_id) };
-      return { kind: 'REFUSED', status: reply.status, detail: JSON.stringify(reply.body) };
+      // Refunded before under another key (a refund made at the provider): the money is back already.
+      if (reply.body.code === 'ALREADY_REFUNDED')
+        return { kind: 'REFUNDED', refundId: String(reply.body.refund_id ?? 'unknown'), already: true };
+      const code = typeof reply.body.code === 'string' ? reply.body.code : `http ${reply.status}`;
+      const title = typeof reply.body.title === 'string' ? reply.body.title : 'The channel refused the refund';
+      return { kind: 'REFUSED', status: reply.status, code, detail: providerNote(title, code) };
     },
     async statement() {
       return read<{ lines: StatementLine[]; net: number }>('/statement', 'statement');

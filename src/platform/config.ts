@@ -23,7 +23,11 @@ export interface Config {
   poolSize: number;
   dbConnectTimeoutMs: number;
   shutdownGraceMs: number;
-  payTimeoutMs: number;
+  /**
+   * FLASHPAY_PAY_TIMEOUT_MS: when set, every provider's call timeout; unset, each provider has its
+   * own (DEFAULT_PAY_TIMEOUT_MS in provider.config.ts). Read it through `payTimeoutOf`.
+   */
+  payTimeoutMs: number | undefined;
   staleAfterMs: number;
   recoveryIntervalMs: number;
   expiryIntervalMs: number;
@@ -95,6 +99,11 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
   return value;
+}
+
+function optionalInt(env: NodeJS.ProcessEnv, name: string, min: number): number | undefined {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? undefined : int(env, name, 0, min);
 }
 
 export function tokenOptions(config: Pick<Config, 'jwtIssuer' | 'jwtAudience'>): {
@@ -180,7 +189,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     dbConnectTimeoutMs: int(env, 'FLASHPAY_DB_CONNECT_TIMEOUT_MS', 5_000, 100),
     // On SIGTERM, requests in flight get this long to finish (a pay is bounded by its own timeouts).
     shutdownGraceMs: int(env, 'FLASHPAY_SHUTDOWN_GRACE_MS', 10_000, 0),
-    payTimeoutMs: int(env, 'FLASHPAY_PAY_TIMEOUT_MS', 300, 1),
+    // Unset: each provider's own (the fake channel 300 ms, Stripe and Alipay 10 s; provider.config.ts).
+    payTimeoutMs: optionalInt(env, 'FLASHPAY_PAY_TIMEOUT_MS', 1),
     staleAfterMs: int(env, 'FLASHPAY_STALE_AFTER_MS', 60_000),
     recoveryIntervalMs: int(env, 'FLASHPAY_RECOVERY_INTERVAL_MS', 5_000, 10),
     expiryIntervalMs: int(env, 'FLASHPAY_EXPIRY_INTERVAL_MS', 1_000, 10),

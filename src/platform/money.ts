@@ -15,9 +15,12 @@ export function exactTotal(lines: readonly { unitPrice: number; quantity: number
   return total;
 }
 
-/** Whether an order of this total can be charged: at most MAX_ORDER_AMOUNT_MINOR. */
-export function isChargeableTotal(total: bigint): boolean {
-  return total >= 0n && total <= BigInt(MAX_ORDER_AMOUNT_MINOR);
+/**
+ * Whether an order of this total can be charged: at most `maximum` (the tenant's provider's, in its
+ * currency: maxOrderAmountOf in provider.config.ts), never more than MAX_ORDER_AMOUNT_MINOR.
+ */
+export function isChargeableTotal(total: bigint, maximum: number = MAX_ORDER_AMOUNT_MINOR): boolean {
+  return total >= 0n && total <= BigInt(Math.min(maximum, MAX_ORDER_AMOUNT_MINOR));
 }
 
 /** A bigint total known to be chargeable, as the number the rest of the code carries. */

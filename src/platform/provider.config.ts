@@ -1,5 +1,6 @@
 // Which payment provider a tenant pays through (issue 37), and the credentials for each. Read from
 // the environment only; a credential is never logged, printed or put in an error message.
+import { MAX_ORDER_AMOUNT_MINOR } from './money.ts';
 
 export const PROVIDERS = ['fake', 'stripe', 'alipay'] as const;
 export type ProviderName = (typeof PROVIDERS)[number];
@@ -70,6 +71,78 @@ export const DEFAULT_STATUS_SYNC: Record<ProviderName, StatusSync> = {
     notFoundFinalAfterMs: 10 * 60_000,
   },
 };
+
+/**
+ * How long one call to a provider may take before its answer counts as lost (UNKNOWN, never a
+ * failure; recovery asks again), per provider, unless FLASHPAY_PAY_TIMEOUT_MS sets one for all.
+ * The fake channel answers on loopback in a few milliseconds: 300 ms (the seed's) is plenty and
+ * keeps its lost-reply tests quick. Stripe answers a confirmed PaymentIntent in 0.3–2 s, slower
+ * with 3-D Secure checks or a far region; Alipay's face-to-face pay waits on the buyer's bank. At
+ * 300 ms an ordinary pay at either would be UNKNOWN and cost a query; 10 s is above their usual
+ * latency with margin, and still short for a buyer waiting at a flash sale.
+ */
+export const DEFAULT_PAY_TIMEOUT_MS: Readonly<Record<ProviderName, number>> = {
+  fake: 300,
+  stripe: 10_000,
+  alipay: 10_000,
+};
+
+/** What the pay timeout is read from: the override (FLASHPAY_PAY_TIMEOUT_MS, when set) and the providers in use. */
+export interface PayTimeoutSettings {
+  /** FLASHPAY_PAY_TIMEOUT_MS: every provider's timeout when set; else each provider's default. */
+  payTimeoutMs?: number | undefined;
+  providers: Pick<ProviderConfig, 'provider' | 'tenants'>;
+}
+
+/** The call timeout of one provider: the override when set, else the provider's default. */
+export function payTimeoutOf(config: PayTimeoutSettings, provider: ProviderName): number {
+  return config.payTimeoutMs ?? DEFAULT_PAY_TIMEOUT_MS[provider];
+}
+
+/** The longest call timeout of any provider some tenant pays through (how long a PAYING order may be in its call). */
+export function longestPayTimeoutMs(config: PayTimeoutSettings): number {
+  return Math.max(...providersInUse(config.providers).map((name) => payTimeoutOf(config, name)));
+}
+
+/** Every currency of a provider without a limit of its own. */
+const ANY_CURRENCY = '*';
+
+/**
+ * The largest amount one charge may have at each provider, per currency (lower-case ISO code), in
+ * minor units; an order whose total is more is refused at creation (400 AMOUNT_TOO_LARGE), before
+ * anything is held. The fake channel refuses more than 10^12 (MAX_ORDER_AMOUNT_MINOR, also the
+ * database's CHECK of every order, migration 152). Stripe: "Amount must be no more than
+ * $999,999.99" — eight digits of minor units, the same eight digits in most currencies (a few, such
+ * as IDR, allow more at Stripe; flashpay holds them to eight: refusing what Stripe would take is
+ * safe, the other way is an order nobody can pay). Alipay: total_amount at most 100,000,000.00
+ * CNY = 10^10 fen (face-to-face pay is in CNY only).
+ */
+export const MAX_CHARGE_MINOR: Readonly<Record<ProviderName, Readonly<Record<string, number>>>> = {
+  fake: { [ANY_CURRENCY]: MAX_ORDER_AMOUNT_MINOR },
+  stripe: { [ANY_CURRENCY]: 99_999_999 },
+  alipay: { cny: 10_000_000_000 },
+};
+
+/** The currency a provider charges in: Stripe's STRIPE_CURRENCY, Alipay's CNY; the fake channel has none. */
+function currencyOf(config: Pick<ProviderConfig, 'stripe'>, provider: ProviderName): string {
+  if (provider === 'stripe') return config.stripe.currency;
+  return provider === 'alipay' ? 'cny' : ANY_CURRENCY;
+}
+
+/** The largest charge of a provider in its configured currency (never above the database's bound). */
+export function maxChargeOf(config: Pick<ProviderConfig, 'stripe'>, provider: ProviderName): number {
+  const limits = MAX_CHARGE_MINOR[provider];
+  const limit = limits[currencyOf(config, provider)] ?? limits[ANY_CURRENCY] ?? MAX_ORDER_AMOUNT_MINOR;
+  return Math.min(limit, MAX_ORDER_AMOUNT_MINOR);
+}
+
+/** The largest order total a tenant may place: its provider's maximum in its currency. A few property reads. */
+export function maxOrderAmountOf(
+  config: Pick<ProviderConfig, 'provider' | 'tenants' | 'stripe'>,
+  tenantId: string,
+): number {
+  return maxChargeOf(config, providerOfTenant(config, tenantId));
+}
 
 export interface ProviderConfig {
   /** FLASHPAY_PROVIDER: every tenant's provider unless overridden. */
@@ -155,12 +228,12 @@ export function providerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Pro
 }
 
 /** The provider a tenant pays through. */
-export function providerOfTenant(config: ProviderConfig, tenantId: string): ProviderName {
+export function providerOfTenant(config: Pick<ProviderConfig, 'provider' | 'tenants'>, tenantId: string): ProviderName {
   return config.tenants[tenantId] ?? config.provider;
 }
 
 /** Every provider some tenant pays through: the default and each override. */
-export function providersInUse(config: ProviderConfig): ProviderName[] {
+export function providersInUse(config: Pick<ProviderConfig, 'provider' | 'tenants'>): ProviderName[] {
   return [...new Set<ProviderName>([config.provider, ...Object.values(config.tenants)])];
 }
 

@@ -3,6 +3,7 @@ import type { AppDeps } from '../app.deps.ts';
 import { principalOf, requirePrincipal, tenantScope } from '../platform/auth.ts';
 import type { Config } from '../platform/config.ts';
 import { AppError } from '../platform/errors.ts';
+import { longestPayTimeoutMs } from '../platform/provider.config.ts';
 import { paymentDeps } from '../payments/index.ts';
 import { recoverAll } from './recovery.full.ts';
 import { recoverySchema, type RecoveryBody } from './recovery.schemas.ts';
@@ -14,7 +15,8 @@ import { sagaDeps } from './recovery.saga.ts';
 const STALE_MARGIN_MS = 1_000;
 
 /** The least `stale_after_ms` an operator may ask for. */
-export const staleFloorMs = (config: Pick<Config, 'payTimeoutMs'>) => config.payTimeoutMs + STALE_MARGIN_MS;
+export const staleFloorMs = (config: Pick<Config, 'payTimeoutMs' | 'providers'>) =>
+  longestPayTimeoutMs(config) + STALE_MARGIN_MS;
 
 /**
  * `POST /v1/admin/recovery/run`: one recovery pass over the token's tenant (every tenant for an
@@ -32,7 +34,7 @@ export function recoveryRoutes(app: FastifyInstance, deps: AppDeps): void {
       if (staleAfterMs < floor) {
         throw new AppError(
           'VALIDATION',
-          `body.stale_after_ms must be >= ${floor} (the pay timeout ${deps.config.payTimeoutMs} ms + ${STALE_MARGIN_MS} ms): a younger PAYING order may still be in its provider call`,
+          `body.stale_after_ms must be >= ${floor} (the pay timeout ${longestPayTimeoutMs(deps.config)} ms + ${STALE_MARGIN_MS} ms): a younger PAYING order may still be in its provider call`,
           { minimum: floor },
         );
       }

@@ -167,7 +167,8 @@ describe('flashpay listen / trigger (LT)', () => {
     expect(settled.notifications.map((n) => n.effect).sort()).toEqual(['DUPLICATE', 'PAID']);
     expect(settled).toMatchObject({ status: 'PAID', version: 2 }); // CREATED → PAID, once
 
-    // refunded: a refund flashpay did not ask for is recorded, changes nothing, and asks for a person.
+    // refunded: a refund the provider made on its own (its dashboard) converges the order to
+    // REFUNDED by its notification (issue 48), with no refund of ours.
     await trigger('refunded', charged.order_id);
     const flagged = await waitFor(
       async () => {
@@ -177,10 +178,10 @@ describe('flashpay listen / trigger (LT)', () => {
       'the refund notification',
       30_000,
     );
-    expect(flagged.status).toBe('PAID');
+    expect(flagged.status).toBe('REFUNDED');
     expect(flagged.notifications.find((n) => n.kind === 'REFUNDED')).toMatchObject({
-      effect: 'IGNORED',
-      needs_attention: true,
+      effect: 'REFUNDED',
+      needs_attention: false,
     });
 
     // A usage error acts on nothing.

@@ -1,3 +1,4 @@
+import { MAX_ORDER_AMOUNT_MINOR } from '../../src/platform/money.ts';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isMarkedSoldOut } from '../../src/orders/index.ts';
@@ -216,6 +217,7 @@ describe('group commit of creates per SKU', () => {
         line: { sku: 'repriced', quantity: 1 },
         scope: { tenantId: TENANT, userId: user, operation: 'create_order', key },
         digest: requestDigest('create_order', {}, { sku: 'repriced', quantity: 1 }),
+        maxAmountMinor: MAX_ORDER_AMOUNT_MINOR,
       });
     const lineOf = async (answer: { body: string }) => {
       const orderId = bodyOf(answer.body).order_id;

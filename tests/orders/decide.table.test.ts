@@ -186,7 +186,7 @@ const EXPECTED: Record<string, string[]> = {
     'IGNORED', // CREATED
     'IGNORED', // PAYING
     'IGNORED', // UNKNOWN
-    'IGNORED flag', // PAID
+    'REFUNDED → REFUNDED unconfirm', // PAID (issue 48: refunded at the provider already; no refund call)
     'IGNORED', // FAILED
     'IGNORED', // CANCELLED
     'REFUNDED → REFUNDED', // REFUNDING
@@ -202,7 +202,7 @@ const EXPECTED: Record<string, string[]> = {
     'IGNORED flag', // CREATED
     'IGNORED flag', // PAYING
     'IGNORED flag', // UNKNOWN
-    'IGNORED flag', // PAID
+    'REFUNDED → REFUNDED', // PAID (issue 48; the case's hold is HELD, so nothing to put back)
     'IGNORED', // FAILED
     'IGNORED', // CANCELLED
     'REFUNDED → REFUNDED', // REFUNDING

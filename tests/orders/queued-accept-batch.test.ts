@@ -1,3 +1,4 @@
+import { MAX_ORDER_AMOUNT_MINOR } from '../../src/platform/money.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSku, TENANT } from '../support/fixtures.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
@@ -43,6 +44,7 @@ describe('queued creates, group commit (P7 accepted)', () => {
           lines,
           scope: { tenantId: TENANT, userId: user, operation: 'create_order', key },
           digest: requestDigest('create_order', { respond: 'async' }, canonical),
+          maxAmountMinor: MAX_ORDER_AMOUNT_MINOR,
         });
       }),
     );

@@ -37,7 +37,7 @@ describe('payment notifications at the edge', () => {
     expect([view.status, view.version, view.reservation.status]).toEqual(['CREATED', 1, 'HELD']);
   });
 
-  it('an unknown merchant order is recorded as UNKNOWN_ORDER; a REFUNDED for a PAID order is IGNORED and flagged', async () => {
+  it('an unknown merchant order is recorded as UNKNOWN_ORDER; a DECLINED for a PAID order is IGNORED and flagged (a REFUNDED one converges it: tests/payments/already-refunded.test.ts)', async () => {
     // Proves every authentic notification is recorded with its effect, even when it changes nothing.
     const unknown = await s.notify({ notify_id: 'ntf-u', merchant_order: 'ord_nobody', kind: 'CHARGED', amount: 1 });
     expect(unknown.body).toEqual({ effect: 'UNKNOWN_ORDER' });
@@ -46,11 +46,11 @@ describe('payment notifications at the edge', () => {
     ).toBe(1);
     const o = await s.buy('n-user2', 'nt');
     expect((await s.pay(o.token, o.orderId)).body.status).toBe('PAID');
-    const refunded = await s.notify({ notify_id: 'ntf-r', merchant_order: o.orderId, kind: 'REFUNDED', amount: 1990 });
-    expect(refunded.body).toEqual({ effect: 'IGNORED' });
+    const declined = await s.notify({ notify_id: 'ntf-r', merchant_order: o.orderId, kind: 'DECLINED', amount: 1990 });
+    expect(declined.body).toEqual({ effect: 'IGNORED' });
     const view = await s.order(o.orderId);
     expect(view.status).toBe('PAID');
-    expect(view.attention).toMatch(/REFUNDED notification for a PAID order/);
+    expect(view.attention).toMatch(/declined for a PAID order/);
     expect(await countRows(s.db, 'payment_notifications', 'merchant_order = $1 AND needs_attention', [o.orderId])).toBe(
       1,
     );

@@ -128,10 +128,10 @@ describe('paying: notifications in the pays group commit', () => {
     const deps = paymentDeps(s.deps);
     const grouped = { ...deps, payCommits: groupPayCommits(deps, { concurrent: 0, windowMs: 50 }) };
     expect(await handleNotification(grouped, charged('pn4', a!, 0))).toEqual({ effect: 'PAID' });
-    // A REFUNDED for a PAID order changes nothing and asks a person to look (attention).
-    const refunded = { ...charged('pn4', a!, 1), kind: 'REFUNDED' as const };
+    // A DECLINED for a PAID order changes nothing and asks a person to look (attention).
+    const refunded = { ...charged('pn4', a!, 1), kind: 'DECLINED' as const };
     expect(await handleNotification(grouped, refunded)).toEqual({ effect: 'IGNORED' });
-    expect((await s.order(a!.orderId)).attention).toMatch(/REFUNDED notification for a PAID order/);
+    expect((await s.order(a!.orderId)).attention).toMatch(/declined for a PAID order/);
     // The person looked and cleared it. Copies of both arrive, with b's first notification.
     await s.db.pool.query('UPDATE orders SET attention = NULL WHERE order_id = $1', [a!.orderId]);
     const version = (await s.order(a!.orderId)).version;

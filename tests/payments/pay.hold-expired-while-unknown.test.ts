@@ -8,14 +8,14 @@ import {
   type PaymentStack,
   unknownOrder as lostPay,
 } from '../support/payments.ts';
-import { providersUnderTest } from '../support/providers/index.ts';
+import { LOST_REPLY_TIMEOUT_MS, providersUnderTest } from '../support/providers/index.ts';
 
 type Held = Array<{ id: string; notify_id: string; merchant_order: string; kind: string }>;
 
 describe.each(providersUnderTest())('reservations that expire while the payment is unknown [%s]', (provider) => {
   let s: PaymentStack;
   beforeAll(async () => {
-    s = await startPaymentStack({ provider });
+    s = await startPaymentStack({ provider, config: { payTimeoutMs: LOST_REPLY_TIMEOUT_MS } });
   });
   afterAll(async () => s.close());
 

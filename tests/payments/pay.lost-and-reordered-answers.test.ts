@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countRows } from '../support/stack.ts';
 import { skuCounters } from '../support/fixtures.ts';
 import { createSku, eventually, startPaymentStack, type PaymentStack } from '../support/payments.ts';
-import { providersUnderTest } from '../support/providers/index.ts';
+import { LOST_REPLY_TIMEOUT_MS, providersUnderTest } from '../support/providers/index.ts';
 
 type Held = Array<{ id: string; notify_id: string; merchant_order: string; kind: string }>;
 const pairs = (timeline: Array<{ from: string | null; to: string }>) => timeline.map((t) => [t.from, t.to]);
@@ -13,7 +13,7 @@ describe.each(providersUnderTest())('lost, lingering, duplicated and reordered p
   const held = async (orderId: string) =>
     ((await s.control('GET', '/_control/callbacks/held')) as Held).filter((h) => h.merchant_order === orderId);
   beforeAll(async () => {
-    s = await startPaymentStack({ provider });
+    s = await startPaymentStack({ provider, config: { payTimeoutMs: LOST_REPLY_TIMEOUT_MS } });
   });
   afterAll(async () => s.close());
 

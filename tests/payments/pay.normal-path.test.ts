@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countRows } from '../support/stack.ts';
 import { skuCounters } from '../support/fixtures.ts';
 import { createSku, eventually, startPaymentStack, type PaymentStack } from '../support/payments.ts';
-import { providersUnderTest } from '../support/providers/index.ts';
+import { LOST_REPLY_TIMEOUT_MS, providersUnderTest } from '../support/providers/index.ts';
 
 describe.each(providersUnderTest())('paying: the normal path and the guarded refusals [%s]', (provider) => {
   let s: PaymentStack;
@@ -126,7 +126,7 @@ describe.each(providersUnderTest())('paying: the normal path and the guarded ref
 describe.each(providersUnderTest())('paying for a hold that is gone [%s]', (provider) => {
   let s: PaymentStack;
   beforeAll(async () => {
-    s = await startPaymentStack({ provider });
+    s = await startPaymentStack({ provider, config: { payTimeoutMs: LOST_REPLY_TIMEOUT_MS } });
   });
   afterAll(async () => s.close());
 

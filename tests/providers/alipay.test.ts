@@ -11,6 +11,7 @@ import {
   type PaymentStack,
   unknownOrder as lostPay,
 } from '../support/payments.ts';
+import { LOST_REPLY_TIMEOUT_MS } from '../support/providers/index.ts';
 import { drain, reconciliation } from '../reconcile/scenario.ts';
 import { alipayNotifyForm, alipayTestKeys, appSdk } from '../support/providers/alipay.ts';
 
@@ -36,7 +37,7 @@ describe('Alipay through alipay-sdk against its double', () => {
     (await s.statement()).lines.find((l) => l.type === 'CHARGE' && l.merchant_order === orderId)?.ref;
 
   beforeAll(async () => {
-    s = await startPaymentStack({ provider: 'alipay' });
+    s = await startPaymentStack({ provider: 'alipay', config: { payTimeoutMs: LOST_REPLY_TIMEOUT_MS } });
   });
   afterAll(async () => s.close());
 

@@ -46,11 +46,23 @@ describe('a Stripe refund whose key is still in flight', () => {
       body: { error: { type: 'idempotency_error', code: 'idempotency_key_in_use', message: 'in use' } },
     };
     expect(await adapter().refund('o_rf9', 'rf-o_rf9', 1990)).toMatchObject({ kind: 'UNKNOWN' });
-    // The control: a refusal that is final (the charge was already refunded in full) stays REFUSED.
+    // The control: a refusal that is final (an amount the charge does not have) stays REFUSED.
+    refundAnswer = {
+      status: 400,
+      body: {
+        error: { type: 'invalid_request_error', code: 'parameter_invalid', message: 'Refund amount is too large' },
+      },
+    };
+    expect(await adapter().refund('o_rf9', 'rf-o_rf9', 1990)).toMatchObject({
+      kind: 'REFUSED',
+      status: 400,
+      detail: 'Refund amount is too large (parameter_invalid)',
+    });
+    // Issue 48: the charge refunded in full already (in Stripe's dashboard): the money is back, REFUNDED.
     refundAnswer = {
       status: 400,
       body: { error: { type: 'invalid_request_error', code: 'charge_already_refunded', message: 'refunded' } },
     };
-    expect(await adapter().refund('o_rf9', 'rf-o_rf9', 1990)).toMatchObject({ kind: 'REFUSED', status: 400 });
+    expect(await adapter().refund('o_rf9', 'rf-o_rf9', 1990)).toMatchObject({ kind: 'REFUNDED', already: true });
   });
 });

@@ -10,6 +10,7 @@ import {
   type PaymentStack,
   unknownOrder as lostPay,
 } from '../support/payments.ts';
+import { LOST_REPLY_TIMEOUT_MS } from '../support/providers/index.ts';
 import { TEST_STRIPE_WEBHOOK_SECRET, testStripeSdk } from '../support/providers/stripe.ts';
 
 // flashpay's Stripe adapter (the official `stripe` SDK) against the Stripe double, over real HTTP
@@ -27,7 +28,7 @@ describe('Stripe: the adapter, its webhooks and reconciliation against the Strip
     return lostPay(s, user, sku);
   };
   beforeAll(async () => {
-    s = await startPaymentStack({ provider: 'stripe' });
+    s = await startPaymentStack({ provider: 'stripe', config: { payTimeoutMs: LOST_REPLY_TIMEOUT_MS } });
   });
   afterAll(async () => s.close());
 

@@ -2,6 +2,7 @@
 // case's shape, the mismatches a plant always drags along, and the plants' small helpers.
 import { expect } from 'vitest';
 import { channelClient } from '../../src/payments/channel.client.ts';
+import { payTimeoutOf } from '../../src/platform/provider.config.ts';
 import type { MismatchClass } from '../../src/reconcile/reconcile.rules.ts';
 import { type PaymentStack } from '../support/payments.ts';
 import * as plant from '../support/plant.ts';
@@ -34,7 +35,7 @@ export const PAY_TIMEOUT_MS = 1_500;
 export const LOST_MS = PAY_TIMEOUT_MS + 500;
 
 export const db = (s: PaymentStack) => s.db.pool;
-export const client = (s: PaymentStack, timeoutMs = s.deps.config.payTimeoutMs) =>
+export const client = (s: PaymentStack, timeoutMs = payTimeoutOf(s.deps.config, 'fake')) =>
   channelClient(s.channel.url, timeoutMs);
 export const expire = async (s: PaymentStack) => {
   s.clock.advance(HOLD_TTL_MS + 1);

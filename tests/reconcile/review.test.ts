@@ -5,7 +5,8 @@ import { PRICE, reconciliation, refundAtChannel } from './scenario.ts';
 
 // Issue 37's REVIEW outcome: a provider whose statement and query contradict each other about one
 // order (paid in the query, refunded in the statement) gets the order a note for a person; an
-// order whose statement and query agree with each other is an ordinary mismatch.
+// order whose statement and query agree with each other is an ordinary mismatch, and (issue 48)
+// when both say refunded the provider already did it: the order converges to REFUNDED.
 describe('reconciliation: REVIEW when the provider contradicts itself', () => {
   let s: LedgerPaymentStack;
   beforeAll(async () => {
@@ -60,13 +61,27 @@ describe('reconciliation: REVIEW when the provider contradicts itself', () => {
     expect((await attention()).filter((n) => n.order_id === noted).map((n) => n.reason)).toEqual([unread]);
   });
 
-  it('RV-02 a refund the provider agrees about (query REFUNDED, statement refunded): a mismatch, not REVIEW', async () => {
-    const refundedByHand = await paidOrder('rv-b');
-    await refundAtChannel(s, refundedByHand, 'refund-by-hand');
-    const report = await reconciliation(s);
-    expect(report.mismatches).toContainEqual(
-      expect.objectContaining({ order_id: refundedByHand, class: 'PAID_BUT_REFUNDED' }),
-    );
-    expect(report.review?.map((r) => r.order_id) ?? []).not.toContain(refundedByHand);
+  it('RV-02 a refund the provider agrees about (query REFUNDED, statement refunded), its notification never delivered: a mismatch, not REVIEW, and the order converges to REFUNDED once (issue 48)', async () => {
+    await s.control('POST', '/_control/callbacks', { mode: 'HOLD' });
+    try {
+      const refundedByHand = await paidOrder('rv-b');
+      await refundAtChannel(s, refundedByHand, 'refund-by-hand');
+      const report = await reconciliation(s);
+      expect(report.mismatches).toContainEqual(
+        expect.objectContaining({ order_id: refundedByHand, class: 'PAID_BUT_REFUNDED' }),
+      );
+      expect(report.review?.map((r) => r.order_id) ?? []).not.toContain(refundedByHand);
+      // The two witnesses agree: the provider already refunded, the decider converged the order.
+      const view = await s.order(refundedByHand);
+      expect([view.status, view.timeline.at(-1)?.reason]).toEqual([
+        'REFUNDED',
+        expect.stringMatching(/^reconciliation: /),
+      ]);
+      const again = await reconciliation(s);
+      expect(again.mismatches.filter((m) => m.order_id === refundedByHand)).toEqual([]);
+      expect((await s.order(refundedByHand)).timeline.filter((t) => t.to === 'REFUNDED')).toHaveLength(1);
+    } finally {
+      await s.control('POST', '/_control/callbacks', { mode: 'AUTO' });
+    }
   });
 });

@@ -33,14 +33,14 @@ describe('flashpay sim against a live stack (SS)', () => {
   afterAll(async () => stack?.stop());
 
   it('SS-01: --api judges only the orders the sim made, in tenant acme by default; the stack’s own trouble is printed as global', async () => {
-    // Someone else's trouble on the same stack: tenant "other", a PAID order the provider refunded on its own.
+    // Someone else's trouble on the same stack: tenant "other", a PAID order whose amount was changed
+    // by hand (a refund the provider made on its own would converge it now, issue 48).
     const admin = createClient({ baseUrl: stack.api, token: await stack.token('other', 'ops', 'admin') });
     await admin.raw.POST('/v1/admin/skus', { body: { sku: 'ss-foreign', name: 'Foreign', price: 990, stock: 1 } });
     const buyer = createClient({ baseUrl: stack.api, token: await stack.token('other', 'dave') });
     const foreign = await buyer.createOrder({ sku: 'ss-foreign' });
     await buyer.pay(foreign.order_id);
-    const refunded = await run(stack, ['trigger', 'refunded', '--order', foreign.order_id, '--tenant', 'other']);
-    expect(refunded.code, refunded.stderr).toBe(0);
+    await stack.database.pool.query('UPDATE orders SET amount = amount + 1 WHERE order_id = $1', [foreign.order_id]);
     const operator = await stack.token('acme', 'ops', 'operator');
     await waitFor(
       async () => {

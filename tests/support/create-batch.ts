@@ -1,3 +1,4 @@
+import { MAX_ORDER_AMOUNT_MINOR } from '../../src/platform/money.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,6 +21,7 @@ export function buyBatched(stack: Stack, tenantId: string, userId: string, key: 
     line: { sku, quantity },
     scope: { tenantId, userId, operation: 'create_order', key },
     digest: requestDigest('create_order', {}, { sku, quantity }),
+    maxAmountMinor: MAX_ORDER_AMOUNT_MINOR,
   });
 }
 

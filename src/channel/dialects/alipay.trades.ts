@@ -27,6 +27,9 @@ const failed = (subCode: string, subMsg: string, extra: Node = {}): Node => ({
   ...extra,
 });
 
+/** Alipay's largest total_amount: 100,000,000.00 CNY, in fen. */
+const MAX_TOTAL_FEN = 10_000_000_000;
+
 /** A buyer's auth code the double reads as "the buyer must confirm on their phone" (10003). */
 const WAIT_BUYER_PAY_AUTH_CODE = 'WAIT_BUYER_PAY';
 /** A buyer's auth code the double refuses as invalid (a declined pay). */
@@ -73,6 +76,12 @@ export async function pay(
     return {
       httpStatus: 200,
       body: failed('ACQ.INVALID_PARAMETER', 'out_trade_no and total_amount (yuan, 2 decimals) are required'),
+    };
+  // As Alipay: refused before any trade exists, so no money can move under this out_trade_no.
+  if (amount > MAX_TOTAL_FEN)
+    return {
+      httpStatus: 200,
+      body: failed('ACQ.TOTAL_FEE_EXCEED', 'total_amount is more than the limit', { out_trade_no: mo }),
     };
   const authCode = text(request.biz, 'auth_code');
   return store.withOrder(mo, async (view): Promise<Decision> => {

@@ -22,6 +22,8 @@ import {
 const THREE_D_SECURE_PM = 'pm_card_threeDSecure2Required';
 /** https://docs.stripe.com/testing: a card that is always declined. */
 const DECLINED_PM = 'pm_card_chargeDeclined';
+/** Stripe's maximum charge: eight digits of minor units ("Amount must be no more than $999,999.99"). */
+const MAX_AMOUNT_MINOR = 99_999_999;
 
 const ok = (body: Record<string, unknown>): Outcome => ({ httpStatus: 200, body });
 const fail = (httpStatus: number, type: string, message: string, extra: Record<string, unknown> = {}): Outcome => ({
@@ -70,6 +72,14 @@ function registerCreate(app: FastifyInstance, deps: ChannelDeps, state: StripeDo
       return reply.code(400).send(stripeError('invalid_request_error', 'this double needs metadata[order_id]'));
     if (!Number.isSafeInteger(amount) || amount <= 0)
       return reply.code(400).send(stripeError('invalid_request_error', 'amount must be a positive integer'));
+    // As Stripe: refused before any PaymentIntent exists, so no money can move under this key.
+    if (amount > MAX_AMOUNT_MINOR)
+      return reply.code(400).send(
+        stripeError('invalid_request_error', 'Amount must be no more than $999,999.99', {
+          code: 'amount_too_large',
+          param: 'amount',
+        }),
+      );
     if (form.confirm !== 'true')
       return reply.code(400).send(stripeError('invalid_request_error', 'this double only creates with confirm=true'));
     return keyedPerform(deps, state, request, reply, 'charge', mo, form, (hits) =>

@@ -4,6 +4,7 @@ import { createdResponse, refusalResponse } from './one.ts';
 import { batchKeyId } from './batch.repo.ts';
 import { tryFastBatch, type FastBuyer, type SkuDefinition } from './batch.fast.repo.ts';
 import { lineReservationKeyFor } from '../orders.keys.ts';
+import { chargeableTotal } from '../orders.lines.ts';
 import { newOrderId } from '../orders.repo.ts';
 import type { BatchedCreate } from './batch.lanes.ts';
 import { findSkuTerms } from '../../stock/index.ts';
@@ -121,6 +122,10 @@ export async function tryOneStatementBatch(
   const definition =
     definitionsByDb.get(deps.db)?.get(definitionId(tenantId, sku)) ?? (await readDefinition(deps.db, tenantId, sku));
   if (!definition || definition.perUserLimit !== null) return undefined;
+  // A total past the tenant's provider's maximum: the transactional batch reads the row and sends
+  // every buyer to the one-buyer path, which answers 400 AMOUNT_TOO_LARGE.
+  if (batch.some((p) => chargeableTotal([p.line], [definition.price], p.maxAmountMinor) === undefined))
+    return undefined;
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + definition.holdTtlMs);
   const template = createdTemplate(tenantId, sku, definition, expiresAt);

@@ -11,6 +11,8 @@ export interface BatchedCreate {
   line: RequestedLine;
   scope: KeyScope;
   digest: string;
+  /** The largest total the tenant's provider accepts (maxOrderAmountOf): past it, the one-buyer path's 400. */
+  maxAmountMinor: number;
 }
 
 export interface Pending extends BatchedCreate {

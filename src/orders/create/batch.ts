@@ -85,7 +85,7 @@ export function createBatched(deps: KeyedDeps, request: BatchedCreate): Promise<
 
 function pastProviderLimit(deps: KeyedDeps, request: BatchedCreate): boolean {
   const known = knownDefinition(deps.db, request.principal.tenantId, request.line.sku);
-  return known !== undefined && chargeableTotal([request.line], [known.price]) === undefined;
+  return known !== undefined && chargeableTotal([request.line], [known.price], request.maxAmountMinor) === undefined;
 }
 
 /** One buyer alone, the one-transaction path: for keys that exist already and for failed batches. */
@@ -93,7 +93,7 @@ function runAlone(deps: KeyedDeps, p: Pending): void {
   executeKeyedNow(deps, {
     scope: p.scope,
     digest: p.digest,
-    ...keyedCreate(p.principal, [p.line], () => deps.clock.now()),
+    ...keyedCreate(p.principal, [p.line], () => deps.clock.now(), p.maxAmountMinor),
   }).then(p.resolve, p.reject);
 }
 
@@ -115,6 +115,8 @@ function scheduleBatch(deps: KeyedDeps, lane: Lane): void {
 }
 
 class SkuMissing extends Error {}
+/** The SKU's price (as this batch read it) makes some buyer's total past their provider's maximum. */
+class PastProviderLimit extends Error {}
 
 interface Decided {
   answers: Map<string, StoredResponse>;
@@ -183,6 +185,10 @@ async function applyBatch(
   );
   if (!claimed.sku) throw new SkuMissing(`no SKU ${lane.sku}`);
   rememberDefinition(deps.db, lane.tenantId, lane.sku, claimed.sku);
+  const price = claimed.sku.price;
+  // Rolls the claims back: every buyer runs alone, and the one-buyer path answers 400 AMOUNT_TOO_LARGE.
+  if (batch.some((p) => chargeableTotal([p.line], [price], p.maxAmountMinor) === undefined))
+    throw new PastProviderLimit(`${lane.sku} at ${price} is past a buyer's provider maximum`);
   const mine = batch.filter((p) => claimed.owned.has(batchKeyId(p.principal.userId, p.scope.key)));
   if (mine.length === 0) return { answers: new Map(), available: claimed.sku.available, done: claimed.done };
   let sku: BatchSku = claimed.sku;

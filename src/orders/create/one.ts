@@ -65,11 +65,13 @@ export async function createOrderOfLines(
   requested: readonly RequestedLine[],
   now: Date,
   prefetched?: Promise<SkuTerms[]>,
+  maxAmountMinor?: number,
 ): Promise<CreateOutcome> {
   const sorted = canonicalLines(requested);
   const skus = await (prefetched ?? readSkus(tx, principal.tenantId, sorted));
   const prices = skus.map((sku) => sku.price);
-  if (chargeableTotal(sorted, prices) === undefined) refuseAmountTooLarge(sorted, prices);
+  if (chargeableTotal(sorted, prices, maxAmountMinor) === undefined)
+    refuseAmountTooLarge(sorted, prices, maxAmountMinor);
   // Sold out is answered from a plain read, without queueing on the SKU's row lock.
   const short = sorted.find((line, i) => (skus[i]?.available ?? 0) < line.quantity);
   if (short) return { kind: 'SOLD_OUT', sku: short.sku };
@@ -160,9 +162,10 @@ export async function createOrderResponse(
   principal: Principal,
   lines: readonly RequestedLine[],
   now: Date,
-  prefetched?: Promise<SkuTerms[]>,
+  prefetched: Promise<SkuTerms[]> | undefined,
+  maxAmountMinor: number,
 ): Promise<StoredResponse> {
-  const outcome = await createOrderOfLines(tx, principal, lines, now, prefetched);
+  const outcome = await createOrderOfLines(tx, principal, lines, now, prefetched, maxAmountMinor);
   // A refusal is committed durably: one the client saw must survive a crash, or the retry with the
   // same key could get 201 once a unit came back (docs/security.md).
   if (outcome.kind !== 'CREATED') return refusalResponse(outcome.kind, outcome.sku);
@@ -177,6 +180,8 @@ export function keyedCreate(
   principal: Principal,
   lines: readonly RequestedLine[],
   now: () => Date,
+  /** The largest total the tenant's provider accepts (maxOrderAmountOf): past it, 400 AMOUNT_TOO_LARGE. */
+  maxAmountMinor: number,
 ): Pick<KeyedOperation, 'finalOnly' | 'prefetch' | 'start'> {
   let skus: Promise<SkuTerms[]> | undefined;
   return {
@@ -185,6 +190,6 @@ export function keyedCreate(
       skus = readSkusAtOnce(tx, principal.tenantId, canonicalLines(lines));
       skus.catch(() => undefined); // the key may be an earlier request's: then nobody awaits these
     },
-    start: async (tx) => ({ final: await createOrderResponse(tx, principal, lines, now(), skus) }),
+    start: async (tx) => ({ final: await createOrderResponse(tx, principal, lines, now(), skus, maxAmountMinor) }),
   };
 }

@@ -5,7 +5,7 @@ import { isAllowed, type OrderStatus } from './states.ts';
 import { lineReservationKeyFor } from '../orders.keys.ts';
 import { decideQueued } from './queued.ts';
 import { compensation } from './compensation.ts';
-import { operatorRefund, operatorReturn } from './operator.ts';
+import { operatorRefund, operatorReturn, providerRefunded } from './operator.ts';
 import { decision, holdIsGone, nothing, releaseHeld } from './decision.ts';
 
 // The vocabulary (facts, events, decisions) lives in types.ts and the helpers that build a decision
@@ -89,10 +89,11 @@ function notCharged(order: OrderFacts, holds: readonly Hold[], cause: string): D
   );
 }
 
-function refunded(order: OrderFacts, via: ProviderVia, cause: string): Decision {
+function refunded(order: OrderFacts, holds: readonly Hold[], via: ProviderVia, cause: string): Decision {
   if (order.status === 'REFUNDING') return decision('REFUNDED', { to: 'REFUNDED', reason: cause });
-  // We never refund a PAID order, and an unpaid one was never charged by us: a person must look.
-  if (order.status === 'PAID') return nothing('IGNORED', { attention: 'REFUNDED notification for a PAID order' });
+  // The provider refunded a PAID order on its own (its dashboard): converge, with no refund call.
+  if (order.status === 'PAID') return providerRefunded(order, holds, cause);
+  // An unpaid order was never charged by us: a person must look.
   if (UNPAID.has(order.status) && via !== 'callback') {
     return nothing('IGNORED', {
       attention: 'provider reports REFUNDED for an order we still consider unpaid',
@@ -122,7 +123,7 @@ function providerAnswered(
     case 'CLOSED':
       return notCharged(order, holds, e.via === 'callback' ? `${e.cause} declined` : `${e.cause} ${e.status}`);
     case 'REFUNDED':
-      return refunded(order, e.via, e.cause);
+      return refunded(order, holds, e.via, e.cause);
     case 'REFUND_REFUSED':
       return nothing(
         'IGNORED',

@@ -44,3 +44,17 @@ export function operatorReturn(
     });
   return nothing('RETURNED', { stock: shipped.map((h) => ({ op: 'return', key: h.key })) });
 }
+
+/**
+ * Issue 48: the provider refunded a PAID order on its own (a refund in its dashboard), and says so
+ * by notification, query or statement. The money is back already: PAID → REFUNDED at once, no
+ * refund call (a second would be refused, or worse). The units move exactly as an operator refund
+ * moves them — `unitsAfterRefund`, the one stock rule of every refund (shipped units stay out of stock).
+ */
+export function providerRefunded(order: OrderFacts, holds: readonly Hold[], cause: string): Decision {
+  return decision('REFUNDED', {
+    to: 'REFUNDED',
+    reason: `${cause}: the provider already refunded the payment`,
+    stock: unitsAfterRefund(order, holds),
+  });
+}

@@ -44,6 +44,8 @@ export const TRANSITIONS: ReadonlyArray<readonly [OrderStatus, OrderStatus, stri
   ['RELEASING', 'CANCELLED', 'stock service RELEASED the units'],
   // Issue 36: an operator's refund from the console; the confirmed units go back on sale.
   ['PAID', 'REFUNDING', 'an operator refunds: units back on sale, the refund sent with the fixed key'],
+  // Issue 48: the provider already refunded (its dashboard), learnt by notification, query or statement.
+  ['PAID', 'REFUNDED', 'the provider already refunded: units as an operator refund, no refund call'],
 ];
 
 /** Statuses whose entry emits an ORDER_<STATUS> outbox event in the same transaction. */

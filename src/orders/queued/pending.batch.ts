@@ -52,6 +52,8 @@ export interface QueuedCreate {
   lines: readonly RequestedLine[];
   scope: KeyScope;
   digest: string;
+  /** The largest total the tenant's provider accepts (maxOrderAmountOf): past it, the one-buyer path's 400. */
+  maxAmountMinor: number;
 }
 
 interface Member extends QueuedCreate {
@@ -134,7 +136,7 @@ function alone(deps: KeyedDeps, m: Member): void {
   executeKeyedNow(deps, {
     scope: m.scope,
     digest: m.digest,
-    ...keyedQueuedCreate(m.principal, m.lines, () => deps.clock.now()),
+    ...keyedQueuedCreate(m.principal, m.lines, () => deps.clock.now(), m.maxAmountMinor),
   }).then(m.resolve, m.reject);
 }
 
@@ -157,6 +159,7 @@ async function runGroup(deps: KeyedDeps, tenantId: string, group: Member[], reme
       chargeableTotal(
         m.lines,
         m.lines.map((l) => terms.get(l.sku)!.price),
+        m.maxAmountMinor,
       ) !== undefined
     )
       members.push(m);

@@ -33,11 +33,13 @@ export async function createPendingOrder(
   principal: Principal,
   requested: readonly RequestedLine[],
   now: Date,
+  maxAmountMinor?: number,
 ): Promise<PendingOutcome> {
   const sorted = canonicalLines(requested);
   const skus = await readSkus(tx, principal.tenantId, sorted);
   const prices = skus.map((sku) => sku.price);
-  if (chargeableTotal(sorted, prices) === undefined) refuseAmountTooLarge(sorted, prices);
+  if (chargeableTotal(sorted, prices, maxAmountMinor) === undefined)
+    refuseAmountTooLarge(sorted, prices, maxAmountMinor);
   const { order, lines, payload, requestKey } = buildPendingOrder(principal, sorted, skus as SkuTerms[], now);
   const first = lines[0] as OrderLine;
   // One statement (one round trip) for the order, its log row, its lines and its stock request: the
@@ -84,8 +86,9 @@ async function queuedCreateResponse(
   principal: Principal,
   requested: readonly RequestedLine[],
   now: Date,
+  maxAmountMinor: number,
 ): Promise<StoredResponse> {
-  return pendingResponse(await createPendingOrder(tx, principal, requested, now));
+  return pendingResponse(await createPendingOrder(tx, principal, requested, now, maxAmountMinor));
 }
 
 /** The keyed one-transaction queued create (executeKeyed's operation without scope and digest). */
@@ -93,8 +96,13 @@ export function keyedQueuedCreate(
   principal: Principal,
   lines: readonly RequestedLine[],
   now: () => Date,
+  /** The largest total the tenant's provider accepts (maxOrderAmountOf): past it, 400 AMOUNT_TOO_LARGE. */
+  maxAmountMinor: number,
 ): Pick<KeyedOperation, 'finalOnly' | 'start'> {
-  return { finalOnly: true, start: async (tx) => ({ final: await queuedCreateResponse(tx, principal, lines, now()) }) };
+  return {
+    finalOnly: true,
+    start: async (tx) => ({ final: await queuedCreateResponse(tx, principal, lines, now(), maxAmountMinor) }),
+  };
 }
 
 /**

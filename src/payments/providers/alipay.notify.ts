@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { AppDeps } from '../../app.deps.ts';
 import { AppError } from '../../platform/errors.ts';
 import { problemAnswers } from '../../platform/openapi.ts';
-import { providersInUse } from '../../platform/provider.config.ts';
+import { payTimeoutOf, providersInUse } from '../../platform/provider.config.ts';
 import { handleNotification, parseNotification } from '../notifications.ts';
 import type { NotificationRecord } from '../payments.repo.ts';
 import type { PaymentDeps } from '../payments.deps.ts';
@@ -98,7 +98,8 @@ function notificationOf(params: Record<string, string>): NotificationRecord | un
 }
 
 export function alipayNotifyRoutes(app: FastifyInstance, deps: AppDeps, payments: PaymentDeps): void {
-  const { providers, payTimeoutMs } = deps.config;
+  const { providers } = deps.config;
+  const payTimeoutMs = payTimeoutOf(deps.config, 'alipay');
   // Built once when some tenant pays through Alipay; the SDK holds Alipay's public key for checkNotifySign.
   const sdk = providersInUse(providers).includes('alipay') ? alipaySdk(providers.alipay, payTimeoutMs) : undefined;
   // An encapsulated scope: the form parser belongs to this route and to no other.

@@ -1,7 +1,13 @@
 import { rsaPrivateKey } from '../../platform/rsa-key.ts';
 import type { AlipaySdk } from 'alipay-sdk';
 import type { AlipaySettings } from '../../platform/provider.config.ts';
-import { refundKeyFor, type ChannelClient, type StatusReply } from '../channel.client.ts';
+import {
+  providerNote,
+  refundKeyFor,
+  type ChannelClient,
+  type RefundReply,
+  type StatusReply,
+} from '../channel.client.ts';
 import { decimalFromMinor, minorFromDecimal } from '../../platform/money.ts';
 import { billText, parseBill } from './alipay.bill.ts';
 import { webhookUrl } from './webhook-paths.ts';
@@ -30,6 +36,8 @@ const DECLINES = new Set([
   'ACQ.PULL_MOBILE_CASHIER_FAIL',
   'ACQ.PAYMENT_FAIL',
   'ACQ.TRADE_HAS_CLOSE',
+  // total_amount past Alipay's maximum (100,000,000.00 CNY): the same amount is refused every time.
+  'ACQ.TOTAL_FEE_EXCEED',
 ]);
 
 /** A short reason for an UNKNOWN: the call and Alipay's code and sub_code (never the request, never a key). */
@@ -136,6 +144,19 @@ export function alipayClient(settings: AlipaySettings, timeoutMs: number): Chann
     return { kind: 'STATUS', status: 'CLOSED' };
   }
 
+  /**
+   * Alipay refused our refund. flashpay refunds only trades it knows were paid, and a paid trade
+   * becomes TRADE_CLOSED only by a full refund: if the trade is closed now, it was refunded before
+   * under another out_request_no (in Alipay's merchant portal), and the money is back already.
+   */
+  async function refusedOrAlreadyRefunded(mo: string, subCode: string): Promise<RefundReply> {
+    const trade = await exec('alipay.trade.query', { out_trade_no: mo });
+    if ('unknown' in trade) return { kind: 'UNKNOWN', reason: trade.unknown };
+    if (trade.node.code === '10000' && trade.node.trade_status === 'TRADE_CLOSED')
+      return { kind: 'REFUNDED', refundId: `already:${mo}`, already: true };
+    return { kind: 'REFUSED', status: 409, code: subCode, detail: providerNote('Alipay refused the refund', subCode) };
+  }
+
   return {
     async charge(merchantOrder, amount, notifyUrl, _customer, paymentMethod) {
       const biz = {
@@ -154,7 +175,14 @@ export function alipayClient(settings: AlipaySettings, timeoutMs: number): Chann
       // The buyer must confirm on their phone: the money may yet move, so UNKNOWN until notify or query.
       if (node.code === '10003')
         return { kind: 'UNKNOWN', reason: 'WAIT_BUYER_PAY', action: { type: 'WAIT_BUYER_PAY' } };
-      if (node.code === '40004' && DECLINES.has(String(node.sub_code))) return { kind: 'DECLINED', txn };
+      if (node.code === '40004' && DECLINES.has(String(node.sub_code)))
+        return node.sub_code === 'ACQ.TOTAL_FEE_EXCEED'
+          ? {
+              kind: 'DECLINED',
+              txn,
+              reason: 'the amount is more than Alipay accepts for one trade (ACQ.TOTAL_FEE_EXCEED)',
+            }
+          : { kind: 'DECLINED', txn };
       return { kind: 'UNKNOWN', reason: reasonOf('pay', node) };
     },
     query: status,
@@ -178,8 +206,7 @@ export function alipayClient(settings: AlipaySettings, timeoutMs: number): Chann
       const { node } = result;
       // A repeat under the same out_request_no is the same refund (fund_change N): still REFUNDED.
       if (node.code === '10000') return { kind: 'REFUNDED', refundId: refundKey };
-      if (node.code === '40004')
-        return { kind: 'REFUSED', status: 409, detail: `${String(node.sub_code)}: ${String(node.sub_msg ?? '')}` };
+      if (node.code === '40004') return refusedOrAlreadyRefunded(merchantOrder, String(node.sub_code ?? '40004'));
       return { kind: 'UNKNOWN', reason: reasonOf('refund', node) };
     },
     async statement() {

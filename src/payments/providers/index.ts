@@ -1,6 +1,7 @@
 import type { Config } from '../../platform/config.ts';
 import type { Db } from '../../platform/db.ts';
 import {
+  payTimeoutOf,
   providerOfTenant,
   providersWithAdapters,
   PROVIDERS,
@@ -14,16 +15,17 @@ import { alipayClient } from './alipay.ts';
 
 // The provider port (issue 37): the payment code speaks to a ChannelClient and nothing else. The
 // fake channel is one adapter; Stripe and Alipay are others, each through its official SDK. Which
-// one a tenant pays through is configuration (FLASHPAY_PROVIDER, FLASHPAY_PROVIDER_TENANTS).
+// one a tenant pays through is configuration (FLASHPAY_PROVIDER, FLASHPAY_PROVIDER_TENANTS). Each
+// adapter's calls are bounded by its own provider's timeout (payTimeoutOf, provider.config.ts).
 
 export type { ProviderName } from '../../platform/provider.config.ts';
 
 type Adapter = (config: Config, channelUrl: string) => ChannelClient;
 
 const ADAPTERS: Partial<Record<ProviderName, Adapter>> = {
-  fake: (config, channelUrl) => channelClient(channelUrl, config.payTimeoutMs),
-  stripe: (config) => stripeClient(config.providers.stripe, config.payTimeoutMs),
-  alipay: (config) => alipayClient(config.providers.alipay, config.payTimeoutMs),
+  fake: (config, channelUrl) => channelClient(channelUrl, payTimeoutOf(config, 'fake')),
+  stripe: (config) => stripeClient(config.providers.stripe, payTimeoutOf(config, 'stripe')),
+  alipay: (config) => alipayClient(config.providers.alipay, payTimeoutOf(config, 'alipay')),
 };
 
 function adapterFor(name: ProviderName): Adapter {

@@ -76,12 +76,24 @@ export function intentOfError(error: unknown): Stripe.PaymentIntent | undefined 
   return raw?.payment_intent?.object === 'payment_intent' ? raw.payment_intent : undefined;
 }
 
-/** A charge refused with an answer: a card decline, a canceled PaymentIntent; else UNKNOWN. */
+/**
+ * Refusals of the request's own parameters that no attempt under the same key can have passed: the
+ * same amount was refused every time, so no money moved. A decline, never "ask again".
+ */
+const REFUSED_REQUESTS: ReadonlyMap<string, string> = new Map([
+  ['amount_too_large', 'the amount is more than Stripe accepts for one charge'],
+  ['amount_too_small', 'the amount is less than Stripe accepts for one charge'],
+]);
+
+/** A charge refused with an answer: a card decline, a canceled PaymentIntent, an amount Stripe refuses; else UNKNOWN. */
 export function chargeErrorReply(error: unknown): ChargeReply {
   if (isUnanswered(error)) return { kind: 'UNKNOWN', reason: reasonOf(error) };
   const pi = intentOfError(error);
   if (pi) return chargeReplyOf(pi);
   if (error instanceof Stripe.errors.StripeCardError) return { kind: 'DECLINED' };
+  const code = error instanceof Stripe.errors.StripeInvalidRequestError ? (error.code ?? '') : '';
+  const refused = REFUSED_REQUESTS.get(code);
+  if (refused) return { kind: 'DECLINED', reason: `${refused} (${code})` };
   // Any other refusal (a bad key, an idempotency conflict) says nothing certain about an earlier
   // attempt under the same key: the query decides.
   return { kind: 'UNKNOWN', reason: reasonOf(error) };

@@ -1,6 +1,12 @@
 import Stripe from 'stripe';
 import type { StripeSettings } from '../../platform/provider.config.ts';
-import { statementOf, type ChannelClient, type StatementLine, type StatusReply } from '../channel.client.ts';
+import {
+  providerNote,
+  statementOf,
+  type ChannelClient,
+  type StatementLine,
+  type StatusReply,
+} from '../channel.client.ts';
 import {
   chargeErrorReply,
   chargeReplyOf,
@@ -129,19 +135,36 @@ export function stripeClient(settings: StripeSettings, timeoutMs: number): Chann
       } catch (error) {
         return { kind: 'UNKNOWN', reason: reasonOf(error) };
       }
-      if (!pi) return { kind: 'REFUSED', status: 404, detail: `no PaymentIntent for ${merchantOrder}` };
+      if (!pi)
+        return {
+          kind: 'REFUSED',
+          status: 404,
+          code: 'resource_missing',
+          detail: providerNote('Stripe has no PaymentIntent for this order', 'resource_missing'),
+        };
       try {
         const refund = await sdk.refunds.create(
           { payment_intent: pi.id, amount, metadata: { order_id: merchantOrder } },
           { idempotencyKey: refundKey },
         );
-        if (refund.status === 'failed' || refund.status === 'canceled')
-          return { kind: 'REFUSED', status: 200, detail: `refund ${refund.id} ${refund.status}` };
+        if (refund.status === 'failed' || refund.status === 'canceled') {
+          const code = `refund_${refund.status}`;
+          return {
+            kind: 'REFUSED',
+            status: 200,
+            code,
+            detail: providerNote(`Stripe's refund ${refund.id} ${refund.status}`, code),
+          };
+        }
         return { kind: 'REFUNDED', refundId: refund.id };
       } catch (error) {
         if (isUnanswered(error)) return { kind: 'UNKNOWN', reason: reasonOf(error) };
         const e = error as Stripe.errors.StripeError;
-        return { kind: 'REFUSED', status: e.statusCode ?? 400, detail: `${e.type} ${e.code ?? ''}: ${e.message}` };
+        // Refunded before under another key (in Stripe's dashboard): the money is back already.
+        if (e.code === 'charge_already_refunded')
+          return { kind: 'REFUNDED', refundId: `already:${pi.id}`, already: true };
+        const code = e.code ?? e.type;
+        return { kind: 'REFUSED', status: e.statusCode ?? 400, code, detail: providerNote(e.message, code) };
       }
     },
     async statement() {

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { AppDeps } from '../../app.deps.ts';
 import { AppError } from '../../platform/errors.ts';
 import { jsonAnswer, problemAnswers } from '../../platform/openapi.ts';
-import { providersInUse } from '../../platform/provider.config.ts';
+import { payTimeoutOf, providersInUse } from '../../platform/provider.config.ts';
 import { handleNotification, parseNotification } from '../notifications.ts';
 import type { NotificationRecord } from '../payments.repo.ts';
 import type { PaymentDeps } from '../payments.deps.ts';
@@ -107,7 +107,7 @@ export function stripeWebhookRoutes(app: FastifyInstance, deps: AppDeps, payment
   const inUse = providersInUse(deps.config.providers).includes('stripe');
   let sdk: Stripe | undefined;
   const intentOrder = async (id: string) => {
-    sdk ??= stripeSdk(settings, deps.config.payTimeoutMs);
+    sdk ??= stripeSdk(settings, payTimeoutOf(deps.config, 'stripe'));
     try {
       return (await sdk.paymentIntents.retrieve(id)).metadata.order_id ?? '';
     } catch {

@@ -11,6 +11,13 @@ import { TEST_NOTIFY_SECRET, type HttpResult, type Stack } from '../stack.ts';
 export const TEST_PROVIDERS = ['fake', 'stripe', 'alipay'] as const;
 export type TestProvider = (typeof TEST_PROVIDERS)[number];
 
+/**
+ * The pay timeout of the tests that lose replies on purpose (a charge delayed past it is UNKNOWN),
+ * pinned for every provider: the fake channel's default. Stripe's and Alipay's own (10 s,
+ * DEFAULT_PAY_TIMEOUT_MS) would turn each planned lost reply into a 10 s wait, or into no loss.
+ */
+export const LOST_REPLY_TIMEOUT_MS = 300;
+
 export interface NotifyOptions {
   /** Signs with another secret or key than the stack's: a forgery. */
   forged?: boolean;

@@ -83,7 +83,7 @@ export interface paths {
         put?: never;
         /**
          * Create an order (reserve stock)
-         * @description Reserves the units and creates the order in one transaction: either both exist or neither. The amount is the price at this moment. An order whose total is more than 1000000000000 minor units (the most the payment provider accepts for one charge) is 400 `AMOUNT_TOO_LARGE` and nothing is held. Requires an `Idempotency-Key`; a replay answers exactly as the first time.
+         * @description Reserves the units and creates the order in one transaction: either both exist or neither. The amount is the price at this moment. An order whose total is more than the tenant's payment provider accepts for one charge in its currency (the fake channel 1000000000000, Stripe 99999999, Alipay 10000000000 minor units) is 400 `AMOUNT_TOO_LARGE` with `maximum`, and nothing is held or written. Requires an `Idempotency-Key`; a replay answers exactly as the first time.
          */
         post: operations["createOrder"];
         delete?: never;
