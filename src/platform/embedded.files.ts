@@ -41,6 +41,7 @@ export async function findRunningPostmaster(dataDir: string): Promise<number | u
  * replaces it.
  */
 export async function stopOrphanedPostmaster(dataDir: string): Promise<void> {
+  await zombieGone(dataDir);
   const pid = await findRunningPostmaster(dataDir);
   if (pid === undefined) return;
   process.kill(pid, 'SIGINT');
@@ -49,6 +50,18 @@ export async function stopOrphanedPostmaster(dataDir: string): Promise<void> {
     process.kill(pid, 'SIGQUIT');
     for (let waited = 0; waited < 5_000 && alive(pid); waited += 100) await sleep(100);
   }
+}
+
+/**
+ * A postmaster killed with its process group is dead but, until its new parent reaps it, a zombie:
+ * its pid still answers kill(0), so PostgreSQL refuses the pid file ("another postmaster running"),
+ * while its empty /proc cmdline says it is no postgres. Wait (at most 20 s) for it to be reaped.
+ */
+async function zombieGone(dataDir: string): Promise<void> {
+  const pid = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  const isZombie = async () => /\) Z /.test(await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => ''));
+  for (let waited = 0; waited < 20_000 && (await isZombie()); waited += 100) await sleep(100);
 }
 
 /** Where the cluster lives: the asked-for directory, unless the `postgres` user cannot reach it (root, private home). */

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { distIsCurrent } from '../../bin/dist.js';
 import { ROOT } from '../../src/platform/root.ts';
 
-// Issue 49 (DI-01..03): `flashpay` boots the compiled copy in build/dist only while it is the
+// Issue 49 (BD-01..03): `flashpay` boots the compiled copy in build/dist only while it is the
 // sources as they are; a source changed, added or removed since the compile sends it back to tsx,
 // so a developer never runs stale code. A small checkout of its own (the real bin/ and build
 // script, a main that says which file it is), so the suite's own build/dist is never touched.
@@ -37,14 +37,14 @@ describe('the bin runs build/dist only when it is current (issue 49)', () => {
   });
   afterAll(() => rm(root, { recursive: true, force: true }));
 
-  it('DI-01: after a compile the bin starts build/dist (its .ts imports rewritten); FLASHPAY_TSX=1 forces tsx', async () => {
+  it('BD-01: after a compile the bin starts build/dist (its .ts imports rewritten); FLASHPAY_TSX=1 forces tsx', async () => {
     expect(await flashpay()).toMatch(/\/src\/cli\/who\.ts$/);
     await build();
     expect(await flashpay()).toBe(`file://${root}/build/dist/src/cli/who.js`);
     expect(await flashpay({ FLASHPAY_TSX: '1' })).toMatch(/\/src\/cli\/who\.ts$/);
   });
 
-  it('DI-02: a source changed after the compile sends the bin back to tsx until the next compile', async () => {
+  it('BD-02: a source changed after the compile sends the bin back to tsx until the next compile', async () => {
     await build();
     const later = new Date(Date.now() + 5_000);
     await utimes(main(), later, later);
@@ -53,7 +53,7 @@ describe('the bin runs build/dist only when it is current (issue 49)', () => {
     expect(await flashpay()).toMatch(/\/build\/dist\/src\/cli\/who\.js$/);
   });
 
-  it('DI-03: a source added or removed after the compile does too', async () => {
+  it('BD-03: a source added or removed after the compile does too', async () => {
     await build();
     const added = path.join(root, 'bench', 'added.ts');
     await writeFile(added, 'export {};\n');
@@ -64,7 +64,7 @@ describe('the bin runs build/dist only when it is current (issue 49)', () => {
     expect(await flashpay()).toMatch(/\/src\/cli\/who\.ts$/);
   });
 
-  it('DI-04: this run compiled the checkout once (global setup), so every flashpay it spawns boots build/dist', () => {
+  it('BD-04: this run compiled the checkout once (global setup), so every flashpay it spawns boots build/dist', () => {
     expect(distIsCurrent()).toBe(true);
   });
 });
