@@ -15,6 +15,7 @@ import {
 } from '../../src/cluster/index.ts';
 import { clusterEngines, startTestCluster, type TestCluster } from './support.ts';
 import { getJson, runSale, settledReconciliation, type SaleOutcome } from './sale.ts';
+import { everyOf } from '../support/every.ts';
 
 // Experiments of issue 33 on real engines: a pg_auto_failover formation (primary + synchronous
 // standby), a 3-node JetStream cluster, two API processes and a worker behind HAProxy. Each kills a
@@ -258,7 +259,7 @@ describe.skipIf(!engines.ok)('a flash sale on a cluster whose nodes die', () => 
       const ids = new Set(
         report.mismatches.filter((m) => m.class === 'PROVIDER_RECORD_WITHOUT_ORDER').map((m) => m.order_id),
       );
-      return lost.every((id) => ids.has(id)) ? ids : undefined;
+      return everyOf(lost, (id) => ids.has(id)) ? ids : undefined;
     });
     expect(named.size).toBe(lost.length);
   }, 300_000);

@@ -13,6 +13,7 @@ import { waitFor } from '../support/poll.ts';
 import { callApi, kill9, spawnStart, waitForCleanReconciliation, type StartedProcess } from '../support/process.ts';
 import { TEST_EVENTS_SECRET, TEST_JWT_SECRET, TEST_NOTIFY_SECRET } from '../support/stack.ts';
 import { pgbouncerBinary, startBouncer, type Bouncer } from './bouncer.ts';
+import { everyOf } from '../support/every.ts';
 
 // Issue 39: flashpay behind Debian's PgBouncer in transaction mode, in front of a real PostgreSQL.
 // Two `flashpay start` processes (one with the workers and the provider double, one API only) run
@@ -205,7 +206,7 @@ describe.skipIf(!found.ok)(found.ok ? 'flashpay behind PgBouncer (transaction mo
       30_000,
       100,
     );
-    expect(shipped.every((row) => row.ship_count === 1)).toBe(true);
+    expect(everyOf(shipped, (row) => row.ship_count === 1)).toBe(true);
     const pending = await direct.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL AND order_id = ANY($1)',
       [orderIds],

@@ -8,6 +8,7 @@ import { applyOrderEvent, syncMirrorMoves } from '../../src/orders/index.ts';
 import { listSplitDisagreements } from '../../src/reconcile/index.ts';
 import { inTx } from '../../src/platform/db.ts';
 import { loadConfig } from '../../src/platform/config.ts';
+import { everyOf } from '../support/every.ts';
 
 // Split databases (FLASHPAY_STOCK_SERVICE=separate): the shop on one database, the stock service
 // on its own. The shop's pump relays requests into the stock database and results back (database
@@ -165,7 +166,7 @@ describe('queued orders with a stock service on its own database', () => {
       releaseExpired(s.db.pool, s.clock),
       ...ids.map((id, i) => walletPay(`qs2-u${i}`, id)),
     ]);
-    expect(pays.every((p) => p.status === 200 || p.status === 409)).toBe(true);
+    expect(everyOf(pays, (p) => p.status === 200 || p.status === 409)).toBe(true);
     // Recovery's part: CREATED orders whose hold the sweep took are cancelled through the decider.
     for (const id of ids)
       if ((await statusOf(id)) === 'CREATED')

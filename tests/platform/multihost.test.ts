@@ -11,6 +11,7 @@ import { openDatabase } from '../../src/runtime.ts';
 import { eventually } from '../support/payments.ts';
 import { startStack } from '../support/stack.ts';
 import { standbyBinaries, startPair, type PgNode, type PgPair } from './multihost.pair.ts';
+import { everyOf } from '../support/every.ts';
 
 // Proves that a libpq multi-host DATABASE_URL with target_session_attrs=read-write makes flashpay
 // use only the writable primary of a real primary + streaming standby (the standby listed first),
@@ -292,7 +293,7 @@ describe('multi-host DATABASE_URL: flashpay follows the writable primary', () =>
     // was a write refused by a read-only server: no standby connection was ever handed out.
     const successes = outcomes.filter((o) => o.where);
     const failures = outcomes.filter((o) => !o.where);
-    expect(successes.every((o) => o.where?.recovering === false)).toBe(true);
+    expect(everyOf(successes, (o) => o.where?.recovering === false)).toBe(true);
     expect(failures.length).toBeGreaterThan(0);
     expect(failures.filter((o) => !o.fault)).toEqual([]);
     expect(failures.filter((o) => o.code === '25006')).toEqual([]);
