@@ -194,6 +194,8 @@ describe.skipIf(!found.ok)(found.ok ? 'flashpay behind PgBouncer (transaction mo
   });
 
   it('PB-04 the relay delivers every PAID event once through the pooler; its LISTEN is on the direct connection', async () => {
+    // PB-03 fills orderIds; without them every check below would pass on nothing (issue 55).
+    expect(orderIds).toHaveLength(12);
     const shipped = await waitFor(
       async () => {
         const r = await direct.query<{ order_id: string; ship_count: number }>(
