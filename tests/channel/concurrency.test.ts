@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { storeKinds, useChannelOn } from './support.ts';
+import { everyOf } from '../support/every.ts';
 
 describe.each(storeKinds())('channel under concurrent load ($name store)', (kind) => {
   const ctx = useChannelOn(kind);
@@ -7,7 +8,7 @@ describe.each(storeKinds())('channel under concurrent load ($name store)', (kind
   it('200 concurrent charges of one merchant order: one CHARGE line, 200 equal answers', async () => {
     // Proves charge is serialized per merchant order: no double charge however the requests race.
     const answers = await Promise.all(Array.from({ length: 200 }, () => ctx.api.charge('hot', 4990)));
-    expect(answers.every((answer) => answer.status === 200)).toBe(true);
+    expect(everyOf(answers, (answer) => answer.status === 200)).toBe(true);
     expect(new Set(answers.map((answer) => JSON.stringify(answer.body))).size).toBe(1);
     const statement = await ctx.api.statement();
     expect(statement.lines).toHaveLength(1);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningChannel } from '../../src/channel/index.ts';
 import { client, startTestChannel, type Client } from './support.ts';
+import { everyOf } from '../support/every.ts';
 
 const URL_OK = 'http://127.0.0.1:9/n';
 
@@ -45,7 +46,7 @@ describe('channel input validation', () => {
     expectValidation(await api.post(path, body));
     expect((await api.statement()).lines).toEqual([]);
     const requests = (await api.get('/_control/requests')).body as Record<string, { total: number }>;
-    expect(Object.values(requests).every((op) => op.total === 0)).toBe(true);
+    expect(everyOf(Object.values(requests), (op) => op.total === 0)).toBe(true);
   });
 
   it.each([

@@ -15,6 +15,7 @@ import {
   type StartedProcess,
 } from '../support/process.ts';
 import { TEST_EVENTS_SECRET, TEST_JWT_SECRET, TEST_NOTIFY_SECRET } from '../support/stack.ts';
+import { everyOf } from '../support/every.ts';
 
 const TENANT = 'mp';
 const signer = tokenSigner(TEST_JWT_SECRET);
@@ -92,7 +93,7 @@ async function sale(
       )
     ).rows;
   await waitFor(
-    async () => (await statuses()).every((r) => r.status !== 'PENDING') || undefined,
+    async () => everyOf(await statuses(), (r) => r.status !== 'PENDING') || undefined,
     'no order PENDING',
     60_000,
     100,
@@ -139,7 +140,7 @@ async function sale(
     expect(paid.body.status).toBe(n < 5 ? 'RELEASING' : 'PAID');
   }
   await waitFor(
-    async () => (await statuses()).every((r) => r.status !== 'RELEASING') || undefined,
+    async () => everyOf(await statuses(), (r) => r.status !== 'RELEASING') || undefined,
     'no order RELEASING',
     60_000,
     100,

@@ -4,6 +4,7 @@ import { describe, expect } from 'vitest';
 import { brokerTest } from '../outbox/broker-gate.ts';
 import { stockQueues } from '../../src/orders/queued/transports/amqp.ts';
 import { runSplitSale } from './split-sale.ts';
+import { everyOf } from '../support/every.ts';
 
 describe('three processes, split databases, over RabbitMQ', () => {
   brokerTest(
@@ -28,7 +29,7 @@ describe('three processes, split databases, over RabbitMQ', () => {
             FLASHPAY_STOCK_QUEUE_PREFIX: prefix,
             FLASHPAY_STOCK_DATABASE_URL: '', // over a broker the shops need no route to the stock database
           },
-          { drained: async () => (await counts()).every((n) => n === 0) },
+          { drained: async () => everyOf(await counts(), (n) => n === 0) },
         );
         expect(await counts()).toEqual([0, 0, 0]);
       } finally {

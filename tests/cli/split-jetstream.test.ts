@@ -5,6 +5,7 @@ import { describe, expect } from 'vitest';
 import { brokerTest } from '../outbox/broker-gate.ts';
 import { stockStream } from '../../src/orders/queued/transports/jetstream.ts';
 import { runSplitSale } from './split-sale.ts';
+import { everyOf } from '../support/every.ts';
 
 describe('three processes, split databases, over JetStream', () => {
   brokerTest(
@@ -33,7 +34,7 @@ describe('three processes, split databases, over JetStream', () => {
             // The killed stock service's unacked messages come back after this, not the default 30 s.
             FLASHPAY_STOCK_ACK_WAIT_MS: '2000',
           },
-          { drained: async () => (await open().catch(() => [-1])).every((n) => n === 0) },
+          { drained: async () => everyOf(await open().catch(() => [-1]), (n) => n === 0) },
         );
         expect(await open()).toEqual([0, 0]);
       } finally {

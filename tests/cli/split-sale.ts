@@ -261,9 +261,14 @@ export async function runSplitSale(
           ...extra,
         ]);
       // Every shop's orders, not only shop A's: the shop killed -9 may still be converging its last
-      // ones on a loaded machine (pending > 0 exits 1), so the operator asks until it is clean.
+      // ones on a loaded machine (pending > 0 exits 1), so the operator waits while orders are
+      // pending, and only then: any mismatch or split disagreement fails at once (issue 55: it
+      // re-ran for 60 s until a run exited clean, so a wrong answer that went away passed).
       let clean = await cli(['--json']);
       for (const deadline = Date.now() + 60_000; clean.code !== 0 && Date.now() < deadline;) {
+        const report = JSON.parse(clean.stdout) as { mismatches: unknown[]; pending: number };
+        expect(report, clean.stderr).toMatchObject({ mismatches: [], split_disagreements: [] });
+        expect(report.pending, 'exit 1 with nothing mismatched means orders still pending').toBeGreaterThan(0);
         await new Promise((resolve) => setTimeout(resolve, 500));
         clean = await cli(['--json']);
       }

@@ -15,6 +15,7 @@ import {
 } from '../../src/cluster/index.ts';
 import { clusterEngines, startTestCluster, type TestCluster } from './support.ts';
 import { getJson, runSale, settledReconciliation, type SaleOutcome } from './sale.ts';
+import { everyOf } from '../support/every.ts';
 
 // Experiments of issue 33 on real engines: a pg_auto_failover formation (primary + synchronous
 // standby), a 3-node JetStream cluster, two API processes and a worker behind HAProxy. Each kills a
@@ -96,6 +97,18 @@ describe.skipIf(!engines.ok)('a flash sale on a cluster whose nodes die', () => 
     const report = await settledReconciliation(api, operator);
     expect(report.mismatches).toEqual([]);
     expect(report.pending).toBe(0);
+    // Once settled, each order is where its pay's answer says (issue 55: any of six statuses was
+    // accepted): every created order got a pay answer; PAID stays PAID, FAILED stays FAILED, and an
+    // UNKNOWN converged to one of the two; nothing is left CREATED, PAYING or UNKNOWN.
+    expect(sale.payAnswers.size).toBe(sale.created.size);
+    for (const orderId of sale.created.values()) {
+      const { status } = (await getJson(api, `/v1/admin/orders/${orderId}`, admin)) as { status: string };
+      const told = sale.payAnswers.get(orderId);
+      if (told === '200 PAID') expect(status).toBe('PAID');
+      else if (told === '200 FAILED') expect(status).toBe('FAILED');
+      else if (told === '200 UNKNOWN') expect(['PAID', 'FAILED']).toContain(status);
+      else expect.fail(`${orderId}: its pay was answered ${told}, which no buyer of this sale should get`);
+    }
   };
 
   it('CL-01: kill -9 of the PostgreSQL primary mid-sale loses no answered 201 or PAID, oversells nothing, charges nobody twice', async () => {
@@ -258,7 +271,7 @@ describe.skipIf(!engines.ok)('a flash sale on a cluster whose nodes die', () => 
       const ids = new Set(
         report.mismatches.filter((m) => m.class === 'PROVIDER_RECORD_WITHOUT_ORDER').map((m) => m.order_id),
       );
-      return lost.every((id) => ids.has(id)) ? ids : undefined;
+      return everyOf(lost, (id) => ids.has(id)) ? ids : undefined;
     });
     expect(named.size).toBe(lost.length);
   }, 300_000);

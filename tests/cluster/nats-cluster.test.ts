@@ -15,6 +15,7 @@ import { loadConfig } from '../../src/platform/config.ts';
 import type { Db } from '../../src/platform/db.ts';
 import { effectCounts, outboxRows, seedOrdersWithEvents, shipCounts, waitFor } from '../support/outbox-fixtures.ts';
 import { scratchDatabase } from '../support/scratch-db.ts';
+import { everyOf } from '../support/every.ts';
 
 // A JetStream cluster of three nats-server processes loses one node (kill -9, the stream's leader)
 // while the relay delivers paid-order events. With the streams at 3 replicas nothing is lost and
@@ -50,7 +51,7 @@ async function drainUntilPublished(db: Db, relay: Relay, prefix: string, timeout
   await waitFor(
     async () => {
       await relay.drain({ force: true });
-      return (await outboxRows(db, prefix)).every((r) => r.published_at !== null);
+      return everyOf(await outboxRows(db, prefix), (r) => r.published_at !== null);
     },
     'every outbox row to be published',
     timeoutMs,
@@ -164,7 +165,7 @@ describe.skipIf(!runIt)('JetStream cluster: a node dies while the relay delivers
       expect(Object.keys(effects).filter((e) => e !== 'APPLIED' && e !== 'DUPLICATE')).toEqual([]);
       const ships = Object.values(await shipCounts(db, 'nc1'));
       expect(ships).toHaveLength(EVENTS);
-      expect(ships.every((n) => n === 1)).toBe(true);
+      expect(everyOf(ships, (n) => n === 1)).toBe(true);
       console.info(
         `NC-01: leader ${leader} killed with ${publishedAtKill}/${EVENTS} marked published; all published in ${deliveredMs} ms; ` +
           `new leader ${newLeader}; duplicates absorbed by the inbox: ${effects.DUPLICATE ?? 0}`,
@@ -175,7 +176,7 @@ describe.skipIf(!runIt)('JetStream cluster: a node dies while the relay delivers
       await waitFor(
         async () => {
           const peers = (await info(topology.stream)).cluster?.replicas ?? [];
-          return peers.length === 2 && peers.every((p) => p.current);
+          return peers.length === 2 && everyOf(peers, (p) => p.current);
         },
         'the restarted node to be a current replica again',
         20_000,

@@ -13,6 +13,7 @@ import { migrate } from '../../src/platform/migrate.ts';
 import { effectCounts, seedOrdersWithEvents, shipCounts } from '../support/outbox-fixtures.ts';
 import { waitFor } from '../support/poll.ts';
 import { rabbitmqInstalled, startRabbitCluster, type RabbitCluster } from './rabbit.ts';
+import { everyOf } from '../support/every.ts';
 
 // Issue 39: the outbox → RabbitMQ → fulfillment path on a 3-node RabbitMQ cluster, AMQP_URL naming
 // all three nodes. RC-01: with quorum queues, kill -9 of the queue's leader node mid-relay loses
@@ -138,7 +139,7 @@ describe.skipIf(!found.ok)(found.ok ? 'flashpay on a RabbitMQ cluster' : found.w
       60_000,
       200,
     );
-    expect(Object.values(ships).every((n) => n === 1)).toBe(true); // exactly once: copies were DUPLICATE
+    expect(everyOf(Object.values(ships), (n) => n === 1)).toBe(true); // exactly once: copies were DUPLICATE
     expect((await effectCounts(db, 'rc1')).APPLIED).toBe(EVENTS);
     const survivor = cluster.nodes.find((n) => n !== leader)!;
     const newLeader = await cluster.leaderOf(topology.queue, survivor);

@@ -21,6 +21,8 @@ export interface SaleOutcome {
   created: Map<string, string>;
   /** Orders whose pay was answered 200 PAID. */
   paid: Set<string>;
+  /** Each created order's pay answer, as `200 PAID`, `200 UNKNOWN`, `409 <code>` (issue 55). */
+  payAnswers: Map<string, string>;
   /** Every status answered, including the retried ones (a 409 with its code: `409 SOLD_OUT`). */
   statuses: Map<string, number>;
   /** When the fault had happened (the killed node is gone). */
@@ -37,6 +39,7 @@ export async function runSale(options: SaleOptions): Promise<SaleOutcome> {
   const outcome: SaleOutcome = {
     created: new Map(),
     paid: new Set(),
+    payAnswers: new Map(),
     statuses: new Map(),
     faultAtMs: undefined,
     firstWriteAfterFaultMs: undefined,
@@ -94,6 +97,10 @@ export async function runSale(options: SaleOptions): Promise<SaleOutcome> {
     const paid = await send(`/v1/orders/${orderId}/pay`, `${options.run}-p${index}`, token);
     if (paid.status === 200) written(paid.sentAtMs);
     if (paid.status === 200 && paid.body.status === 'PAID') outcome.paid.add(orderId);
+    outcome.payAnswers.set(
+      orderId,
+      `${paid.status} ${String(paid.status === 200 ? paid.body.status : paid.body.code)}`,
+    );
   };
 
   let next = 0;

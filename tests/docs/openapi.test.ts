@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { channelDocument, serviceDocument } from '../../src/openapi.export.ts';
 import { ERROR_STATUS } from '../../src/platform/errors.ts';
+import { everyOf } from '../support/every.ts';
 
 type Response = { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema: { examples?: unknown[]; properties?: { code?: { enum?: string[] } } }; example?: unknown }> };
 type Operation = { operationId?: string; summary?: string; description?: string; security?: unknown[]; parameters?: Array<{ in: string; name: string; required?: boolean }>; requestBody?: { content: Record<string, { example?: unknown; schema?: { examples?: unknown[] } }> }; responses: Record<string, Response> };
@@ -55,7 +56,7 @@ describe('the OpenAPI documents are complete', () => {
     for (const { name, op } of all) {
       expect(op.operationId && op.summary && op.description, name).toBeTruthy();
       const ok = op.responses['200'];
-      expect(ok && Object.values(ok.content ?? {}).every(hasExample), name).toBe(true);
+      expect(ok && everyOf(Object.values(ok.content ?? {}), hasExample), name).toBe(true);
     }
   });
 });

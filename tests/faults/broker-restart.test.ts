@@ -15,6 +15,7 @@ import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { effectCounts, outboxRows, seedOrdersWithEvents, shipCounts, waitFor } from '../support/outbox-fixtures.ts';
 import { startProxy, type CuttableProxy } from '../support/tcp-proxy.ts';
 import { brokerTest } from '../outbox/broker-gate.ts';
+import { everyOf } from '../support/every.ts';
 
 // Many failed attempts while the broker is away must not park events as dead.
 const RELAY = { leaseMs: 10_000, batchSize: 20, maxAttempts: 1_000, backoffBaseMs: 10, backoffMaxMs: 200 };
@@ -56,7 +57,7 @@ async function cutAndResume(
   await waitFor(
     async () => {
       await relay.drain({ force: true });
-      return (await outboxRows(db.pool, `${prefix}b`)).every((row) => row.published_at !== null);
+      return everyOf(await outboxRows(db.pool, `${prefix}b`), (row) => row.published_at !== null);
     },
     'the sink to publish again',
     45_000,

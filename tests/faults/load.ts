@@ -2,7 +2,8 @@ import type { TokenSigner } from '../../src/platform/auth.ts';
 
 // A steady load of creates and pays against a running `flashpay start`, as a client with a
 // deadline would send it: every request is bounded, a 503 is retried with the same key, and the
-// answers are kept so the test can hold them against the database afterwards.
+// answers are kept so the test can hold them against the database afterwards. A request never
+// answered (hung, or its connection failed) is a violation; a 503 is an answer.
 
 export interface LoadOptions {
   api: string;
@@ -79,7 +80,13 @@ async function keyed(
       report.violations.push(`${path} ${key}: no answer within ${options.deadlineMs} ms`);
       return undefined;
     }
-    if (reply === 'NO_ANSWER') return undefined; // the process is stopping; the test checks it lives
+    // Every request the load sends is answered: the process under test stays up through the fault
+    // (a database restart or a killed connection), so a refused or cut connection is a failure, not
+    // a request to forget (issue 55: they were dropped uncounted).
+    if (reply === 'NO_ANSWER') {
+      report.violations.push(`${path} ${key}: the connection failed with no answer`);
+      return undefined;
+    }
     report.answers++;
     if (reply.status === 503) {
       report.unavailable++;
@@ -95,7 +102,7 @@ async function keyed(
       report.violations.push(`${path} ${key}: 503 said nothing executed, the retry replayed ${reply.status}`);
     return reply;
   }
-  return undefined;
+  return undefined; // answered 503 on every try: an answer (counted in `unavailable`), not a loss
 }
 
 export function startLoad(options: LoadOptions): { stop(): Promise<LoadReport>; report: LoadReport } {

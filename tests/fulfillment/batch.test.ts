@@ -19,6 +19,7 @@ import {
   type WebhookConsumer,
 } from '../support/outbox-fixtures.ts';
 import { spawnFixture } from '../support/spawn.ts';
+import { everyOf } from '../support/every.ts';
 
 const LEASE_MS = 2_000;
 
@@ -113,7 +114,7 @@ describe('batch delivery to the fulfillment consumer', () => {
     const relay = batchRelay(db, consumer, 'relay-b3');
     expect(await relay.drain()).toEqual({ delivered: 30, failed: 0 });
     expect(consumer.script.requests - before).toBe(1);
-    expect((await outboxRows(db.pool, 'b3')).every((r) => r.published_at !== null && r.attempts === 0)).toBe(true);
+    expect(everyOf(await outboxRows(db.pool, 'b3'), (r) => r.published_at !== null && r.attempts === 0)).toBe(true);
     expect(await effectCounts(db.pool, 'b3')).toEqual({ APPLIED: 30 });
     expect(Object.values(await shipCounts(db.pool, 'b3'))).toEqual(Array(30).fill(1));
   });
@@ -179,7 +180,7 @@ describe('batch delivery to the fulfillment consumer', () => {
         (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1`, [owner])).rowCount === 0,
       'the killed relay’s sessions to disappear',
     );
-    expect((await outboxRows(db.pool, 'b5')).every((r) => r.published_at === null && r.claimed_by === owner)).toBe(
+    expect(everyOf(await outboxRows(db.pool, 'b5'), (r) => r.published_at === null && r.claimed_by === owner)).toBe(
       true,
     );
     const clock = new ManualClock();

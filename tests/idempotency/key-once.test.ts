@@ -7,6 +7,7 @@ import type { Db, Tx } from '../../src/platform/db.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { createSku, placeOrder, TENANT } from '../support/fixtures.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
+import { everyOf } from '../support/every.ts';
 
 const DIGEST = 'c'.repeat(64);
 const OTHER_DIGEST = 'd'.repeat(64);
@@ -75,7 +76,7 @@ describe('idempotency: the key of a final-only operation, written once', () => {
     const before = starts;
     const replays = await Promise.all(Array.from({ length: 5 }, () => executeKeyedNow(deps, op('again'))));
     expect(starts).toBe(before);
-    expect(replays.every((r) => r.replayed && r.body === first.body && r.status === 201)).toBe(true);
+    expect(everyOf(replays, (r) => r.replayed && r.body === first.body && r.status === 201)).toBe(true);
     expect(await effects('again')).toBe(1);
     expect([await writes('again', 'INSERT'), await writes('again', 'UPDATE')]).toEqual([1, 0]);
   });

@@ -6,6 +6,7 @@ import { createdResponse } from '../../src/orders/create/one.ts';
 import { buyBatched, inFlight } from '../support/create-batch.ts';
 import { createSku, skuCounters, TENANT } from '../support/fixtures.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
+import { everyOf } from '../support/every.ts';
 
 // The one-statement batch takes the SKU's row lock LAST (orders/create/batch.fast.repo.ts): it decides on
 // a plain read, writes every buyer's rows and keys, and decrements at the end; a row that then has
@@ -142,7 +143,7 @@ describe('the one-statement batch locks the SKU row last', () => {
       await locker.query('COMMIT');
       const answers = await Promise.all(buyers);
       expect(answers.map((a) => a.status)).toEqual([201, 201, 409, 409]);
-      expect(answers.slice(2).every((a) => bodyOf(a.body).code === 'SOLD_OUT')).toBe(true);
+      expect(everyOf(answers.slice(2), (a) => bodyOf(a.body).code === 'SOLD_OUT')).toBe(true);
       // The statement granted 4 on its read of 5, found 2 on the row, and wrote nothing; the
       // transactional batch then decided the 4 buyers on the locked row.
       expect(transactional).toEqual([4]);
@@ -173,7 +174,7 @@ describe('the one-statement batch locks the SKU row last', () => {
       30,
     ).finally(disarm);
     expect(transactional).toBe(0); // the warm-up and the 30 went through the one-statement form
-    expect(answers.every((a) => a.status === 201)).toBe(true);
+    expect(everyOf(answers, (a) => a.status === 201)).toBe(true);
     const stored = await stack.db.pool.query<{ key: string; body: string; location: string; expires_at: Date }>(
       `SELECT k.idempotency_key AS key, k.response_body AS body, k.response_location AS location, r.expires_at
        FROM idempotency_keys k JOIN orders o ON o.order_id = k.response_body::jsonb->>'order_id'

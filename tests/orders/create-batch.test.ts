@@ -11,6 +11,7 @@ import { countRows, startStack, type Stack } from '../support/stack.ts';
 import { keyedDeps } from '../../src/app.deps.ts';
 import { requestDigest } from '../../src/idempotency/index.ts';
 import { createBatched } from '../../src/orders/create/batch.ts';
+import { everyOf } from '../support/every.ts';
 
 // The group commit per SKU (src/orders/create/batch.ts) and its sold-out fast path. Buyers go
 // through the batcher directly (keyed exactly as POST /v1/orders keys them) where thousands are
@@ -40,7 +41,7 @@ describe('group commit of creates per SKU', () => {
     );
     expect(first.filter((a) => a.status === 201)).toHaveLength(1_000);
     expect(first.filter((a) => a.status === 409 && bodyOf(a.body).code === 'SOLD_OUT')).toHaveLength(9_000);
-    expect(first.every((a) => !a.replayed)).toBe(true);
+    expect(everyOf(first, (a) => !a.replayed)).toBe(true);
     expect(new Set(first.filter((a) => a.status === 201).map((a) => bodyOf(a.body).order_id)).size).toBe(1_000);
     expect(await countRows(stack.db, 'orders', 'sku = $1', ['flash'])).toBe(1_000);
     expect(await skuCounters(stack, 'flash')).toMatchObject({ total: 1_000, available: 0, held: 1_000 });
@@ -80,8 +81,13 @@ describe('group commit of creates per SKU', () => {
       expect(sizes).toEqual([10]);
       const greedy = answers.filter((_, i) => i % 2 === 0);
       expect(greedy.map((a) => a.status)).toEqual([201, 201, 409, 409, 409]);
-      expect(greedy.slice(2).every((a) => bodyOf(a.body).code === 'USER_LIMIT')).toBe(true);
-      expect(answers.filter((_, i) => i % 2 === 1).every((a) => a.status === 201)).toBe(true);
+      expect(everyOf(greedy.slice(2), (a) => bodyOf(a.body).code === 'USER_LIMIT')).toBe(true);
+      expect(
+        everyOf(
+          answers.filter((_, i) => i % 2 === 1),
+          (a) => a.status === 201,
+        ),
+      ).toBe(true);
       const later = await buyBatched(stack, TENANT, 'greedy', 'cb2-later', 'limited-batch');
       expect(bodyOf(later.body).code).toBe('USER_LIMIT');
     } finally {
@@ -121,12 +127,14 @@ describe('group commit of creates per SKU', () => {
       const refusals = await Promise.all(
         Array.from({ length: 50 }, (_, i) => buyBatched(stack, TENANT, `late${i}`, `cb4-late-${i}`, 'gone')),
       );
-      expect(refusals.every((a) => a.status === 409 && bodyOf(a.body).code === 'SOLD_OUT' && !a.replayed)).toBe(true);
+      expect(everyOf(refusals, (a) => a.status === 409 && bodyOf(a.body).code === 'SOLD_OUT' && !a.replayed)).toBe(
+        true,
+      );
       await locker.query('COMMIT');
       const replays = await Promise.all(
         Array.from({ length: 50 }, (_, i) => buyBatched(stack, TENANT, `late${i}`, `cb4-late-${i}`, 'gone')),
       );
-      expect(replays.every((a, i) => a.replayed && a.body === refusals[i]?.body)).toBe(true);
+      expect(everyOf(replays, (a, i) => a.replayed && a.body === refusals[i]?.body)).toBe(true);
     } finally {
       locker.release();
     }
@@ -184,7 +192,7 @@ describe('group commit of creates per SKU', () => {
     const answered = await Promise.all(
       Array.from({ length: 3 }, (_, i) => buyBatched(stack, TENANT, `early${i}`, `cb6-early-${i}`, 'k9-batch')),
     );
-    expect(answered.every((a) => a.status === 201)).toBe(true);
+    expect(everyOf(answered, (a) => a.status === 201)).toBe(true);
     const doomed = Array.from({ length: 8 }, (_, i) => ({ userId: `doomed${i}`, key: `cb6-doomed-${i}` }));
     await crashCreateBatch(stack.db.url, { tenantId: TENANT, sku: 'k9-batch', buyers: doomed });
 

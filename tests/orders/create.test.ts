@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
 import { createSku, placeOrder, skuCounters, TENANT } from '../support/fixtures.ts';
+import { everyOf } from '../support/every.ts';
 
 describe('creating orders under contention', () => {
   let stack: Stack;
@@ -20,7 +21,7 @@ describe('creating orders under contention', () => {
     expect(answers.filter((a) => a.status === 201)).toHaveLength(10);
     const refused = answers.filter((a) => a.status === 409);
     expect(refused).toHaveLength(30);
-    expect(refused.every((a) => a.body.code === 'SOLD_OUT')).toBe(true);
+    expect(everyOf(refused, (a) => a.body.code === 'SOLD_OUT')).toBe(true);
     expect(await countRows(stack.db, 'orders', 'sku = $1', ['hot-1'])).toBe(10);
     expect(await countRows(stack.db, 'orders', "sku = $1 AND status = 'CREATED'", ['hot-1'])).toBe(10);
     const c = await skuCounters(stack, 'hot-1');

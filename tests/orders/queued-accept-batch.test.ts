@@ -6,6 +6,7 @@ import { keyedDeps } from '../../src/app.deps.ts';
 import { requestDigest } from '../../src/idempotency/index.ts';
 import { canonicalLines } from '../../src/orders/create/one.ts';
 import { createQueuedBatched } from '../../src/orders/queued/pending.batch.ts';
+import { everyOf } from '../support/every.ts';
 
 // Issue 16, P7 accepted: concurrent queued creates (202 PENDING) written by one statement and one
 // durable commit per group (orders/queued/pending.batch.ts); each buyer its own order, stock request, 202.
@@ -83,7 +84,7 @@ describe('queued creates, group commit (P7 accepted)', () => {
       'SELECT status, user_id, order_id FROM orders WHERE order_id = ANY($1)',
       [ids],
     );
-    expect(statuses.rows.every((r) => r.status === 'PENDING')).toBe(true);
+    expect(everyOf(statuses.rows, (r) => r.status === 'PENDING')).toBe(true);
     // each order belongs to the buyer who got its id
     const owner = new Map(statuses.rows.map((r) => [r.order_id, r.user_id]));
     expect(ids.map((id) => owner.get(id))).toEqual(ids.map((_, i) => `qb1-u${i}`));

@@ -3,6 +3,7 @@ import { createSku, skuCounters, TENANT } from '../support/fixtures.ts';
 import { countRows, startStack, type Stack } from '../support/stack.ts';
 import { createStockPump } from '../../src/orders/queued/pipeline.ts';
 import { receiveStockResults, type StockResult } from '../../src/orders/index.ts';
+import { everyOf } from '../support/every.ts';
 
 // Issue 16, P7: the queued path applied set-based. The stock service decides a run of deductions
 // on SKU rows locked once and writes them in one statement; the shop applies a pass's results in
@@ -177,8 +178,8 @@ describe('queued orders, set-based (P7)', () => {
       [ids],
     );
     const kinds = answers.rows.map((r) => r.event_type);
-    expect(kinds.slice(0, 120).every((x) => x === 'STOCK_RESERVED')).toBe(true);
-    expect(kinds.slice(120).every((x) => x === 'STOCK_REJECTED')).toBe(true);
+    expect(everyOf(kinds.slice(0, 120), (x) => x === 'STOCK_RESERVED')).toBe(true);
+    expect(everyOf(kinds.slice(120), (x) => x === 'STOCK_REJECTED')).toBe(true);
     expect(
       await countRows(s.db, 'stock_inbox', 'order_id = ANY($1) AND applied_at IS NOT NULL AND deliveries = 1', [ids]),
     ).toBe(300);

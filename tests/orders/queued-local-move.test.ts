@@ -3,6 +3,7 @@ import { createSku, TENANT } from '../support/fixtures.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 import { createStockPump, type PumpRoles } from '../../src/orders/queued/pipeline.ts';
 import { databaseTransport } from '../../src/orders/queued/transports/transport.ts';
+import { everyOf } from '../support/every.ts';
 
 // Both sides in one database, over the database transport (the embedded default): a relay step
 // takes its outbox rows, delivers them into the far side's inbox (the results: applied to the
@@ -71,13 +72,13 @@ describe('queued orders, one database: each relay step is one transaction', () =
     expect(await step(REQUESTS, false)).toMatchObject({ requests: 30, applied: 0, results: 0 });
     const delivered = await rows(ids);
     expect(delivered).toHaveLength(30);
-    expect(delivered.every((r) => r.same && r.sent && !r.leased)).toBe(true);
+    expect(everyOf(delivered, (r) => r.same && r.sent && !r.leased)).toBe(true);
     // Inbox rows are updated when applied: the transaction ids are compared before that.
     expect(await step(APPLY, false)).toMatchObject({ applied: 30 });
     expect(await step(RESULTS, false)).toMatchObject({ results: 30 });
     const answered = await results(ids);
     expect(answered).toHaveLength(30);
-    expect(answered.every((r) => r.same && r.sent && r.effect === 'APPLIED' && r.status === 'CREATED')).toBe(true);
+    expect(everyOf(answered, (r) => r.same && r.sent && r.effect === 'APPLIED' && r.status === 'CREATED')).toBe(true);
     // A pass with nothing to move moves nothing.
     expect(await step({ shop: true, stock: true }, false)).toMatchObject({ requests: 0, applied: 0, results: 0 });
   });
@@ -89,11 +90,11 @@ describe('queued orders, one database: each relay step is one transaction', () =
     const delivered = await rows(ids);
     expect(delivered).toHaveLength(30);
     expect(delivered.some((r) => r.same)).toBe(false);
-    expect(delivered.every((r) => r.sent && !r.leased)).toBe(true);
+    expect(everyOf(delivered, (r) => r.sent && !r.leased)).toBe(true);
     await step(APPLY, true);
     expect(await step(RESULTS, true)).toMatchObject({ results: 30 });
     const answered = await results(ids);
     expect(answered.some((r) => r.same)).toBe(false);
-    expect(answered.every((r) => r.sent && r.effect === 'APPLIED' && r.status === 'CREATED')).toBe(true);
+    expect(everyOf(answered, (r) => r.sent && r.effect === 'APPLIED' && r.status === 'CREATED')).toBe(true);
   });
 });

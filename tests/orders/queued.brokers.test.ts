@@ -12,6 +12,7 @@ import { amqpStockTransport, stockQueues } from '../../src/orders/queued/transpo
 import { jetStreamStockTransport, stockStream } from '../../src/orders/queued/transports/jetstream.ts';
 import type { StockTransport } from '../../src/orders/queued/transports/transport.ts';
 import type { StockRequest } from '../../src/stock/index.ts';
+import { everyOf } from '../support/every.ts';
 
 type MakeTransport = (s: Stack) => StockTransport;
 
@@ -123,9 +124,12 @@ async function duplicatedAndReordered(make: MakeTransport, brokerDedups: boolean
     expect(reserved[0]).toEqual({ event_type: 'STOCK_RESERVED', effect: 'APPLIED', n: 1 });
     if (brokerDedups) expect(reserved).toHaveLength(1);
     else expect(reserved[1]?.effect === 'IGNORED' && [2, 3].includes(reserved[1].n)).toBe(true);
-    expect(effects.rows.filter((r) => r.event_type === 'STOCK_RELEASED').every((r) => r.effect === 'IGNORED')).toBe(
-      true,
-    );
+    expect(
+      everyOf(
+        effects.rows.filter((r) => r.event_type === 'STOCK_RELEASED'),
+        (r) => r.effect === 'IGNORED',
+      ),
+    ).toBe(true);
     const transitions = await s.db.pool.query<{ to_status: string }>(
       'SELECT to_status FROM order_transitions WHERE order_id = $1 ORDER BY version',
       [orderId],

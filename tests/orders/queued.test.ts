@@ -4,6 +4,7 @@ import { countRows, startStack, type Stack } from '../support/stack.ts';
 import { createStockPump } from '../../src/orders/queued/pipeline.ts';
 import { stockPumpFor } from '../../src/orders/queued/pump.ts';
 import { claimStockRequests, markStockRequestsSent } from '../../src/orders/index.ts';
+import { everyOf } from '../support/every.ts';
 
 // Queued orders (seed 004 part 2): 202 PENDING, a stock service behind the database-carried queue,
 // results applied through the decider. Every test drives the pump's runOnce/drain directly.
@@ -51,7 +52,7 @@ describe('queued orders: Prefer: respond-async → 202 PENDING → CREATED | REJ
     const answers = await Promise.all(
       Array.from({ length: 40 }, async (_, i) => queue(await s.token(TENANT, `q2-u${i}`), `q2-k${i}`, { sku: 'q2' })),
     );
-    expect(answers.every((a) => a.status === 202 && a.body.status === 'PENDING')).toBe(true);
+    expect(everyOf(answers, (a) => a.status === 202 && a.body.status === 'PENDING')).toBe(true);
     await Promise.all([freshPump().drain(), freshPump().drain()]);
     const ids = answers.map((a) => a.body.order_id as string);
     const statuses = await Promise.all(ids.map(status));

@@ -10,6 +10,7 @@ import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { effectCounts, outboxRows, seedOrdersWithEvents, shipCounts, waitFor } from '../support/outbox-fixtures.ts';
 import { startProxy } from '../support/tcp-proxy.ts';
 import { brokerTest } from './broker-gate.ts';
+import { everyOf } from '../support/every.ts';
 
 const EVENTS = 200;
 
@@ -78,7 +79,7 @@ describe('JetStream sink, pipelined publishes', () => {
         await waitFor(
           async () => {
             await relay.drain({ force: true });
-            return (await outboxRows(db.pool, 'jp')).every((r) => r.published_at !== null);
+            return everyOf(await outboxRows(db.pool, 'jp'), (r) => r.published_at !== null);
           },
           'every event to be published',
           20_000,

@@ -14,6 +14,7 @@ import {
   type WebhookConsumer,
   openConsumer,
 } from '../support/outbox-fixtures.ts';
+import { everyOf } from '../support/every.ts';
 
 const RELAY = { leaseMs: 5_000, batchSize: 5, maxAttempts: 5, backoffBaseMs: 10, onError: () => undefined };
 
@@ -40,7 +41,7 @@ describe('relays sharing one outbox', () => {
 
     const results = await Promise.all(relays.map((relay) => relay.drain()));
     expect(results[0]!.delivered + results[1]!.delivered).toBe(40);
-    expect(results.every((r) => r.failed === 0)).toBe(true);
+    expect(everyOf(results, (r) => r.failed === 0)).toBe(true);
 
     const rows = [
       ...(await outboxRows(db.pool, 'c09')),
@@ -48,7 +49,7 @@ describe('relays sharing one outbox', () => {
       ...(await outboxRows(db.pool, 'c09c')),
     ];
     expect(rows).toHaveLength(40);
-    expect(rows.every((r) => r.published_at !== null)).toBe(true);
+    expect(everyOf(rows, (r) => r.published_at !== null)).toBe(true);
     const byRelay = (owner: string) => rows.filter((r) => r.claimed_by === owner).length;
     expect(byRelay('relay-A') + byRelay('relay-B')).toBe(40);
     expect(byRelay('relay-A')).toBeGreaterThan(0); // both took a share of the work
@@ -59,7 +60,7 @@ describe('relays sharing one outbox', () => {
     );
     const allIds = [...paid, ...failed, ...cancelled].map((s) => s.eventId).sort();
     expect(applied.rows.map((r) => r.event_id).sort()).toEqual(allIds); // each received at least once
-    expect(applied.rows.every((r) => r.n === 1)).toBe(true); // and applied exactly once
+    expect(everyOf(applied.rows, (r) => r.n === 1)).toBe(true); // and applied exactly once
     const ships = await shipCounts(db.pool, 'c09');
     expect(Object.values(ships).filter((n) => n === 1)).toHaveLength(30); // each PAID order shipped once
     expect(Object.values(await shipCounts(db.pool, 'c09f'))).toEqual([0, 0, 0, 0, 0]);

@@ -20,6 +20,7 @@ import {
   type WebhookConsumer,
 } from '../support/outbox-fixtures.ts';
 import { spawnFixture } from '../support/spawn.ts';
+import { everyOf } from '../support/every.ts';
 
 const LEASE_MS = 2_000;
 
@@ -83,7 +84,7 @@ async function crashAfterAckThenRestart(db: TestDatabase, consumer: WebhookConsu
   clock.advance(LEASE_MS + 1);
   expect(await restarted.drain()).toEqual({ delivered: 3, failed: 0 });
   expect(
-    (await outboxRows(db.pool, prefix)).every((r) => r.published_at !== null && r.claimed_by === `restart-${prefix}`),
+    everyOf(await outboxRows(db.pool, prefix), (r) => r.published_at !== null && r.claimed_by === `restart-${prefix}`),
   ).toBe(true);
 }
 

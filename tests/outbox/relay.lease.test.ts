@@ -14,6 +14,7 @@ import {
   type WebhookConsumer,
   openConsumer,
 } from '../support/outbox-fixtures.ts';
+import { everyOf } from '../support/every.ts';
 
 const LEASE_MS = 30_000; // seed 004's lease; the manual clock makes it free to wait out
 
@@ -59,7 +60,7 @@ describe('claim leases', () => {
     expect(await relayB.runOnce()).toEqual({ delivered: 2, failed: 0 }); // taken over
     const published = await outboxRows(db.pool, 'lease');
     expect(published.map((r) => r.claimed_by)).toEqual(['relay-B', 'relay-B']);
-    expect(published.every((r) => r.published_at !== null)).toBe(true);
+    expect(everyOf(published, (r) => r.published_at !== null)).toBe(true);
 
     wakeHung(); // A wakes up late: its guarded mark (claimed_by = 'relay-A') updates nothing
     expect(await runA).toEqual({ delivered: 2, failed: 0 });

@@ -4,6 +4,7 @@ import type { OutboxEvent, Sink } from '../../src/outbox/outbox.events.ts';
 import { createRelay } from '../../src/outbox/relay.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { insertEvent, outboxRows, recordingSink, seedOrder, seedOrdersWithEvents } from '../support/outbox-fixtures.ts';
+import { everyOf } from '../support/every.ts';
 
 // Issue 16, task D: a relay's drain is pipelined (the next claim and the last mark overlap the
 // delivery). These pin what that must not change: an order's events in version order within ONE
@@ -89,7 +90,7 @@ describe('a pipelined relay drain', () => {
     expect(maxInFlight).toBe(1);
     expect(claimedAheadSeen.slice(0, 2)).toEqual([4, 1]); // batches of 4, 4, 1: each of the first two saw the next one claimed
     const rows = await outboxRows(db.pool, 'rp2');
-    expect(rows.every((row) => row.published_at !== null && row.claimed_by === 'rp2')).toBe(true);
+    expect(everyOf(rows, (row) => row.published_at !== null && row.claimed_by === 'rp2')).toBe(true);
   });
 
   // A database fault mid-drain (the mark fails): the drain reports it, the batch claimed ahead is
@@ -135,7 +136,7 @@ describe('a pipelined relay drain', () => {
     const rows = await outboxRows(db.pool, 'rp4');
     // Every event published, inside the 30 s lease of the failed pass; the acknowledged ones were
     // marked, not redelivered, and the sink saw each event exactly once.
-    expect(rows.every((row) => row.published_at !== null)).toBe(true);
+    expect(everyOf(rows, (row) => row.published_at !== null)).toBe(true);
     expect(after.delivered).toBe(6 - delivered.length);
     const sent = sink.calls.map((call) => String(call.event.event_id));
     expect(sent).toHaveLength(6);
@@ -163,12 +164,12 @@ describe('a pipelined relay drain', () => {
     await expect(relay.drain()).rejects.toThrow('injected: the backoff record failed');
     expect(refused).toBe(3);
     const leased = await outboxRows(db.pool, 'rp5');
-    expect(leased.every((row) => row.claimed_by === 'rp5' && row.published_at === null)).toBe(true);
+    expect(everyOf(leased, (row) => row.claimed_by === 'rp5' && row.published_at === null)).toBe(true);
 
     failing.on = false;
     expect(await relay.drain()).toEqual({ delivered: 3, failed: 0 });
     const rows = await outboxRows(db.pool, 'rp5');
-    expect(rows.every((row) => row.published_at !== null)).toBe(true);
+    expect(everyOf(rows, (row) => row.published_at !== null)).toBe(true);
     expect(refusing.calls).toHaveLength(3);
   });
 });

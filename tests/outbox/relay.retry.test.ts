@@ -18,6 +18,7 @@ import {
   type WebhookConsumer,
   openConsumer,
 } from '../support/outbox-fixtures.ts';
+import { everyOf } from '../support/every.ts';
 
 const BASE_MS = 100;
 
@@ -88,7 +89,7 @@ describe('failed deliveries', () => {
     relay.start(5);
     try {
       await waitFor(
-        async () => (await outboxRows(db.pool, 'loop')).every((r) => r.published_at !== null),
+        async () => everyOf(await outboxRows(db.pool, 'loop'), (r) => r.published_at !== null),
         'every event published',
       );
     } finally {
@@ -122,7 +123,7 @@ describe('failed deliveries', () => {
     expect(byId.get(poison)!.dead_at).not.toBeNull();
     expect(byId.get(poison)!.last_error).toMatch(/HTTP 500/);
     expect(byId.get(behind)).toMatchObject({ attempts: 0, published_at: null, dead_at: null }); // waits behind the dead one
-    expect(others.every((o) => byId.get(o.eventId)!.published_at !== null)).toBe(true);
+    expect(everyOf(others, (o) => byId.get(o.eventId)!.published_at !== null)).toBe(true);
     expect((await outboxAdmin.listDeadEvents(db.pool)).map((d) => d.event_id)).toContain(poison);
     expect(await checkEventIntegrity(db.pool)).toMatchObject({ dead: 1, pending: 1 });
 

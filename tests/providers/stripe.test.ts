@@ -12,6 +12,7 @@ import {
 } from '../support/payments.ts';
 import { LOST_REPLY_TIMEOUT_MS } from '../support/providers/index.ts';
 import { TEST_STRIPE_WEBHOOK_SECRET, testStripeSdk } from '../support/providers/stripe.ts';
+import { everyOf } from '../support/every.ts';
 
 // flashpay's Stripe adapter (the official `stripe` SDK) against the Stripe double, over real HTTP
 // and a real PostgreSQL: what reaches Stripe, and what Stripe's answers and webhooks do to orders.
@@ -108,7 +109,11 @@ describe('Stripe: the adapter, its webhooks and reconciliation against the Strip
     await eventually(
       async () =>
         (await s.control('GET', '/_control/notifications')) as Array<{ merchant_order: string; status: string }>,
-      (list) => list.filter((n) => n.merchant_order === o.orderId).every((n) => n.status === 'DELIVERED'),
+      (list) =>
+        everyOf(
+          list.filter((n) => n.merchant_order === o.orderId),
+          (n) => n.status === 'DELIVERED',
+        ),
     );
     expect((await s.order(o.orderId)).notifications).toHaveLength(1); // the second copy: one id, DUPLICATE, no row
   });

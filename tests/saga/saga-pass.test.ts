@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sagaDeps } from '../../src/recovery/index.ts';
 import { runSagaPass } from '../../src/saga/index.ts';
 import { startPaymentStack, TENANT, type PaymentStack } from '../support/payments.ts';
+import { everyOf } from '../support/every.ts';
 
 // The saga pass of `flashpay start` keeps up with a sale: one pass starts and fulfils every PAID
 // order it finds, in rounds of 200, not 200 per pass (before: 200 every FLASHPAY_RECOVERY_INTERVAL_MS,
@@ -104,7 +105,7 @@ describe('the saga pass: every PAID order, once per pass', () => {
     expect((await sagaRows([fresh!]))[0]).toMatchObject({ state: 'DONE', fulfilment_status: 'FULFILLED' });
     // The waiting ones were neither started again nor examined early.
     const untouched = await sagaRows(waiting);
-    expect(untouched.every((r) => r.state === 'FORWARD' && r.attempts === 5 && r.journal === null)).toBe(true);
+    expect(everyOf(untouched, (r) => r.state === 'FORWARD' && r.attempts === 5 && r.journal === null)).toBe(true);
     const calls = await fulfilCalls();
     expect(waiting.filter((id) => calls[id] !== undefined)).toEqual([]);
   });

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../src/channel/prng.ts';
 import { freshDatabase } from '../support/db.ts';
 import { BIN, spawnStart, waitForExit, type StartedProcess } from '../support/process.ts';
-import { SIM_CONTROL_TOKEN } from './run-sim.ts';
+import { SIM_CONTROL_TOKEN, statementAgainstOrders, type StatementLine } from './run-sim.ts';
 
 const JWT = 'sim-crash-jwt-secret-of-at-least-32-bytes';
 
@@ -61,7 +61,9 @@ describe('the whole stack killed with kill -9 during a simulated flash sale', ()
         crashes++;
         stack = await start();
       }
-      expect(crashes).toBeGreaterThanOrEqual(2);
+      // docs/architecture.md promises `kill -9` ×3 during the sale: all three, or the test failed
+      // to crash what it says it crashed (issue 55: two were accepted).
+      expect(crashes).toBe(3);
       const code = await simExit;
       const report = JSON.parse(out) as {
         final: Record<string, number>;
@@ -77,6 +79,14 @@ describe('the whole stack killed with kill -9 during a simulated flash sale', ()
       expect(report.reconciliation.totals.paid).toBe(report.reconciliation.totals.confirmed);
       expect(report.final.PAID).toBeLessThanOrEqual(24);
       expect(code).toBe(0);
+      // Graded apart from the sim's own reconciliation: the running double's statement against the orders table.
+      const statement = await fetch(`${stack.channel}/statement`, {
+        headers: { authorization: `Bearer ${SIM_CONTROL_TOKEN}` },
+      });
+      expect(statement.status).toBe(200);
+      const { lines } = (await statement.json()) as { lines: StatementLine[] };
+      expect(lines.length).toBeGreaterThan(0);
+      expect(await statementAgainstOrders(lines, db.pool)).toEqual([]);
     } finally {
       if (sim.exitCode === null) sim.kill('SIGKILL');
       if (stack.child.exitCode === null) {

@@ -3,6 +3,7 @@
 // orders must reach once a restarted process has converged. Everything goes through the public
 // API and the provider double's control API, as an operator's client would.
 import type { FaultPointName } from '../../src/platform/faultpoints.ts';
+import { everyOf } from './every.ts';
 
 export interface CrashTarget {
   api: string;
@@ -123,7 +124,7 @@ const cardPay: CrashScenario = {
     await control(t, '/_control/callbacks', { mode: 'HOLD' });
     return { orders: [orderId], users: { [orderId]: 'card-buyer' }, lost: noAnswer(pay(t, 'card-buyer', orderId)) };
   },
-  settled: async (t, d) => (await statusOf(t, d.orders)).every((s) => s === 'PAID'),
+  settled: async (t, d) => everyOf(await statusOf(t, d.orders), (s) => s === 'PAID'),
   async check(t, d) {
     const id = d.orders[0];
     const wrong: string[] = [];
@@ -143,7 +144,7 @@ const relayDelivery: CrashScenario = {
   settled: async (t, d) =>
     (await one(t, 'SELECT count(*)::int AS n FROM outbox WHERE order_id = ANY($1) AND published_at IS NULL', [
       d.orders,
-    ])) === 0 && (await statusOf(t, d.orders)).every((s) => s === 'PAID'),
+    ])) === 0 && everyOf(await statusOf(t, d.orders), (s) => s === 'PAID'),
   async check(t, d) {
     const id = d.orders[0];
     const wrong: string[] = [];
@@ -196,7 +197,7 @@ const walletPay: CrashScenario = {
       lost: noAnswer(pay(t, 'wal-buyer', orderId, { method: 'wallet' }, `wallet-${orderId}`)),
     };
   },
-  settled: async (t, d) => (await statusOf(t, d.orders)).every((s) => s === 'PAID'),
+  settled: async (t, d) => everyOf(await statusOf(t, d.orders), (s) => s === 'PAID'),
   async check(t, d) {
     const id = d.orders[0] as string;
     const wrong: string[] = [];
@@ -223,7 +224,7 @@ const compensation: CrashScenario = {
       control(t, '/_control/faults', { op: 'fulfil', kind: 'REFUSE', merchant_order: id }),
     );
   },
-  settled: async (t, d) => (await statusOf(t, d.orders)).every((s) => s === 'COMPENSATED'),
+  settled: async (t, d) => everyOf(await statusOf(t, d.orders), (s) => s === 'COMPENSATED'),
   async check(t, d) {
     const id = d.orders[0] as string;
     const wrong: string[] = [];
@@ -262,7 +263,7 @@ const stockBatch: CrashScenario = {
     }
     return { orders, users };
   },
-  settled: async (t, d) => (await statusOf(t, d.orders)).every((s) => s === 'CREATED' || s === 'REJECTED'),
+  settled: async (t, d) => everyOf(await statusOf(t, d.orders), (s) => s === 'CREATED' || s === 'REJECTED'),
   async check(t, d) {
     const wrong: string[] = [];
     const statuses = (await statusOf(t, d.orders)).sort().join(',');
@@ -320,7 +321,7 @@ const createBatch: CrashScenario = {
     );
     const ids = answers.filter((a) => a.status === 201).map((a) => a.body.order_id as string);
     d.orders.splice(0, d.orders.length, ...ids);
-    return answers.every((a) => a.status === 201 || a.body?.code === 'SOLD_OUT');
+    return everyOf(answers, (a) => a.status === 201 || a.body?.code === 'SOLD_OUT');
   },
   async check(t, d) {
     const wrong: string[] = [];
@@ -347,7 +348,7 @@ const recoveryClaim: CrashScenario = {
     if (paid.body?.status !== 'UNKNOWN') throw new Error(`pay: ${paid.status} ${JSON.stringify(paid.body)}`);
     return { orders: [orderId], users: { [orderId]: 'rc-buyer' } };
   },
-  settled: async (t, d) => (await statusOf(t, d.orders)).every((s) => s === 'PAID'),
+  settled: async (t, d) => everyOf(await statusOf(t, d.orders), (s) => s === 'PAID'),
   check: (t, d) => cardPay.check(t, d),
 };
 

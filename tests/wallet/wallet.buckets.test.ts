@@ -6,6 +6,7 @@ import { reconcile } from '../../src/reconcile/index.ts';
 import { startPaymentStack, type PaymentStack } from '../support/payments.ts';
 import type { Stack } from '../support/stack.ts';
 import { books, createSku, credit, order, TENANT, walletPay } from './support.ts';
+import { everyOf } from '../support/every.ts';
 
 const PRICE = 250;
 const bucketId = (bucket: number) => (bucket === 0 ? 'revenue' : `revenue:${bucket}`);
@@ -53,7 +54,7 @@ describe('revenue buckets (issue 38 item 3)', () => {
       "SELECT account_id, balance FROM wallet_accounts WHERE tenant_id = $1 AND kind = 'REVENUE'",
       [TENANT],
     );
-    expect(buckets.rows.every((b) => b.balance >= 0)).toBe(true);
+    expect(everyOf(buckets.rows, (b) => b.balance >= 0)).toBe(true);
     // Each debit credited the bucket its order hashes to; 64 orders over 64 buckets use many of them.
     const credited = await s.db.pool.query<{ order_id: string; credit_account: string }>(
       "SELECT order_id, credit_account FROM wallet_transfers WHERE tenant_id = $1 AND kind = 'DEBIT'",

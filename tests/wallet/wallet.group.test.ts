@@ -6,6 +6,7 @@ import { channelClient } from '../../src/payments/index.ts';
 import { reconcile } from '../../src/reconcile/index.ts';
 import { startPaymentStack, type PaymentStack } from '../support/payments.ts';
 import { books, createSku, credit, order, TENANT, walletPay } from './support.ts';
+import { everyOf } from '../support/every.ts';
 
 // Issue 38 item 3: wallet pays share one commit, as card pays' claims do (src/payments/pay.claims.ts
 // groupClaims with beginWalletPays): a group's keys, its orders made PAID and all its debits go in
@@ -68,7 +69,7 @@ describe('wallet pays in groups (issue 38 item 3)', () => {
       [TENANT],
     );
     expect(debits.rows.map((r) => r.order_id).sort()).toEqual(paid.rows.map((r) => r.order_id).sort());
-    expect(debits.rows.every((r) => r.amount === PRICE)).toBe(true);
+    expect(everyOf(debits.rows, (r) => r.amount === PRICE)).toBe(true);
     // The grouping itself: the 91 debits were written by fewer transactions than pays.
     expect(new Set(debits.rows.map((r) => r.tx)).size).toBeLessThan(91);
     // Every key replays its first answer, byte for byte.
