@@ -16,7 +16,7 @@ async function signIn(page: Page, url: string, adminToken: string): Promise<void
 
 describe('issue 36: the operator console in Chromium', () => {
   browserIt(
-    'OC-01: search → open the order → refund (confirmed) → REFUNDED with one refund line at the provider; the same intent again does nothing; the deep link opens it',
+    'OC-01, MF-13: search → open the order (where its money is: provider and payment id) → refund (confirmed) → REFUNDED with one refund line at the provider; the same intent again does nothing; the deep link opens it',
     async () => {
       // Proves the console's refund acts once at the provider, through the confirmation and its own key.
       const stack = await startPaymentStack();
