@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { startChannel } from '../src/channel/index.ts';
+import { ROOT } from '../src/platform/root.ts';
 
 // The provider recovery (P6) and the end-to-end run (P3) ask: the fake channel (`flashpay channel
 // --control`, memory ledger) in a process of its own, as a provider is, or in this process for
@@ -11,7 +11,8 @@ import { startChannel } from '../src/channel/index.ts';
 // Every query and close answers after a fixed latency: a provider is tens of ms away, not a
 // loopback call, and recovery's job is to keep that latency busy, not to out-run a local stub.
 
-const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/flashpay.js');
+// From the checkout's root: this file also runs compiled, from build/dist/bench (bin/dist.js).
+const BIN = path.join(ROOT, 'bin', 'flashpay.js');
 const START_TIMEOUT_MS = 30_000;
 // A fault rule hits this many requests at most (the channel's limit): enough for any run.
 const EVERY_REQUEST = 1_000_000;

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, rm, symlink, utimes, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -66,5 +66,23 @@ describe('the bin runs build/dist only when it is current (issue 49)', () => {
 
   it('BD-04: this run compiled the checkout once (global setup), so every flashpay it spawns boots build/dist', () => {
     expect(distIsCurrent()).toBe(true);
+  });
+});
+
+describe('the compiled copy finds the checkout as the sources do (issue 49)', () => {
+  it('BD-05: no file of src/ or bench/ builds a path from its own place but src/platform/root.ts (build/dist sits two folders deeper)', async () => {
+    const { sourcesNow } = await import('../../bin/dist.js');
+    const relative = /import\.meta\.url\)?\)?,\s*['"`]\.\.|new URL\(\s*['"`]\.\.\/[^'"`]*['"`],\s*import\.meta\.url/;
+    const offenders: string[] = [];
+    for (const file of sourcesNow().files) {
+      if (file === path.join('src', 'platform', 'root.ts')) continue;
+      if (relative.test(await readFile(path.join(ROOT, file), 'utf8'))) offenders.push(file);
+    }
+    expect(offenders).toEqual([]);
+    // The control: the form recovery.provider.ts had is caught.
+    expect(relative.test("path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/flashpay.js')")).toBe(
+      true,
+    );
+    expect(relative.test("new URL('../../migrations/153_channel_accounts.sql', import.meta.url)")).toBe(true);
   });
 });
