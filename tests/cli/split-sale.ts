@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { Pool } from 'pg';
 import { expect } from 'vitest';
 import { tokenSigner } from '../../src/platform/auth.ts';
 import { listSplitDisagreements } from '../../src/reconcile/index.ts';
@@ -61,12 +62,18 @@ export async function runSplitSale(
     operatorCli?: boolean;
     /** The transport has nothing left to deliver (a broker's queues); waited for before the processes stop. */
     drained?: () => Promise<boolean>;
+    /**
+     * Run once every process is killed, before the databases go: what a killed consumer still held
+     * unacknowledged is back on its queue then, and is judged against both databases here.
+     */
+    leftovers?: (dbs: { shop: Pool; stock: Pool }) => Promise<void>;
   } = {},
 ): Promise<void> {
   const shopDb = await freshDatabase({ poolSize: 2 });
   const stockDb = await freshDatabase({ poolSize: 2 });
   const dirs: string[] = [];
   const children: ChildProcess[] = [];
+  let sold = false;
   try {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -286,10 +293,15 @@ export async function runSplitSale(
         `split-disagreement ${TENANT} ${lost.rows[0]?.key} shop mirror CONFIRMED, stock service RELEASED`,
       );
     }
+    sold = true;
   } finally {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) await kill9(child);
-    await shopDb.drop();
-    await stockDb.drop();
-    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+    try {
+      if (sold && options.leftovers) await options.leftovers({ shop: shopDb.pool, stock: stockDb.pool });
+    } finally {
+      await shopDb.drop();
+      await stockDb.drop();
+      for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+    }
   }
 }
