@@ -32,9 +32,9 @@ export class WebhookSignatureError extends Error {
 
 export interface VerifyOptions {
   /** How far the signature's `t` may be from now (default 300 s, as flashpay itself accepts). */
-  toleranceSeconds?: number;
+  toleranceSeconds?: number | undefined;
   /** "Now", for tests (default: the clock). */
-  nowSeconds?: number;
+  nowSeconds?: number | undefined;
 }
 
 const encoder = new TextEncoder();
