@@ -147,11 +147,14 @@ const EVENT_FIELDS = ['event_id', 'order_id', 'event_type'] as const;
  */
 export function constructEvent(
   rawBody: string | Uint8Array,
-  signatureHeader: string | null | undefined,
+  // Node types a header it does not know as `string | string[]`: `request.headers[SIGNATURE_HEADER]` as it is.
+  signatureHeader: string | readonly string[] | null | undefined,
   secret: string,
   options: VerifyOptions = {},
 ): OrderEvent {
-  assertSignature(rawBody, signatureHeader, secret, options);
+  const header =
+    typeof signatureHeader === 'object' && signatureHeader !== null ? signatureHeader.join(',') : signatureHeader;
+  assertSignature(rawBody, header, secret, options);
   let parsed: unknown;
   try {
     parsed = JSON.parse(typeof rawBody === 'string' ? rawBody : new TextDecoder().decode(rawBody));
