@@ -148,7 +148,7 @@ async function loadAttention() {
         {},
         h('button', { type: 'button', class: 'secondary', onclick: () => void showOrder(o.order_id) }, o.order_id),
       ),
-      h('td', { class: 'state' }, o.status),
+      h('td', { class: 'state' }, h('span', { class: 'status', 'data-status': o.status }, o.status)),
       h('td', { class: 'reason' }, noteView(o.reason)),
       h('td', { class: 'hide-narrow' }, `${new Date(o.since).toLocaleString()} · ${o.attempts} attempts`),
       h(
