@@ -4,6 +4,7 @@ import { describe, expect } from 'vitest';
 import { staleFloorMs } from '../../src/recovery/index.ts';
 import { browserIt, launchBrowser, SCREENSHOT_DIR } from '../support/browser.ts';
 import { placeOrder } from '../support/fixtures.ts';
+import { cancelWithoutRelease, confirmAtCreate } from '../support/plant.ts';
 import { createSku, eventually, startPaymentStack, TENANT, type PaymentStack } from '../support/payments.ts';
 
 // Issue 52: the console as the on-call engineer's tool, in Chromium, while a sale runs.
@@ -57,6 +58,9 @@ async function searchOnTop(page: Page): Promise<number> {
   return box ? Math.round(box.y) : -1;
 }
 
+const shot = (page: Page, name: string) =>
+  page.screenshot({ path: path.join(SCREENSHOT_DIR, `console-oncall-${name}.png`), fullPage: true });
+
 const sideways = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth);
 
 describe('issue 52: the on-call console in Chromium', () => {
@@ -66,8 +70,6 @@ describe('issue 52: the on-call console in Chromium', () => {
       // Proves each of issue 52's console answers on real orders, with the API's figures, while orders keep coming.
       const stack = await startPaymentStack();
       const browser = await launchBrowser({ width: 1280, height: 900 });
-      const shot = (page: Page, name: string) =>
-        page.screenshot({ path: path.join(SCREENSHOT_DIR, `console-oncall-${name}.png`), fullPage: true });
       let sale: ReturnType<typeof runSale> | undefined;
       try {
         await createSku(stack, {
@@ -282,6 +284,64 @@ describe('issue 52: the on-call console in Chromium', () => {
         expect(drop?.confirmed).toBe(drop?.orders.PAID);
       } finally {
         await sale?.stop();
+        await browser.close();
+        await stack.close();
+      }
+    },
+    TEST_MS,
+  );
+
+  browserIt(
+    'ON-02: reconciliation lists the orders behind each mismatch class as links, and "oversold" turns from no to the class that says why',
+    async () => {
+      // Proves the class rows name their orders (two planted breakages) and the oversold line follows reconciliation's stock checks.
+      const stack = await startPaymentStack();
+      const browser = await launchBrowser({ width: 1280, height: 900 });
+      try {
+        await createSku(stack, { sku: 'mug', price: 990, stock: 4 });
+        const clean = await stack.buy('erin', 'mug');
+        expect((await stack.pay(clean.token, clean.orderId)).body.status).toBe('PAID');
+        const page = await browser.page();
+        await signIn(page, `${stack.url}/ops`, stack.admin);
+        await stack.call('POST', '/v1/admin/outbox/drain', { token: stack.operator });
+        await page.getByRole('button', { name: 'Reconcile now' }).click();
+        await expect.poll(() => page.locator('#verdict').textContent(), { timeout: 30_000 }).toBe('clean');
+        expect(await page.locator('#recon-oversold').textContent()).toBe('no');
+
+        // Two breakages: a cancel that kept its unit held, and a unit confirmed for an order never paid.
+        const kept = await stack.buy('frank', 'mug');
+        await cancelWithoutRelease(stack.deps.db, kept.orderId, stack.clock.now());
+        const sold = await stack.buy('gina', 'mug');
+        await confirmAtCreate(stack.deps.db, sold.orderId, stack.clock.now());
+        await stack.call('POST', '/v1/admin/outbox/drain', { token: stack.operator });
+        const report = (await stack.call('GET', '/v1/admin/reconciliation', { token: stack.admin })).body as {
+          mismatches: Array<{ class: string; order_id: string }>;
+        };
+        const classes = [...new Set(report.mismatches.map((m) => m.class))].sort();
+        expect(classes).toContain('CANCELLED_BUT_RESERVATION_HELD');
+        expect(classes).toContain('CONFIRMED_NE_PAID');
+
+        await page.getByRole('button', { name: 'Reconcile now' }).click();
+        await expect
+          .poll(() => page.locator('#mismatches tbody tr[data-class]').count(), { timeout: 30_000 })
+          .toBe(classes.length);
+        // Each class row: its count and the orders it names, as links.
+        for (const c of classes) {
+          const ids = report.mismatches.filter((m) => m.class === c).map((m) => m.order_id);
+          const row = page.locator(`#mismatches tr[data-class="${c}"]`);
+          expect(await row.locator('td.num').textContent()).toBe(String(ids.length));
+          expect(
+            await row.locator('a[data-order-id]').evaluateAll((as) => as.map((a) => a.getAttribute('data-order-id'))),
+          ).toEqual(ids.filter((id) => id));
+        }
+        expect(await page.locator('#recon-oversold').textContent()).toMatch(/^check: .*CONFIRMED_NE_PAID/);
+        await page
+          .locator(`#mismatches tr[data-class="CANCELLED_BUT_RESERVATION_HELD"] a[data-order-id="${kept.orderId}"]`)
+          .click();
+        await expect.poll(() => page.locator('#detail-status').textContent()).toBe('CANCELLED');
+        expect(new URL(page.url()).pathname).toBe(`/ops/orders/${kept.orderId}`);
+        await shot(page, 'mismatches-1280');
+      } finally {
         await browser.close();
         await stack.close();
       }
