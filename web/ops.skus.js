@@ -43,10 +43,10 @@ function row(ctx, s) {
     ),
     h('td', { class: 'num' }, String(s.total)),
     h('td', { class: 'num' }, String(s.available)),
-    h('td', { class: 'num' }, String(s.held)),
+    h('td', { class: 'num hide-narrow' }, String(s.held)),
     h('td', { class: 'num' }, String(s.confirmed)),
     h('td', { class: 'num' }, String(s.orders.PAID ?? 0)),
-    h('td', { class: 'num' }, String(s.orders.REFUNDED ?? 0)),
+    h('td', { class: 'num hide-narrow' }, String(s.orders.REFUNDED ?? 0)),
     h('td', { class: check.bad ? 'verdict-bad' : 'verdict-ok', title: check.rule }, check.bad ? 'YES' : 'no'),
   );
 }
