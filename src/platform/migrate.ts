@@ -64,3 +64,46 @@ export async function migrate(databaseUrl: string, migrations?: Migration[]): Pr
   }
   return applied;
 }
+
+/** A release started on a database that lacks some of its migrations, with migrating on start off. */
+export class MigrationsPendingError extends Error {
+  constructor(readonly pending: number[]) {
+    super(
+      `the database lacks migrations ${pending.join(', ')} that this release needs, and FLASHPAY_MIGRATE_ON_START=0: ` +
+        'run `flashpay migrate` once (the deploy step) before starting the new processes',
+    );
+    this.name = 'MigrationsPendingError';
+  }
+}
+
+/** The versions of `migrations` not recorded in the database (all of them on an empty database). */
+export async function pendingMigrations(databaseUrl: string, migrations?: Migration[]): Promise<number[]> {
+  const all = migrations ?? (await loadMigrations());
+  const client = newClient(databaseUrl);
+  await client.connect();
+  try {
+    const table = await client.query<{ name: string | null }>("SELECT to_regclass('schema_migrations') AS name");
+    if (table.rows[0]?.name === null) return all.map((m) => m.version);
+    const done = new Set(
+      (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version),
+    );
+    return all.filter((m) => !done.has(m.version)).map((m) => m.version);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * What `start` does to the schema. FLASHPAY_MIGRATE_ON_START=1 (the default, one machine and
+ * development): migrates. =0 (a rolling deploy, docs/deploy.md): never changes the schema, and
+ * refuses to serve on one that lacks a migration of this release; migrations the database has and
+ * this release does not know (a newer release's expand step) are fine: expand-only keeps old code working.
+ */
+export async function migrateOnStart(databaseUrl: string, env: NodeJS.ProcessEnv = process.env): Promise<number[]> {
+  const setting = env.FLASHPAY_MIGRATE_ON_START ?? '1';
+  if (setting !== '0' && setting !== '1') throw new Error(`FLASHPAY_MIGRATE_ON_START must be 0 or 1, got "${setting}"`);
+  if (setting === '1') return migrate(databaseUrl);
+  const pending = await pendingMigrations(databaseUrl);
+  if (pending.length > 0) throw new MigrationsPendingError(pending);
+  return [];
+}
