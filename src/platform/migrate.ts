@@ -24,6 +24,11 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
   );
 }
 
+// Deadlock (40P01) and lock not available (55P03, the lock timeout): nothing was applied.
+const RETRIED = new Set(['40P01', '55P03']);
+const ATTEMPTS = 10;
+const LOCK_TIMEOUT = '2s';
+
 /**
  * Applies pending migrations, each in its own transaction, under a session advisory lock so two
  * processes starting at once apply each migration exactly once (the second waits, then finds
@@ -44,17 +49,31 @@ export async function migrate(databaseUrl: string, migrations?: Migration[]): Pr
     );
     for (const migration of all) {
       if (done.has(migration.version)) continue;
-      await client.query('BEGIN');
-      try {
-        await client.query(migration.sql);
-        await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
-          migration.version,
-          migration.name,
-        ]);
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK');
-        throw new Error(`migration ${migration.version}_${migration.name} failed: ${(error as Error).message}`);
+      for (let attempt = 1; ; attempt++) {
+        await client.query('BEGIN');
+        try {
+          // A queued ALTER's lock stops every later query on its table: on a serving database it
+          // waits LOCK_TIMEOUT at most, then lets traffic through and tries again.
+          await client.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
+          await client.query(migration.sql);
+          await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+            migration.version,
+            migration.name,
+          ]);
+          await client.query('COMMIT');
+          break;
+        } catch (error) {
+          await client.query('ROLLBACK');
+          const code = (error as { code?: string }).code ?? '';
+          // Rolled back whole: a deadlock with the sale's own transactions, or a lock not had in
+          // time, is tried again (RD-01 met one: the migration altered orders, then skus, while a
+          // pay held skus and wanted orders).
+          if (RETRIED.has(code) && attempt < ATTEMPTS) {
+            await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+            continue;
+          }
+          throw new Error(`migration ${migration.version}_${migration.name} failed: ${(error as Error).message}`);
+        }
       }
       applied.push(migration.version);
     }
