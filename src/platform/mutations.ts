@@ -1,0 +1,41 @@
+// The one registry of mutation switches (issue 55): each removes exactly one guard of the real
+// code, so a negative control can run the real flow without it and show the damage the guard
+// stops (STYLE 23: a guard is proven by removing it). Beside faultpoints.ts, with one difference
+// on purpose: a fault point can be armed across processes by FLASHPAY_FAULTPOINT, a mutation
+// cannot. It is armed only by a test calling armMutation() in its own process (the suite runs its
+// servers in-process), never by an environment variable, a flag, a file or any configuration a
+// deployment could set by accident; no file under src/ calls armMutation (MU-00 checks it).
+// Unarmed, a guard site costs one size check of an empty Set.
+
+/** Guards that can be switched off, each named `<module>.<where>.<guard>`. */
+export const MUTATIONS = [
+  // The order's row lock (lockOrder / lockOrders): without it, events are decided on a stale status.
+  'orders.lock',
+  // The conditional UPDATE of transition(): `WHERE status = <prior status>`.
+  'orders.transition.prior-status',
+  // The decider keeps a lost charge reply UNKNOWN (unit HELD), never FAILED (C29-14).
+  'orders.decide.lost-is-unknown',
+  // The decider answers a query's NOT_FOUND with a close, never with FAILED (C29-15).
+  'orders.decide.not-found-closes',
+  // The decider writes PAID only with every unit confirmed: a lost one re-reserved, else refunded (C29-17).
+  'orders.decide.paid-needs-units',
+  // Every refund of an order goes with its one fixed key, `rf-<order>`.
+  'payments.refund.fixed-key',
+  // A notification is deduplicated per (provider, notify_id), not by notify_id alone (issue 48, MF-05).
+  'payments.notification.per-provider',
+] as const;
+/** A named guard, or one reconciliation rule: `reconcile.rule.<mismatch class>`. */
+export type MutationName = (typeof MUTATIONS)[number] | `reconcile.rule.${string}`;
+
+const armed = new Set<string>();
+
+/** Removes the guard `name` in this process until the returned disarm is called. Tests only. */
+export function armMutation(name: MutationName): () => void {
+  armed.add(name);
+  return () => void armed.delete(name);
+}
+
+/** True while a test has removed the guard `name`: read at the guard, which then does nothing. */
+export function mutant(name: MutationName): boolean {
+  return armed.size !== 0 && armed.has(name);
+}
