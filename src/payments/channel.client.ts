@@ -202,6 +202,6 @@ export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient
 
 /** The refund key of an order is fixed, so every retry is the same refund at the provider. */
 export function refundKeyFor(orderId: string): string {
-  if (mutant('payments.refund.fixed-key')) return `rf-${orderId}-${randomUUID().slice(0, 8)}`;
+  if (mutant('payments.refund.fixed-key', orderId)) return `rf-${orderId}-${randomUUID().slice(0, 8)}`;
   return `rf-${orderId}`;
 }

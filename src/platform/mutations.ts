@@ -5,7 +5,7 @@
 // cannot. It is armed only by a test calling armMutation() in its own process (the suite runs its
 // servers in-process), never by an environment variable, a flag, a file or any configuration a
 // deployment could set by accident; no file under src/ calls armMutation (MU-00 checks it).
-// Unarmed, a guard site costs one size check of an empty Set.
+// Unarmed, a guard site costs one size check of an empty Map.
 
 /** Guards that can be switched off, each named `<module>.<where>.<guard>`. */
 export const MUTATIONS = [
@@ -27,15 +27,22 @@ export const MUTATIONS = [
 /** A named guard, or one reconciliation rule: `reconcile.rule.<mismatch class>`. */
 export type MutationName = (typeof MUTATIONS)[number] | `reconcile.rule.${string}`;
 
-const armed = new Set<string>();
+/** Armed guards; `only` limits one to the subjects (order ids) a test names, so cases running side by side are not touched. */
+const armed = new Map<string, { only: ReadonlySet<string> | undefined }>();
 
-/** Removes the guard `name` in this process until the returned disarm is called. Tests only. */
-export function armMutation(name: MutationName): () => void {
-  armed.add(name);
-  return () => void armed.delete(name);
+/** Removes the guard `name` in this process (for `only`'s subjects, else for all) until the returned disarm is called. Tests only. */
+export function armMutation(name: MutationName, only?: readonly string[]): () => void {
+  const entry = { only: only ? new Set(only) : undefined };
+  armed.set(name, entry);
+  return () => {
+    if (armed.get(name) === entry) armed.delete(name);
+  };
 }
 
-/** True while a test has removed the guard `name`: read at the guard, which then does nothing. */
-export function mutant(name: MutationName): boolean {
-  return armed.size !== 0 && armed.has(name);
+/** True while a test has removed the guard `name` (for `subject`): read at the guard, which then does nothing. */
+export function mutant(name: MutationName, subject?: string): boolean {
+  if (armed.size === 0) return false;
+  const entry = armed.get(name);
+  if (!entry) return false;
+  return entry.only === undefined || (subject !== undefined && entry.only.has(subject));
 }
