@@ -19,6 +19,9 @@ export const MUTATIONS = [
   'orders.decide.not-found-closes',
   // The decider writes PAID only with every unit confirmed: a lost one re-reserved, else refunded (C29-17).
   'orders.decide.paid-needs-units',
+  // A key's unique row decides who owns it: a request whose key is taken neither claims it (tryInsertKey)
+  // nor, on the final-only path, runs past its lookup or commits past the primary key (idempotency.once.ts).
+  'idempotency.key.unique',
   // Every refund of an order goes with its one fixed key, `rf-<order>`.
   'payments.refund.fixed-key',
   // A notification is deduplicated per (provider, notify_id), not by notify_id alone (issue 48, MF-05).

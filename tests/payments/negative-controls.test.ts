@@ -5,7 +5,15 @@ import { answerEvent } from '../../src/payments/answers.ts';
 import { inTx } from '../../src/platform/db.ts';
 import { armMutation, type MutationName } from '../../src/platform/mutations.ts';
 import { skuCounters } from '../support/fixtures.ts';
-import { createSku, eventually, startPaymentStack, unknownOrder, type PaymentStack } from '../support/payments.ts';
+import { placeOrder } from '../support/fixtures.ts';
+import {
+  createSku,
+  eventually,
+  startPaymentStack,
+  TENANT,
+  unknownOrder,
+  type PaymentStack,
+} from '../support/payments.ts';
 import { countRows } from '../support/stack.ts';
 
 // Issue 55: each negative control switches off exactly one guard of the real code
@@ -231,5 +239,29 @@ describe('negative controls: each guard is what stops the damage', () => {
     const realView = await s.order(real);
     expect([realView.status, realView.timeline.at(-1)?.reason]).toEqual(['REFUNDED', 'refund reply']);
     expect((await lines(real, 'REFUND')).length).toBe(1);
+  });
+  it("IK-01 without the key's unique claim (idempotency.key.unique): a retried create with its key makes a second order and holds its units twice", async () => {
+    await createSku(s, { sku: 'ik-a', stock: 10 });
+    await createSku(s, { sku: 'ik-b', stock: 10 });
+    const buyer = await s.token(TENANT, 'ik-user');
+    // Two lines: one keyed transaction (keyedCreate → executeKeyed), the path of every keyed write.
+    const create = (key: string) =>
+      placeOrder(s, buyer, key, { lines: [{ sku: 'ik-a' }, { sku: 'ik-b', quantity: 2 }] });
+    const broken = await without('idempotency.key.unique', ['ik-broken'], async () => [
+      await create('ik-broken'),
+      await create('ik-broken'),
+    ]);
+    expect(broken.map((r) => r.status)).toEqual([201, 201]);
+    expect(broken[1]?.headers.get('idempotent-replayed')).toBe('false');
+    expect(new Set(broken.map((r) => r.body.order_id)).size).toBe(2); // one key, two effects
+    expect(await skuCounters(s, 'ik-b')).toMatchObject({ available: 6, held: 4 });
+
+    // Contrast, the guard in place: the retry replays the first answer byte for byte; nothing moves.
+    const first = await create('ik-real');
+    const again = await create('ik-real');
+    expect([first.status, again.status, again.headers.get('idempotent-replayed')]).toEqual([201, 201, 'true']);
+    expect(again.text).toBe(first.text);
+    expect(await skuCounters(s, 'ik-b')).toMatchObject({ available: 4, held: 6 });
+    expect(await countRows(s.db, 'orders', "user_id = 'ik-user'")).toBe(3);
   });
 });
