@@ -13,6 +13,8 @@ export const MUTATIONS = [
   'orders.lock',
   // The conditional UPDATE of transition(): `WHERE status = <prior status>`.
   'orders.transition.prior-status',
+  // Recovery's bookkeeping is fenced by its claim (finishAttempts): a claim taken over is not the old owner's to write.
+  'orders.recovery.claim-fence',
   // The decider keeps a lost charge reply UNKNOWN (unit HELD), never FAILED (C29-14).
   'orders.decide.lost-is-unknown',
   // The decider answers a query's NOT_FOUND with a close, never with FAILED (C29-15).
