@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import { MUTATIONS } from '../../src/platform/mutations.ts';
 
 // Issue 55: the invariants table of docs/architecture.md says which test proves what, and which
 // claims were seen failing without their guard. Both are promises: every test id it names is the
@@ -86,6 +87,20 @@ describe('docs/architecture.md invariants table', () => {
     // Hand-measured claims whose date neither the table nor the journal gives (issue 55's report):
     // each wants a control test or its date; this list only shrinks.
     expect(unproven).toEqual(UNDATED);
+  });
+
+  it('DI-04 every mutation switch is named in the table, in a row whose controls exist', async () => {
+    // Issue 55: a switch nobody documents is a guard whose control nobody reads.
+    const rows = await invariantsTable();
+    const titles = await testTitles();
+    const missing: string[] = [];
+    for (const name of [...MUTATIONS, 'reconcile.rule.']) {
+      const row = rows.find((r) => r.includes(`\`${name}`));
+      const controls = [...(row ?? '').matchAll(/control[^|]*?\(?([A-Z][A-Z0-9]*-[A-Z0-9]+)/g)].map((m) => m[1] ?? '');
+      if (!row || controls.length === 0 || !controls.every((id) => titled(titles, id))) missing.push(name);
+    }
+    expect(MUTATIONS.length).toBeGreaterThanOrEqual(9); // 9 on 2026-12-08; the registry only grows
+    expect(missing).toEqual([]);
   });
 });
 

@@ -181,7 +181,7 @@ describe('negative controls: each guard is what stops the damage', () => {
     });
   });
 
-  it('C29-17 without "PAID needs its units" (orders.decide.paid-needs-units): late successes oversell — PAID 10 for 5 units', async () => {
+  it('C29-17 without "PAID needs its units" (orders.decide.paid-needs-units): late successes oversell — PAID 9 for 5 units, four PAID over released units', async () => {
     await createSku(s, { sku: 'x17', stock: 5, hold_ttl_ms: 1000 });
     const late = await Promise.all(Array.from({ length: 5 }, (_, i) => unknownOrder(s, `v17-${i}`, 'x17', LOST_MS)));
     s.clock.advance(2000);
