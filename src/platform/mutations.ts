@@ -15,6 +15,8 @@ export const MUTATIONS = [
   'orders.transition.prior-status',
   // Recovery's bookkeeping is fenced by its claim (finishAttempts): a claim taken over is not the old owner's to write.
   'orders.recovery.claim-fence',
+  // A sold-out wave refuses only buyers who want more than the `available` it reads; the mark only routes (CB-05).
+  'orders.create.sold-out-read',
   // A queued group checks the names and prices it remembers against the SKU rows before writing (QA-04).
   'orders.queued.stale-terms',
   // The decider keeps a lost charge reply UNKNOWN (unit HELD), never FAILED (C29-14).
