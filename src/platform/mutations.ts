@@ -28,6 +28,8 @@ export const MUTATIONS = [
   // A key's unique row decides who owns it: a request whose key is taken neither claims it (tryInsertKey)
   // nor, on the final-only path, runs past its lookup or commits past the primary key (idempotency.once.ts).
   'idempotency.key.unique',
+  // A pay group that failed on one member's statement runs every member alone (pay.group.ts): one pay's failure is not the others'.
+  'payments.group.members-alone',
   // Every refund of an order goes with its one fixed key, `rf-<order>`.
   'payments.refund.fixed-key',
   // A notification is deduplicated per (provider, notify_id), not by notify_id alone (issue 48, MF-05).
