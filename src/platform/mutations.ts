@@ -30,6 +30,8 @@ export const MUTATIONS = [
   'idempotency.key.unique',
   // A pay group that failed on one member's statement runs every member alone (pay.group.ts): one pay's failure is not the others'.
   'payments.group.members-alone',
+  // A notification not the order's to settle is refused, per kind (subject: WRONG_PROVIDER, CURRENCY_MISMATCH, PAYMENT_ID_IN_USE).
+  'payments.notification.refusal',
   // Every refund of an order goes with its one fixed key, `rf-<order>`.
   'payments.refund.fixed-key',
   // A notification is deduplicated per (provider, notify_id), not by notify_id alone (issue 48, MF-05).

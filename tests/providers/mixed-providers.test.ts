@@ -278,6 +278,39 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
     expect(ok.body).toEqual({ effect: 'PAID' });
   });
 
+  it('MF-03b control: with WRONG_PROVIDER not refused (payments.notification.refusal), a fake-channel callback makes a Stripe order PAID that Stripe never charged', async () => {
+    const fresh = await m.buy(ACME, 'a3c', 'mp-a');
+    const disarm = armMutation('payments.notification.refusal', ['WRONG_PROVIDER']);
+    try {
+      const charged = await fakeNotify(s, {
+        notify_id: 'mp03b-c',
+        merchant_order: fresh.orderId,
+        kind: 'CHARGED',
+        amount: 1990,
+      });
+      expect(charged.body).toEqual({ effect: 'PAID' });
+    } finally {
+      disarm();
+    }
+    expect((await m.order(fresh)).status).toBe('PAID'); // MF-03's check fires: settled by money at another provider
+  });
+
+  it('MF-04b control: with CURRENCY_MISMATCH not refused (payments.notification.refusal), 1990 yen pays a USD order of 1990', async () => {
+    const o = await m.buy(ACME, 'a4b', 'mp-a');
+    const disarm = armMutation('payments.notification.refusal', ['CURRENCY_MISMATCH']);
+    try {
+      const jpy = await stripeWebhook(
+        s,
+        { notify_id: 'mp04b-jpy', merchant_order: o.orderId, kind: 'CHARGED', amount: 1990 },
+        { currency: 'jpy' },
+      );
+      expect(jpy.body).toEqual({ effect: 'PAID' });
+    } finally {
+      disarm();
+    }
+    expect((await m.order(o)).status).toBe('PAID'); // MF-04's check fires: paid in the wrong currency
+  });
+
   it('MF-04 a jpy PaymentIntent of 1990 for a USD order of 1990: CURRENCY_MISMATCH, unchanged; another amount: AMOUNT_MISMATCH', async () => {
     // Proves Stripe's currency is compared with STRIPE_CURRENCY, and the amount with the order's.
     const o = await m.buy(ACME, 'a4', 'mp-a');
