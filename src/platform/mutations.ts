@@ -19,6 +19,8 @@ export const MUTATIONS = [
   'orders.create.sold-out-read',
   // A queued group checks the names and prices it remembers against the SKU rows before writing (QA-04).
   'orders.queued.stale-terms',
+  // A refund of a FULFILLED order keeps its shipped units out of stock (unitsAfterRefund, issue 48, SH-01).
+  'orders.refund.keep-shipped',
   // The decider keeps a lost charge reply UNKNOWN (unit HELD), never FAILED (C29-14).
   'orders.decide.lost-is-unknown',
   // The decider answers a query's NOT_FOUND with a close, never with FAILED (C29-15).
