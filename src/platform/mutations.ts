@@ -15,7 +15,7 @@ export const MUTATIONS = [
   'orders.transition.prior-status',
   // Recovery's bookkeeping is fenced by its claim (finishAttempts): a claim taken over is not the old owner's to write.
   'orders.recovery.claim-fence',
-  // A sold-out wave refuses only buyers who want more than the `available` it reads; the mark only routes (CB-05).
+  // A sold-out wave refuses only buyers who want more than the `available` it reads; the mark only routes (CB-05; subject: the SKU).
   'orders.create.sold-out-read',
   // A queued group checks the names and prices it remembers against the SKU rows before writing (QA-04).
   'orders.queued.stale-terms',
@@ -42,7 +42,7 @@ export const MUTATIONS = [
 /** A named guard, or one reconciliation rule: `reconcile.rule.<mismatch class>`. */
 export type MutationName = (typeof MUTATIONS)[number] | `reconcile.rule.${string}`;
 
-/** Armed guards; `only` limits one to the subjects (order ids) a test names, so cases running side by side are not touched. */
+/** Armed guards; `only` limits one to the subjects a test names (the order, SKU or refusal its guard site passes), so cases running side by side are not touched. */
 const armed = new Map<string, { only: ReadonlySet<string> | undefined }>();
 
 /** Removes the guard `name` in this process (for `only`'s subjects, else for all) until the returned disarm is called. Tests only. */
