@@ -138,12 +138,15 @@ describe('negative controls: each guard is what stops the damage', () => {
             applyOrderEvent(tx, o.orderId, answerEvent('callback', 'CHARGED', `callback n${n}`, PRICE), s.clock.now()),
           );
         const both = Promise.allSettled([success(1), success(2)]);
-        // Both have read the order and wait on the reservation the blocker holds.
+        // Both have read the order and wait on the reservation the blocker holds (lockReservations'
+        // statement, in this file's database: the cluster is shared with other test files).
         await eventually(
           async () =>
             (
               await s.db.pool.query<{ n: number }>(
-                `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM reservations%'`,
+                `SELECT count(*)::int AS n FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'
+                   AND query LIKE 'SELECT request_key, user_id, sku, quantity, status, expires_at FROM reservations %'`,
               )
             ).rows[0]?.n,
           (n) => n === 2,
