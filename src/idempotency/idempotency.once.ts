@@ -1,4 +1,5 @@
 import { inTx, pgCode, sendWithCommit } from '../platform/db.ts';
+import { mutant } from '../platform/mutations.ts';
 import { inProgress, keyReused } from './idempotency.errors.ts';
 import { findKey, insertDoneKeyWithCommit } from './idempotency.repo.ts';
 import type { KeyClaim, KeyedDeps, KeyedOperation } from './idempotency.types.ts';
@@ -34,7 +35,7 @@ export async function claimOnce(deps: KeyedDeps, op: KeyedOperation): Promise<Ke
         const reading = findKey(tx, op.scope);
         if (pipelined) op.prefetch?.(tx);
         const record = await reading;
-        if (record) {
+        if (record && !mutant('idempotency.key.unique', op.scope.key)) {
           if (record.digest !== op.digest) throw keyReused();
           return { owned: false, record };
         }

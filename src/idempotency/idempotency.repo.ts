@@ -1,4 +1,5 @@
 import { sendWithCommit, type Executor, type Tx } from '../platform/db.ts';
+import { mutant } from '../platform/mutations.ts';
 
 export interface KeyScope {
   tenantId: string;
@@ -43,7 +44,7 @@ export async function tryInsertKey(
            VALUES ($1, $2, $3, $4, $5, 'PROCESSING', $6, $7) ON CONFLICT DO NOTHING`,
     values: [...scopeParams(scope), digest, lockedUntil, now],
   });
-  return result.rowCount === 1;
+  return result.rowCount === 1 || mutant('idempotency.key.unique', scope.key); // tests only: the conflict ignored
 }
 
 export async function findKey(db: Executor, scope: KeyScope): Promise<KeyRecord | undefined> {
@@ -150,11 +151,12 @@ export function insertDoneKeyWithCommit(
   response: StoredResponse,
   now: Date,
 ): void {
+  const unguarded = mutant('idempotency.key.unique', scope.key); // tests only: the primary key refuses nothing
   sendWithCommit(tx, {
-    name: 'idempotency-insert-done',
+    ...(unguarded ? {} : { name: 'idempotency-insert-done' }),
     text: `INSERT INTO idempotency_keys (tenant_id, user_id, operation, idempotency_key, request_digest, state,
                                       response_status, response_body, response_location, created_at, completed_at)
-           VALUES ($1, $2, $3, $4, $5, 'DONE', $6, $7, $8, $9, $9)`,
+           VALUES ($1, $2, $3, $4, $5, 'DONE', $6, $7, $8, $9, $9)${unguarded ? ' ON CONFLICT DO NOTHING' : ''}`,
     values: [...scopeParams(scope), digest, response.status, response.body, response.location ?? null, now],
   });
 }

@@ -1,5 +1,6 @@
 import type { Executor, Tx } from '../platform/db.ts';
 import { invariant } from '../platform/errors.ts';
+import { mutant } from '../platform/mutations.ts';
 import { EVENT_STATUSES, isAllowed, type OrderStatus } from './decide/states.ts';
 import type { Order, TimelineEntry } from './orders.types.ts';
 
@@ -110,16 +111,19 @@ export async function findOrderForPayment(
   return { order: toOrder(row), ...(row.bound_to !== null ? { boundTo: row.bound_to } : {}) };
 }
 
+/** The order lock's clause; `orders.lock` (tests only) removes it to show what the prior-status guard stops. */
+const LOCK = () => (mutant('orders.lock') ? '' : 'FOR UPDATE');
+
 /** SELECT … FOR UPDATE: callbacks, query results and cancels on one order run one after another. */
 export async function lockOrder(tx: Tx, orderId: string): Promise<Order | undefined> {
-  const result = await tx.query<OrderRow>('SELECT * FROM orders WHERE order_id = $1 FOR UPDATE', [orderId]);
+  const result = await tx.query<OrderRow>(`SELECT * FROM orders WHERE order_id = $1 ${LOCK()}`, [orderId]);
   return result.rows[0] ? toOrder(result.rows[0]) : undefined;
 }
 
 /** Many orders locked at once, in id order (two callers locking overlapping sets never wait in a cycle). */
 export async function lockOrders(tx: Tx, orderIds: readonly string[]): Promise<Map<string, Order>> {
   const result = await tx.query<OrderRow>(
-    'SELECT * FROM orders WHERE order_id = ANY($1::text[]) ORDER BY order_id FOR UPDATE',
+    `SELECT * FROM orders WHERE order_id = ANY($1::text[]) ORDER BY order_id ${LOCK()}`,
     [orderIds],
   );
   return new Map(result.rows.map((row) => [row.order_id, toOrder(row)]));
@@ -187,7 +191,7 @@ export async function transitionMany(
                   -- payment id learnt stays (orders_provider_payment: one payment, one order).
                   payment_provider = coalesce(t.provider, o.payment_provider),
                   provider_payment_id = coalesce(o.provider_payment_id, t.payment_id)
-           FROM t WHERE o.order_id = t.order_id AND o.status = t.from_status
+           FROM t WHERE o.order_id = t.order_id ${mutant('orders.transition.prior-status') ? '' : 'AND o.status = t.from_status'}
            RETURNING o.*, t.from_status, t.reason),
      logged AS (INSERT INTO order_transitions (order_id, from_status, to_status, version, reason, at)
                 SELECT order_id, from_status, status, version, reason, $5 FROM u),

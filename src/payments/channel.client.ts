@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { httpRequest } from '../platform/http.client.ts';
+import { mutant } from '../platform/mutations.ts';
 import type { ProviderName } from '../platform/provider.config.ts';
 
 // The provider as we see it: every call has a timeout, and a call whose answer we did not get
@@ -200,5 +202,6 @@ export function channelClient(baseUrl: string, timeoutMs: number): ChannelClient
 
 /** The refund key of an order is fixed, so every retry is the same refund at the provider. */
 export function refundKeyFor(orderId: string): string {
+  if (mutant('payments.refund.fixed-key', orderId)) return `rf-${orderId}-${randomUUID().slice(0, 8)}`;
   return `rf-${orderId}`;
 }

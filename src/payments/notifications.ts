@@ -1,3 +1,4 @@
+import { mutant } from '../platform/mutations.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { AppError } from '../platform/errors.ts';
 import { verifySignature, SIGNATURE_HEADER } from '../platform/signature.ts';
@@ -91,7 +92,7 @@ export async function handleNotification(deps: PaymentDeps, n: NotificationRecor
   // pay's PAYING transition, to its tenant's provider; a payment id bound concurrently to another
   // order makes one of the two transitions fail (orders_provider_payment) and the provider retry.
   const refused = order ? refusal(deps, n, order, boundTo) : undefined;
-  if (refused) return refuse(deps, n, refused);
+  if (refused && !mutant('payments.notification.refusal', refused.effect)) return refuse(deps, n, refused);
   const answer = answerEvent('callback', n.kind, `callback ${n.notifyId}`, n.amount, n.txn);
   let result: NotificationResult = { effect: 'IGNORED' };
   const complete = async (tx: Tx, applied: AppliedEvent) => {

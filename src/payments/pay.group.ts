@@ -1,3 +1,4 @@
+import { mutant } from '../platform/mutations.ts';
 import { GROUP_STALL_MS, groupCollector, MemberFailed } from '../platform/group-commit.ts';
 import { allOf, inTx } from '../platform/db.ts';
 import { applyOrderEvents, type AppliedEvent } from '../orders/index.ts';
@@ -120,7 +121,8 @@ async function commitGroup(deps: Deps, group: Member[]): Promise<void> {
   } catch (error) {
     // A statement failed (one pay's completion, a deadlock, a lock timeout): the group rolled back,
     // so each pay runs alone and meets its own outcome; one pay's failure is not the others'.
-    if (error instanceof MemberFailed) return void (await Promise.all(group.map((m) => alone(deps, m))));
+    if (error instanceof MemberFailed && !mutant('payments.group.members-alone'))
+      return void (await Promise.all(group.map((m) => alone(deps, m))));
     // No connection, or the COMMIT's outcome is unknown: what each would have met alone.
     for (const member of group) member.reject(error);
     return;

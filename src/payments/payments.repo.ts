@@ -1,4 +1,5 @@
 import type { Executor, Tx } from '../platform/db.ts';
+import { mutant } from '../platform/mutations.ts';
 import type { Effect } from '../orders/index.ts';
 import type { ProviderName } from '../platform/provider.config.ts';
 
@@ -51,8 +52,9 @@ export async function recordedEffect(
   provider: ProviderName,
   notifyId: string,
 ): Promise<Effect | undefined> {
+  // `payments.notification.per-provider` (tests only) matches by notify_id alone, as before migration 180.
   const result = await db.query<{ effect: Effect }>(
-    `SELECT effect FROM payment_notifications WHERE provider = $1 AND notify_id = $2
+    `SELECT effect FROM payment_notifications WHERE ${mutant('payments.notification.per-provider') ? '$1::text IS NOT NULL' : 'provider = $1'} AND notify_id = $2
      UNION ALL SELECT effect FROM payment_notifications WHERE provider IS NULL AND notify_id = $2 LIMIT 1`,
     [provider, notifyId],
   );

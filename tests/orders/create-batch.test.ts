@@ -2,6 +2,7 @@ import { MAX_ORDER_AMOUNT_MINOR } from '../../src/platform/money.ts';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isMarkedSoldOut } from '../../src/orders/index.ts';
+import { armMutation } from '../../src/platform/mutations.ts';
 import { knownDefinition } from '../../src/orders/create/batch.fast.ts';
 import { tryFastBatch } from '../../src/orders/create/batch.fast.repo.ts';
 import { armFaultPoint } from '../../src/platform/faultpoints.ts';
@@ -184,6 +185,29 @@ describe('group commit of creates per SKU', () => {
       expect(counters.total).toBe(counters.available + counters.held + counters.confirmed);
     }
   }, 60_000);
+
+  it('CB-05b control: with the wave trusting the mark without its read (orders.create.sold-out-read), a unit back on sale is refused as SOLD_OUT', async () => {
+    await createSku(stack, { sku: 'comeback-b', stock: 1 });
+    expect((await buyBatched(stack, TENANT, 'first', 'cb5b-first', 'comeback-b')).status).toBe(201);
+    expect((await buyBatched(stack, TENANT, 'mark', 'cb5b-mark', 'comeback-b')).status).toBe(409); // marked
+    expect(isMarkedSoldOut(stack.db.pool, TENANT, 'comeback-b')).toBe(true);
+    await other.query(
+      `UPDATE skus SET total = total + 1, available = available + 1 WHERE tenant_id = $1 AND sku = 'comeback-b'`,
+      [TENANT],
+    );
+    const disarm = armMutation('orders.create.sold-out-read', ['comeback-b']);
+    let refused;
+    try {
+      refused = await buyBatched(stack, TENANT, 'probe', 'cb5b-probe', 'comeback-b');
+    } finally {
+      disarm();
+    }
+    // CB-05's check fires: a false SOLD_OUT while the unit is on sale by committed state.
+    expect([refused.status, JSON.parse(refused.body).code]).toEqual([409, 'SOLD_OUT']);
+    expect((await skuCounters(stack, 'comeback-b')).available).toBe(1);
+    // With the read: the next buyer gets the unit.
+    expect((await buyBatched(stack, TENANT, 'probe2', 'cb5b-probe2', 'comeback-b')).status).toBe(201);
+  });
 
   it('CB-06 kill -9 mid-batch: answered orders stay, nothing of the batch is left, its buyers retry cleanly', async () => {
     // A per-user limit keeps every batch of this SKU on the transactional path, the one with a

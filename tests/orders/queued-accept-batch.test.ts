@@ -7,6 +7,7 @@ import { requestDigest } from '../../src/idempotency/index.ts';
 import { canonicalLines } from '../../src/orders/create/one.ts';
 import { createQueuedBatched } from '../../src/orders/queued/pending.batch.ts';
 import { everyOf } from '../support/every.ts';
+import { armMutation } from '../../src/platform/mutations.ts';
 
 // Issue 16, P7 accepted: concurrent queued creates (202 PENDING) written by one statement and one
 // durable commit per group (orders/queued/pending.batch.ts); each buyer its own order, stock request, 202.
@@ -237,5 +238,28 @@ describe('queued creates, group commit (P7 accepted)', () => {
     } finally {
       (s.deps.db as { query: unknown }).query = query;
     }
+  });
+
+  it('QA-04b control: with the remembered terms unchecked (orders.queued.stale-terms), the group after a price change writes and answers the old price', async () => {
+    await createSku(s, { sku: 'qb4c', stock: 50, price: 300, name: 'Seat A' });
+    const group = async (tag: string) => {
+      const settled = await burst(
+        [0, 1].map((i) => ({ user: `qb4c-${tag}-u${i}`, key: `qb4c-${tag}-k${i}`, body: { sku: 'qb4c' } })),
+      );
+      return settled.map((r) => {
+        if (r.status !== 'fulfilled') throw r.reason;
+        return (JSON.parse(r.value.body) as { amount: number }).amount;
+      });
+    };
+    expect(await group('a')).toEqual([300, 300]); // the terms are read once and remembered
+    const admin = await s.token(TENANT, 'ops', 'admin');
+    expect((await s.call('PATCH', '/v1/admin/skus/qb4c', { token: admin, body: { price: 450 } })).status).toBe(200);
+    const disarm = armMutation('orders.queued.stale-terms');
+    try {
+      expect(await group('b')).toEqual([300, 300]); // QA-04's check fires: sold at a price the SKU no longer has
+    } finally {
+      disarm();
+    }
+    expect(await group('c')).toEqual([450, 450]); // with the check: stale, read afresh, the new price
   });
 });

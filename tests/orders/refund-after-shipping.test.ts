@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { armMutation } from '../../src/platform/mutations.ts';
 import { createSku, startPaymentStack, TENANT, type PaymentStack } from '../support/payments.ts';
 
 // Issue 48, "shipped units stay shipped": a refund of an order whose fulfilment is FULFILLED does
@@ -147,5 +148,29 @@ describe('issue 48: shipped units stay shipped', () => {
       body: { reason: 'not mine' },
     });
     expect([foreign.status, foreign.body.code]).toEqual([404, 'ORDER_NOT_FOUND']);
+  });
+
+  it('SH-01b control: with the FULFILLED check off (orders.refund.keep-shipped), the refund puts the shipped unit back on sale and bob buys the unit alice has at home', async () => {
+    await createSku(stack, { sku: 'sh1b', stock: 1 });
+    const alice = await paidAndShipped('alice1b', 'sh1b');
+    const disarm = armMutation('orders.refund.keep-shipped', [alice]);
+    try {
+      const refund = await admin(`/v1/admin/orders/${alice}/refund`, { reason: 'alice: arrived broken, keeps it' });
+      expect([refund.status, refund.body.status]).toEqual([200, 'REFUNDED']);
+    } finally {
+      disarm();
+    }
+    // SH-01's checks fire: the unit alice keeps is available again, and sold a second time.
+    expect(await counters('sh1b')).toMatchObject({ available: 1, refunded_shipped: 0 });
+    const bobs = await stack.call('POST', '/v1/orders', {
+      token: await stack.token(TENANT, 'bob1b'),
+      body: { sku: 'sh1b' },
+      headers: { 'idempotency-key': key('bob1b') },
+    });
+    expect(bobs.status).toBe(201);
+    // Named by reconciliation (the last test here: the damage stays in this file's database).
+    expect((await reconciliation()).mismatches.map((m: { class: string }) => m.class)).toEqual([
+      'REFUNDED_SHIPPED_NE_ORDERS',
+    ]);
   });
 });

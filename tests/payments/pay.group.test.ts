@@ -5,6 +5,7 @@ import { createSku, startPaymentStack, type PaymentStack } from '../support/paym
 import { paymentDeps } from '../../src/payments/payments.routes.ts';
 import { groupPayCommits } from '../../src/payments/pay.group.ts';
 import { answerEvent } from '../../src/payments/answers.ts';
+import { armMutation } from '../../src/platform/mutations.ts';
 
 // Group commit of the pays' last transactions (src/payments/pay.group.ts): concurrent pays share
 // one commit, each still gets its own answer, its own charge and its own key; a member that fails
@@ -88,5 +89,34 @@ describe('paying: concurrent pays share their last commit', () => {
     for (const o of rest) expect((await s.order(o.orderId)).status).toBe('PAID');
     expect(await writers(rest.map((o) => o.orderId))).toBe(3); // each alone after the group failed
     expect(await countRows(s.db, 'outbox', "order_id = $1 AND event_type = 'ORDER_PAID'", [failing!.orderId])).toBe(0);
+  });
+  it("PG-02b control: with the members not run alone after a failed group (payments.group.members-alone), one member's failure is every member's", async () => {
+    const orders = await buyers('g2b', 4);
+    await s.control('POST', '/_control/faults', { op: 'charge', kind: 'DELAY_RESPONSE', ms: 2_500, times: 4 });
+    const unknown = await Promise.all(orders.map((o) => s.pay(o.token, o.orderId)));
+    expect(unknown.map((a) => a.body.status)).toEqual(Array(4).fill('UNKNOWN'));
+    const commits = groupPayCommits(paymentDeps(s.deps), { concurrent: 0, windowMs: 20 });
+    const charged = answerEvent('charge', 'CHARGED', 'charge', 1990);
+    const [failing] = orders;
+    const disarm = armMutation('payments.group.members-alone');
+    let results: PromiseSettledResult<unknown>[];
+    try {
+      results = await Promise.allSettled(
+        orders.map((o) =>
+          commits.record({
+            orderId: o.orderId,
+            answer: charged,
+            complete: async () => {
+              if (o === failing) throw new Error('this member fails');
+            },
+          }),
+        ),
+      );
+    } finally {
+      disarm();
+    }
+    // PG-02's check fires: the three sound members fail with the fourth and stay unpaid.
+    expect(results.map((r) => r.status)).toEqual(Array(4).fill('rejected'));
+    for (const o of orders) expect((await s.order(o.orderId)).status).toBe('UNKNOWN');
   });
 });

@@ -6,6 +6,7 @@ import type { Config } from '../../src/platform/config.ts';
 import { loadConfig } from '../../src/platform/config.ts';
 import { DEFAULT_STATUS_SYNC, providersBanner, type ProviderName } from '../../src/platform/provider.config.ts';
 import { statusSyncOf } from '../../src/payments/index.ts';
+import { armMutation } from '../../src/platform/mutations.ts';
 import { signPayload } from '../../src/platform/signature.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { createSku, placeOrder } from '../support/fixtures.ts';
@@ -277,6 +278,39 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
     expect(ok.body).toEqual({ effect: 'PAID' });
   });
 
+  it('MF-03b control: with WRONG_PROVIDER not refused (payments.notification.refusal), a fake-channel callback makes a Stripe order PAID that Stripe never charged', async () => {
+    const fresh = await m.buy(ACME, 'a3c', 'mp-a');
+    const disarm = armMutation('payments.notification.refusal', ['WRONG_PROVIDER']);
+    try {
+      const charged = await fakeNotify(s, {
+        notify_id: 'mp03b-c',
+        merchant_order: fresh.orderId,
+        kind: 'CHARGED',
+        amount: 1990,
+      });
+      expect(charged.body).toEqual({ effect: 'PAID' });
+    } finally {
+      disarm();
+    }
+    expect((await m.order(fresh)).status).toBe('PAID'); // MF-03's check fires: settled by money at another provider
+  });
+
+  it('MF-04b control: with CURRENCY_MISMATCH not refused (payments.notification.refusal), 1990 yen pays a USD order of 1990', async () => {
+    const o = await m.buy(ACME, 'a4b', 'mp-a');
+    const disarm = armMutation('payments.notification.refusal', ['CURRENCY_MISMATCH']);
+    try {
+      const jpy = await stripeWebhook(
+        s,
+        { notify_id: 'mp04b-jpy', merchant_order: o.orderId, kind: 'CHARGED', amount: 1990 },
+        { currency: 'jpy' },
+      );
+      expect(jpy.body).toEqual({ effect: 'PAID' });
+    } finally {
+      disarm();
+    }
+    expect((await m.order(o)).status).toBe('PAID'); // MF-04's check fires: paid in the wrong currency
+  });
+
   it('MF-04 a jpy PaymentIntent of 1990 for a USD order of 1990: CURRENCY_MISMATCH, unchanged; another amount: AMOUNT_MISMATCH', async () => {
     // Proves Stripe's currency is compared with STRIPE_CURRENCY, and the amount with the order's.
     const o = await m.buy(ACME, 'a4', 'mp-a');
@@ -322,6 +356,35 @@ describe('money follows its provider: tenants on Stripe, Alipay and the fake cha
     expect([(await m.order(a)).status, (await m.order(g)).status]).toEqual(['PAID', 'PAID']);
     expect(await m.effects(g.orderId)).toEqual(['alipay:PAID']);
     expect((await m.order(g)).payment).toEqual({ provider: null, provider_payment_id: '2026120722001400000000000005' });
+  });
+
+  it("MF-05b control: with the dedupe per provider switched off (payments.notification.per-provider), Alipay's notification is swallowed as Stripe's duplicate", async () => {
+    // Proves MF-05's guard is what settles the second order: by notify_id alone it stays unpaid.
+    const a = await m.buy(ACME, 'a5b', 'mp-a');
+    const g = await m.buy(GLOBEX, 'g5b', 'mp-g');
+    const before = await m.order(g);
+    const disarm = armMutation('payments.notification.per-provider');
+    try {
+      const fromStripe = await stripeWebhook(s, {
+        notify_id: 'mp05b',
+        merchant_order: a.orderId,
+        kind: 'CHARGED',
+        amount: 1990,
+      });
+      expect(fromStripe.body).toEqual({ effect: 'PAID' });
+      const fromAlipay = await alipayNotify(s, {
+        notify_id: 'evt_mp05b',
+        merchant_order: g.orderId,
+        kind: 'CHARGED',
+        amount: 1990,
+        txn: '2026120722001400000000000055',
+      });
+      expect(fromAlipay.text).toBe('success');
+    } finally {
+      disarm();
+    }
+    expect([(await m.order(a)).status, (await m.order(g)).status]).toEqual(['PAID', before.status]);
+    expect(await m.effects(g.orderId)).toEqual([]); // nothing recorded for globex's order: its money is unaccounted for
   });
 
   it('MF-06 a PaymentIntent that settled order X, named for order Y: PAYMENT_ID_IN_USE, Y unchanged, a note on Y', async () => {

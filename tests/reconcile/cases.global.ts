@@ -4,11 +4,11 @@ import { expect } from 'vitest';
 import { consume } from '../../src/fulfillment/fulfillment.service.ts';
 import { consumeWithoutDedup } from '../support/broken-consumer.ts';
 import { findOrder } from '../../src/orders/orders.repo.ts';
-import { payTreatingTimeoutAsFailure } from '../support/broken.ts';
+import { armMutation } from '../../src/platform/mutations.ts';
 import { TENANT } from '../support/payments.ts';
 import * as plant from '../support/plant.ts';
 import { chargeAtChannel, GLOBAL, holdCallbacks, PRICE, SKU } from './scenario.ts';
-import { client, CONFIRMED, db, fault, NET, walletPaid, type Case } from './cases.support.ts';
+import { client, CONFIRMED, db, fault, LOST_MS, NET, walletPaid, type Case } from './cases.support.ts';
 
 export const GLOBAL_CASES: Case[] = [
   {
@@ -53,8 +53,14 @@ export const GLOBAL_CASES: Case[] = [
       'C29-14: a charge timeout read as failure releases the unit, another buyer pays for it, and the provider holds both payments',
     async plant(s, { created }) {
       await holdCallbacks(s);
-      await fault(s, 'charge', 'DELAY_RESPONSE', created.orderId, 500);
-      await payTreatingTimeoutAsFailure(db(s), client(s, 300), created.orderId, s.deps.notifyUrl, s.clock.now());
+      await fault(s, 'charge', 'DELAY_RESPONSE', created.orderId, LOST_MS);
+      // Issue 55: the real pay with its one guard removed (a lost reply is UNKNOWN, never FAILED).
+      const disarm = armMutation('orders.decide.lost-is-unknown', [created.orderId]);
+      try {
+        expect((await s.pay(created.token, created.orderId)).body.status).toBe('FAILED');
+      } finally {
+        disarm();
+      }
       const other = await s.buy('rc-other', SKU);
       expect((await s.pay(other.token, other.orderId)).body.status).toBe('PAID');
       // The seed's two lines: PAID is the two scenario orders and the other buyer; the provider also holds the victim's 1990.

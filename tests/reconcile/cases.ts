@@ -4,8 +4,8 @@
 // silent. Used by classes.test.ts, which runs each case on a fresh stack.
 import { expect } from 'vitest';
 import { paymentDeps } from '../../src/payments/payments.routes.ts';
-import { convergeRefunding } from '../../src/payments/index.ts';
-import { convergeWithoutClose, unguardedMarkPaid } from '../support/broken.ts';
+import { convergeRefunding, convergeUnknown } from '../../src/payments/index.ts';
+import { armMutation } from '../../src/platform/mutations.ts';
 import { eventually } from '../support/payments.ts';
 import * as plant from '../support/plant.ts';
 import { chargeAtChannel, GLOBAL, holdCallbacks, PRICE, refundAtChannel, statusOf } from './scenario.ts';
@@ -117,12 +117,20 @@ export const ORDER_CASES: Case[] = [
     title: 'C29-15: NOT_FOUND read as failure without a close, and the lingering charge lands behind a FAILED order',
     async plant(s, { created }) {
       await holdCallbacks(s); // its CHARGED callback would start the real compensating refund
-      await fault(s, 'charge', 'DELAY_REQUEST', created.orderId, LOST_MS);
+      // The request lingers well past the pay's timeout, so the query after it finds nothing yet.
+      await fault(s, 'charge', 'DELAY_REQUEST', created.orderId, LOST_MS + 3_000);
       expect((await s.pay(created.token, created.orderId)).body.status).toBe('UNKNOWN');
-      await convergeWithoutClose(db(s), client(s), created.orderId, s.clock.now());
+      // Issue 55: the real convergence with its one guard removed (NOT_FOUND answered by a close).
+      const disarm = armMutation('orders.decide.not-found-closes', [created.orderId]);
+      try {
+        expect(await convergeUnknown(paymentDeps(s.deps), created.orderId)).toMatchObject({ status: 'FAILED' });
+      } finally {
+        disarm();
+      }
       await eventually(
         () => s.statement(),
         (st) => st.lines.some((l) => l.merchant_order === created.orderId),
+        LOST_MS + 10_000,
       );
       return [[created.orderId, 'CHARGED_BUT_FAILED'], NET];
     },
@@ -220,7 +228,10 @@ export const ORDER_CASES: Case[] = [
     proves: 'PAID_BUT_REFUNDED',
     title: 'C29-16: a late CHARGED written without the prior-state guard turns a REFUNDED order back into PAID',
     async plant(s, { refunded }) {
-      await unguardedMarkPaid(db(s), refunded.orderId);
+      // A planted state, not a guard removed: the guard's own control is C29-16 (tests/payments/negative-controls.test.ts).
+      await db(s).query(`UPDATE orders SET status = 'PAID', version = version + 1 WHERE order_id = $1`, [
+        refunded.orderId,
+      ]);
       // The seed's three findings, plus the two this checker adds: the order points at a released
       // unit, and a raw UPDATE writes no ORDER_PAID event.
       return [

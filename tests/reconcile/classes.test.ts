@@ -18,6 +18,7 @@ import {
   holdCallbacks,
   named,
   reconciliation,
+  reconciliationWithout,
   SKU,
   statusOf,
 } from './scenario.ts';
@@ -42,6 +43,12 @@ async function runCase(c: Case): Promise<void> {
     const expected = await c.plant(s, scenario);
     expect(expected.map(([, mismatch]) => mismatch)).toContain(c.proves);
     await drain(s); // so nothing in the report is merely an undelivered event
+    // Issue 55's control, first (a pass may converge what it names): with the rule that names this
+    // class switched off, the planted damage goes unnamed and everything else is named as before.
+    const without = await reconciliationWithout(s, c.proves);
+    expect(named(without.mismatches)).toEqual(
+      named(expected.filter(([, m]) => m !== c.proves).map(([order_id, mismatch]) => ({ order_id, class: mismatch }))),
+    );
     const report = await reconciliation(s);
     expect(named(report.mismatches)).toEqual(
       named(expected.map(([order_id, mismatch]) => ({ order_id, class: mismatch }))),
@@ -63,7 +70,7 @@ async function runCase(c: Case): Promise<void> {
   }
 }
 
-describe('reconciliation classes: each one can fire', () => {
+describe('reconciliation classes: each one can fire, and only by its own rule (RR-01)', () => {
   it('every class in ORDER_CLASSES and GLOBAL_CLASSES has a planted case', () => {
     // Proves the table below is complete: adding a class without a negative control fails here.
     const proven = new Set(PROOFS.map((c) => c.proves));
@@ -80,7 +87,8 @@ describe('reconciliation classes: each one can fire', () => {
   // Each case has its own stack and database, so they run side by side (maxConcurrency in vitest.config.ts).
   for (const c of CASES) {
     it.concurrent(`${c.proves}: ${c.title}`, async () => {
-      // Proves the checker reports this planted state as exactly the listed mismatches, nothing more.
+      // Proves the checker reports this planted state as exactly the listed mismatches, nothing more,
+      // and that the rule of this class is what names it (RR-01: unnamed with the rule switched off).
       await runCase(c);
     });
   }

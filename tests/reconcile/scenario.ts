@@ -1,6 +1,7 @@
 // The clean, converged world every negative control starts from, built through the real API, and
 // the small helpers the reconciliation tests share. Not a test file: tests/reconcile/*.test.ts use it.
 import { expect } from 'vitest';
+import { armMutation } from '../../src/platform/mutations.ts';
 import type { ReconciliationReport } from '../../src/reconcile/reconcile.service.ts';
 import { countRows } from '../support/stack.ts';
 import { createSku, eventually, type PaymentStack } from '../support/payments.ts';
@@ -27,10 +28,42 @@ export interface Scenario {
 
 export const GLOBAL = 'GLOBAL';
 
-export async function reconciliation(s: PaymentStack): Promise<ReconciliationReport> {
+async function askReconciliation(s: PaymentStack): Promise<ReconciliationReport> {
   const result = await s.call('GET', '/v1/admin/reconciliation', { token: s.operator });
   if (result.status !== 200) throw new Error(`reconciliation: ${result.status} ${result.text}`);
   return result.body as ReconciliationReport;
+}
+
+// Cases run side by side in one process, and a switched-off rule (issue 55) is off for the whole
+// process: passes share the gate, a pass with a rule off waits for the running ones and runs alone.
+let gate: Promise<void> = Promise.resolve();
+const running = new Set<Promise<unknown>>();
+
+export async function reconciliation(s: PaymentStack): Promise<ReconciliationReport> {
+  await gate;
+  const pass = askReconciliation(s);
+  running.add(pass);
+  try {
+    return await pass;
+  } finally {
+    running.delete(pass);
+  }
+}
+
+/** A full pass with the rule that names `mismatchClass` switched off (`reconcile.rule.<class>`), alone in the process. */
+export async function reconciliationWithout(s: PaymentStack, mismatchClass: string): Promise<ReconciliationReport> {
+  const before = gate;
+  let open = () => {};
+  gate = new Promise<void>((resolve) => (open = resolve));
+  await before;
+  await Promise.allSettled([...running]);
+  const disarm = armMutation(`reconcile.rule.${mismatchClass}`);
+  try {
+    return await askReconciliation(s);
+  } finally {
+    disarm();
+    open();
+  }
 }
 
 export async function drain(s: PaymentStack): Promise<void> {

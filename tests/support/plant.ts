@@ -1,5 +1,5 @@
 // Test-only broken strategies and plants for the reconciliation's negative controls
-// (tests/reconcile/classes.test.ts). Like broken.ts, each strategy is the real code with exactly one
+// (tests/reconcile/classes.test.ts). Each strategy is the real code with exactly one
 // safeguard removed, and lives under tests/ so no production path can reach it. The plants that no
 // strategy can reach (a second line in the provider's own books) write the broken state directly.
 import { randomBytes } from 'node:crypto';

@@ -1,3 +1,4 @@
+import { mutant } from '../../platform/mutations.ts';
 import type { Executor } from '../../platform/db.ts';
 import { DONE_KEYS, doneKeys, OPERATION, type BatchKey, type DoneKey, type DoneRow } from './batch.repo.ts';
 
@@ -45,7 +46,7 @@ export async function tryRefuseSoldOut(
                                      response_status, response_body, created_at, completed_at)
        SELECT $1, u.user_id, '${OPERATION}', u.key, u.digest, 'DONE', 409, $7, $8, $8
        FROM unnest($3::text[], $4::text[], $5::text[], $6::int[]) AS u(user_id, key, digest, quantity), s
-       WHERE u.quantity > s.available
+       WHERE ${mutant('orders.create.sold-out-read', sku) ? 'true' : 'u.quantity > s.available'}
        ON CONFLICT DO NOTHING RETURNING user_id, idempotency_key),
      ${DONE_KEYS}
      , n AS (SELECT count(*) AS inserted FROM ins)

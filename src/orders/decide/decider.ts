@@ -1,6 +1,7 @@
 // What an event does to an order, decided in one pure function (seed 000's effect table).
 // `applyOrderEvent` (apply/one.ts) locks the order and its holds, asks `decide`, and applies the
 // answer in one transaction; nothing else in the codebase decides an order's next status.
+import { mutant } from '../../platform/mutations.ts';
 import { isAllowed, type OrderStatus } from './states.ts';
 import { lineReservationKeyFor } from '../orders.keys.ts';
 import { decideQueued } from './queued.ts';
@@ -56,6 +57,7 @@ function charged(order: OrderFacts, holds: readonly Hold[], cause: string): Deci
   if (holds.every((h) => h.status === 'HELD')) {
     return decision('PAID', { to: 'PAID', reason: cause, stock: holds.map((h) => ({ op: 'confirm', key: h.key })) });
   }
+  if (mutant('orders.decide.paid-needs-units', order.orderId)) return decision('PAID', { to: 'PAID', reason: cause });
   const attempt = order.reserveAttempt + 1;
   const stock: StockMove[] = holds.map((h) =>
     h.status === 'HELD'
@@ -134,11 +136,15 @@ function providerAnswered(
     case 'NOT_FOUND':
       // NOT_FOUND is not "not charged": the charge may still be on its way. Close it; the close decides.
       if (!UNPAID.has(order.status) || order.status === 'CREATED') return nothing('IGNORED');
+      if (e.via === 'query' && mutant('orders.decide.not-found-closes', order.orderId))
+        return notCharged(order, holds, 'query NOT_FOUND');
       return e.via === 'query'
         ? nothing('PENDING', { calls: ['CLOSE'], pending: 'NOT_FOUND' })
         : nothing('PENDING', { pending: 'NOT_FOUND after close' });
     case 'LOST':
       // The money may have moved: UNKNOWN keeps the unit HELD; recovery converges it by query.
+      if (order.status === 'PAYING' && e.via === 'charge' && mutant('orders.decide.lost-is-unknown', order.orderId))
+        return notCharged(order, holds, `charge ${e.cause}`);
       if (order.status === 'PAYING' && e.via === 'charge')
         return decision('UNKNOWN', { to: 'UNKNOWN', reason: `charge ${e.cause}` });
       if (order.status === 'REFUNDING') return nothing('PENDING', { pending: `refund ${e.cause}` });

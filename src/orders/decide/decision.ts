@@ -1,5 +1,6 @@
 // Building blocks of a decision, shared by decider.ts and the rows it delegates to (queued.ts,
 // compensation.ts). A leaf: it imports only the vocabulary, so the decider's files form no circle.
+import { mutant } from '../../platform/mutations.ts';
 import { EVENT_STATUSES } from './states.ts';
 import type { Decision, Hold, OrderFacts, Outcome, StockMove } from './types.ts';
 
@@ -21,7 +22,7 @@ export const releaseHeld = (holds: readonly Hold[]): StockMove[] =>
  * (fulfilment REFUSED) and a late success's refund (the units never confirmed) never shipped.
  */
 export function unitsAfterRefund(order: OrderFacts, holds: readonly Hold[]): StockMove[] {
-  const shipped = order.fulfilmentStatus === 'FULFILLED';
+  const shipped = order.fulfilmentStatus === 'FULFILLED' && !mutant('orders.refund.keep-shipped', order.orderId);
   return holds
     .filter((h) => h.status === 'CONFIRMED')
     .map((h) => (shipped ? { op: 'keep_shipped', key: h.key } : { op: 'unconfirm', key: h.key }));

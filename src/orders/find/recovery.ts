@@ -1,4 +1,5 @@
 import type { Executor, Tx } from '../../platform/db.ts';
+import { mutant } from '../../platform/mutations.ts';
 import { UNFINISHED_STATUSES, type OrderStatus } from '../decide/states.ts';
 import { listOpenNotes } from '../ops/attention.ts';
 
@@ -128,7 +129,7 @@ export async function finishAttempts(db: Executor, outcomes: readonly AttemptOut
                         ELSE o.attention END
      FROM unnest($1::text[], $2::boolean[], $3::timestamptz[], $4::text[], $5::timestamptz[])
             AS a(order_id, pending, next_at, attention, claim)
-     WHERE o.order_id = a.order_id AND (a.claim IS NULL OR o.recovery_claimed_until = a.claim)`,
+     WHERE o.order_id = a.order_id ${mutant('orders.recovery.claim-fence') ? '' : 'AND (a.claim IS NULL OR o.recovery_claimed_until = a.claim)'}`,
     [
       outcomes.map((o) => o.orderId),
       outcomes.map((o) => o.pending),

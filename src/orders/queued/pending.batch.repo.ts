@@ -1,6 +1,7 @@
 import { EXISTING_KEYS } from '../create/batch.fast.repo.ts';
 import { lineColumns } from '../orders.lines.ts';
 import type { Executor } from '../../platform/db.ts';
+import { mutant } from '../../platform/mutations.ts';
 import type { PendingOutcome } from './pending.ts';
 
 // The statements of the group commit of queued creates (orders/queued/pending.batch.ts). The rows are the
@@ -114,7 +115,10 @@ export async function writeQueuedGroup(
 ): Promise<ExistingKey[] | 'stale'> {
   const lines = rows.flatMap((r) => r.lines.map((l) => ({ orderId: r.order.orderId, ...l })));
   // Each SKU's name and price as the lines (and the 202s) carry them: one pair per SKU.
-  const used = [...new Map(lines.map((l) => [`${l.sku}\n${l.name}\n${l.unitPrice}`, l])).values()];
+  // Tests only (`orders.queued.stale-terms`): no remembered term is checked against its row.
+  const used = mutant('orders.queued.stale-terms')
+    ? []
+    : [...new Map(lines.map((l) => [`${l.sku}\n${l.name}\n${l.unitPrice}`, l])).values()];
   const result = await db.query<{ existing: ExistingKey[] | null; stale: number }>({
     name: 'queued-group-write',
     text: STATEMENT,
