@@ -198,3 +198,13 @@ export function logTraceIds(): Record<string, string> {
   const span = activeSpanContext();
   return span ? { trace_id: span.traceId, span_id: span.spanId } : {};
 }
+
+/**
+ * Runs `fn` as a trace of its own (a recovery pass, a reconciliation run), linked to the span that
+ * started it, if any (a request, a timer's pass); just runs it while tracing is off.
+ */
+export function withRootSpan<T>(name: string, fn: (span: Span | undefined) => Promise<T>): Promise<T> {
+  if (!on) return fn(undefined);
+  const caller = activeSpanContext();
+  return withSpan(name, { parent: ROOT_CONTEXT, ...(caller ? { links: [{ context: caller }] } : {}) }, fn);
+}

@@ -228,6 +228,83 @@ describe('traces (issue 53)', () => {
     expect(receiver.requests.every((r) => r.startsWith('POST /v1/traces application/x-protobuf'))).toBe(true);
   }, 120_000);
 
+  it('TR-05: a recovery pass and a reconciliation run are traces of their own, linked to the request that ran them and naming the orders they touched', async () => {
+    const receiver = await startOtlpReceiver();
+    receivers.push(receiver);
+    const stack = await startFaultStack({
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+      },
+      args: ['--no-workers'],
+    });
+    stacks.push(stack);
+    expect(
+      (await stack.adminCall('POST', '/v1/admin/skus', { sku: 'tee', name: 'Tee', price: 1990, stock: 3 })).status,
+    ).toBe(201);
+    const buyer = await stack.signer.sign({ tenantId: FAULT_TENANT, userId: 'carol', scope: 'buyer' });
+    const created = await buyerCall(stack, '/v1/orders', buyer, 'tr05-create', `00-${hex(16)}-${hex(8)}-01`, {
+      sku: 'tee',
+    });
+    const orderId = String(created.body.order_id);
+    // The provider books the charge and answers 500: the pay is UNKNOWN, recovery's to converge.
+    await fetch(`${stack.proc.channel}/_control/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ op: 'charge', kind: 'ERROR_500', times: 1 }),
+    });
+    expect(
+      (await buyerCall(stack, `/v1/orders/${orderId}/pay`, buyer, 'tr05-pay', `00-${hex(16)}-${hex(8)}-01`)).body
+        .status,
+    ).toBe('UNKNOWN');
+
+    const operatorTrace = hex(16);
+    const run = await fetch(`${stack.proc.api}/v1/admin/recovery/run`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.admin}`, traceparent: `00-${operatorTrace}-${hex(8)}-01` },
+    });
+    expect(run.status).toBe(200);
+    const reconciled = await fetch(`${stack.proc.api}/v1/admin/reconciliation`, {
+      headers: { authorization: `Bearer ${stack.admin}`, traceparent: `00-${operatorTrace}-${hex(8)}-01` },
+    });
+    expect(reconciled.status).toBe(200);
+
+    const pass = await waitFor(
+      async () =>
+        receiver.spans.find(
+          (s) =>
+            s.name === 'recovery pass' &&
+            (s.attributes['flashpay.order_ids'] as string[] | undefined)?.includes(orderId),
+        ),
+      'the recovery pass span',
+      30_000,
+      50,
+    );
+    const request = receiver.spans.find((s) => s.traceId === operatorTrace && s.name === 'POST /v1/admin/recovery/run');
+    expect(pass.parentSpanId).toBe('');
+    expect(pass.traceId).not.toBe(operatorTrace);
+    expect(pass.links.map((l) => l.spanId)).toContain(request?.spanId);
+    // Its provider query of the order is in its trace.
+    const query = receiver.spans.find((s) => s.traceId === pass.traceId && s.name === 'provider query');
+    expect(query?.attributes['flashpay.order_id']).toBe(orderId);
+    // The PAID it reached wrote an event that keeps the pass's trace.
+    const row = await stack.db.pool.query<{ traceparent: string }>(
+      `SELECT traceparent FROM outbox WHERE order_id = $1`,
+      [orderId],
+    );
+    expect(row.rows[0]?.traceparent.split('-')[1]).toBe(pass.traceId);
+
+    const reconciliation = await waitFor(
+      async () => receiver.spans.find((s) => s.name === 'reconciliation' && s.parentSpanId === ''),
+      'the reconciliation span',
+      30_000,
+      50,
+    );
+    expect(reconciliation.traceId).not.toBe(operatorTrace);
+    expect(typeof reconciliation.attributes['flashpay.mismatches']).toBe('number');
+  }, 120_000);
+
   it('TR-04: a transaction span names statements by name or verb and table, never by their values', () => {
     expect(statementName({ name: 'order-insert', text: 'INSERT INTO orders VALUES ($1)', values: ['o-secret'] })).toBe(
       'order-insert',
