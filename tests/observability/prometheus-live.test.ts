@@ -119,6 +119,20 @@ describe('alert rules on a real stack (issue 53)', () => {
         200,
       );
 
+      // The provider's UNKNOWN series is stored at 0 before the sale: rate() sees the burst that follows.
+      await waitFor(
+        async () => {
+          const query = encodeURIComponent(
+            'flashpay_provider_calls_total{provider="fake",operation="charge",answer="UNKNOWN"}',
+          );
+          const found = await ask<{ result: unknown[] }>(`/query?query=${query}`);
+          return (found?.result.length ?? 0) > 0;
+        },
+        'the UNKNOWN series scraped at 0',
+        30_000,
+        200,
+      );
+
       // The sale: 30 buyers; the provider answers every third charge with a 500.
       expect(
         (await stack.adminCall('POST', '/v1/admin/skus', { sku: 'tee', name: 'Tee', price: 990, stock: 30 })).status,

@@ -54,7 +54,13 @@ function called<T extends Answer>(
   );
 }
 
+// Each provider's series exist at 0 from the start: rate() cannot see the first increase of a
+// series that appears with it (a burst of UNKNOWN answers within one scrape would read as none).
+const OPERATIONS = ['charge', 'query', 'close', 'refund'] as const;
+const ANSWERS = ['CHARGED', 'DECLINED', 'CLOSED', 'STATUS', 'REFUNDED', 'REFUSED', 'UNKNOWN'] as const;
+
 export function traced(provider: ProviderName, client: ChannelClient): ChannelClient {
+  for (const operation of OPERATIONS) for (const answer of ANSWERS) calls.inc({ provider, operation, answer }, 0);
   if (!tracingOn())
     return {
       ...bound(client),
