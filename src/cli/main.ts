@@ -1,4 +1,5 @@
 import { UsageError } from '../platform/args.ts';
+import { startTracing } from '../platform/tracing.ts';
 
 type Command = (argv: string[]) => Promise<void>;
 
@@ -81,6 +82,9 @@ async function main(): Promise<void> {
     process.stdout.write(usageOf(name!));
     return;
   }
+  // Before the command builds anything: its servers and pools hook spans only when tracing is on
+  // (OpenTelemetry's variables, docs/observability.md); unset, the SDK is never loaded.
+  await startTracing();
   await (
     await load()
   )(rest);

@@ -3,6 +3,7 @@ import { providersBanner } from '../platform/provider.config.ts';
 import { isDatabaseFault } from '../platform/db.ts';
 import { MigrationsPendingError } from '../platform/migrate.ts';
 import { launchStack } from '../stack.ts';
+import { stopTracing } from '../platform/tracing.ts';
 import { intFlag, parseArgs, refuseUnknownFlags, stringFlag, UsageError } from '../platform/args.ts';
 
 const log = (line: string) => process.stderr.write(`flashpay: ${line}\n`);
@@ -63,6 +64,8 @@ export async function startCommand(argv: string[]): Promise<void> {
     stopping = true;
     log('stopping: no new requests; letting those in flight finish');
     await stack.stop();
+    // The spans of the last requests are still buffered (OTEL_BSP_SCHEDULE_DELAY): export them.
+    await stopTracing();
     process.exit(0);
   };
   // The last line of defence: a database error that escaped every listener (a connection killed

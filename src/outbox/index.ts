@@ -20,3 +20,4 @@ export {
   type DeliveredEvent,
   type FollowCursor,
 } from './outbox.follow.ts';
+export { linkOrderTraces } from './outbox.traces.ts';

@@ -12,6 +12,8 @@ export interface OutboxRow {
   order_version: number;
   payload: Record<string, unknown>;
   attempts: number;
+  /** The trace context of the transition that wrote it (migration 200); null when tracing was off. */
+  traceparent?: string | null;
 }
 
 export interface ClaimRequest {
@@ -42,7 +44,8 @@ WITH due AS (
 )
 UPDATE outbox SET claimed_by = ${owner}, claimed_until = ${claimedUntil}
 FROM due WHERE outbox.event_id = due.event_id
-RETURNING outbox.event_id, outbox.order_id, outbox.event_type, outbox.order_version, outbox.payload, outbox.attempts`;
+RETURNING outbox.event_id, outbox.order_id, outbox.event_type, outbox.order_version, outbox.payload, outbox.attempts,
+          outbox.traceparent`;
 
 // Claims and marks commit with synchronous_commit = off: losing one to a database crash only
 // makes the event deliverable again (a lost claim fences our mark via claimed_by; a lost mark leaves

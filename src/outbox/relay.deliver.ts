@@ -4,6 +4,7 @@ import type { Db } from '../platform/db.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
 import { isEventType, type OutboxEvent, type Sink } from './outbox.events.ts';
 import { markPublishedBatch, tryParkDead, tryRecordFailure, type OutboxRow } from './outbox.repo.ts';
+import { deliverySpan } from './relay.trace.ts';
 
 // The deliver half of a relay pass (relay.ts has the claim, the mark and the loop): one event at a
 // time for a sink without `deliverBatch`, one batch call otherwise. Both return the acknowledged
@@ -93,7 +94,9 @@ export async function deliverOne(ctx: RelayContext, row: OutboxRow): Promise<boo
   }
   const event = toEvent(row);
   try {
-    await withTimeout(ctx.sink.deliver(event), ctx.deliverTimeoutMs, `delivery of event ${row.event_id}`);
+    await deliverySpan([row], () =>
+      withTimeout(ctx.sink.deliver(event), ctx.deliverTimeoutMs, `delivery of event ${row.event_id}`),
+    );
   } catch (error) {
     await recordFailedAttempt(ctx, row, error);
     return false;
@@ -130,7 +133,9 @@ export async function deliverAsBatch(
   let answers: (Error | null)[];
   try {
     const what = `delivery of a batch of ${valid.length} events`;
-    answers = await withTimeout(deliverBatch.call(ctx.sink, valid.map(toEvent)), ctx.deliverTimeoutMs, what);
+    answers = await deliverySpan(valid, () =>
+      withTimeout(deliverBatch.call(ctx.sink, valid.map(toEvent)), ctx.deliverTimeoutMs, what),
+    );
   } catch (error) {
     answers = valid.map(() => error as Error);
   }

@@ -3,6 +3,8 @@ import { businessMetrics } from './business-metrics.ts';
 import { routeFor } from './pg-primary.ts';
 import { pgbouncerFromEnv, unpreparedClientClass } from './pgbouncer.ts';
 import { CommitOutcomeUnknownError, isReadOnlyError, isConnectionError } from './db.errors.ts';
+import { SpanKind, tracingOn, withSpan, type Span } from './tracing.ts';
+import { recordStatements, traceparentSetting } from './tracing.db.ts';
 export {
   CommitOutcomeUnknownError,
   isBusyError,
@@ -174,7 +176,16 @@ const MAX_RETRIES = 5;
 const CONNECTION_RETRIES = 1;
 
 /** The one transaction helper: explicit isolation and timeouts, bounded retry with jitter. */
-export async function inTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOptions = {}): Promise<T> {
+export function inTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOptions = {}): Promise<T> {
+  if (!tracingOn()) return runTx(db, fn, options, undefined);
+  const attributes = {
+    'db.system.name': 'postgresql',
+    'db.transaction.isolation': options.isolation ?? 'READ COMMITTED',
+  };
+  return withSpan('tx', { kind: SpanKind.CLIENT, attributes }, (span) => runTx(db, fn, options, span));
+}
+
+async function runTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOptions, span: Span | undefined): Promise<T> {
   const retries = Math.min(options.retries ?? 3, MAX_RETRIES);
   for (let attempt = 0; ; attempt++) {
     const client = await db.connect();
@@ -191,11 +202,12 @@ export async function inTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOpt
     const pipelined = options.pipeline === true;
     if (pipelined) (client as unknown as Switchable).pipeline = true;
     withCommit.delete(client);
+    const recorded = span ? recordStatements(client, span) : undefined;
     try {
       // One round trip: the timeouts are integers we format, never caller-supplied text.
       const lockMs = Math.trunc(options.lockTimeoutMs ?? 5_000);
       const statementMs = Math.trunc(options.statementTimeoutMs ?? 30_000);
-      const beginText = `BEGIN ISOLATION LEVEL ${options.isolation ?? 'READ COMMITTED'}; SET LOCAL lock_timeout = ${lockMs}; SET LOCAL statement_timeout = ${statementMs}`;
+      const beginText = `BEGIN ISOLATION LEVEL ${options.isolation ?? 'READ COMMITTED'}; SET LOCAL lock_timeout = ${lockMs}; SET LOCAL statement_timeout = ${statementMs}${span ? traceparentSetting() : ''}`;
       let result: T;
       if (pipelined) {
         // fn's first statement (sent before fn's first await) goes out behind BEGIN, in its write.
@@ -247,6 +259,7 @@ export async function inTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOpt
       }
       throw error;
     } finally {
+      recorded?.();
       withCommit.delete(client);
       // Every statement of this transaction has been answered (COMMIT or ROLLBACK was the last).
       if (pipelined) (client as unknown as Switchable).pipeline = false;

@@ -3,6 +3,8 @@
 // adds no wait; otherwise members collect and go as one group when a group ends, after `windowMs`,
 // or at `max`, whichever is first.
 
+import { groupSpan, joinedBy, tracingOn, type MemberTrace } from './tracing.group.ts';
+
 /**
  * The pays' `windowMs`: how long members wait behind a committing group before another group goes
  * beside it. Above a group's commit time under load, so that the window only bounds a stalled
@@ -40,6 +42,8 @@ export function groupCollector<M>(
   let timer: NodeJS.Timeout | undefined;
   // A count, not a flag: a group sent at `max` can be committing beside another.
   let committing = 0;
+  // Each member's trace, while tracing is on: the group's span links to every member's.
+  const traces = new Map<M, MemberTrace>();
   const flush = () => {
     clearTimeout(timer);
     timer = undefined;
@@ -47,7 +51,8 @@ export function groupCollector<M>(
     waiting = later;
     if (group.length === 0) return;
     committing++;
-    void commit(group).finally(() => {
+    const committed = traces.size === 0 ? commit(group) : groupSpan(group, traces, () => commit(group));
+    void committed.finally(() => {
       committing--;
       // A member held back (or arrived meanwhile) goes now, or when its window ends.
       if (waiting.length > 0 && committing < options.concurrent) flush();
@@ -56,6 +61,7 @@ export function groupCollector<M>(
   };
   return {
     add(member) {
+      if (tracingOn()) joinedBy(traces, member);
       waiting.push(member);
       if (committing < options.concurrent || waiting.length >= options.max) flush();
       else timer ??= setTimeout(flush, options.windowMs);

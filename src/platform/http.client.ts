@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { injectTraceHeaders, tracingOn } from './tracing.ts';
 
 // Outgoing HTTP (the provider, the fulfilment provider, the outbox's webhook, the fake channel's
 // notifications) on node:http with keep-alive agents, not fetch. Measured on this machine, 32
@@ -55,6 +56,8 @@ export function httpRequest(
   const transport = secure ? https : http;
   const headers: Record<string, string | number> = { ...r.headers };
   if (r.body !== undefined) headers['content-length'] = Buffer.byteLength(r.body);
+  // The callee continues our trace (the provider, the webhook consumer, the fulfilment provider).
+  if (tracingOn()) injectTraceHeaders(headers);
   return new Promise<HttpAnswer>((resolve, reject) => {
     let settled = false;
     let timedOut = false;

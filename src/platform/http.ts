@@ -3,6 +3,8 @@ import { CommitOutcomeUnknownError, isBusyError, isConnectionError } from './db.
 import { AppError, problem, type ErrorCode, type Problem } from './errors.ts';
 import { clientErrorHandler, frameworkErrors, refuseControlCharacters } from './http.input.ts';
 import { failedAuthLimiter, rateLimiter } from './ratelimit.ts';
+import { logTraceIds, tracingOn } from './tracing.ts';
+import { traceRequests } from './tracing.http.ts';
 
 // find-my-way's default; named because the 414 answer states it.
 const MAX_PARAM_LENGTH = 100;
@@ -91,8 +93,11 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
     // address in X-Forwarded-For it did not append itself (what rate limits are keyed by).
     trustProxy: options.trustedProxies && options.trustedProxies.length > 0 ? [...options.trustedProxies] : false,
     // Logs go to stderr: stdout carries what commands print for people and scripts.
+    // With tracing on, every log line names the trace and span it was written in.
     logger:
-      options.logLevel && options.logLevel !== 'silent' ? { level: options.logLevel, stream: process.stderr } : false,
+      options.logLevel && options.logLevel !== 'silent'
+        ? { level: options.logLevel, stream: process.stderr, ...(tracingOn() ? { mixin: logTraceIds } : {}) }
+        : false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     // On close, idle keep-alive sockets go at once; a request in flight finishes and gets its
     // real answer (closeGracefully bounds the wait). `true` cut pays whose charge had gone through.
@@ -101,6 +106,9 @@ export function buildHttp(options: HttpOptions): FastifyInstance {
     frameworkErrors: frameworkErrors(MAX_PARAM_LENGTH),
     clientErrorHandler,
   });
+
+  // Only while tracing is on: off, a request pays nothing for it.
+  if (tracingOn()) traceRequests(app);
 
   const table: RouteEntry[] = [];
   routeTables.set(app, table);

@@ -34,6 +34,8 @@ import {
   type CursorRow,
   type StateRow,
 } from './reconcile.cursor.repo.ts';
+import { linkOrderTraces } from '../outbox/index.ts';
+import { withRootSpan } from '../platform/tracing.ts';
 
 // One page of the provider's statement per request: bounded, however long the ledger.
 export const STATEMENT_PAGE_SIZE = 1_000;
@@ -210,10 +212,28 @@ function stateDrift(before: CursorRow, channelNet: number, after: Totals): strin
  * rebuilds the state. One REPEATABLE READ transaction: the cursor is committed with exactly what
  * it covers; a crash before the commit re-reads the same changes next time.
  */
-export async function reconcilePass(
+export function reconcilePass(
   db: Db,
   channel: ChannelClient,
   options: { full?: boolean } = {},
+): Promise<ReconciliationReport> {
+  // A trace of its own (issue 53), linked to the orders it found wrong.
+  return withRootSpan('reconciliation pass', async (span) => {
+    const report = await incrementalPass(db, channel, options);
+    span?.setAttribute('flashpay.mismatches', report.mismatches.length);
+    if (span)
+      await linkOrderTraces(
+        db,
+        report.mismatches.map((m) => m.order_id),
+      );
+    return report;
+  });
+}
+
+async function incrementalPass(
+  db: Db,
+  channel: ChannelClient,
+  options: { full?: boolean },
 ): Promise<ReconciliationReport> {
   const { statementPage } = channel;
   // A provider without a statement cursor: only the full, stateless pass is possible.

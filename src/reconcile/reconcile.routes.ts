@@ -5,9 +5,12 @@ import { providerFor } from '../payments/index.ts';
 import { reconcile } from './reconcile.service.ts';
 import { reconcilePass } from './reconcile.incremental.ts';
 import { reconciliationSchema } from './reconcile.schemas.ts';
+import { registerSaleGauges } from './reconcile.gauges.ts';
 
 export function reconcileRoutes(app: FastifyInstance, deps: AppDeps): void {
   const channel = providerFor(deps);
+  // The alert rules' view of the sale, read when /metrics is scraped (reconcile.gauges.ts).
+  registerSaleGauges(deps.db, () => deps.clock.now());
   // A tenant's admin reconciles its own tenant; an operator, every tenant (as `flashpay reconcile`).
   app.get(
     '/v1/admin/reconciliation',

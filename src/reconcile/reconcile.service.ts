@@ -25,6 +25,8 @@ import {
   type Mismatch,
   type ReconciliationReport,
 } from './reconcile.report.ts';
+import { linkOrderTraces } from '../outbox/index.ts';
+import { withRootSpan } from '../platform/tracing.ts';
 
 export type { Mismatch, ReconciliationReport } from './reconcile.report.ts';
 export { summaryLine } from './reconcile.report.ts';
@@ -130,7 +132,21 @@ function readDatabaseFacts(db: Db, tenantId: string | undefined) {
  * and the event-integrity checks that the three-way match alone cannot see (C29-19). The
  * incremental pass (reconcile.incremental.ts) reaches the same verdict from what changed.
  */
-export async function reconcile(db: Db, channel: ChannelClient, tenantId?: string): Promise<ReconciliationReport> {
+export function reconcile(db: Db, channel: ChannelClient, tenantId?: string): Promise<ReconciliationReport> {
+  // A trace of its own (issue 53), linked to the orders it found wrong.
+  return withRootSpan('reconciliation', async (span) => {
+    const report = await reconcileNow(db, channel, tenantId);
+    span?.setAttribute('flashpay.mismatches', report.mismatches.length);
+    if (span)
+      await linkOrderTraces(
+        db,
+        report.mismatches.map((m) => m.order_id),
+      );
+    return report;
+  });
+}
+
+async function reconcileNow(db: Db, channel: ChannelClient, tenantId?: string): Promise<ReconciliationReport> {
   // The provider's statement cannot share the snapshot: rules across the two are judged on a quiet system.
   const [fullStatement, { orders, facts }, fulfilled] = await Promise.all([
     channel.statement(),

@@ -28,6 +28,8 @@ import { answerApplier } from './recovery.apply.ts';
 import { recordAttempts } from './recovery.attempts.ts';
 import { callLimit, type CallLimit } from './call-limit.ts';
 import { DEFAULT_STATUS_SYNC, type StatusSync } from '../platform/provider.config.ts';
+import { linkOrderTraces } from '../outbox/index.ts';
+import { tracingOn, withRootSpan } from '../platform/tracing.ts';
 
 export interface RecoveryOptions {
   staleAfterMs: number;
@@ -251,7 +253,12 @@ async function cancelAbandoned(deps: PaymentDeps, tenantId?: string): Promise<nu
  * cancel CREATED orders whose reservation is gone. Safe to run repeatedly, concurrently with
  * callbacks, and in several processes at once.
  */
-export async function runRecoveryPass(deps: PaymentDeps, options: RecoveryOptions): Promise<RecoveryReport> {
+export function runRecoveryPass(deps: PaymentDeps, options: RecoveryOptions): Promise<RecoveryReport> {
+  // A trace of its own (issue 53): its provider calls and transactions are its children.
+  return withRootSpan('recovery pass', () => recoveryPass(deps, options));
+}
+
+async function recoveryPass(deps: PaymentDeps, options: RecoveryOptions): Promise<RecoveryReport> {
   const concurrency = options.concurrency ?? RECOVERY_PROVIDER_CONCURRENCY;
   const pass: Pass = {
     deps,
@@ -264,6 +271,11 @@ export async function runRecoveryPass(deps: PaymentDeps, options: RecoveryOption
   const missed = new Set<string>();
   const lanes = await Promise.all(Array.from({ length: CLAIM_LANES }, () => claimAndExamine(pass, options, missed)));
   const results = lanes.flat();
+  if (tracingOn())
+    await linkOrderTraces(
+      deps.db,
+      results.map((r) => r.orderId),
+    );
   const resolved: Record<string, number> = {};
   for (const r of results) if (!r.pending && r.status) resolved[r.status] = (resolved[r.status] ?? 0) + 1;
   const cancelled = await cancelAbandoned(deps, options.tenantId);

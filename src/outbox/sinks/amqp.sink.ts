@@ -2,6 +2,7 @@ import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib';
 import { amqpConnector, amqpQuorumFromEnv, declareQueue, type AmqpConnector } from '../../platform/amqp.ts';
 import type { OutboxEvent, Sink } from '../outbox.events.ts';
 import type { BrokerTopology } from './topology.ts';
+import { injectTraceHeaders, tracingOn } from '../../platform/tracing.ts';
 
 export interface AmqpSinkOptions {
   /** AMQP_URL: one node, or several of a cluster (`amqp://u:p@h1:5672,h2:5673/vhost`). */
@@ -81,6 +82,8 @@ function publishConfirmed(session: Session, exchange: string, event: OutboxEvent
       messageId: event.event_id,
       type: event.event_type,
       contentType: 'application/json',
+      // The consumer continues the relay's trace (relay.trace.ts); no headers while tracing is off.
+      ...(tracingOn() ? { headers: traceHeaders() } : {}),
     };
     session.channel.publish(exchange, event.event_type, body, options, (error: unknown) => {
       if (error) {
@@ -141,4 +144,10 @@ export async function createAmqpSink(options: AmqpSinkOptions): Promise<Sink> {
       await open?.connection.close().catch(() => undefined);
     },
   };
+}
+
+function traceHeaders(): Record<string, string | number> {
+  const carrier: Record<string, string | number> = {};
+  injectTraceHeaders(carrier);
+  return carrier;
 }

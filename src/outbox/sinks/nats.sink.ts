@@ -1,5 +1,6 @@
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import { createInbox, headers, nanos, type Msg, type NatsConnection } from '@nats-io/transport-node';
+import { injectTraceHeaders, tracingOn } from '../../platform/tracing.ts';
 import { connectNats } from '../../platform/nats.ts';
 import type { OutboxEvent, Sink } from '../outbox.events.ts';
 import { subjectFor, type BrokerTopology } from './topology.ts';
@@ -129,12 +130,15 @@ function ackPipeline(connection: NatsConnection) {
           if (answers[i] === undefined) answers[i] = new Error(`no PubAck within ${timeoutMs}ms`);
         done();
       }, timeoutMs);
+      const trace = traceHeaders();
       messages.forEach((m, i) => {
         const token = String(++next);
         tokens.push(token);
         waiting.set(token, (error) => answer(i, error));
         const h = headers();
         h.set('Nats-Msg-Id', m.msgId);
+        // The consumer continues the relay's trace (relay.trace.ts); nothing while tracing is off.
+        if (trace) for (const [key, value] of Object.entries(trace)) h.set(key, String(value));
         try {
           connection.publish(m.subject, m.payload, { reply: `${inbox}.${token}`, headers: h });
         } catch (error) {
@@ -191,4 +195,12 @@ export async function createNatsSink(options: NatsSinkOptions): Promise<Sink> {
       if (!connection.isClosed()) await connection.drain();
     },
   };
+}
+
+/** The active trace context as message headers, or undefined while tracing is off. */
+function traceHeaders(): Record<string, string | number> | undefined {
+  if (!tracingOn()) return undefined;
+  const carrier: Record<string, string | number> = {};
+  injectTraceHeaders(carrier);
+  return carrier;
 }

@@ -12,6 +12,7 @@ import { channelClient, type ChannelClient } from '../channel.client.ts';
 import { tenantRouter } from './routing.ts';
 import { stripeClient } from './stripe.ts';
 import { alipayClient } from './alipay.ts';
+import { traced } from './traced.ts';
 
 // The provider port (issue 37): the payment code speaks to a ChannelClient and nothing else. The
 // fake channel is one adapter; Stripe and Alipay are others, each through its official SDK. Which
@@ -51,7 +52,7 @@ export interface ProviderDeps {
 export function providerClient(deps: ProviderDeps): ChannelClient {
   const { providers } = deps.config;
   const names = providersWithAdapters(providers);
-  const clients = new Map(names.map((name) => [name, adapterFor(name)(deps.config, deps.channelUrl)]));
+  const clients = new Map(names.map((name) => [name, traced(name, adapterFor(name)(deps.config, deps.channelUrl))]));
   return tenantRouter(deps.db, clients, (tenant) => providerOfTenant(providers, tenant));
 }
 
