@@ -281,10 +281,16 @@ describe('traces (issue 53)', () => {
       30_000,
       50,
     );
-    const request = receiver.spans.find((s) => s.traceId === operatorTrace && s.name === 'POST /v1/admin/recovery/run');
+    // The request's span ends after its answer: it may come in a later export than the pass's.
+    const request = await waitFor(
+      async () => receiver.spans.find((s) => s.traceId === operatorTrace && s.name === 'POST /v1/admin/recovery/run'),
+      'the recovery run request span',
+      30_000,
+      50,
+    );
     expect(pass.parentSpanId).toBe('');
     expect(pass.traceId).not.toBe(operatorTrace);
-    expect(pass.links.map((l) => l.spanId)).toContain(request?.spanId);
+    expect(pass.links.map((l) => l.spanId)).toContain(request.spanId);
     // Its provider query of the order is in its trace.
     const query = receiver.spans.find((s) => s.traceId === pass.traceId && s.name === 'provider query');
     expect(query?.attributes['flashpay.order_id']).toBe(orderId);
