@@ -1,5 +1,6 @@
 import { loadSecret, MAX_TOKEN_TTL_S, tokenSigner } from '../platform/auth.ts';
 import { loadConfig, tokenOptions } from '../platform/config.ts';
+import { readRuntime } from '../runtime.ts';
 import { intFlag, parseCommand, stringFlag, usageError, UsageError } from '../platform/args.ts';
 import { TOKEN } from './specs/index.ts';
 
@@ -29,6 +30,8 @@ export async function tokenCommand(argv: string[]): Promise<void> {
     process.stdout.write(`${token}\n`);
     return;
   }
-  const base = (stringFlag(args, 'url') ?? config.publicUrl ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
+  // The running stack's own address (runtime.json), so `start --port 9090` gets a link to :9090.
+  const running = stringFlag(args, 'url') ?? config.publicUrl ?? (await readRuntime(config))?.api;
+  const base = (running ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
   process.stdout.write(`${base}/ops#token=${token}\n`);
 }

@@ -99,6 +99,7 @@ export const TRIGGERS = {
   'lost-reply':
     'the order’s next charge succeeds but its reply comes after the pay timeout and its notification is held: the pay answers UNKNOWN; recovery’s query (or the notification, released afterwards) makes it PAID, charged once. With --order, only the reply is delayed: the channel’s notification may settle the order first (PAID at once)',
 } as const;
+export type Trigger = keyof typeof TRIGGERS;
 
 export const TRIGGER: CommandSpec = {
   name: 'trigger',

@@ -5,7 +5,7 @@ import { EMBEDDED, EMBEDDED_LIST, EMBEDDED_PRUNE, MIGRATE, RECONCILE, RECOVER, T
 import { CHANNEL, DOUBLE, INVENTORY, START, STOCK } from './stack.ts';
 
 export { CLUSTER, CLUSTER_SUBCOMMANDS } from './cluster.ts';
-export { BENCH, LISTEN, SIM, TRIGGER, TRIGGERS } from './dev.ts';
+export { BENCH, LISTEN, SIM, TRIGGER, TRIGGERS, type Trigger } from './dev.ts';
 export { EMBEDDED, EMBEDDED_LIST, EMBEDDED_PRUNE, MIGRATE, RECONCILE, RECOVER, TOKEN } from './ops.ts';
 export { CHANNEL, DOUBLE, INVENTORY, START, STOCK } from './stack.ts';
 
