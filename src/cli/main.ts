@@ -10,7 +10,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   double: async () => (await import('./double.command.ts')).doubleCommand,
   stock: async () => (await import('./stock.command.ts')).stockCommand,
   // The contract's name for `flashpay stock` (docs/queued-orders.md); kept working.
-  inventory: async () => (await import('./stock.command.ts')).stockCommand,
+  inventory: async () => (await import('./stock.command.ts')).inventoryCommand,
   token: async () => (await import('./token.command.ts')).tokenCommand,
   migrate: async () => (await import('./migrate.command.ts')).migrateCommand,
   reconcile: async () => (await import('./reconcile.command.ts')).reconcileCommand,

@@ -2,7 +2,8 @@ import type { AppDeps } from '../app.deps.ts';
 import { skuRoutes } from '../stock/index.ts';
 import { tokenSigner } from '../platform/auth.ts';
 import { intFlag, parseCommand, stringFlag, usageError } from '../platform/args.ts';
-import { INVENTORY } from './specs/index.ts';
+import { INVENTORY, STOCK } from './specs/index.ts';
+import type { CommandSpec } from '../platform/args.ts';
 import { systemClock } from '../platform/clock.ts';
 import { loadConfig, tokenOptions } from '../platform/config.ts';
 import { createPool } from '../platform/db.ts';
@@ -27,8 +28,12 @@ const log = (line: string) => process.stderr.write(`flashpay inventory: ${line}\
  * and the operator's stock routes on its own port. The shops then run with
  * FLASHPAY_STOCK_SERVICE=external and only relay requests and results.
  */
-export async function stockCommand(argv: string[]): Promise<void> {
-  const args = parseCommand(INVENTORY, argv);
+export const stockCommand = (argv: string[]) => serveStock(STOCK, argv);
+export const inventoryCommand = (argv: string[]) => serveStock(INVENTORY, argv);
+
+// One service under two names (the contract's `inventory`, the code's `stock`): each its own help.
+async function serveStock(spec: CommandSpec, argv: string[]): Promise<void> {
+  const args = parseCommand(spec, argv);
   const config = loadConfig();
   const apart = config.stockService === 'separate';
   // Shared (FLASHPAY_STOCK_SERVICE=external): the shops' database, whose reservations their decider
@@ -52,7 +57,7 @@ export async function stockCommand(argv: string[]): Promise<void> {
   }
   if (!url)
     throw usageError(
-      INVENTORY,
+      spec,
       `needs --database-url or DATABASE_URL (the shops' database), or FLASHPAY_STOCK_SERVICE=separate`,
     );
   await migrate(url);
