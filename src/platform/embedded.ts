@@ -78,6 +78,13 @@ export function configuredPort(env: NodeJS.ProcessEnv): number | undefined {
   return port;
 }
 
+async function refuseTakenPort(port: number | undefined): Promise<void> {
+  if (port !== undefined && !(await isFree(port)))
+    throw new UsageError(
+      `FLASHPAY_PG_PORT=${port} is in use (another PostgreSQL?): choose another port, or unset it for a free one`,
+    );
+}
+
 function isFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = net.createServer();
@@ -160,18 +167,15 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
   let password: string;
   if (existsSync(path.join(dataDir, 'PG_VERSION'))) {
     await stopOrphanedPostmaster(dataDir);
+    await refuseTakenPort(configured); // after the orphan: its postmaster may have held it
     password = existsSync(passwordFile) ? (await readFile(passwordFile, 'utf8')).trim() : LEGACY_PASSWORD;
   } else {
+    await refuseTakenPort(configured); // before initdb: a refused start leaves no cluster behind
     password = newPassword();
     // Kept before initdb uses it: a cluster whose password was lost could never be opened again.
     await writePassword(passwordFile, password);
     await initialise(binaries.initdb, dataDir, runAs, password);
   }
-  // After any orphan of this folder is stopped: its postmaster may hold the port asked for.
-  if (configured !== undefined && !(await isFree(configured)))
-    throw new UsageError(
-      `FLASHPAY_PG_PORT=${configured} is in use (another PostgreSQL?): choose another port, or unset it for a free one`,
-    );
   const port = options.port ?? configured ?? (await freePort());
   let child = await startPostmaster(binaries.postgres, dataDir, port, runAs, log);
   let stopping = false;
