@@ -9,7 +9,8 @@ import { BIN } from '../support/process.ts';
 
 // Issue 52: `flashpay cluster up --port-base N` puts the cluster's listeners on N, N+1, … instead
 // of kernel-picked ports (a firewall rule, a bookmark, a second cluster beside it). A bad N is a
-// usage error; a taken port in the range is refused before any node starts.
+// usage error; a taken port in the range is refused before any node starts. CP-03, a whole cluster
+// on its base, is in the cluster suite (tests/cluster/port-base.test.ts): it takes a minute.
 
 // With --api 1 --nats 0: the monitor and two PostgreSQL nodes, the channel, the worker, HAProxy, one API.
 const PORTS_NEEDED = 7;
@@ -99,41 +100,5 @@ describe('flashpay cluster up --port-base (CP, issue 52)', () => {
       }
     },
     120_000,
-  );
-
-  it.skipIf(!engines)(
-    'CP-03: every listener of the cluster is on a port from the base upward',
-    async () => {
-      const base = await freeRange();
-      const up = await runCli([
-        'cluster',
-        'up',
-        '--dir',
-        dir,
-        '--api',
-        '1',
-        '--nats',
-        '0',
-        '--port-base',
-        String(base),
-        '--json',
-      ]);
-      expect(up.code, up.stderr).toBe(0);
-      const state = JSON.parse(up.stdout) as {
-        api: string;
-        channel: string;
-        nodes: Array<{ name: string; url: string }>;
-      };
-      const portOf = (url: string) => Number(/:(\d+)(?:\/|$)/.exec(url)?.[1]);
-      const ports = [state.api, state.channel, ...state.nodes.map((n) => n.url)].map(portOf);
-      expect(
-        ports.every((p) => p >= base && p < base + PORTS_NEEDED),
-        JSON.stringify(state.nodes),
-      ).toBe(true);
-      expect(new Set(state.nodes.map((n) => portOf(n.url))).size).toBe(state.nodes.length);
-      const down = await runCli(['cluster', 'down', '--dir', dir]);
-      expect(down.code, down.stderr).toBe(0);
-    },
-    300_000,
   );
 });
