@@ -62,7 +62,7 @@ export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv = proce
     only !== 'wallet' &&
     only !== 'cluster'
   )
-    throw usageError(BENCH, '--only must be orders, outbox, flash, recovery, p3, wallet or cluster');
+    throw usageError(BENCH, `got --only ${only}; expected --only orders|outbox|flash|recovery|p3|wallet|cluster`);
   const scale = (n: number) => (quick ? Math.max(1, Math.round(n / QUICK_DIVISOR)) : n);
   const requests = intFlag(args, 'requests', scale(FULL_ORDERS.requests));
   const events = intFlag(args, 'events', scale(FULL_OUTBOX.events));
