@@ -108,6 +108,10 @@ describe('every command’s help from one spec (HS, issue 52)', () => {
       const source = await readFile(path.join(dir, file), 'utf8');
       expect([file, /\bparseArgs\(|refuseUnknownFlags\(/.test(source)]).toEqual([file, false]);
     }
+    // Every command main.ts loads has a spec, and every spec a command.
+    const main = await readFile(path.join(dir, 'main.ts'), 'utf8');
+    const loaded = [...main.matchAll(/^ {2}([a-z]+): async \(\) =>/gm)].map((m) => m[1]);
+    expect(loaded.sort()).toEqual(Object.keys(SPECS).sort());
     const bench = await readFile(path.join(ROOT, 'bench/options.ts'), 'utf8');
     expect(bench).toMatch(/parseCommand\(BENCH, argv\)/);
   });

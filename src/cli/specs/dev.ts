@@ -87,8 +87,7 @@ export const LISTEN: CommandSpec = {
 
 // What each trigger does and what can follow: its help and its message say the same.
 export const TRIGGERS = {
-  charged:
-    'the provider charges the order now; its notification settles it (PAID; a cancelled or expired order is refunded)',
+  charged: 'the provider charges the order now; its notification settles it (PAID; a cancelled order is refunded)',
   declined: 'the order’s next charge is declined: its pay ends FAILED and its units are released',
   refunded:
     'the provider refunds the order’s charge on its own (a dashboard refund); its notification makes the order REFUNDED, with no refund of ours',
@@ -97,9 +96,20 @@ export const TRIGGERS = {
   'late-callback':
     'a late copy of the order’s charge notification under a new notify_id: recorded, nothing changes twice',
   'lost-reply':
-    'the order’s next charge succeeds but its reply comes after the pay timeout and its notification is held: the pay answers UNKNOWN; recovery’s query (or the notification, released afterwards) makes it PAID, charged once. With --order, only the reply is delayed: the channel’s notification may settle the order first (PAID at once)',
+    'the order’s next charge succeeds but its reply comes after the pay timeout. Without --order its notification is held at the channel too: the pay answers UNKNOWN and recovery’s query makes it PAID (after FLASHPAY_STALE_AFTER_MS), charged once. With --order only the reply is late: the notification, sent at once, usually settles the order PAID first',
 } as const;
 export type Trigger = keyof typeof TRIGGERS;
+
+/** Words in lines of at most `width` characters. */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  for (const word of text.split(' ')) {
+    const last = lines.at(-1);
+    if (last !== undefined && last.length + 1 + word.length <= width) lines[lines.length - 1] = `${last} ${word}`;
+    else lines.push(word);
+  }
+  return lines;
+}
 
 export const TRIGGER: CommandSpec = {
   name: 'trigger',
@@ -122,7 +132,7 @@ export const TRIGGER: CommandSpec = {
     { name: 'json', description: 'one JSON line' },
   ],
   notes: `kinds:\n${Object.entries(TRIGGERS)
-    .map(([kind, text]) => `  ${kind.padEnd(20)}${text}`)
+    .map(([kind, text]) => `  ${kind.padEnd(20)}${wrap(text, 78).join(`\n${' '.repeat(22)}`)}`)
     .join('\n')}`,
   env: [
     ENV.FLASHPAY_CONTROL_TOKEN,
