@@ -9,7 +9,7 @@ import { systemClock } from './platform/clock.ts';
 import { notifyUrlFor, tokenOptions, type Config } from './platform/config.ts';
 import { createPool } from './platform/db.ts';
 import { closeGracefully } from './platform/http.ts';
-import { migrate } from './platform/migrate.ts';
+import { migrateOnStart } from './platform/migrate.ts';
 import { clearRuntime, openDatabase, writeRuntime } from './runtime.ts';
 import { startWorkers } from './workers.ts';
 import { startProviderDoubles } from './provider-doubles.ts';
@@ -52,7 +52,8 @@ export async function launchStack(options: StackOptions): Promise<RunningStack> 
     );
   const database = await openDatabase(config, log);
   // Migrations hold a session advisory lock: behind PgBouncer they go to the database directly.
-  await migrate(config.directDatabaseUrl ?? database.url);
+  // FLASHPAY_MIGRATE_ON_START=0 leaves the schema to `flashpay migrate` (rolling deploys, docs/deploy.md).
+  await migrateOnStart(config.directDatabaseUrl ?? database.url);
   const secrets = await loadSecrets(config);
   if (secrets.generated.length > 0)
     log(`using development secrets kept under ${config.dataDir} (set ${secrets.generated.join(', ')} in production)`);

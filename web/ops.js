@@ -2,6 +2,8 @@
 import { api, h, money, problemText, showError } from './api.js';
 import { showOrder as openOrder } from './ops.order.js';
 import { showSku as openSkuPage, wireSkuForms } from './ops.sku.js';
+import { showSkuList, wireSkuList } from './ops.skus.js';
+import { noteView } from './ops.notes.js';
 
 const STATES = [
   'PENDING',
@@ -146,8 +148,8 @@ async function loadAttention() {
         {},
         h('button', { type: 'button', class: 'secondary', onclick: () => void showOrder(o.order_id) }, o.order_id),
       ),
-      h('td', {}, o.status),
-      h('td', {}, o.reason),
+      h('td', { class: 'state' }, h('span', { class: 'status', 'data-status': o.status }, o.status)),
+      h('td', { class: 'reason' }, noteView(o.reason)),
       h('td', { class: 'hide-narrow' }, `${new Date(o.since).toLocaleString()} · ${o.attempts} attempts`),
       h(
         'td',
@@ -207,18 +209,76 @@ async function loadReconciliation() {
   $('channel-net').textContent = money(report.totals.channel_net);
   $('wallet-net').textContent = money(report.totals.wallet_net ?? 0);
   $('paid-sum').textContent = money(report.totals.paid_sum);
-  $('drift').textContent = String(report.totals.drift);
-  /** @type {Record<string, number>} */
-  const byClass = {};
-  for (const m of report.mismatches) byClass[m.class] = (byClass[m.class] ?? 0) + 1;
-  const rows = Object.entries(byClass).map(([c, n]) =>
-    h('tr', { 'data-class': c }, h('td', {}, c), h('td', { class: 'num' }, String(n))),
+  $('drift').textContent = money(report.totals.drift);
+  // "Oversold: no" is two of reconciliation's global checks finding nothing, said in words.
+  const stockClasses = report.mismatches.filter((/** @type {any} */ m) =>
+    ['STOCK_NOT_CONSERVED', 'CONFIRMED_NE_PAID', 'SHIPPED_UNITS_EXCEED_TOTAL'].includes(m.class),
   );
+  const over = $('recon-oversold');
+  over.textContent = stockClasses.length
+    ? `check: ${stockClasses.map((/** @type {any} */ m) => m.class).join(', ')}`
+    : 'no';
+  over.className = stockClasses.length ? 'verdict-bad' : 'verdict-ok';
+  $('recon-oversold-rule').textContent =
+    'Oversold: no means every SKU’s units add up (sold + held + refunded after shipping + available = total, none below zero: STOCK_NOT_CONSERVED) and the sold units are exactly the PAID orders’ units (CONFIRMED_NE_PAID).';
+  // Issue 52: the orders behind each class and behind "pending", each a link to its order page.
+  /** @type {Map<string, string[]>} */
+  const byClass = new Map();
+  for (const m of report.mismatches) byClass.set(m.class, [...(byClass.get(m.class) ?? []), m.order_id]);
+  const rows = [...byClass].map(([c, ids]) =>
+    h(
+      'tr',
+      { 'data-class': c },
+      h('td', {}, h('code', { class: 'code' }, c)),
+      h('td', { class: 'num' }, String(ids.length)),
+      h('td', { class: 'links' }, ...orderLinks(ids)),
+    ),
+  );
+  if (report.pending > 0)
+    rows.push(
+      h(
+        'tr',
+        { 'data-class': 'pending' },
+        h('td', {}, 'pending (still converging, not judged)'),
+        h('td', { class: 'num' }, String(report.pending)),
+        h('td', { class: 'links' }, ...orderLinks(report.pending_orders.map((/** @type {any} */ p) => p.order_id))),
+      ),
+    );
   $('mismatches')
     .querySelector('tbody')
     ?.replaceChildren(
-      ...(rows.length ? rows : [h('tr', {}, h('td', { colspan: '2', class: 'muted' }, 'No mismatch.'))]),
+      ...(rows.length
+        ? rows
+        : [h('tr', {}, h('td', { colspan: '3', class: 'muted' }, 'No mismatch, nothing pending.'))]),
     );
+}
+
+// A class can name many orders: the first ones as links, then how many more (search finds them).
+const LINKS_SHOWN = 20;
+
+/** Order ids as links to their order pages (a global check names no order: shown as such). */
+function orderLinks(/** @type {string[]} */ ids) {
+  const real = ids.filter((id) => id);
+  const links = real.slice(0, LINKS_SHOWN).map((id) =>
+    h(
+      'a',
+      {
+        href: `/ops/orders/${encodeURIComponent(id)}`,
+        'data-order-id': id,
+        onclick: (/** @type {Event} */ e) => {
+          e.preventDefault();
+          void showOrder(id);
+        },
+      },
+      id,
+    ),
+  );
+  /** @type {Array<Node | string>} */
+  const parts = links.flatMap((a, i) => (i ? [' ', a] : [a]));
+  if (real.length > LINKS_SHOWN) parts.push(` and ${real.length - LINKS_SHOWN} more`);
+  if (real.length < ids.length)
+    parts.push(real.length ? ' · a check of the whole ledger' : 'a check of the whole ledger');
+  return parts;
 }
 
 /** The search as the form says it, on the page the cursor names. */
@@ -288,7 +348,31 @@ const context = {
   amount,
   openSku: (/** @type {string} */ sku) => void showSku(sku),
   changed: () => void Promise.all([loadSummary(), loadAttention(), loadOrders()]),
+  showPage,
+  searchFor,
 };
+
+const PAGES = ['detail', 'sku-page', 'sku-list'];
+
+/** Shows one page (an order, a SKU, the SKU list) under the search; null: the overview alone. */
+function showPage(/** @type {string | null} */ id) {
+  for (const page of PAGES) $(page).hidden = page !== id;
+}
+
+/** A search from elsewhere (a SKU's order counts): fills the form, runs it and shows the results. */
+function searchFor(/** @type {{ q?: string, sku?: string, state?: string }} */ filters) {
+  /** @type {HTMLInputElement} */ ($('q')).value = filters.q ?? '';
+  /** @type {HTMLInputElement} */ ($('sku-filter')).value = filters.sku ?? '';
+  /** @type {HTMLSelectElement} */ ($('state-filter')).value = filters.state ?? '';
+  search();
+  $('orders-title').scrollIntoView();
+}
+
+async function openSkuList() {
+  history.replaceState(null, '', '/ops/skus');
+  await showSkuList(context);
+  $('skus-title').focus();
+}
 
 /** Opens an order and puts its deep link in the address bar (/ops/orders/{id}). */
 async function showOrder(/** @type {string} */ orderId) {
@@ -309,6 +393,7 @@ function openDeepLink() {
   const sku = /^\/ops\/skus\/([^/]+)$/.exec(location.pathname);
   if (order?.[1]) void showOrder(decodeURIComponent(order[1]));
   else if (sku?.[1]) void showSku(decodeURIComponent(sku[1]));
+  else if (location.pathname === '/ops/skus') void openSkuList();
 }
 
 async function tick() {
@@ -366,6 +451,8 @@ $('reconcile').addEventListener('click', () => void loadReconciliation());
 $('state-filter').addEventListener('change', search);
 $('search-form').addEventListener('submit', (e) => {
   e.preventDefault();
+  // The results come right under the search: an open order or SKU page steps aside.
+  showPage(null);
   search();
 });
 $('next-page').addEventListener('click', () => {
@@ -375,5 +462,16 @@ $('next-page').addEventListener('click', () => {
 });
 $('first-page').addEventListener('click', search);
 wireSkuForms(context);
+wireSkuList(context);
+$('nav-skus').addEventListener('click', (e) => {
+  e.preventDefault();
+  void openSkuList();
+});
+$('nav-overview').addEventListener('click', (e) => {
+  e.preventDefault();
+  history.replaceState(null, '', '/ops');
+  showPage(null);
+  window.scrollTo(0, 0);
+});
 $('state-filter').append(...STATES.map((s) => h('option', { value: s }, s)));
 show();

@@ -4,6 +4,7 @@
 // Idempotency-Key, kept per (action, order, version) in sessionStorage: a second click or a retry
 // after a lost answer sends the same key, and the server replays instead of acting twice.
 import { h, newKey } from './api.js';
+import { noteView } from './ops.notes.js';
 
 /**
  * @typedef {{
@@ -12,6 +13,7 @@ import { h, newKey } from './api.js';
  *   amount: (minor: number) => string,
  *   openSku: (sku: string) => void,
  *   changed: () => void,
+ *   showPage: (id: string) => void,
  * }} Context
  */
 
@@ -56,6 +58,107 @@ function confirmed(/** @type {string} */ text, /** @type {string} */ yes, resolv
 
 /** The reason typed in the dialog, as the body of a refund, cancel or return. */
 const reasonBody = () => ({ reason: /** @type {HTMLTextAreaElement} */ ($('confirm-reason')).value.trim() });
+
+// Issue 52: what the operator can do about an unfinished order, by status.
+/** @type {Record<string, string>} */
+const REMEDY = {
+  UNKNOWN:
+    "The provider's answer to the charge was lost. Recovery asks the provider again at the next attempt; “Retry now” asks it now. If the provider's own dashboard shows the outcome, “Resolve by hand” records it (reconciliation still checks it against the provider's statement).",
+  PAYING:
+    'The pay is in its provider call, or its process died there. Recovery takes it once it is stale (the next attempt); “Retry now” runs recovery at the shortest safe staleness. Nothing is charged twice: the provider call carries the order’s own key.',
+  REFUNDING:
+    'The refund was sent and its answer is pending. Recovery re-sends the same refund with the order’s fixed refund key (never a second refund); “Retry now” re-sends it now.',
+  PENDING:
+    'The order waits for the stock service’s answer; its request is re-sent until answered. Nothing to do here: if it lasts, check that the stock service runs (flashpay inventory) and its parked list.',
+  RELEASING:
+    'The order’s units are being given back by the stock service; its request is re-sent until answered. Nothing to do here: if it lasts, check that the stock service runs.',
+  CREATED:
+    'Not paid yet. When the hold expires the order is cancelled and its units go back on sale; “Cancel order” does it now.',
+};
+
+/**
+ * Why the order is not finished: who moves it on, the attempts, the last error, the next attempt,
+ * the hold's expiry and what the operator can do. Null for a finished order.
+ * @param {any} o the admin order view
+ */
+function stuckPanel(o) {
+  const remedy = REMEDY[o.status];
+  if (!remedy) return null;
+  const r = o.recovery;
+  const hold = o.reservation?.status === 'HELD' ? o.reservation.expires_at : null;
+  /** @type {Array<[string, Node | string, string]>} */
+  const rows = [];
+  if (r) {
+    rows.push([
+      'Moved on by',
+      r.by === 'recovery' ? 'recovery passes (asking the provider)' : 'the stock service',
+      'stuck-by',
+    ]);
+    if (r.by === 'recovery') {
+      rows.push(['Recovery attempts', String(r.attempts), 'stuck-attempts']);
+      rows.push(['Last error', r.last_error ? noteView(r.last_error) : 'none yet', 'stuck-last-error']);
+      rows.push(['Last attempt', when(r.last_attempt_at), 'stuck-last-attempt']);
+      rows.push(['Next attempt', when(r.next_attempt_at), 'stuck-next-attempt']);
+    }
+  }
+  rows.push([
+    'Hold expires',
+    hold ? when(hold) : `— (unit ${orNone(o.reservation?.status).toLowerCase()})`,
+    'stuck-hold',
+  ]);
+  return h(
+    'section',
+    { class: 'stuck', id: 'detail-stuck', 'aria-labelledby': 'stuck-title' },
+    h('h3', { id: 'stuck-title' }, `Why it is ${o.status}`),
+    h('dl', { class: 'figures' }, ...rows.flatMap(([dt, dd, id]) => [h('dt', {}, dt), h('dd', { id }, dd)])),
+    h('p', { id: 'stuck-remedy' }, h('strong', {}, 'What you can do: '), remedy),
+  );
+}
+
+// Operators' actions that are the cause of a transition: shown on that transition's line, once.
+const CAUSES = new Set(['refund', 'cancel', 'resolve', 'return']);
+
+/**
+ * One line per event: an operator's refund, cancel, resolution or return is the transition it
+ * made, with the operator and their reason on it (not a second line of its own).
+ * @param {any[]} timeline
+ */
+function timelineLines(timeline) {
+  /** @type {Map<any, any>} */
+  const causeOf = new Map();
+  /** @type {Set<any>} */
+  const folded = new Set();
+  for (const a of timeline) {
+    if (!a.action || !CAUSES.has(a.action)) continue;
+    const t = timeline.find((x) => !x.action && x.version === a.version && x.to === a.to && !causeOf.has(x));
+    if (!t) continue;
+    causeOf.set(t, a);
+    folded.add(a);
+  }
+  return timeline
+    .filter((t) => !folded.has(t))
+    .map((t) => {
+      if (t.action)
+        return `${t.action} by operator ${t.operator}${t.operator_tenant ? ` of ${t.operator_tenant}` : ''} (${t.to}${t.action === 'ack' ? `: ${t.reason.replace(/^ack: /, '')}` : ''})${t.operator_reason ? ` — “${t.operator_reason}”` : ''} — ${when(t.at)}`;
+      const a = causeOf.get(t);
+      const by = a && !t.reason.includes(`operator ${a.operator}`) ? ` by operator ${a.operator}` : '';
+      const tenant = a?.operator_tenant ? ` of ${a.operator_tenant}` : '';
+      const why = a?.operator_reason ? ` — “${a.operator_reason}”` : '';
+      return `${t.from ?? 'new'} → ${t.to}: ${t.reason}${by}${a ? tenant : ''}${why} — ${when(t.at)}`;
+    });
+}
+
+/**
+ * A notification's effect in words: a CHARGED that found the order already PAID confirmed what
+ * was known (its effect is DUPLICATE: it changed nothing), which is not a fault.
+ * @param {any} n @param {any} o
+ */
+function effectText(n, o) {
+  const knownPaid = o.timeline.some((/** @type {any} */ t) => !t.action && t.to === 'PAID');
+  if (n.effect === 'DUPLICATE' && n.kind === 'CHARGED' && knownPaid) return 'confirmed (already known)';
+  if (n.effect === 'DUPLICATE') return 'a copy already applied (nothing changed)';
+  return n.effect;
+}
 
 /**
  * @param {Context} ctx
@@ -147,8 +250,7 @@ export async function showOrder(ctx, orderId) {
       h('h3', {}, title),
       items.length ? h('ol', {}, ...items.map((x) => h('li', {}, line(x)))) : h('p', { class: 'muted' }, 'none'),
     );
-  $('sku-page').hidden = true;
-  $('detail').hidden = false;
+  ctx.showPage('detail');
   $('detail').dataset.orderId = o.order_id;
   $('detail-title').textContent = `Order ${o.order_id}`;
   const parts = [
@@ -168,7 +270,10 @@ export async function showOrder(ctx, orderId) {
       `Payment at ${orNone(o.payment?.provider)} · provider payment id `,
       h('code', {}, orNone(o.payment?.provider_payment_id)),
     ),
-    o.attention ? h('p', { class: 'verdict-bad' }, `Needs a person: ${o.attention}`) : null,
+    o.attention
+      ? h('p', { class: 'needs-person', id: 'detail-attention' }, 'Needs a person: ', noteView(o.attention))
+      : null,
+    stuckPanel(o),
     list('Lines', o.lines ?? [], (l) => `${l.quantity} × ${l.name} (${l.sku}) at ${ctx.amount(l.unit_price)}`),
     h(
       'p',
@@ -186,15 +291,16 @@ export async function showOrder(ctx, orderId) {
         o.sku,
       ),
     ),
-    list('Timeline', o.timeline, (t) =>
-      t.action
-        ? `${t.action} by operator ${t.operator}${t.operator_tenant ? ` of ${t.operator_tenant}` : ''} (${t.to}${t.action === 'ack' ? `: ${t.reason.replace(/^ack: /, '')}` : ''})${t.operator_reason ? ` — “${t.operator_reason}”` : ''} — ${when(t.at)}`
-        : `${t.from ?? 'new'} → ${t.to}: ${t.reason} — ${when(t.at)}`,
+    h(
+      'div',
+      { id: 'detail-timeline' },
+      h('h3', {}, 'Timeline'),
+      h('ol', {}, ...timelineLines(o.timeline).map((line) => h('li', {}, line))),
     ),
     list(
       'Notifications',
       o.notifications,
-      (n) => `${orNone(n.provider)} ${n.kind} ${n.notify_id} ${orNone(n.txn)}: ${n.effect}`,
+      (n) => `${orNone(n.provider)} ${n.kind} ${n.notify_id} ${orNone(n.txn)}: ${effectText(n, o)}`,
     ),
     list('Journal', o.journal ?? [], (j) => `${j.step} ${j.direction} ${j.status} (${j.key})`),
   ];

@@ -31,3 +31,26 @@ export function decodeCursor(raw: string): SearchCursor {
     });
   return { createdAt, orderId };
 }
+
+// The SKU list's cursor (issue 52): the last SKU's (tenant, sku) as base64url JSON.
+const TENANT_ID = /^[\x20-\x7e]{1,128}$/;
+const SKU_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
+
+export function encodeSkuCursor(c: { tenantId: string; sku: string }): string {
+  return Buffer.from(JSON.stringify([c.tenantId, c.sku]), 'utf8').toString('base64url');
+}
+
+export function decodeSkuCursor(raw: string): { tenantId: string; sku: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  const [tenantId, sku] = Array.isArray(parsed) && parsed.length === 2 ? (parsed as unknown[]) : [];
+  if (typeof tenantId !== 'string' || typeof sku !== 'string' || !TENANT_ID.test(tenantId) || !SKU_ID.test(sku))
+    throw new AppError('VALIDATION', 'querystring.cursor is not a cursor this server gave', {
+      field: 'querystring.cursor',
+    });
+  return { tenantId, sku };
+}

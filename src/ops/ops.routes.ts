@@ -26,6 +26,7 @@ import {
   type Resolution,
 } from './ops.actions.ts';
 import { decodeCursor, encodeCursor } from './ops.cursor.ts';
+import { opsViewRoutes } from './ops.views.ts';
 import {
   ackAttentionSchema,
   cancelOrderAdminSchema,
@@ -48,6 +49,7 @@ interface SearchQuery {
 export function opsRoutes(app: FastifyInstance, deps: AppDeps): void {
   const admin = requirePrincipal(deps.signer, 'admin');
   const payments = paymentDeps(deps);
+  opsViewRoutes(app, deps);
 
   app.get<{ Querystring: SearchQuery }>(
     '/v1/admin/orders',

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.deps.ts';
 import { keyedDeps } from '../app.deps.ts';
-import { principalOf, requirePrincipal } from '../platform/auth.ts';
+import { principalOf, requirePrincipal, type Principal } from '../platform/auth.ts';
 import { businessMetrics } from '../platform/business-metrics.ts';
 import { requestDigest } from '../idempotency/index.ts';
 import { idempotencyKeyOf, sendKeyed } from '../idempotency/index.ts';
@@ -14,6 +14,7 @@ import {
   orderIdsForSku,
   orderView,
   statusCountsForSku,
+  type Order,
 } from '../orders/index.ts';
 import { journalView } from '../saga/index.ts';
 import { providerFor, statusSyncOf } from './providers/index.ts';
@@ -26,7 +27,7 @@ import { groupPayCommits } from './pay.group.ts';
 import { groupClaims, groupPayClaims } from './pay.claims.ts';
 import { beginWalletPay, beginWalletPays } from './wallet-pay.ts';
 import { faultPoint } from '../platform/faultpoints.ts';
-import { inTx } from '../platform/db.ts';
+import { inTx, type Db, type Executor } from '../platform/db.ts';
 import { AppError } from '../platform/errors.ts';
 import { providersInUse } from '../platform/provider.config.ts';
 
@@ -47,7 +48,7 @@ export function paymentDeps(deps: AppDeps): PaymentDeps {
 
 import type { OrderIdParams } from '../orders/index.ts';
 import { notificationSchema, payOrderSchema, type PayBody } from './payments.schemas.ts';
-import { adminOrderSchema, skuOutcomesSchema } from './payments.admin.schemas.ts';
+import { skuOutcomesSchema } from './payments.admin.schemas.ts';
 
 /** The transitions and the operators' actions (issue 36) in one list, in the order they happened. */
 function withOperatorActions(
@@ -158,44 +159,54 @@ export function paymentsRoutes(app: FastifyInstance, deps: AppDeps): void {
       return { statuses, notification_effects: await notificationEffects(deps.db, orderIds) };
     },
   );
+}
 
-  app.get<{ Params: OrderIdParams }>(
-    '/v1/admin/orders/:id',
-    { onRequest: requirePrincipal(deps.signer, 'admin'), schema: adminOrderSchema },
-    async (request) => {
-      // One snapshot for the whole view: reads on separate pooled connections could show a
-      // notification and miss the note for a person that committed with it.
-      const { order, view, timeline, notifications, notes, journal } = await inTx(
-        deps.db,
-        async (tx) => {
-          const order = await getOrderFor(tx, principalOf(request), request.params.id);
-          return {
-            order,
-            view: await orderView(tx, order),
-            timeline: withOperatorActions(
-              await getTimeline(tx, order.orderId),
-              await listOperatorActions(tx, order.orderId),
-            ),
-            notifications: await listNotifications(tx, order.orderId),
-            notes: await findOrderNotes(tx, order.orderId),
-            journal: await journalView(tx, order.orderId),
-          };
-        },
-        { isolation: 'REPEATABLE READ' },
-      );
+/**
+ * The admin order view (`GET /v1/admin/orders/{id}`, served by src/ops): the order with its
+ * timeline, notifications, note and journal, and whatever `more` reads about it, all in one
+ * snapshot: reads on separate pooled connections could show a notification and miss the note for a
+ * person that committed with it.
+ */
+export async function readAdminOrder<T>(
+  db: Db,
+  principal: Principal,
+  orderId: string,
+  more: (tx: Executor, order: Order, recoveryAttempts: number) => Promise<T>,
+) {
+  const { order, view, timeline, notifications, notes, journal, extra } = await inTx(
+    db,
+    async (tx) => {
+      const order = await getOrderFor(tx, principal, orderId);
+      const notes = await findOrderNotes(tx, order.orderId);
       return {
-        ...view,
-        user_id: order.userId,
-        payment: {
-          provider: order.paymentProvider ?? null,
-          provider_payment_id: order.providerPaymentId ?? null,
-        },
-        attention: notes.attention,
-        recovery_attempts: notes.recoveryAttempts,
-        timeline,
-        notifications,
-        journal,
+        order,
+        view: await orderView(tx, order),
+        timeline: withOperatorActions(
+          await getTimeline(tx, order.orderId),
+          await listOperatorActions(tx, order.orderId),
+        ),
+        notifications: await listNotifications(tx, order.orderId),
+        notes,
+        journal: await journalView(tx, order.orderId),
+        extra: await more(tx, order, notes.recoveryAttempts),
       };
     },
+    { isolation: 'REPEATABLE READ' },
   );
+  return {
+    view: {
+      ...view,
+      user_id: order.userId,
+      payment: {
+        provider: order.paymentProvider ?? null,
+        provider_payment_id: order.providerPaymentId ?? null,
+      },
+      attention: notes.attention,
+      recovery_attempts: notes.recoveryAttempts,
+      timeline,
+      notifications,
+      journal,
+    },
+    extra,
+  };
 }

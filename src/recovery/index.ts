@@ -8,3 +8,4 @@ export {
   type RecoveryOptions,
   type RecoveryReport,
 } from './recovery.service.ts';
+export { recoveryStateOf, RecoveryState, type RecoveryTiming } from './recovery.view.ts';

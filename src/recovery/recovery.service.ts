@@ -25,6 +25,7 @@ import {
   type PaymentDeps,
 } from '../payments/index.ts';
 import { answerApplier } from './recovery.apply.ts';
+import { recordAttempts } from './recovery.attempts.ts';
 import { callLimit, type CallLimit } from './call-limit.ts';
 import { DEFAULT_STATUS_SYNC, type StatusSync } from '../platform/provider.config.ts';
 
@@ -158,13 +159,24 @@ async function examineBatch(
   for (const [result] of examined) if (result.pending !== undefined) missed.add(result.orderId);
   // One statement for the batch's bookkeeping, each order fenced by its own claim. If it fails,
   // the claims lapse (CLAIM_MS) and a later pass examines the orders again, as after a crash.
+  // Then what each attempt learnt, for the admin order view (issue 52): after the orders' own
+  // bookkeeping, so its failure costs only the explanation.
   await pass
-    .serial(() =>
-      finishAttempts(
+    .serial(async () => {
+      await finishAttempts(
         pass.deps.db,
         examined.map(([, outcome]) => outcome),
-      ),
-    )
+      );
+      await recordAttempts(
+        pass.deps.db,
+        pass.deps.clock.now(),
+        examined.map(([result, outcome]) => ({
+          orderId: result.orderId,
+          pending: result.pending,
+          nextAt: outcome.nextAt,
+        })),
+      );
+    })
     .catch(() => undefined);
   out.push(...examined.map(([result]) => result));
 }

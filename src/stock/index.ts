@@ -12,10 +12,11 @@ export {
   tryUnconfirm,
   type HeldKey,
 } from './reservations/finish.ts';
-export { findSku, findSkuTerms } from './skus/repo.ts';
+export { findSku, findSkuTerms, listSkus, type SkuPage } from './skus/repo.ts';
 export { tryExpireNow } from './reservations/expiry.ts';
 export { createSku, DEFAULT_HOLD_TTL_MS, getSku, releaseExpired, skuView } from './skus/service.ts';
 export { skuRoutes } from './skus/routes.ts';
+export { SkuView } from './skus/schemas.ts';
 export type { Reservation, ReservationStatus, ReserveRequest, ReserveResult, Sku, SkuTerms } from './stock.types.ts';
 export { listCatalogue, type CatalogueEntry } from './skus/catalogue.ts';
 export {

@@ -23,9 +23,12 @@ const FILES: Record<string, { file: string; type: keyof typeof TYPES }> = {
   '/web/ops.js': { file: path.join(WEB_DIR, 'ops.js'), type: 'js' },
   '/web/ops.order.js': { file: path.join(WEB_DIR, 'ops.order.js'), type: 'js' },
   '/web/ops.sku.js': { file: path.join(WEB_DIR, 'ops.sku.js'), type: 'js' },
+  '/web/ops.skus.js': { file: path.join(WEB_DIR, 'ops.skus.js'), type: 'js' },
+  '/web/ops.notes.js': { file: path.join(WEB_DIR, 'ops.notes.js'), type: 'js' },
   // The console's deep links (issue 36): the same page, which opens that order or SKU after sign-in.
   '/ops/orders/:id': { file: path.join(WEB_DIR, 'ops.html'), type: 'html' },
   '/ops/skus/:sku': { file: path.join(WEB_DIR, 'ops.html'), type: 'html' },
+  '/ops/skus': { file: path.join(WEB_DIR, 'ops.html'), type: 'html' },
   '/web/style.css': { file: path.join(WEB_DIR, 'style.css'), type: 'css' },
   // Chart.js's UMD build from node_modules: it sets `window.Chart`, no module loader needed.
   '/web/chart.umd.js': { file: path.join(chartDir, 'chart.umd.min.js'), type: 'js' },

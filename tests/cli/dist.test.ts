@@ -37,10 +37,16 @@ describe('the bin runs build/dist only when it is current (issue 49)', () => {
   });
   afterAll(() => rm(root, { recursive: true, force: true }));
 
-  it('BD-01: after a compile the bin starts build/dist (its .ts imports rewritten); FLASHPAY_TSX=1 forces tsx', async () => {
+  it('BD-01: after a compile the bin starts build/dist (main one bundle, every file also compiled alone with its .ts imports rewritten); FLASHPAY_TSX=1 forces tsx', async () => {
     expect(await flashpay()).toMatch(/\/src\/cli\/who\.ts$/);
     await build();
-    expect(await flashpay()).toBe(`file://${root}/build/dist/src/cli/who.js`);
+    // who.ts is inside main's bundle: its module is main.js.
+    expect(await flashpay()).toBe(`file://${root}/build/dist/src/cli/main.js`);
+    const alone = await readFile(path.join(root, 'build', 'dist', 'src', 'cli', 'main.js'), 'utf8');
+    expect(alone).not.toContain('./who.ts');
+    expect(await readFile(path.join(root, 'build', 'dist', 'src', 'cli', 'who.js'), 'utf8')).toContain(
+      'import.meta.url',
+    );
     expect(await flashpay({ FLASHPAY_TSX: '1' })).toMatch(/\/src\/cli\/who\.ts$/);
   });
 
@@ -50,7 +56,7 @@ describe('the bin runs build/dist only when it is current (issue 49)', () => {
     await utimes(main(), later, later);
     expect(await flashpay()).toMatch(/\/src\/cli\/who\.ts$/);
     await build();
-    expect(await flashpay()).toMatch(/\/build\/dist\/src\/cli\/who\.js$/);
+    expect(await flashpay()).toMatch(/\/build\/dist\/src\/cli\/main\.js$/);
   });
 
   it('BD-03: a source added or removed after the compile does too', async () => {

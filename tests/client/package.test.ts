@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import { hmacSha256, toHex } from '../../packages/client/src/hmac.ts';
 import { createHttpSink, type OutboxEvent } from '../../src/outbox/index.ts';
 import { ERROR_STATUS } from '../../src/platform/errors.ts';
 import { startLiveStack, type LiveStack } from '../cli/live-stack.ts';
+import { packDependencies } from './pack.ts';
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -51,27 +52,6 @@ void client.createOrder({ skuu: 'x' });
 export const code: ProblemCode = 'SOLD_OUTT';
 `;
 
-/** The tarballs of a package's dependencies, packed from the repository's node_modules (no network). */
-async function packDependencies(name: string, into: string, seen = new Set<string>()): Promise<Record<string, string>> {
-  const manifest = JSON.parse(await readFile(path.join(root, 'node_modules', name, 'package.json'), 'utf8')) as {
-    dependencies?: Record<string, string>;
-  };
-  const found: Record<string, string> = {};
-  for (const dependency of Object.keys(manifest.dependencies ?? {})) {
-    if (seen.has(dependency)) continue;
-    seen.add(dependency);
-    const { stdout } = await run('npm', [
-      'pack',
-      path.join(root, 'node_modules', dependency),
-      '--pack-destination',
-      into,
-    ]);
-    found[dependency] = `file:${path.join(into, stdout.trim().split('\n').pop() ?? '')}`;
-    Object.assign(found, await packDependencies(dependency, into, seen));
-  }
-  return found;
-}
-
 describe('@flashpay/client as an integrator installs it (PK)', () => {
   let stack: LiveStack;
   let work = '';
@@ -94,7 +74,12 @@ describe('@flashpay/client as an integrator installs it (PK)', () => {
     expect(files).toEqual(
       expect.arrayContaining(['package/dist/index.js', 'package/dist/index.d.ts', 'package/package.json']),
     );
-    expect(files.filter((f) => !f.startsWith('package/dist/') && f !== 'package/package.json')).toEqual([]);
+    // Beside dist: the manifest, the README and the LICENSE (readme.test.ts CR-03 reads them).
+    expect(files.filter((f) => !f.startsWith('package/dist/')).sort()).toEqual([
+      'package/LICENSE',
+      'package/README.md',
+      'package/package.json',
+    ]);
     const shipped = JSON.parse((await run('tar', ['-xzOf', tarball, 'package/package.json'])).stdout) as {
       dependencies: Record<string, string>;
     };

@@ -163,7 +163,8 @@ describe('W15 operations console in Chromium', () => {
 
         await page.getByRole('button', { name: 'Reconcile now' }).click();
         await expect.poll(() => page.locator('#verdict').textContent(), { timeout: 30_000 }).toBe('clean');
-        await expect.poll(() => page.locator('#drift').textContent()).toBe('0');
+        await expect.poll(() => page.locator('#drift').textContent()).toBe('0.00');
+        expect(await page.locator('#recon-oversold').textContent()).toBe('no');
         await page.locator('#counts button', { hasText: 'PAID' }).click();
         await expect.poll(() => page.locator('#orders tbody tr').count()).toBe(report.final.PAID);
         await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'ops.png'), fullPage: true });

@@ -1,9 +1,10 @@
 // The calls a buyer makes, over openapi-fetch with the generated types: an Idempotency-Key on
 // every create and pay (generated unless given), retried only when that cannot act twice.
 import createFetchClient, { type Client } from 'openapi-fetch';
+import { adminResources, type AdminResources } from './admin.js';
+import { newKey, toResult, unwrap, type KeyedCall, type Result } from './call.js';
 import type { paths } from './generated/api.js';
-import { FlashpayError, problemOf, type Problem } from './problems.js';
-import { attemptsOf, retryingFetch, type RetryOptions } from './retry.js';
+import { retryingFetch, type RetryOptions } from './retry.js';
 import type {
   CancelResult,
   CreatedOrder,
@@ -18,62 +19,23 @@ import type {
 export interface FlashpayClientOptions extends RetryOptions {
   /** e.g. `http://127.0.0.1:8080` */
   baseUrl: string;
-  /** A bearer token (`flashpay token …`); omitted for none. */
-  token?: string;
+  /** A bearer token (`flashpay token …`); omitted or `undefined` for none. */
+  token?: string | undefined;
 }
 
-export interface CallMeta {
-  status: number;
-  /** The key the call was sent with (generated when none was given); reuse it to retry later. */
-  idempotencyKey?: string;
-  /** `Idempotent-Replayed` of a keyed answer. */
-  replayed?: boolean;
-  location?: string;
-  /** How many times the request was sent. */
-  attempts: number;
-}
+export type PayCall = KeyedCall & { body?: PayRequest | undefined };
 
-export type Result<T> = (
-  { ok: true; data: T; problem?: undefined } | { ok: false; data?: undefined; problem: Problem }
-) &
-  CallMeta;
-
-function newKey(): string {
-  return globalThis.crypto.randomUUID();
-}
-
-function meta(response: Response, idempotencyKey?: string): CallMeta {
-  const replayed = response.headers.get('idempotent-replayed');
-  const location = response.headers.get('location');
-  return {
-    status: response.status,
-    attempts: attemptsOf(response),
-    ...(idempotencyKey ? { idempotencyKey } : {}),
-    ...(replayed !== null ? { replayed: replayed === 'true' } : {}),
-    ...(location ? { location } : {}),
-  };
-}
-
-function toResult<T>(
-  outcome: { data?: unknown; error?: unknown; response: Response },
-  idempotencyKey?: string,
-): Result<T> {
-  if (outcome.response.ok) return { ok: true, data: outcome.data as T, ...meta(outcome.response, idempotencyKey) };
-  const problem = problemOf(outcome.response.status, outcome.error);
-  return { ok: false, problem, ...meta(outcome.response, idempotencyKey) };
-}
-
-export interface KeyedCall {
-  /** Sent as Idempotency-Key; a fresh UUID when omitted. Reuse a key to retry a call later, safely. */
-  idempotencyKey?: string;
-}
-
-/** Every call answers a Result: `ok` with `data`, or a `problem` with its `code`. Nothing throws but the network. */
+/**
+ * Every call answers a Result: `ok` with `data`, or a `problem` with its `code`. Nothing throws
+ * but the network: a `FlashpayError` with code `NETWORK`.
+ */
 export interface FlashpayResultClient {
   /** The generated openapi-fetch client, for every operation (`raw.GET('/v1/admin/skus/{sku}', …)`). */
   raw: Client<paths>;
   createOrder(body: CreateOrderRequest, options?: KeyedCall): Promise<Result<CreatedOrder>>;
-  payOrder(orderId: string, options?: KeyedCall & { body?: PayRequest }): Promise<Result<PayResult>>;
+  pay(orderId: string, options?: PayCall): Promise<Result<PayResult>>;
+  /** @deprecated the same call as `pay` (its name before issue 52). */
+  payOrder(orderId: string, options?: PayCall): Promise<Result<PayResult>>;
   getOrder(orderId: string): Promise<Result<Order>>;
   getTimeline(orderId: string): Promise<Result<TimelineEntry[]>>;
   cancelOrder(orderId: string): Promise<Result<CancelResult>>;
@@ -86,22 +48,24 @@ export function createFlashpayClient(options: FlashpayClientOptions): FlashpayRe
     fetch: retryingFetch(options),
     ...(options.token ? { headers: { authorization: `Bearer ${options.token}` } } : {}),
   });
+  const pay = async (orderId: string, call: PayCall = {}): Promise<Result<PayResult>> => {
+    const key = call.idempotencyKey ?? newKey();
+    return toResult(
+      await raw.POST('/v1/orders/{id}/pay', {
+        params: { path: { id: orderId }, header: { 'idempotency-key': key } },
+        ...(call.body ? { body: call.body } : {}),
+      }),
+      key,
+    );
+  };
   return {
     raw,
     async createOrder(body, call = {}) {
       const key = call.idempotencyKey ?? newKey();
       return toResult(await raw.POST('/v1/orders', { body, params: { header: { 'idempotency-key': key } } }), key);
     },
-    async payOrder(orderId, call = {}) {
-      const key = call.idempotencyKey ?? newKey();
-      return toResult(
-        await raw.POST('/v1/orders/{id}/pay', {
-          params: { path: { id: orderId }, header: { 'idempotency-key': key } },
-          ...(call.body ? { body: call.body } : {}),
-        }),
-        key,
-      );
-    },
+    pay,
+    payOrder: pay,
     async getOrder(orderId) {
       return toResult(await raw.GET('/v1/orders/{id}', { params: { path: { id: orderId } } }));
     },
@@ -114,29 +78,27 @@ export function createFlashpayClient(options: FlashpayClientOptions): FlashpayRe
   };
 }
 
-function unwrap<T>(result: Result<T>): T {
-  if (result.ok) return result.data;
-  throw new FlashpayError(result.problem, result.idempotencyKey);
-}
-
 export interface WaitOptions {
   /** Statuses that end the wait (default: PAID and every final status). */
-  until?: readonly OrderStatus[];
+  until?: readonly OrderStatus[] | undefined;
   /** Default 30 000. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Default 250. */
-  intervalMs?: number;
+  intervalMs?: number | undefined;
 }
 
 const FINAL: readonly OrderStatus[] = ['PAID', 'FAILED', 'CANCELLED', 'REFUNDED', 'REJECTED', 'COMPENSATED'];
 
-/** Answers data, throws `FlashpayError` (typed by `code`) for a refusal. */
-export interface FlashpayClient {
+/**
+ * Answers data, throws `FlashpayError` (typed by `code`) for a refusal or `NETWORK`. The buyer's
+ * calls are methods; the admin calls are resources (`skus`, `orders`, `attention`, `reconciliation`).
+ */
+export interface FlashpayClient extends AdminResources {
   raw: Client<paths>;
   /** Results instead of exceptions, with the call's key, replay flag and attempts. */
   results: FlashpayResultClient;
   createOrder(body: CreateOrderRequest, options?: KeyedCall): Promise<CreatedOrder>;
-  pay(orderId: string, options?: KeyedCall & { body?: PayRequest }): Promise<PayResult>;
+  pay(orderId: string, options?: PayCall): Promise<PayResult>;
   getOrder(orderId: string): Promise<Order>;
   getTimeline(orderId: string): Promise<TimelineEntry[]>;
   cancelOrder(orderId: string): Promise<CancelResult>;
@@ -145,7 +107,7 @@ export interface FlashpayClient {
 }
 
 /**
- * `createClient({ baseUrl, token })`: the buyer's calls. A create or pay sent again with the same
+ * `createClient({ baseUrl, token })`: the buyer's calls and the admin resources. A create or pay sent again with the same
  * key (by you, or by the client's own retries of a 503/429/in-progress/network error) is a replay:
  * it never creates or charges twice.
  */
@@ -154,8 +116,9 @@ export function createClient(options: FlashpayClientOptions): FlashpayClient {
   return {
     raw: results.raw,
     results,
+    ...adminResources(results.raw),
     createOrder: async (body, call) => unwrap(await results.createOrder(body, call)),
-    pay: async (orderId, call) => unwrap(await results.payOrder(orderId, call)),
+    pay: async (orderId, call) => unwrap(await results.pay(orderId, call)),
     getOrder: async (orderId) => unwrap(await results.getOrder(orderId)),
     getTimeline: async (orderId) => unwrap(await results.getTimeline(orderId)),
     cancelOrder: async (orderId) => unwrap(await results.cancelOrder(orderId)),

@@ -4,19 +4,29 @@ export type { components, operations, paths, webhooks } from './generated/api.js
 export {
   createClient,
   createFlashpayClient,
-  type CallMeta,
   type FlashpayClient,
   type FlashpayClientOptions,
   type FlashpayResultClient,
-  type KeyedCall,
-  type Result,
+  type PayCall,
   type WaitOptions,
 } from './client.js';
+export type { CallMeta, KeyedCall, ReasonedCall, Result } from './call.js';
+export type {
+  AdminOrdersResource,
+  AdminResources,
+  AttentionResource,
+  ReconciliationResource,
+  SkusResource,
+} from './admin.js';
+export { MAX_PAGES, type ListOptions, type Page, type Paged } from './paging.js';
 export {
+  CLIENT_ERROR_CODES,
   FlashpayError,
   isFlashpayError,
   isProblemCode,
   PROBLEM_CODES,
+  type ClientErrorCode,
+  type ErrorCode,
   type Problem,
   type ProblemCode,
 } from './problems.js';

@@ -33,12 +33,22 @@ export const PROBLEM_CODES = [
 /** Every `code` a problem+json answer can carry. */
 export type ProblemCode = (typeof PROBLEM_CODES)[number];
 
+/**
+ * Codes the client itself gives, never the server: `NETWORK` when no answer came (refused, reset,
+ * DNS, TLS, an aborted request), after the retries a request allows. Whether a keyed create or
+ * pay was executed is then unknown: retry it with the same `idempotencyKey` to learn it.
+ */
+export const CLIENT_ERROR_CODES = ['NETWORK'] as const;
+export type ClientErrorCode = (typeof CLIENT_ERROR_CODES)[number];
+/** What `FlashpayError.code` can be. */
+export type ErrorCode = ProblemCode | ClientErrorCode;
+
 /** An RFC 9457 problem as flashpay sends it; extra members (e.g. `order_status`) may follow. */
-export interface Problem {
+export interface Problem<C extends ErrorCode = ProblemCode> {
   type: string;
   title: string;
   status: number;
-  code: ProblemCode;
+  code: C;
   detail: string;
   [extra: string]: unknown;
 }
@@ -48,18 +58,19 @@ export function isProblemCode(value: unknown): value is ProblemCode {
 }
 
 /**
- * A refusal from the API, thrown by `createClient`'s calls. `code` is the problem's stable code;
- * `idempotencyKey` is the key the call was sent with: retrying with it can never act twice.
+ * A refusal from the API, thrown by `createClient`'s calls, or `NETWORK` when no answer came.
+ * `code` is the problem's stable code; `idempotencyKey` is the key the call was sent with:
+ * retrying with it can never act twice. `status` is 0 for `NETWORK`.
  */
-export class FlashpayError<C extends ProblemCode = ProblemCode> extends Error {
+export class FlashpayError<C extends ErrorCode = ErrorCode> extends Error {
   override readonly name = 'FlashpayError';
   readonly code: C;
   readonly status: number;
-  readonly problem: Problem & { code: C };
+  readonly problem: Problem<C>;
   readonly idempotencyKey: string | undefined;
 
-  constructor(problem: Problem & { code: C }, idempotencyKey?: string) {
-    super(`${problem.code}: ${problem.detail}`);
+  constructor(problem: Problem<C>, idempotencyKey?: string, options?: { cause?: unknown }) {
+    super(`${problem.code}: ${problem.detail}`, options);
     this.code = problem.code;
     this.status = problem.status;
     this.problem = problem;
@@ -67,13 +78,31 @@ export class FlashpayError<C extends ProblemCode = ProblemCode> extends Error {
   }
 
   /** `error.is('SOLD_OUT')` narrows `error.code` (and works on anything caught). */
-  is<K extends ProblemCode>(code: K): this is FlashpayError<K> {
-    return (this.code as ProblemCode) === code;
+  is<K extends ErrorCode>(code: K): this is FlashpayError<K> {
+    return (this.code as ErrorCode) === code;
   }
 }
 
+/** The error for a request that got no answer; `cause` is what fetch threw. */
+export function networkError(request: Request, cause: unknown, attempts: number): FlashpayError<'NETWORK'> {
+  const reason =
+    cause instanceof Error ? ((cause.cause as Error | undefined)?.message ?? cause.message) : String(cause);
+  const tries = attempts === 1 ? '1 attempt' : `${attempts} attempts`;
+  return new FlashpayError(
+    {
+      type: 'about:blank',
+      title: 'No answer from the server',
+      status: 0,
+      code: 'NETWORK',
+      detail: `${request.method} ${request.url}: ${reason} (${tries})`,
+    },
+    request.headers.get('idempotency-key') ?? undefined,
+    { cause },
+  );
+}
+
 /** True when `error` is a FlashpayError, with one of `codes` when given. */
-export function isFlashpayError<K extends ProblemCode = ProblemCode>(
+export function isFlashpayError<K extends ErrorCode = ErrorCode>(
   error: unknown,
   ...codes: K[]
 ): error is FlashpayError<K> {

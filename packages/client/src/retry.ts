@@ -1,13 +1,17 @@
 // Retries only what cannot do harm; every retry sends the same request, Idempotency-Key included.
+import { networkError } from './problems.js';
 
+// Every optional member also takes `undefined`, so options built from `process.env` compile under
+// `exactOptionalPropertyTypes` (tsc --init's default).
 export interface RetryOptions {
   /** Attempts per call, the first included (default 4). */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
   /** Longest wait honoured from a Retry-After, in ms (default 5000). */
-  maxRetryAfterMs?: number;
+  maxRetryAfterMs?: number | undefined;
   /** Backoff base for network errors, in ms (default 100, doubling). */
-  backoffMs?: number;
-  fetch?: typeof fetch;
+  backoffMs?: number | undefined;
+  /** The fetch to send with (default: the global one). */
+  fetch?: typeof fetch | undefined;
 }
 
 const ATTEMPTS = Symbol('attempts');
@@ -35,7 +39,8 @@ export function attemptsOf(response: Response): number {
 /**
  * Retries a 503 or 429 that says when to come back (nothing was executed), a 409
  * REQUEST_IN_PROGRESS of a keyed request (the first is still running; the key makes the retry a
- * replay), and network errors of keyed or GET requests.
+ * replay), and network errors of keyed or GET requests. A request that got no answer in the end
+ * throws `FlashpayError` with code `NETWORK` (never fetch's bare `TypeError: fetch failed`).
  */
 export function retryingFetch(options: RetryOptions = {}) {
   const send = options.fetch ?? ((input: Request) => fetch(input));
@@ -49,7 +54,7 @@ export function retryingFetch(options: RetryOptions = {}) {
       try {
         response = await send(input.clone());
       } catch (error) {
-        if (!replayable || attempt >= maxAttempts) throw error;
+        if (!replayable || attempt >= maxAttempts) throw networkError(input, error, attempt);
         await delay(backoff * 2 ** (attempt - 1));
         continue;
       }

@@ -32,9 +32,9 @@ export class WebhookSignatureError extends Error {
 
 export interface VerifyOptions {
   /** How far the signature's `t` may be from now (default 300 s, as flashpay itself accepts). */
-  toleranceSeconds?: number;
+  toleranceSeconds?: number | undefined;
   /** "Now", for tests (default: the clock). */
-  nowSeconds?: number;
+  nowSeconds?: number | undefined;
 }
 
 const encoder = new TextEncoder();
@@ -147,11 +147,14 @@ const EVENT_FIELDS = ['event_id', 'order_id', 'event_type'] as const;
  */
 export function constructEvent(
   rawBody: string | Uint8Array,
-  signatureHeader: string | null | undefined,
+  // Node types a header it does not know as `string | string[]`: `request.headers[SIGNATURE_HEADER]` as it is.
+  signatureHeader: string | readonly string[] | null | undefined,
   secret: string,
   options: VerifyOptions = {},
 ): OrderEvent {
-  assertSignature(rawBody, signatureHeader, secret, options);
+  const header =
+    typeof signatureHeader === 'object' && signatureHeader !== null ? signatureHeader.join(',') : signatureHeader;
+  assertSignature(rawBody, header, secret, options);
   let parsed: unknown;
   try {
     parsed = JSON.parse(typeof rawBody === 'string' ? rawBody : new TextDecoder().decode(rawBody));

@@ -1,4 +1,5 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
+import { stripeErrors } from './stripe.sdk.ts';
 import type { ChargeReply, StatusReply } from '../channel.client.ts';
 
 // Stripe's PaymentIntent statuses and errors in flashpay's words. The one rule that matters: an
@@ -55,23 +56,25 @@ export function chargeReplyOf(pi: Stripe.PaymentIntent): ChargeReply {
  * trouble (5xx, api_error) or a rate limit (429). Anything else is an answer Stripe gave.
  */
 export function isUnanswered(error: unknown): boolean {
-  if (!(error instanceof Stripe.errors.StripeError)) return true;
-  if (error instanceof Stripe.errors.StripeConnectionError || error instanceof Stripe.errors.StripeAPIError)
-    return true;
-  if (error instanceof Stripe.errors.StripeRateLimitError) return true;
+  const E = stripeErrors();
+  if (!E || !(error instanceof E.StripeError)) return true;
+  if (error instanceof E.StripeConnectionError || error instanceof E.StripeAPIError) return true;
+  if (error instanceof E.StripeRateLimitError) return true;
   return error.statusCode === undefined || error.statusCode >= 500 || error.statusCode === 429;
 }
 
 /** A short, secret-free reason for an UNKNOWN (never the request, never a key). */
 export function reasonOf(error: unknown): string {
-  if (error instanceof Stripe.errors.StripeError)
+  const E = stripeErrors();
+  if (E && error instanceof E.StripeError)
     return `stripe ${error.rawType ?? error.type}${error.statusCode ? ` ${error.statusCode}` : ''}${error.code ? ` ${error.code}` : ''}`;
   return `io error (${(error as Error).name ?? 'unknown'})`;
 }
 
 /** The PaymentIntent an error names (a decline, a refused cancel), as Stripe sent it. */
 export function intentOfError(error: unknown): Stripe.PaymentIntent | undefined {
-  if (!(error instanceof Stripe.errors.StripeError)) return undefined;
+  const E = stripeErrors();
+  if (!E || !(error instanceof E.StripeError)) return undefined;
   const raw = error.raw as { payment_intent?: Stripe.PaymentIntent } | undefined;
   return raw?.payment_intent?.object === 'payment_intent' ? raw.payment_intent : undefined;
 }
@@ -90,8 +93,9 @@ export function chargeErrorReply(error: unknown): ChargeReply {
   if (isUnanswered(error)) return { kind: 'UNKNOWN', reason: reasonOf(error) };
   const pi = intentOfError(error);
   if (pi) return chargeReplyOf(pi);
-  if (error instanceof Stripe.errors.StripeCardError) return { kind: 'DECLINED' };
-  const code = error instanceof Stripe.errors.StripeInvalidRequestError ? (error.code ?? '') : '';
+  const E = stripeErrors();
+  if (E && error instanceof E.StripeCardError) return { kind: 'DECLINED' };
+  const code = E && error instanceof E.StripeInvalidRequestError ? (error.code ?? '') : '';
   const refused = REFUSED_REQUESTS.get(code);
   if (refused) return { kind: 'DECLINED', reason: `${refused} (${code})` };
   // Any other refusal (a bad key, an idempotency conflict) says nothing certain about an earlier

@@ -1,4 +1,4 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { StripeSettings } from '../../platform/provider.config.ts';
 import {
   providerNote,
@@ -15,6 +15,7 @@ import {
   reasonOf,
   statusOfIntent,
 } from './stripe.status.ts';
+import { loadStripe, stripeErrors } from './stripe.sdk.ts';
 
 // The Stripe adapter (issue 37) through the official SDK. A charge is a PaymentIntent created and
 // confirmed under an Idempotency-Key fixed per order (`pi-<order>`), so a retry is the same
@@ -32,10 +33,11 @@ const MAX_KNOWN_INTENTS = 10_000;
 const chargeKeyFor = (orderId: string) => `pi-${orderId}`;
 
 /** The SDK client for these settings: the key, the base URL (a local double in tests), no retries. */
-export function stripeSdk(settings: StripeSettings, timeoutMs: number): Stripe {
-  if (!settings.secretKey) throw new Error('FLASHPAY_PROVIDER=stripe needs STRIPE_SECRET_KEY');
+export async function stripeSdk(settings: StripeSettings, timeoutMs: number): Promise<Stripe> {
+  const secretKey = stripeKeyOf(settings);
   const base = settings.apiBase ? new URL(settings.apiBase) : undefined;
-  return new Stripe(settings.secretKey, {
+  const Sdk = await loadStripe();
+  return new Sdk(secretKey, {
     timeout: timeoutMs,
     // flashpay's recovery is the retry: a charge that timed out is UNKNOWN, committed, and converges
     // by query, close or webhook. The SDK retrying inside the pay would hold the order PAYING past
@@ -52,11 +54,19 @@ export function stripeSdk(settings: StripeSettings, timeoutMs: number): Stripe {
   });
 }
 
+/** The secret key, checked when the adapter is built (a missing key fails the start, not a pay). */
+function stripeKeyOf(settings: StripeSettings): string {
+  if (!settings.secretKey) throw new Error('FLASHPAY_PROVIDER=stripe needs STRIPE_SECRET_KEY');
+  return settings.secretKey;
+}
+
 /** Stripe's search syntax for one order's PaymentIntents (quotes are not allowed in order ids). */
 const searchQuery = (orderId: string) => `metadata['order_id']:'${orderId.replace(/'/g, "\\'")}'`;
 
 export function stripeClient(settings: StripeSettings, timeoutMs: number): ChannelClient {
-  const sdk = stripeSdk(settings, timeoutMs);
+  stripeKeyOf(settings);
+  let client: Promise<Stripe> | undefined;
+  const sdk = () => (client ??= stripeSdk(settings, timeoutMs));
   const known = new Map<string, string>();
   const learn = (orderId: string, id: string) => {
     known.set(orderId, id);
@@ -70,8 +80,10 @@ export function stripeClient(settings: StripeSettings, timeoutMs: number): Chann
    */
   async function find(orderId: string): Promise<Stripe.PaymentIntent | undefined> {
     const id = known.get(orderId);
-    if (id) return sdk.paymentIntents.retrieve(id, { expand: ['latest_charge'] });
-    const found = await sdk.paymentIntents.search({ query: searchQuery(orderId), expand: ['data.latest_charge'] });
+    if (id) return (await sdk()).paymentIntents.retrieve(id, { expand: ['latest_charge'] });
+    const found = await (
+      await sdk()
+    ).paymentIntents.search({ query: searchQuery(orderId), expand: ['data.latest_charge'] });
     // One PaymentIntent per order (the key is fixed); should there be more, one that took money wins.
     const pi = found.data.find((p) => p.status === 'succeeded') ?? found.data[0];
     if (pi) learn(orderId, pi.id);
@@ -89,7 +101,8 @@ export function stripeClient(settings: StripeSettings, timeoutMs: number): Chann
     } catch (error) {
       const named = intentOfError(error);
       if (named) return statusOfIntent(named);
-      if (error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 404)
+      const errors = stripeErrors();
+      if (errors && error instanceof errors.StripeInvalidRequestError && error.statusCode === 404)
         return { kind: 'STATUS', status: 'NOT_FOUND' };
       return { kind: 'UNKNOWN', reason: reasonOf(error) };
     }
@@ -99,7 +112,9 @@ export function stripeClient(settings: StripeSettings, timeoutMs: number): Chann
     async charge(merchantOrder, amount, _notifyUrl, _customer, paymentMethod) {
       // Stripe notifies its registered webhook endpoint, not a per-charge URL: notifyUrl is not sent.
       try {
-        const pi = await sdk.paymentIntents.create(
+        const pi = await (
+          await sdk()
+        ).paymentIntents.create(
           {
             amount,
             currency: settings.currency,
@@ -126,7 +141,7 @@ export function stripeClient(settings: StripeSettings, timeoutMs: number): Chann
       status(merchantOrder, async (pi) => {
         const open = pi.status !== 'succeeded' && pi.status !== 'canceled' && pi.status !== 'processing';
         if (!open) return statusOfIntent(pi);
-        return statusOfIntent(await sdk.paymentIntents.cancel(pi.id));
+        return statusOfIntent(await (await sdk()).paymentIntents.cancel(pi.id));
       }),
     async refund(merchantOrder, refundKey, amount) {
       let pi: Stripe.PaymentIntent | undefined;
@@ -143,7 +158,9 @@ export function stripeClient(settings: StripeSettings, timeoutMs: number): Chann
           detail: providerNote('Stripe has no PaymentIntent for this order', 'resource_missing'),
         };
       try {
-        const refund = await sdk.refunds.create(
+        const refund = await (
+          await sdk()
+        ).refunds.create(
           { payment_intent: pi.id, amount, metadata: { order_id: merchantOrder } },
           { idempotencyKey: refundKey },
         );
@@ -170,7 +187,9 @@ export function stripeClient(settings: StripeSettings, timeoutMs: number): Chann
     async statement() {
       const transactions: Stripe.BalanceTransaction[] = [];
       // Paged by the SDK (starting_after); autoPagingToArray stops at 10,000, a statement may not.
-      await sdk.balanceTransactions
+      await (
+        await sdk()
+      ).balanceTransactions
         .list({ limit: 100, expand: ['data.source'] }, { timeout: STATEMENT_TIMEOUT_MS })
         .autoPagingEach((t) => {
           transactions.push(t);
@@ -178,7 +197,7 @@ export function stripeClient(settings: StripeSettings, timeoutMs: number): Chann
         });
       if (transactions.length >= MAX_STATEMENT_LINES)
         throw new Error(`stripe statement: ${MAX_STATEMENT_LINES} balance transactions or more`);
-      return statementOf(await statementLines(sdk, transactions));
+      return statementOf(await statementLines(await sdk(), transactions));
     },
   };
 }

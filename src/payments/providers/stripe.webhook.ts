@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../app.deps.ts';
 import { AppError } from '../../platform/errors.ts';
@@ -10,6 +10,7 @@ import type { NotificationRecord } from '../payments.repo.ts';
 import type { PaymentDeps } from '../payments.deps.ts';
 import { NotificationAnswer } from '../payments.schemas.ts';
 import { stripeSdk } from './stripe.ts';
+import { loadStripe } from './stripe.sdk.ts';
 import { WEBHOOK_PATHS } from './webhook-paths.ts';
 
 // Stripe's webhooks (issue 37): verified with the SDK's constructEvent (Stripe-Signature, `t=…,v1=…`,
@@ -105,11 +106,11 @@ async function recordOf(
 export function stripeWebhookRoutes(app: FastifyInstance, deps: AppDeps, payments: PaymentDeps): void {
   const settings = deps.config.providers.stripe;
   const inUse = providersInUse(deps.config.providers).includes('stripe');
-  let sdk: Stripe | undefined;
+  let sdk: Promise<Stripe> | undefined;
   const intentOrder = async (id: string) => {
     sdk ??= stripeSdk(settings, payTimeoutOf(deps.config, 'stripe'));
     try {
-      return (await sdk.paymentIntents.retrieve(id)).metadata.order_id ?? '';
+      return (await (await sdk).paymentIntents.retrieve(id)).metadata.order_id ?? '';
     } catch {
       // Not answered now: a 503 makes Stripe deliver the event again later.
       throw new AppError('UNAVAILABLE', 'the refunded charge’s PaymentIntent could not be read from Stripe');
@@ -125,7 +126,7 @@ export function stripeWebhookRoutes(app: FastifyInstance, deps: AppDeps, payment
     const header = request.headers['stripe-signature'];
     let event: Stripe.Event;
     try {
-      event = Stripe.webhooks.constructEvent(
+      event = (await loadStripe()).webhooks.constructEvent(
         request.rawBody ?? '',
         typeof header === 'string' ? header : '',
         settings.webhookSecret,

@@ -119,3 +119,44 @@ export async function findSku(db: Executor, tenantId: string, sku: string): Prom
       }
     : undefined;
 }
+
+/** A page of SKUs in (tenant, sku) order (issue 52: the console's SKU list). */
+export interface SkuPage {
+  skus: Array<Sku & { released: number; refundedShipped: number }>;
+  /** The last row's position when there may be more. */
+  next: { tenantId: string; sku: string } | null;
+}
+
+/**
+ * The SKUs of a tenant (every tenant: undefined) after `after`, with their counters from
+ * sku_counters in one snapshot; keyset on the primary key (tenant_id, sku), so a page costs its
+ * size whatever the catalogue.
+ */
+export async function listSkus(
+  db: Executor,
+  tenantId: string | undefined,
+  after: { tenantId: string; sku: string } | undefined,
+  limit: number,
+): Promise<SkuPage> {
+  const result = await db.query<SkuRow>(
+    `SELECT s.tenant_id, s.sku, s.name, s.price, c.total, c.available, c.held, c.confirmed, c.released,
+            c.refunded_shipped, s.per_user_limit, s.hold_ttl_ms
+     FROM skus s JOIN sku_counters c ON c.tenant_id = s.tenant_id AND c.sku = s.sku
+     WHERE ($1::text IS NULL OR s.tenant_id = $1)
+       AND ($2::text IS NULL OR (s.tenant_id, s.sku) > ($2, $3::text))
+     ORDER BY s.tenant_id, s.sku LIMIT $4`,
+    [tenantId ?? null, after?.tenantId ?? null, after?.sku ?? null, limit + 1],
+  );
+  const rows = result.rows.slice(0, limit);
+  const last = rows[rows.length - 1];
+  return {
+    skus: rows.map((row) => ({
+      ...toTerms(row),
+      held: row.held,
+      confirmed: row.confirmed,
+      released: row.released,
+      refundedShipped: row.refunded_shipped,
+    })),
+    next: result.rows.length > limit && last ? { tenantId: last.tenant_id, sku: last.sku } : null,
+  };
+}

@@ -11,7 +11,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The tenant's SKUs with their counters and order outcomes, a page at a time
+         * @description The token's tenant (every tenant for an operator), in (tenant, sku) order, keyset-paged: pass `next_cursor` as `cursor` for the next page; `null` on the last page. A cursor this server did not give: 400 `VALIDATION`, nothing read. Each SKU's counters come from one snapshot: `total = available + held + confirmed + refunded_shipped`.
+         */
+        get: operations["adminListSkus"];
         put?: never;
         /**
          * Put a SKU on sale
@@ -244,26 +248,6 @@ export interface paths {
          * @description For operators and the simulation.
          */
         get: operations["getSkuOutcomes"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/admin/orders/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * An order with its timeline, notifications and saga journal
-         * @description Any order of the admin’s tenant.
-         */
-        get: operations["adminGetOrder"];
         put?: never;
         post?: never;
         delete?: never;
@@ -592,6 +576,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/orders/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An order with its timeline, notifications, saga journal and, while unfinished, its recovery
+         * @description Any order of the admin’s tenant.
+         */
+        get: operations["adminGetOrder"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/orders": {
         parameters: {
             query?: never;
@@ -825,6 +829,236 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    adminListSkus: {
+        parameters: {
+            query?: {
+                /**
+                 * @description page size, 1..100 (default 20)
+                 * @example 20
+                 */
+                limit?: string;
+                /** @description the previous page's `next_cursor` */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of SKUs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        skus: {
+                            tenant_id: string;
+                            sku: string;
+                            name: string;
+                            price: number;
+                            per_user_limit: number | null;
+                            hold_ttl_ms: number;
+                            /** @description = available + held + confirmed + refunded_shipped, always */
+                            total: number;
+                            available: number;
+                            held: number;
+                            confirmed: number;
+                            /** @description units released so far (expired or cancelled holds) */
+                            released: number;
+                            /** @description units of orders refunded after they shipped (fulfilment FULFILLED): out of stock, not on sale, until `POST /v1/admin/orders/{id}/return` puts them back (issue 48) */
+                            refunded_shipped: number;
+                            /** @description orders with a line of this SKU, by status (PAID, REFUNDED, …; a status with none is absent) */
+                            orders: {
+                                [key: string]: number;
+                            };
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     createSku: {
         parameters: {
             query?: never;
@@ -4375,333 +4609,6 @@ export interface operations {
             };
         };
     };
-    adminGetOrder: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description the order id
-                 * @example ord_7c1e2b9f4a
-                 */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The order */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        order_id: string;
-                        /**
-                         * @description see docs/state-machine.md
-                         * @enum {string}
-                         */
-                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
-                        /** @description grows by one with every transition */
-                        version: number;
-                        sku: string;
-                        quantity: number;
-                        amount: number;
-                        reservation: {
-                            key: string;
-                            status: string | null;
-                            expires_at: string | null;
-                        };
-                        lines: {
-                            sku: string;
-                            name: string;
-                            unit_price: number;
-                            quantity: number;
-                            amount: number;
-                        }[];
-                        reservations: {
-                            sku: string;
-                            key: string;
-                            status: string | null;
-                        }[];
-                        fulfilment: {
-                            /**
-                             * @description fulfilment is its own dimension (seed 002, docs/saga.md): a FULFILLED order stays PAID
-                             * @enum {string}
-                             */
-                            status: "PENDING" | "FULFILLED" | "REFUSED";
-                            /** @description the fulfilment provider's reference, once fulfilled */
-                            ref?: string;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        user_id: string;
-                        /** @description where the order’s money is (issue 48) */
-                        payment: {
-                            provider: ("fake" | "stripe" | "alipay") | null;
-                            provider_payment_id: string | null;
-                        };
-                        attention: string | null;
-                        recovery_attempts: number;
-                        /** @description transitions and operators' actions, in the order they happened */
-                        timeline: {
-                            from: ("CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING") | null;
-                            /**
-                             * @description see docs/state-machine.md
-                             * @enum {string}
-                             */
-                            to: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
-                            version: number;
-                            reason: string;
-                            /** Format: date-time */
-                            at: string;
-                            /** @enum {string} */
-                            action?: "refund" | "cancel" | "ack" | "retry" | "resolve" | "return";
-                            /** @description the operator's sub */
-                            operator?: string;
-                            /** @description the operator's tenant (their token's `tid`) */
-                            operator_tenant?: string;
-                            /** @description why the operator acted, in their words (required for refund, cancel and return since issue 48) */
-                            operator_reason?: string;
-                        }[];
-                        notifications: {
-                            notify_id: string;
-                            provider: ("fake" | "stripe" | "alipay") | null;
-                            /** @enum {string} */
-                            kind: "CHARGED" | "DECLINED" | "REFUNDED";
-                            amount: number;
-                            txn: string | null;
-                            /** @enum {string} */
-                            effect: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER" | "WRONG_PROVIDER" | "CURRENCY_MISMATCH" | "PAYMENT_ID_IN_USE";
-                            needs_attention: boolean;
-                            /** Format: date-time */
-                            received_at: string;
-                        }[];
-                        /** @description the after-PAID saga's journal (seed 002): every step attempt, oldest first */
-                        journal: {
-                            step: string;
-                            /** @enum {string} */
-                            direction: "do" | "undo";
-                            /** @enum {string} */
-                            status: "STARTED" | "DONE" | "REFUSED" | "FAILED" | "UNKNOWN";
-                            /** @description the idempotency key the step sent its provider */
-                            key: string;
-                            receipt?: string;
-                            error?: string;
-                            /** Format: date-time */
-                            at: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description The request is not valid (nothing was executed): `VALIDATION` */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "VALIDATION";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description No valid bearer token: `UNAUTHENTICATED` */
-            401: {
-                headers: {
-                    /** @description the bearer challenge (RFC 6750) */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "UNAUTHENTICATED";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description The token is valid but not allowed here: `FORBIDDEN` */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "FORBIDDEN";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Not found (or not visible to this principal): `ORDER_NOT_FOUND` */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "ORDER_NOT_FOUND";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "URI_TOO_LONG";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
-            429: {
-                headers: {
-                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
-                    "Retry-After"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "INTERNAL";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
-            503: {
-                headers: {
-                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
-                    "Retry-After"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        /** @description a URI naming the problem type */
-                        type: string;
-                        title: string;
-                        /** @description the HTTP status code */
-                        status: number;
-                        /**
-                         * @description the stable machine word: branch on this
-                         * @enum {string}
-                         */
-                        code: "UNAVAILABLE";
-                        /** @description what went wrong this time, for a person */
-                        detail: string;
-                        /**
-                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
-                         * @enum {string}
-                         */
-                        outcome?: "unknown";
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-        };
-    };
     runRecovery: {
         parameters: {
             query?: never;
@@ -7936,6 +7843,346 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Too many requests on this route: retry after Retry-After: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "RATE_LIMITED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An unexpected failure (retry with the same Idempotency-Key): `INTERNAL` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "INTERNAL";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Temporarily unavailable: nothing was executed (unless `outcome` is `unknown`), retry after Retry-After: `UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (the same Idempotency-Key is safe to reuse) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAVAILABLE";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                        /**
+                         * @description `unknown` when the database connection was lost while committing: the request may have been executed; retry with the same Idempotency-Key to learn its outcome. Absent: nothing was executed
+                         * @enum {string}
+                         */
+                        outcome?: "unknown";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    adminGetOrder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description the order id
+                 * @example ord_7c1e2b9f4a
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        order_id: string;
+                        /**
+                         * @description see docs/state-machine.md
+                         * @enum {string}
+                         */
+                        status: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
+                        /** @description grows by one with every transition */
+                        version: number;
+                        sku: string;
+                        quantity: number;
+                        amount: number;
+                        reservation: {
+                            key: string;
+                            status: string | null;
+                            expires_at: string | null;
+                        };
+                        lines: {
+                            sku: string;
+                            name: string;
+                            unit_price: number;
+                            quantity: number;
+                            amount: number;
+                        }[];
+                        reservations: {
+                            sku: string;
+                            key: string;
+                            status: string | null;
+                        }[];
+                        fulfilment: {
+                            /**
+                             * @description fulfilment is its own dimension (seed 002, docs/saga.md): a FULFILLED order stays PAID
+                             * @enum {string}
+                             */
+                            status: "PENDING" | "FULFILLED" | "REFUSED";
+                            /** @description the fulfilment provider's reference, once fulfilled */
+                            ref?: string;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        user_id: string;
+                        /** @description where the order’s money is (issue 48) */
+                        payment: {
+                            provider: ("fake" | "stripe" | "alipay") | null;
+                            provider_payment_id: string | null;
+                        };
+                        attention: string | null;
+                        recovery_attempts: number;
+                        /** @description transitions and operators' actions, in the order they happened */
+                        timeline: {
+                            from: ("CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING") | null;
+                            /**
+                             * @description see docs/state-machine.md
+                             * @enum {string}
+                             */
+                            to: "CREATED" | "PAYING" | "UNKNOWN" | "PAID" | "FAILED" | "CANCELLED" | "REFUNDING" | "REFUNDED" | "COMPENSATING" | "COMPENSATION_PENDING" | "COMPENSATED" | "PENDING" | "REJECTED" | "RELEASING";
+                            version: number;
+                            reason: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @enum {string} */
+                            action?: "refund" | "cancel" | "ack" | "retry" | "resolve" | "return";
+                            /** @description the operator's sub */
+                            operator?: string;
+                            /** @description the operator's tenant (their token's `tid`) */
+                            operator_tenant?: string;
+                            /** @description why the operator acted, in their words (required for refund, cancel and return since issue 48) */
+                            operator_reason?: string;
+                        }[];
+                        notifications: {
+                            notify_id: string;
+                            provider: ("fake" | "stripe" | "alipay") | null;
+                            /** @enum {string} */
+                            kind: "CHARGED" | "DECLINED" | "REFUNDED";
+                            amount: number;
+                            txn: string | null;
+                            /** @enum {string} */
+                            effect: "PAID" | "PAID_REHELD" | "REFUNDING" | "REFUNDING_ANOMALY" | "FAILED" | "REFUNDED" | "DUPLICATE" | "IGNORED" | "AMOUNT_MISMATCH" | "UNKNOWN_ORDER" | "WRONG_PROVIDER" | "CURRENCY_MISMATCH" | "PAYMENT_ID_IN_USE";
+                            needs_attention: boolean;
+                            /** Format: date-time */
+                            received_at: string;
+                        }[];
+                        /** @description the after-PAID saga's journal (seed 002): every step attempt, oldest first */
+                        journal: {
+                            step: string;
+                            /** @enum {string} */
+                            direction: "do" | "undo";
+                            /** @enum {string} */
+                            status: "STARTED" | "DONE" | "REFUSED" | "FAILED" | "UNKNOWN";
+                            /** @description the idempotency key the step sent its provider */
+                            key: string;
+                            receipt?: string;
+                            error?: string;
+                            /** Format: date-time */
+                            at: string;
+                        }[];
+                        /** @description an unfinished order’s convergence (issue 52): who moves it, how many recovery passes tried it, what was last said, when the next pass will; null once the order is finished */
+                        recovery: {
+                            /**
+                             * @description who moves it on: recovery passes (PAYING, UNKNOWN, REFUNDING: the provider is asked again) or the stock service (PENDING, RELEASING: its request is re-sent)
+                             * @enum {string}
+                             */
+                            by: "recovery" | "stock_service";
+                            /** @description recovery passes that tried it and left it unfinished */
+                            attempts: number;
+                            last_error: string | null;
+                            last_attempt_at: string | null;
+                            next_attempt_at: string | null;
+                        } | null;
+                    };
+                };
+            };
+            /** @description The request is not valid (nothing was executed): `VALIDATION` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "VALIDATION";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No valid bearer token: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    /** @description the bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "UNAUTHENTICATED";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The token is valid but not allowed here: `FORBIDDEN` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "FORBIDDEN";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found (or not visible to this principal): `ORDER_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "ORDER_NOT_FOUND";
+                        /** @description what went wrong this time, for a person */
+                        detail: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A path parameter is longer than the limit: `URI_TOO_LONG` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description a URI naming the problem type */
+                        type: string;
+                        title: string;
+                        /** @description the HTTP status code */
+                        status: number;
+                        /**
+                         * @description the stable machine word: branch on this
+                         * @enum {string}
+                         */
+                        code: "URI_TOO_LONG";
                         /** @description what went wrong this time, for a person */
                         detail: string;
                     } & {
