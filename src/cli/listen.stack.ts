@@ -14,7 +14,7 @@ export interface FollowedStack {
 }
 
 const NO_STACK =
-  'no stack in reach: run `flashpay start` in this directory (listen follows it), or give its database ' +
+  'flashpay listen: no stack in reach: run `flashpay start` in this directory (listen follows it), or give its database ' +
   'with DATABASE_URL (and --api URL for its API); listen never starts a database of its own';
 
 async function answers(api: string): Promise<string | undefined> {
@@ -34,14 +34,17 @@ async function databaseOf(config: Config, api: string | undefined): Promise<{ ur
   const running = await readRuntime(config);
   if (api !== undefined) {
     if (!URL.canParse(api) || !/^https?:$/.test(new URL(api).protocol))
-      throw new UsageError(`--api takes the stack's http(s) URL; got "${api}"`);
+      throw new UsageError(`flashpay listen: --api takes the stack's http(s) URL; got "${api}"`);
     const problem = await answers(api);
-    if (problem) throw new UsageError(`no stack in reach at ${api} (${problem}); listen never starts one of its own`);
+    if (problem)
+      throw new UsageError(
+        `flashpay listen: no stack in reach at ${api} (${problem}); listen never starts one of its own`,
+      );
     if (running && sameStack(running.api, api)) return { url: running.databaseUrl, described: `the stack at ${api}` };
     if (config.databaseUrl)
       return { url: config.databaseUrl, described: `the stack at ${api} (its database: DATABASE_URL)` };
     throw new UsageError(
-      `the stack at ${api} is not the one started in this directory (${config.dataDir}): listen reads its ` +
+      `flashpay listen: the stack at ${api} is not the one started in this directory (${config.dataDir}): listen reads its ` +
         'delivered events from its database; set DATABASE_URL to that database (or FLASHPAY_DATA_DIR to its .flashpay)',
     );
   }
@@ -58,7 +61,9 @@ export async function followStack(config: Config, api: string | undefined): Prom
     await db.query('SELECT 1');
   } catch (error) {
     await db.end();
-    throw new UsageError(`no stack in reach: its database does not answer (${(error as Error).message})`);
+    throw new UsageError(
+      `flashpay listen: no stack in reach: its database does not answer (${(error as Error).message})`,
+    );
   }
   return { db, described };
 }

@@ -6,7 +6,7 @@ export const START: CommandSpec = {
   synopsis: '[options]',
   summary:
     'The whole stack in one process: the API, the fake payment channel and the background loops.\n' +
-    'Migrates on boot; writes FLASHPAY_DATA_DIR/runtime.json so the other commands find it.',
+    'Migrates on boot (unless FLASHPAY_MIGRATE_ON_START=0); writes FLASHPAY_DATA_DIR/runtime.json so the other commands find it.',
   flags: [
     {
       name: 'port',
@@ -30,6 +30,7 @@ export const START: CommandSpec = {
   env: [
     ENV.DATABASE_URL,
     { name: 'FLASHPAY_PORT', description: 'the API’s port when --port is not given' },
+    { name: 'FLASHPAY_MIGRATE_ON_START', description: '0: leave the schema to `flashpay migrate` (rolling deploys)' },
     ENV.FLASHPAY_DATA_DIR,
     ENV.FLASHPAY_PG_PORT,
     ENV.FLASHPAY_JWT_SECRET,
