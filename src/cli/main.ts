@@ -1,4 +1,4 @@
-import { helpOf, UsageError } from '../platform/args.ts';
+import { helpOf, isUsageError } from '../platform/args.ts';
 import { SPECS, specOf } from './specs/index.ts';
 
 type Command = (argv: string[]) => Promise<void>;
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof UsageError) {
+  if (isUsageError(error)) {
     process.stderr.write(error.message.endsWith('\n') ? error.message : `${error.message}\n`);
     process.exit(2);
   }

@@ -36,7 +36,18 @@ export function intFlag(args: Args, name: string, fallback: number): number {
   return value;
 }
 
-export class UsageError extends Error {}
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/**
+ * By name as well as by class: `flashpay bench` runs file by file beside the bundled bin (issue
+ * 49), so its UsageError is another copy of the class, and instanceof alone missed it (exit 1 and a
+ * stack for `bench --frob`; HS-03 found it).
+ */
+export function isUsageError(error: unknown): error is UsageError {
+  return error instanceof UsageError || (error instanceof Error && error.name === 'UsageError');
+}
 
 /**
  * A usage error (exit 2) for a flag the command does not know or a stray argument, before the
