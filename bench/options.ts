@@ -1,4 +1,5 @@
-import { intFlag, parseArgs, stringFlag, UsageError } from '../src/platform/args.ts';
+import { intFlag, parseCommand, stringFlag, usageError, UsageError } from '../src/platform/args.ts';
+import { BENCH } from '../src/cli/index.ts';
 
 /** What one `flashpay bench` does. Counts follow the issues; `quick` is a tenth of them for smoke runs. */
 export interface BenchOptions {
@@ -47,15 +48,8 @@ const FULL_RECOVERY: RecoveryCounts = { orders: 10_000, unchargedEvery: 5, provi
 // Quick mode divides counts by this; concurrency and relay counts stay as they are.
 const QUICK_DIVISOR = 10;
 
-const USAGE =
-  'usage: flashpay bench [--quick] [--json] [--only orders|outbox|flash|recovery|p3|wallet|cluster] [--requests N] [--events N] [--concurrency N]';
-
 export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv = process.env): BenchOptions {
-  const args = parseArgs(argv, ['quick', 'json']);
-  for (const name of args.flags.keys()) {
-    if (!['quick', 'json', 'only', 'requests', 'events', 'concurrency'].includes(name))
-      throw new UsageError(`unknown option --${name}\n${USAGE}`);
-  }
+  const args = parseCommand(BENCH, argv);
   const quick = args.flags.has('quick') || env.FLASHPAY_BENCH_QUICK === '1';
   const only = stringFlag(args, 'only');
   if (
@@ -68,8 +62,7 @@ export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv = proce
     only !== 'wallet' &&
     only !== 'cluster'
   )
-    throw new UsageError(`--only must be orders, outbox, flash, recovery, p3, wallet or cluster
-${USAGE}`);
+    throw usageError(BENCH, `got --only ${only}; expected --only orders|outbox|flash|recovery|p3|wallet|cluster`);
   const scale = (n: number) => (quick ? Math.max(1, Math.round(n / QUICK_DIVISOR)) : n);
   const requests = intFlag(args, 'requests', scale(FULL_ORDERS.requests));
   const events = intFlag(args, 'events', scale(FULL_OUTBOX.events));

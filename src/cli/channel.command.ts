@@ -3,13 +3,12 @@ import { startChannel, createPgLedger, type LedgerStore } from '../channel/index
 import { assertSecretStrength, loadSecret } from '../platform/auth.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createPool, pgCode, type Db } from '../platform/db.ts';
-import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
+import { intFlag, parseCommand, stringFlag, UsageError } from '../platform/args.ts';
+import { CHANNEL } from './specs/index.ts';
 import { databaseOf, withDatabaseName } from '../platform/pg-hosts.ts';
 import { newClient } from '../platform/pg-primary.ts';
 import { untilSignal } from './signals.ts';
 
-const USAGE = 'usage: flashpay channel [--port 8081] [--host 127.0.0.1] [--control] [--database-url URL]';
-const KNOWN_FLAGS = new Set(['port', 'host', 'control', 'database-url']);
 // The channel holds one connection per merchant order in flight; a few cover loopback bursts.
 const CHANNEL_POOL_SIZE = 10;
 
@@ -45,10 +44,7 @@ async function openLedger(url: string): Promise<{ pool: Db; store: LedgerStore }
 
 /** `flashpay channel`: the fake payment channel alone, in memory unless given a database. */
 export async function channelCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['control']);
-  const unknown = [...args.flags.keys()].filter((name) => !KNOWN_FLAGS.has(name));
-  if (unknown.length > 0 || args.positional.length > 0)
-    throw new UsageError(`unexpected ${[...unknown.map((n) => `--${n}`), ...args.positional].join(' ')}\n${USAGE}`);
+  const args = parseCommand(CHANNEL, argv);
   const config = loadConfig();
   const port = intFlag(args, 'port', config.channelPort);
   const host = stringFlag(args, 'host') ?? config.channelHost;

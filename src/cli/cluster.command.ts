@@ -1,25 +1,31 @@
 import path from 'node:path';
 import { ClusterError, clusterDown, clusterKill, clusterStart, clusterStatus, clusterUp } from '../cluster/index.ts';
-import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
+import {
+  intFlag,
+  parseCommand,
+  splitSubcommand,
+  stringFlag,
+  usageError,
+  UsageError,
+  type Args,
+} from '../platform/args.ts';
+import { CLUSTER, CLUSTER_SUBCOMMANDS } from './specs/index.ts';
 
-const USAGE = `usage: flashpay cluster <command> [--dir D]
-  up [--api 2] [--nats 3] [--json]   PostgreSQL primary + synchronous standby (pg_auto_failover), a JetStream
-                                     cluster, API processes and a worker behind HAProxy, on loopback
-  status [--json]                    every node with its role now (which PostgreSQL node is primary)
-  kill NAME                          SIGKILL to one node (pg1, pg2, monitor, nats1, api1, worker, haproxy, …)
-  start NAME                         starts a killed node again (a PostgreSQL node rejoins as a standby)
-  down                               stops every node; no process is left
-  --dir defaults to .flashpay/cluster; as root, the postgres user must be able to reach it.
-`;
-const FLAGS: Record<string, string[]> = {
-  up: ['dir', 'api', 'nats', 'json', 'help'],
-  status: ['dir', 'json', 'help'],
-  kill: ['dir', 'help'],
-  start: ['dir', 'help'],
-  down: ['dir', 'help'],
-};
 const MAX_API_PROCESSES = 16;
 const MAX_NATS_NODES = 5;
+
+// Ports must fit below 65536 with room for every listener (at most 8 + 2 * NATS + APIs).
+const MAX_PORT_BASE = 65_000;
+const MIN_PORT_BASE = 1_024;
+
+function portBaseOf(args: Args): number {
+  const base = intFlag(args, 'port-base', 0);
+  if (base < MIN_PORT_BASE || base > MAX_PORT_BASE)
+    throw new UsageError(
+      `--port-base must be ${MIN_PORT_BASE}..${MAX_PORT_BASE} (an unprivileged port with room above it)`,
+    );
+  return base;
+}
 
 const say = (line: string): void => {
   process.stderr.write(`flashpay cluster: ${line}\n`);
@@ -27,18 +33,11 @@ const say = (line: string): void => {
 
 /** `flashpay cluster up|status|kill|start|down`: a failing-over cluster on one machine, to try and to test. */
 export async function clusterCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['json', 'help']);
-  const [sub, ...rest] = args.positional;
-  if (args.flags.has('help') || argv.includes('-h') || sub === 'help') {
-    process.stdout.write(USAGE);
-    return;
-  }
-  const known = sub ? FLAGS[sub] : undefined;
-  if (!sub || !known) throw new UsageError(`${sub ? `unknown cluster command "${sub}"\n` : ''}${USAGE}`);
-  const unknown = [...args.flags.keys()].filter((flag) => !known.includes(flag));
-  if (unknown.length > 0) throw new UsageError(`unknown flag ${unknown.map((f) => `--${f}`).join(' ')}\n${USAGE}`);
-  const needsName = sub === 'kill' || sub === 'start';
-  if (rest.length !== (needsName ? 1 : 0)) throw new UsageError(USAGE);
+  const [sub, own] = splitSubcommand(argv, CLUSTER_SUBCOMMANDS);
+  const spec = sub === undefined ? undefined : CLUSTER_SUBCOMMANDS[sub];
+  if (!sub || !spec) throw usageError(CLUSTER, sub ? `unknown cluster command "${sub}"` : 'which command?');
+  const args = parseCommand(spec, own);
+  const rest = args.positional;
   const dir = path.resolve(stringFlag(args, 'dir') ?? path.join('.flashpay', 'cluster'));
   const json = args.flags.has('json');
   try {
@@ -50,20 +49,15 @@ export async function clusterCommand(argv: string[]): Promise<void> {
   }
 }
 
-async function run(
-  sub: string,
-  dir: string,
-  name: string,
-  args: ReturnType<typeof parseArgs>,
-  json: boolean,
-): Promise<void> {
+async function run(sub: string, dir: string, name: string, args: Args, json: boolean): Promise<void> {
   if (sub === 'up') {
     const apis = intFlag(args, 'api', 2);
     const nats = intFlag(args, 'nats', 3);
     if (apis < 1 || apis > MAX_API_PROCESSES) throw new UsageError(`--api must be 1..${MAX_API_PROCESSES}`);
     if (nats > MAX_NATS_NODES || nats === 2)
       throw new UsageError(`--nats must be 0, 1, 3, 4 or 5 (2 nodes have no quorum after one dies)`);
-    await clusterUp({ dir, apis, nats, log: json ? undefined : say });
+    const portBase = args.flags.has('port-base') ? portBaseOf(args) : undefined;
+    await clusterUp({ dir, apis, nats, ...(portBase !== undefined ? { portBase } : {}), log: json ? undefined : say });
     return print(await clusterStatus(dir), json, dir);
   }
   if (sub === 'status') return print(await clusterStatus(dir), json, dir);

@@ -1,11 +1,10 @@
 import type { DoubleName } from '../channel/index.ts';
-import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
+import { intFlag, parseCommand, stringFlag, usageError, UsageError } from '../platform/args.ts';
+import { DOUBLE } from './specs/index.ts';
 import { loadConfig } from '../platform/config.ts';
 import { startDevelopmentDouble } from '../provider-doubles.ts';
 import { untilSignal } from './signals.ts';
 
-const USAGE = 'usage: flashpay double stripe|alipay [--port P] [--host 127.0.0.1] [--control] [--webhook URL] [--env]';
-const KNOWN_FLAGS = new Set(['port', 'host', 'control', 'webhook', 'env']);
 const NAMES: readonly DoubleName[] = ['stripe', 'alipay'];
 
 /**
@@ -15,12 +14,9 @@ const NAMES: readonly DoubleName[] = ['stripe', 'alipay'];
  * (development credentials, made per installation under FLASHPAY_DATA_DIR).
  */
 export async function doubleCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['control', 'env']);
-  const unknown = [...args.flags.keys()].filter((name) => !KNOWN_FLAGS.has(name));
-  const [name, ...extra] = args.positional;
-  if (unknown.length > 0 || extra.length > 0)
-    throw new UsageError(`unexpected ${[...unknown.map((n) => `--${n}`), ...extra].join(' ')}\n${USAGE}`);
-  if (!NAMES.includes(name as DoubleName)) throw new UsageError(`which provider? stripe or alipay\n${USAGE}`);
+  const args = parseCommand(DOUBLE, argv);
+  const [name] = args.positional;
+  if (!NAMES.includes(name as DoubleName)) throw usageError(DOUBLE, 'which provider? stripe or alipay');
   const config = loadConfig();
   if (config.production) throw new UsageError('a provider double is for development and tests, not production');
   const { double, channel } = await startDevelopmentDouble(name as DoubleName, config, {

@@ -1,4 +1,5 @@
-import { parseArgs, refuseUnknownFlags, stringFlag, UsageError } from '../platform/args.ts';
+import { parseCommand, splitSubcommand, stringFlag, UsageError, usageError } from '../platform/args.ts';
+import { EMBEDDED, SUBCOMMANDS } from './specs/index.ts';
 import {
   formatBytes,
   listMovedClusters,
@@ -6,11 +7,6 @@ import {
   pruneMovedClusters,
   type MovedCluster,
 } from '../platform/embedded.moved.ts';
-
-const SUBCOMMANDS: Record<string, readonly string[]> = {
-  list: ['json', 'root'],
-  prune: ['json', 'legacy', 'root'],
-};
 
 const describeLine = (c: MovedCluster) =>
   [
@@ -36,11 +32,11 @@ const asJson = (c: MovedCluster) => ({
  * folder was out of the `postgres` user's reach), for operators; `flashpay start` prunes orphans itself.
  */
 export async function embeddedCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['json', 'legacy']);
-  const [sub, ...rest] = args.positional;
-  const known = sub ? SUBCOMMANDS[sub] : undefined;
-  if (!known) throw new UsageError(`flashpay embedded: list or prune? (flashpay embedded --help)`);
-  refuseUnknownFlags(`embedded ${sub}`, { flags: args.flags, positional: rest }, known);
+  const [sub, own] = splitSubcommand(argv, SUBCOMMANDS.embedded ?? {});
+  const spec = sub === undefined ? undefined : SUBCOMMANDS.embedded?.[sub];
+  if (!sub || !spec) throw usageError(EMBEDDED, sub ? `unknown command "${sub}": list or prune?` : 'list or prune?');
+  // The subcommand's own spec: `prune` takes --legacy, `list` does not.
+  const args = parseCommand(spec, own);
   const root = stringFlag(args, 'root') ?? MOVED_ROOT;
   if (args.flags.has('root') && (stringFlag(args, 'root') === undefined || !root.startsWith('/')))
     throw new UsageError('--root takes an absolute directory');

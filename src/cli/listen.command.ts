@@ -4,14 +4,16 @@ import {
   EVENT_TYPES,
   FOLLOW_BATCH,
   readDeliveredAfter,
+  findEvent,
   type DeliveredEvent,
   type Sink,
 } from '../outbox/index.ts';
 import { loadSecret } from '../platform/auth.ts';
 import { loadConfig } from '../platform/config.ts';
-import { createPool } from '../platform/db.ts';
-import { parseArgs, refuseUnknownFlags, stringFlag, UsageError } from '../platform/args.ts';
-import { openDatabase } from '../runtime.ts';
+import type { Db } from '../platform/db.ts';
+import { parseCommand, stringFlag, usageError, UsageError } from '../platform/args.ts';
+import { followStack, secretSource } from './listen.stack.ts';
+import { LISTEN } from './specs/index.ts';
 
 // How often the outbox is read for newly delivered events, and how far back each read looks: a
 // relay's mark can commit after a later one with an earlier timestamp; re-reading this window and
@@ -41,6 +43,9 @@ function forwardUrl(raw: string | undefined): URL | undefined {
   return url;
 }
 
+const resendHint = (eventId: string, target: URL) =>
+  `resend: flashpay listen --resend ${eventId} --forward-to ${target.toString()}`;
+
 function line(event: DeliveredEvent, json: boolean, forwarded: string | undefined): string {
   const { published_at, ...body } = event;
   if (json) return JSON.stringify({ ...body, delivered_at: published_at, ...(forwarded ? { forwarded } : {}) });
@@ -49,6 +54,7 @@ function line(event: DeliveredEvent, json: boolean, forwarded: string | undefine
 
 interface Follower {
   seen: Map<string, number>;
+  target: URL | undefined;
   only: Set<string> | undefined;
   sink: Sink | undefined;
   json: boolean;
@@ -64,56 +70,86 @@ async function show(event: DeliveredEvent, follower: Follower): Promise<void> {
     const { event_id, order_id, event_type, order_version, payload } = event;
     forwarded = await follower.sink.deliver({ event_id, order_id, event_type, order_version, payload }).then(
       () => 'ok',
-      (error: unknown) => `failed: ${(error as Error).message}`,
+      // The id is on the line already; the hint says how to send it again once the receiver is fixed.
+      (error: unknown) => `failed: ${(error as Error).message} (${resendHint(event_id, follower.target!)})`,
     );
   }
   process.stdout.write(`${line(event, follower.json, forwarded)}\n`);
 }
 
+/** `--resend ID`: that one delivered event forwarded again, signed as before; exit 1 when it fails. */
+async function resend(db: Db, eventId: string, sink: Sink, json: boolean): Promise<void> {
+  if (!/^\d{1,18}$/.test(eventId)) throw usageError(LISTEN, `--resend takes an event id (digits); got "${eventId}"`);
+  const event = await findEvent(db, eventId);
+  if (!event || !event.published_at) {
+    process.stderr.write(`flashpay listen: no delivered event ${eventId} in this stack's outbox\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const { event_id, order_id, event_type, order_version, payload } = event;
+  const forwarded = await sink.deliver({ event_id, order_id, event_type, order_version, payload }).then(
+    () => 'ok',
+    (error: unknown) => `failed: ${(error as Error).message}`,
+  );
+  process.stdout.write(`${line({ ...event, published_at: event.published_at }, json, forwarded)}\n`);
+  if (forwarded !== 'ok') process.exitCode = 1;
+}
+
 /**
- * `flashpay listen [--forward-to URL] [--events ORDER_PAID,…] [--json]`: one line per event as the
- * relay delivers it, from now on; with --forward-to, each POSTed to URL signed as the webhook sink
- * signs (Flashpay-Signature with FLASHPAY_EVENTS_SECRET), so a local receiver can be developed
- * against the real thing. Runs until SIGINT/SIGTERM.
+ * `flashpay listen`: one line per event as the relay delivers it, from now on, read from the
+ * stack's database (never one of its own: no stack, exit 2); with --forward-to, each POSTed to URL
+ * signed as the webhook sink signs, so a local receiver can be developed against the real thing.
+ * Runs until SIGINT/SIGTERM. `--resend ID` forwards one event again and exits.
  */
 export async function listenCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['json']);
-  refuseUnknownFlags('listen', args, ['forward-to', 'events', 'json']);
+  const args = parseCommand(LISTEN, argv);
   const only = eventsFilter(stringFlag(args, 'events'));
   const target = forwardUrl(stringFlag(args, 'forward-to'));
+  const resendId = stringFlag(args, 'resend');
+  if (resendId !== undefined && !target) throw usageError(LISTEN, '--resend needs --forward-to URL (where to send it)');
   const json = args.flags.has('json');
   const config = loadConfig();
-  const database = await openDatabase(config, (message) => process.stderr.write(`${message}\n`));
-  const db = createPool(database.url, 2);
-  const secret = (await loadSecret(config.eventsSecret, config.dataDir, 'events')).secret;
-  const sink = target ? createHttpSink({ url: target.toString(), secret, timeoutMs: FORWARD_TIMEOUT_MS }) : undefined;
+  const stack = await followStack(config, stringFlag(args, 'api'));
+  const sink = target
+    ? createHttpSink({
+        url: target.toString(),
+        secret: (await loadSecret(config.eventsSecret, config.dataDir, 'events')).secret,
+        timeoutMs: FORWARD_TIMEOUT_MS,
+      })
+    : undefined;
+  process.stderr.write(
+    `flashpay listen: ${target ? `signing forwards with ${secretSource(config)}` : 'not forwarding (no --forward-to): nothing is signed'}\n`,
+  );
+  try {
+    if (resendId !== undefined && sink) return await resend(stack.db, resendId, sink, json);
+    await follow(stack.db, { seen: new Map(), target, only, sink, json }, stack.described);
+  } finally {
+    await sink?.close();
+    await stack.db.end();
+  }
+}
 
+async function follow(db: Db, follower: Follower, described: string): Promise<void> {
   let stopping = false;
   const stop = () => (stopping = true);
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   const startedAt = await databaseNow(db);
-  const seen = new Map<string, number>(); // event_id → published_at (ms), kept for the window
+  const { seen, only, target } = follower;
   process.stderr.write(
-    `flashpay listen: following delivered events${only ? ` (${[...only].join(', ')})` : ''}${target ? `, forwarding to ${target}` : ''}; Ctrl-C to stop\n`,
+    `flashpay listen: following delivered events of ${described}${only ? ` (${[...only].join(', ')})` : ''}${target ? `, forwarding to ${target}` : ''}; Ctrl-C to stop\n`,
   );
-  try {
-    while (!stopping) {
-      const newest = Math.max(startedAt.getTime(), ...seen.values());
-      const since = new Date(Math.max(startedAt.getTime(), newest - LATE_MARK_WINDOW_MS));
-      let cursor = { at: since.toISOString(), eventId: '0' };
-      for (let full = true; full && !stopping;) {
-        const read = await readDeliveredAfter(db, cursor);
-        for (const event of read.events) await show(event, { seen, only, sink, json });
-        cursor = read.next;
-        full = read.events.length === FOLLOW_BATCH;
-      }
-      for (const [id, at] of seen) if (at < since.getTime()) seen.delete(id);
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  while (!stopping) {
+    const newest = Math.max(startedAt.getTime(), ...seen.values());
+    const since = new Date(Math.max(startedAt.getTime(), newest - LATE_MARK_WINDOW_MS));
+    let cursor = { at: since.toISOString(), eventId: '0' };
+    for (let full = true; full && !stopping;) {
+      const read = await readDeliveredAfter(db, cursor);
+      for (const event of read.events) await show(event, follower);
+      cursor = read.next;
+      full = read.events.length === FOLLOW_BATCH;
     }
-  } finally {
-    await sink?.close();
-    await db.end();
-    await database.embedded?.stop();
+    for (const [id, at] of seen) if (at < since.getTime()) seen.delete(id);
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
 }

@@ -1,11 +1,12 @@
 import { loadConfig } from '../platform/config.ts';
-import { parseArgs, refuseUnknownFlags } from '../platform/args.ts';
+import { parseCommand } from '../platform/args.ts';
+import { MIGRATE } from './specs/index.ts';
 import { migrate } from '../platform/migrate.ts';
 import { openDatabase } from '../runtime.ts';
 
 /** `flashpay migrate`: applies pending migrations and exits. */
 export async function migrateCommand(argv: string[] = []): Promise<void> {
-  refuseUnknownFlags('migrate', parseArgs(argv), []);
+  parseCommand(MIGRATE, argv);
   const config = loadConfig();
   const database = await openDatabase(config, (line) => process.stderr.write(`${line}\n`));
   try {

@@ -1,5 +1,6 @@
 import { listSplitDisagreements, reconcile, reconcilePass, summaryLine } from '../reconcile/index.ts';
-import { parseArgs, refuseUnknownFlags, stringFlag } from '../platform/args.ts';
+import { parseCommand, stringFlag, usageError } from '../platform/args.ts';
+import { RECONCILE } from './specs/index.ts';
 import { createPool } from '../platform/db.ts';
 import { connectOps } from './ops.ts';
 
@@ -12,10 +13,9 @@ import { connectOps } from './ops.ts';
  * stock service's reservations, hold by hold (`--stock-database-url`, or FLASHPAY_STOCK_DATABASE_URL).
  */
 export async function reconcileCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['json', 'full', 'incremental']);
-  refuseUnknownFlags('reconcile', args, ['json', 'full', 'incremental', 'stock-database-url']);
+  const args = parseCommand(RECONCILE, argv);
   if (args.flags.has('full') && args.flags.has('incremental'))
-    throw new Error('--full and --incremental exclude each other');
+    throw usageError(RECONCILE, '--full and --incremental exclude each other');
   const ops = await connectOps();
   const stockUrl = stringFlag(args, 'stock-database-url') ?? ops.config.stockDatabaseUrl;
   const stockDb = stockUrl ? createPool(stockUrl, 2) : undefined;

@@ -2,14 +2,14 @@ import { createRelay, createSinkFromConfig, RELAY_DEFAULTS } from '../outbox/ind
 import { recoverAll } from '../recovery/index.ts';
 import { fulfilmentClient } from '../saga/index.ts';
 import { summaryLine } from '../reconcile/index.ts';
-import { intFlag, parseArgs, refuseUnknownFlags } from '../platform/args.ts';
+import { intFlag, parseCommand } from '../platform/args.ts';
+import { RECOVER } from './specs/index.ts';
 import { payTimeoutOf } from '../platform/provider.config.ts';
 import { connectOps } from './ops.ts';
 
 /** `flashpay recover [--stale-after-ms N] [--json]`: one recovery pass, then the outbox, then reconciliation. */
 export async function recoverCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['json']);
-  refuseUnknownFlags('recover', args, ['json', 'stale-after-ms']);
+  const args = parseCommand(RECOVER, argv);
   // Checked before connecting: `--stale-after-ms abc` is a usage error, not a pass with NaN.
   const staleGiven = intFlag(args, 'stale-after-ms', -1);
   const ops = await connectOps();

@@ -16,16 +16,8 @@ import {
   type SimTarget,
 } from '../sim/index.ts';
 import { launchStack } from '../stack.ts';
-import { intFlag, parseArgs, refuseUnknownFlags, stringFlag, UsageError } from '../platform/args.ts';
-
-const USAGE = `usage: flashpay sim --scenario seed-002 [--api URL --channel URL]
-       flashpay sim --seed N [--orders 24] [--stock 24] [--late 12] [--concurrency 8]
-       [--mix decline=3,lost=4,linger=3,nopay=3,expire=6,refuse=0,refundfail=0] [--refund-timeouts 2]
-       [--lines 1] [--wallet-share 0] [--async]
-       [--api URL --channel URL] [--tenant acme] [--json]
-Without --api it starts a throwaway stack (DATABASE_URL, else an embedded PostgreSQL in a temp dir).
-With --api it drives a running \`flashpay start --control\` (tokens signed with FLASHPAY_JWT_SECRET or .flashpay/jwt.secret)
-and judges only the orders it made; the stack's global reconciliation is printed, labelled, not judged.`;
+import { intFlag, parseCommand, stringFlag, usageError, UsageError, type Args } from '../platform/args.ts';
+import { SIM } from './specs/index.ts';
 
 function progressBar(p: Progress): void {
   const width = 30;
@@ -34,11 +26,6 @@ function progressBar(p: Progress): void {
     `\r${p.phase.padEnd(11)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${p.done}/${p.total}   ${p.phase === 'done' ? '\n' : ''}`,
   );
 }
-
-const SIM_FLAGS = [
-  ...['scenario', 'seed', 'orders', 'stock', 'late', 'concurrency', 'mix', 'refund-timeouts', 'lines'],
-  ...['wallet-share', 'async', 'api', 'channel', 'tenant', 'json'],
-];
 
 // Orders of at most 20 lines (the contract's limit).
 const MAX_SIM_LINES = 20;
@@ -51,7 +38,7 @@ function shareFlag(text: string | undefined): number {
   return share;
 }
 
-function shapeFrom(args: ReturnType<typeof parseArgs>): SimShape {
+function shapeFrom(args: Args): SimShape {
   return {
     orders: intFlag(args, 'orders', SEED_SHAPE.orders),
     stock: intFlag(args, 'stock', SEED_SHAPE.stock),
@@ -78,12 +65,12 @@ function targetOf(api: string, channel: string, signer: TokenSigner, tenantId: s
 
 /** `flashpay sim --seed N`: seed 000's C29-13 as a product feature; exit 0 only on a clean reconciliation. */
 export async function simCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['json', 'async']);
-  refuseUnknownFlags('sim', args, SIM_FLAGS);
+  const args = parseCommand(SIM, argv);
   const scenario = stringFlag(args, 'scenario');
-  if (scenario !== undefined && scenario !== 'seed-002') throw new UsageError(`unknown scenario ${scenario}\n${USAGE}`);
+  if (scenario !== undefined && scenario !== 'seed-002') throw usageError(SIM, `unknown scenario ${scenario}`);
   const seedText = scenario ? '2' : stringFlag(args, 'seed');
-  if (seedText === undefined || !/^\d+$/.test(seedText)) throw new UsageError(USAGE);
+  if (seedText === undefined || !/^\d+$/.test(seedText))
+    throw usageError(SIM, 'which seed? --seed N (or --scenario seed-002)');
   const seed = Number(seedText);
   const shape = shapeFrom(args);
   if ((shape.lines ?? 1) < 1 || (shape.lines ?? 1) > MAX_SIM_LINES)

@@ -4,7 +4,8 @@ import { isDatabaseFault } from '../platform/db.ts';
 import { MigrationsPendingError } from '../platform/migrate.ts';
 import { launchStack } from '../stack.ts';
 import { stopTracing } from '../platform/tracing.ts';
-import { intFlag, parseArgs, refuseUnknownFlags, stringFlag, UsageError } from '../platform/args.ts';
+import { intFlag, parseCommand, stringFlag, UsageError, type Args } from '../platform/args.ts';
+import { START } from './specs/index.ts';
 
 const log = (line: string) => process.stderr.write(`flashpay: ${line}\n`);
 
@@ -13,7 +14,7 @@ const log = (line: string) => process.stderr.write(`flashpay: ${line}\n`);
 // safe to run in any number of processes at once.
 const ROLES = ['all', 'api', 'worker'] as const;
 
-function workersOf(args: ReturnType<typeof parseArgs>): boolean {
+function workersOf(args: Args): boolean {
   const role = stringFlag(args, 'role') ?? 'all';
   if (!(ROLES as readonly string[]).includes(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
   return role !== 'api' && !args.flags.has('no-workers');
@@ -21,8 +22,7 @@ function workersOf(args: ReturnType<typeof parseArgs>): boolean {
 
 /** `flashpay start [--port 8080] [--channel-port 8081] [--role all|api|worker] [--no-workers] [--control] [--production]`: the whole stack in one process. */
 export async function startCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['no-workers', 'control', 'production']);
-  refuseUnknownFlags('start', args, ['port', 'channel-port', 'role', 'no-workers', 'control', 'production']);
+  const args = parseCommand(START, argv);
   const loaded = loadConfig();
   const config = { ...loaded, production: loaded.production || args.flags.has('production') };
   const port = intFlag(args, 'port', config.port);

@@ -1,7 +1,9 @@
 import type { AppDeps } from '../app.deps.ts';
 import { skuRoutes } from '../stock/index.ts';
 import { tokenSigner } from '../platform/auth.ts';
-import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
+import { intFlag, parseCommand, stringFlag, usageError } from '../platform/args.ts';
+import { INVENTORY, STOCK } from './specs/index.ts';
+import type { CommandSpec } from '../platform/args.ts';
 import { systemClock } from '../platform/clock.ts';
 import { loadConfig, tokenOptions } from '../platform/config.ts';
 import { createPool } from '../platform/db.ts';
@@ -14,8 +16,6 @@ import path from 'node:path';
 import { stockRoutes } from '../orders/index.ts';
 import { every } from '../workers.ts';
 
-const USAGE = 'usage: flashpay inventory [--port 8082] [--host 127.0.0.1] [--database-url URL]';
-const KNOWN_FLAGS = new Set(['port', 'host', 'database-url']);
 // The applier holds one connection per batch; the admin routes a few more.
 const INVENTORY_POOL_SIZE = 6;
 // The embedded cluster's database when the stock service runs apart with no URL given.
@@ -28,11 +28,12 @@ const log = (line: string) => process.stderr.write(`flashpay inventory: ${line}\
  * and the operator's stock routes on its own port. The shops then run with
  * FLASHPAY_STOCK_SERVICE=external and only relay requests and results.
  */
-export async function stockCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, []);
-  const unknown = [...args.flags.keys()].filter((name) => !KNOWN_FLAGS.has(name));
-  if (unknown.length > 0 || args.positional.length > 0)
-    throw new UsageError(`unexpected ${[...unknown.map((n) => `--${n}`), ...args.positional].join(' ')}\n${USAGE}`);
+export const stockCommand = (argv: string[]) => serveStock(STOCK, argv);
+export const inventoryCommand = (argv: string[]) => serveStock(INVENTORY, argv);
+
+// One service under two names (the contract's `inventory`, the code's `stock`): each its own help.
+async function serveStock(spec: CommandSpec, argv: string[]): Promise<void> {
+  const args = parseCommand(spec, argv);
   const config = loadConfig();
   const apart = config.stockService === 'separate';
   // Shared (FLASHPAY_STOCK_SERVICE=external): the shops' database, whose reservations their decider
@@ -55,8 +56,9 @@ export async function stockCommand(argv: string[]): Promise<void> {
     url = embedded.url(STOCK_DB);
   }
   if (!url)
-    throw new UsageError(
-      `flashpay inventory needs --database-url or DATABASE_URL (the shops' database), or FLASHPAY_STOCK_SERVICE=separate\n${USAGE}`,
+    throw usageError(
+      spec,
+      `needs --database-url or DATABASE_URL (the shops' database), or FLASHPAY_STOCK_SERVICE=separate`,
     );
   await migrate(url);
   const db = createPool(url, INVENTORY_POOL_SIZE);

@@ -1,8 +1,9 @@
 import { loadSecret, MAX_TOKEN_TTL_S, tokenSigner } from '../platform/auth.ts';
 import { loadConfig, tokenOptions } from '../platform/config.ts';
-import { intFlag, parseArgs, refuseUnknownFlags, stringFlag, UsageError } from '../platform/args.ts';
+import { readRuntime } from '../runtime.ts';
+import { intFlag, parseCommand, stringFlag, usageError, UsageError } from '../platform/args.ts';
+import { TOKEN } from './specs/index.ts';
 
-const USAGE = 'usage: flashpay token --tenant T --user U [--admin | --operator] [--ttl 3600] [--console [--url URL]]';
 // A console sign-in link is for one shift of attention, not a day: 15 minutes unless --ttl says.
 const CONSOLE_TTL_S = 900;
 
@@ -12,11 +13,10 @@ const CONSOLE_TTL_S = 900;
  * token in the URL's fragment (`/ops#token=…`: a browser never sends a fragment to a server).
  */
 export async function tokenCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['admin', 'operator', 'console']);
-  refuseUnknownFlags('token', args, ['tenant', 'user', 'admin', 'operator', 'ttl', 'console', 'url']);
+  const args = parseCommand(TOKEN, argv);
   const tenantId = stringFlag(args, 'tenant');
   const userId = stringFlag(args, 'user');
-  if (!tenantId || !userId) throw new UsageError(USAGE);
+  if (!tenantId || !userId) throw usageError(TOKEN, 'a token needs --tenant and --user');
   const forConsole = args.flags.has('console');
   const config = loadConfig();
   const { secret } = await loadSecret(config.jwtSecret, config.dataDir, 'jwt');
@@ -30,6 +30,8 @@ export async function tokenCommand(argv: string[]): Promise<void> {
     process.stdout.write(`${token}\n`);
     return;
   }
-  const base = (stringFlag(args, 'url') ?? config.publicUrl ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
+  // The running stack's own address (runtime.json), so `start --port 9090` gets a link to :9090.
+  const running = stringFlag(args, 'url') ?? config.publicUrl ?? (await readRuntime(config))?.api;
+  const base = (running ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
   process.stdout.write(`${base}/ops#token=${token}\n`);
 }

@@ -8,7 +8,16 @@ import { loadConfig } from '../platform/config.ts';
 import { loadSecrets } from '../platform/secrets.ts';
 import { haproxySpec } from './haproxy.ts';
 import { natsNodeSpecs } from './nats.config.ts';
-import { freePorts, isAlive, spawnNode, waitUntil, type NodeKind, type NodeRecord, type NodeSpec } from './node.ts';
+import {
+  freePorts,
+  isAlive,
+  portInUse,
+  spawnNode,
+  waitUntil,
+  type NodeKind,
+  type NodeRecord,
+  type NodeSpec,
+} from './node.ts';
 import { pgBinDir, startPgFormation } from './postgres.ts';
 import { clusterDown } from './cluster.manage.ts';
 import { READY_TIMEOUT_MS, waitHttp } from './ready.ts';
@@ -78,6 +87,8 @@ export interface UpOptions {
   dir: string;
   apis: number;
   nats: number;
+  /** The first of the cluster's ports (`--port-base`); default free ones the kernel picks. */
+  portBase?: number;
   log?: (line: string) => void;
 }
 
@@ -115,13 +126,25 @@ export async function clusterUp(options: UpOptions): Promise<ClusterState> {
   }
 }
 
+/** Kernel-picked free ports, or with `--port-base` the ports from it upward, refused if one is taken. */
+async function portsFor(count: number, base: number | undefined): Promise<number[]> {
+  if (base === undefined) return freePorts(count);
+  const ports = Array.from({ length: count }, (_, i) => base + i);
+  const taken = await portInUse(ports);
+  if (taken !== undefined)
+    throw new ClusterError(
+      `--port-base ${base}: port ${taken} is in use (the cluster needs ${base}..${base + count - 1})`,
+    );
+  return ports;
+}
+
 async function startAll(
   state: ClusterState,
   options: UpOptions,
   logs: string,
   log: (line: string) => void,
 ): Promise<void> {
-  const ports = await freePorts(3 + options.nats * 2 + 3 + options.apis);
+  const ports = await portsFor(3 + options.nats * 2 + 3 + options.apis, options.portBase);
   const take = (n: number) => ports.splice(0, n);
   const add = async (record: NodeRecord) => {
     state.nodes.push(record);

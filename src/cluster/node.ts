@@ -146,3 +146,16 @@ export async function freePorts(count: number): Promise<number[]> {
   await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
   return ports;
 }
+
+/** The first of `ports` that cannot be listened on now (in use), if any. */
+export async function portInUse(ports: readonly number[]): Promise<number | undefined> {
+  for (const port of ports) {
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (!free) return port;
+  }
+  return undefined;
+}

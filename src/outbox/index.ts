@@ -15,6 +15,7 @@ export { listenForWakeups, OUTBOX_CHANNEL, type WakeupListener } from './outbox.
 export { literal, oneTripTx, type OneTripOptions } from './outbox.onetrip.ts';
 export {
   databaseNow,
+  findEvent,
   FOLLOW_BATCH,
   readDeliveredAfter,
   type DeliveredEvent,

@@ -42,3 +42,16 @@ export async function databaseNow(db: Executor): Promise<Date> {
   const { rows } = await db.query<{ now: Date }>('SELECT now() AS now');
   return rows[0]!.now;
 }
+
+/** One event, delivered or not (`published_at` null while it waits): what `flashpay listen --resend` sends again. */
+export async function findEvent(
+  db: Executor,
+  eventId: string,
+): Promise<(OutboxEvent & { published_at: Date | null }) | undefined> {
+  const { rows } = await db.query<OutboxEvent & { published_at: Date | null }>(
+    `SELECT event_id::text AS event_id, order_id, event_type, order_version, payload, published_at
+       FROM outbox WHERE event_id = $1::bigint`,
+    [eventId],
+  );
+  return rows[0];
+}

@@ -4,6 +4,7 @@ import { chmod, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
+import { UsageError } from './args.ts';
 import { sleep } from './db.ts';
 import { withDatabaseName } from './pg-hosts.ts';
 import { newClient } from './pg-primary.ts';
@@ -64,6 +65,34 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * FLASHPAY_PG_PORT: the port of a command's own (persistent) embedded cluster, so a tool outside
+ * can be pointed at it; unset, a free one. The tests' throwaway clusters always take free ports.
+ */
+export function configuredPort(env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env.FLASHPAY_PG_PORT;
+  if (raw === undefined || raw === '') return undefined;
+  const port = Number(raw);
+  if (!/^\d+$/.test(raw) || port < 1 || port > 65_535)
+    throw new UsageError(`FLASHPAY_PG_PORT must be a port number, 1..65535; got "${raw}"`);
+  return port;
+}
+
+async function refuseTakenPort(port: number | undefined): Promise<void> {
+  if (port !== undefined && !(await isFree(port)))
+    throw new UsageError(
+      `FLASHPAY_PG_PORT=${port} is in use (another PostgreSQL?): choose another port, or unset it for a free one`,
+    );
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
 /** Starts the postmaster and resolves once it accepts connections; its log lines go to `log`. */
 function startPostmaster(
   postgres: string,
@@ -113,6 +142,8 @@ function startPostmaster(
  */
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedCluster> {
   const log = options.log ?? (() => undefined);
+  // Checked first: a bad FLASHPAY_PG_PORT is refused before anything is started or written.
+  const configured = options.port === undefined && options.persistent ? configuredPort(process.env) : undefined;
   const binaries = await resolveBinaries(log);
   const runAs = await postgresUser();
   // Clusters moved for folders that are gone go first (issue 56); a running one never does.
@@ -136,14 +167,16 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
   let password: string;
   if (existsSync(path.join(dataDir, 'PG_VERSION'))) {
     await stopOrphanedPostmaster(dataDir);
+    await refuseTakenPort(configured); // after the orphan: its postmaster may have held it
     password = existsSync(passwordFile) ? (await readFile(passwordFile, 'utf8')).trim() : LEGACY_PASSWORD;
   } else {
+    await refuseTakenPort(configured); // before initdb: a refused start leaves no cluster behind
     password = newPassword();
     // Kept before initdb uses it: a cluster whose password was lost could never be opened again.
     await writePassword(passwordFile, password);
     await initialise(binaries.initdb, dataDir, runAs, password);
   }
-  const port = options.port ?? (await freePort());
+  const port = options.port ?? configured ?? (await freePort());
   let child = await startPostmaster(binaries.postgres, dataDir, port, runAs, log);
   let stopping = false;
   const restarts: number[] = [];
