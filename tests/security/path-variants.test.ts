@@ -16,7 +16,16 @@ const CONTROL_TOKEN = 'path-variants-control-token-0123456789abcdef';
 // Routes that take no bearer token on purpose (docs/security.md, "Who can call what"). A route
 // missing here is treated as protected: its plain path without a token must answer 401.
 // The console's deep links (issue 36) are the /ops page itself: static HTML, its data behind a token.
-const PUBLIC = new Set(['/healthz', '/readyz', '/', '/ops', '/ops/orders/:id', '/ops/skus/:sku', '/v1/dev/token']);
+const PUBLIC = new Set([
+  '/healthz',
+  '/readyz',
+  '/',
+  '/ops',
+  '/ops/orders/:id',
+  '/ops/skus',
+  '/ops/skus/:sku',
+  '/v1/dev/token',
+]);
 const isPublic = (url: string) => PUBLIC.has(url) || url.startsWith('/docs') || url.startsWith('/web/');
 // Routes whose credential is a signature over the body, checked before anything else.
 const SIGNED = new Set([
