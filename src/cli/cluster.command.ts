@@ -1,18 +1,34 @@
 import path from 'node:path';
-import { ClusterError, clusterDown, clusterKill, clusterStart, clusterStatus, clusterUp } from '../cluster/index.ts';
+import {
+  ClusterError,
+  clusterDown,
+  clusterHeal,
+  clusterKill,
+  clusterPartition,
+  clusterStart,
+  clusterStatus,
+  clusterUp,
+  isRoot,
+} from '../cluster/index.ts';
 import { intFlag, parseArgs, stringFlag, UsageError } from '../platform/args.ts';
 
 const USAGE = `usage: flashpay cluster <command> [--dir D]
-  up [--api 2] [--nats 3] [--json]   PostgreSQL primary + synchronous standby (pg_auto_failover), a JetStream
-                                     cluster, API processes and a worker behind HAProxy, on loopback
+  up [--api 2] [--nats 3] [--isolated] [--json]
+                                     PostgreSQL primary + synchronous standby (pg_auto_failover), a JetStream
+                                     cluster, API processes and a worker behind HAProxy, on loopback;
+                                     --isolated: each node in a network namespace of its own (root)
   status [--json]                    every node with its role now (which PostgreSQL node is primary)
   kill NAME                          SIGKILL to one node (pg1, pg2, monitor, nats1, api1, worker, haproxy, …)
   start NAME                         starts a killed node again (a PostgreSQL node rejoins as a standby)
-  down                               stops every node; no process is left
+  partition A[,B…] [--from C[,D…]]  drops every packet between A,B… and C,D… (default: all others); --isolated
+  heal                               restores every path a partition cut
+  down                               stops every node; no process, namespace or link is left
   --dir defaults to .flashpay/cluster; as root, the postgres user must be able to reach it.
 `;
 const FLAGS: Record<string, string[]> = {
-  up: ['dir', 'api', 'nats', 'json', 'help'],
+  up: ['dir', 'api', 'nats', 'json', 'isolated', 'help'],
+  partition: ['dir', 'from', 'help'],
+  heal: ['dir', 'help'],
   status: ['dir', 'json', 'help'],
   kill: ['dir', 'help'],
   start: ['dir', 'help'],
@@ -27,7 +43,7 @@ const say = (line: string): void => {
 
 /** `flashpay cluster up|status|kill|start|down`: a failing-over cluster on one machine, to try and to test. */
 export async function clusterCommand(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['json', 'help']);
+  const args = parseArgs(argv, ['json', 'help', 'isolated']);
   const [sub, ...rest] = args.positional;
   if (args.flags.has('help') || argv.includes('-h') || sub === 'help') {
     process.stdout.write(USAGE);
@@ -37,7 +53,7 @@ export async function clusterCommand(argv: string[]): Promise<void> {
   if (!sub || !known) throw new UsageError(`${sub ? `unknown cluster command "${sub}"\n` : ''}${USAGE}`);
   const unknown = [...args.flags.keys()].filter((flag) => !known.includes(flag));
   if (unknown.length > 0) throw new UsageError(`unknown flag ${unknown.map((f) => `--${f}`).join(' ')}\n${USAGE}`);
-  const needsName = sub === 'kill' || sub === 'start';
+  const needsName = sub === 'kill' || sub === 'start' || sub === 'partition';
   if (rest.length !== (needsName ? 1 : 0)) throw new UsageError(USAGE);
   const dir = path.resolve(stringFlag(args, 'dir') ?? path.join('.flashpay', 'cluster'));
   const json = args.flags.has('json');
@@ -63,13 +79,26 @@ async function run(
     if (apis < 1 || apis > MAX_API_PROCESSES) throw new UsageError(`--api must be 1..${MAX_API_PROCESSES}`);
     if (nats > MAX_NATS_NODES || nats === 2)
       throw new UsageError(`--nats must be 0, 1, 3, 4 or 5 (2 nodes have no quorum after one dies)`);
-    await clusterUp({ dir, apis, nats, log: json ? undefined : say });
+    const isolated = args.flags.has('isolated');
+    if (isolated && !isRoot())
+      throw new UsageError('cluster up --isolated needs root (network namespaces, veth links, a bridge)');
+    await clusterUp({ dir, apis, nats, isolated, log: json ? undefined : say });
     return print(await clusterStatus(dir), json, dir);
   }
   if (sub === 'status') return print(await clusterStatus(dir), json, dir);
   if (sub === 'kill') {
     const node = await clusterKill(dir, name);
     return say(`killed ${node.name} (pid ${node.pid})`);
+  }
+  if (sub === 'partition') {
+    const list = (text: string) => text.split(',').filter(Boolean);
+    const from = stringFlag(args, 'from');
+    const cuts = await clusterPartition(dir, list(name), from === undefined ? undefined : list(from));
+    return say(`partitioned: ${cuts.map(([a, b]) => `${a} x ${b}`).join(', ')}`);
+  }
+  if (sub === 'heal') {
+    await clusterHeal(dir);
+    return say('healed: every path restored');
   }
   if (sub === 'start') {
     const node = await clusterStart(dir, name);
