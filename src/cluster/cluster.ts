@@ -210,7 +210,15 @@ async function startAll(
   const api = `http://${host('haproxy')}:${haproxyPort}`;
   state.channel = `http://${host('channel')}:${channelPort}`;
   const env = (name: string): Record<string, string> => ({
-    ...(state.network ? { FLASHPAY_HOST: host(name), FLASHPAY_CHANNEL_HOST: host(name) } : {}),
+    // Isolated, each listens on its own address, and the channel notifies the API through HAProxy's:
+    // not loopback, so it is named to the channel's allow-list of notification hosts.
+    ...(state.network
+      ? {
+          FLASHPAY_HOST: host(name),
+          FLASHPAY_CHANNEL_HOST: host(name),
+          FLASHPAY_CHANNEL_NOTIFY_HOSTS: `127.0.0.1,localhost,::1,${host('haproxy')}`,
+        }
+      : {}),
     DATABASE_URL: state.databaseUrl,
     FLASHPAY_DATA_DIR: path.join(state.dir, 'data', name),
     FLASHPAY_JWT_SECRET: secrets.jwt,
