@@ -1,5 +1,15 @@
 import path from 'node:path';
-import { ClusterError, clusterDown, clusterKill, clusterStart, clusterStatus, clusterUp } from '../cluster/index.ts';
+import {
+  ClusterError,
+  clusterDown,
+  clusterHeal,
+  clusterKill,
+  clusterPartition,
+  clusterStart,
+  clusterStatus,
+  clusterUp,
+  isRoot,
+} from '../cluster/index.ts';
 import {
   intFlag,
   parseCommand,
@@ -31,7 +41,7 @@ const say = (line: string): void => {
   process.stderr.write(`flashpay cluster: ${line}\n`);
 };
 
-/** `flashpay cluster up|status|kill|start|down`: a failing-over cluster on one machine, to try and to test. */
+/** `flashpay cluster up|status|kill|start|partition|heal|down`: a failing-over cluster on one machine, to try and to test. */
 export async function clusterCommand(argv: string[]): Promise<void> {
   const [sub, own] = splitSubcommand(argv, CLUSTER_SUBCOMMANDS);
   const spec = sub === undefined ? undefined : CLUSTER_SUBCOMMANDS[sub];
@@ -57,13 +67,33 @@ async function run(sub: string, dir: string, name: string, args: Args, json: boo
     if (nats > MAX_NATS_NODES || nats === 2)
       throw new UsageError(`--nats must be 0, 1, 3, 4 or 5 (2 nodes have no quorum after one dies)`);
     const portBase = args.flags.has('port-base') ? portBaseOf(args) : undefined;
-    await clusterUp({ dir, apis, nats, ...(portBase !== undefined ? { portBase } : {}), log: json ? undefined : say });
+    const isolated = args.flags.has('isolated');
+    if (isolated && !isRoot())
+      throw new UsageError('cluster up --isolated needs root (network namespaces, veth links, a bridge)');
+    await clusterUp({
+      dir,
+      apis,
+      nats,
+      isolated,
+      ...(portBase !== undefined ? { portBase } : {}),
+      log: json ? undefined : say,
+    });
     return print(await clusterStatus(dir), json, dir);
   }
   if (sub === 'status') return print(await clusterStatus(dir), json, dir);
   if (sub === 'kill') {
     const node = await clusterKill(dir, name);
     return say(`killed ${node.name} (pid ${node.pid})`);
+  }
+  if (sub === 'partition') {
+    const list = (text: string) => text.split(',').filter(Boolean);
+    const from = stringFlag(args, 'from');
+    const cuts = await clusterPartition(dir, list(name), from === undefined ? undefined : list(from));
+    return say(`partitioned: ${cuts.map(([a, b]) => `${a} x ${b}`).join(', ')}`);
+  }
+  if (sub === 'heal') {
+    await clusterHeal(dir);
+    return say('healed: every path restored');
   }
   if (sub === 'start') {
     const node = await clusterStart(dir, name);

@@ -10,6 +10,7 @@ import {
   type NodeView,
 } from './cluster.state.ts';
 import { isAlive, signalNode, spawnNode, waitGone, type NodeRecord } from './node.ts';
+import { destroyNetwork, heal, leftovers, NetnsError, partition } from './netns.ts';
 import { formationState, roleOf } from './postgres.ts';
 import { haproxyServers } from './haproxy.ts';
 import { waitBalanced, waitHttp } from './ready.ts';
@@ -30,7 +31,16 @@ export async function clusterStatus(dir: string): Promise<{ api: string; channel
       role = known ? roleOf(known) : 'unknown';
     } else if (node.kind === 'monitor' && alive) role = 'monitor';
     const balancer = node.kind === 'api' ? balancerStates?.get(node.name) : undefined;
-    return { name: node.name, kind: node.kind, role, pid: node.pid, url: node.url, ...(balancer ? { balancer } : {}) };
+    const where = node.netns ? { netns: node.netns, address: node.address } : {};
+    return {
+      name: node.name,
+      kind: node.kind,
+      role,
+      pid: node.pid,
+      url: node.url,
+      ...where,
+      ...(balancer ? { balancer } : {}),
+    };
   });
   return { api: state.api, channel: state.channel, nodes };
 }
@@ -101,4 +111,38 @@ export async function clusterDown(dir: string): Promise<void> {
   }
   const left = strays(path.resolve(dir));
   if (left.length > 0) throw new ClusterError(`processes still running in ${dir}: ${left.join(', ')}`);
+  if (state.network) {
+    destroyNetwork(state.network);
+    const remaining = leftovers(state.network);
+    if (remaining.length > 0) throw new ClusterError(`left behind in ${dir}: ${remaining.join(', ')}`);
+  }
+}
+
+function networkOf(state: ClusterState) {
+  if (!state.network)
+    throw new ClusterError(
+      `the cluster in ${state.dir} is not isolated; start it with: flashpay cluster up --isolated`,
+    );
+  return state.network;
+}
+
+/** Drops every packet between `a` and `b` (default: every other node), both ways; cuts add up until heal. */
+export async function clusterPartition(dir: string, a: string[], b?: string[]): Promise<[string, string][]> {
+  const state = await readState(dir);
+  const network = networkOf(state);
+  try {
+    partition(network, a, b);
+  } catch (error) {
+    throw error instanceof NetnsError ? new ClusterError(error.message) : error;
+  } finally {
+    await saveState(state);
+  }
+  return network.cuts;
+}
+
+/** Every cut removed. */
+export async function clusterHeal(dir: string): Promise<void> {
+  const state = await readState(dir);
+  heal(networkOf(state));
+  await saveState(state);
 }

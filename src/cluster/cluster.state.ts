@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ROOT } from '../platform/root.ts';
+import type { NetPlan } from './netns.ts';
 import { GiveUp, type NodeKind, type NodeRecord } from './node.ts';
 
 // What up (cluster.ts) and the commands on a running cluster (cluster.manage.ts) share: the state
@@ -19,6 +20,8 @@ export interface ClusterState {
   monitor: string;
   natsUrl: string | undefined;
   nodes: NodeRecord[];
+  /** `cluster up --isolated`: the namespaces, bridge and /24 made for it, and the cuts now (netns.ts). */
+  network?: NetPlan;
 }
 
 export interface NodeView {
@@ -27,6 +30,8 @@ export interface NodeView {
   role: string;
   pid: number;
   url: string;
+  netns?: string;
+  address?: string;
   /** An API process only: HAProxy's verdict on it ("UP", "DOWN"…), the one that decides its traffic. */
   balancer?: string;
 }

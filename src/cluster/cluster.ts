@@ -18,7 +18,8 @@ import {
   type NodeRecord,
   type NodeSpec,
 } from './node.ts';
-import { pgBinDir, startPgFormation } from './postgres.ts';
+import { pgBinDir, startPgFormation, type Placement } from './postgres.ts';
+import { createNetwork, inNamespace, type NetPlan } from './netns.ts';
 import { clusterDown } from './cluster.manage.ts';
 import { READY_TIMEOUT_MS, waitHttp } from './ready.ts';
 import { ClusterError, readState, ROOT, saveState, stateFile, type ClusterState } from './cluster.state.ts';
@@ -89,7 +90,43 @@ export interface UpOptions {
   nats: number;
   /** The first of the cluster's ports (`--port-base`); default free ones the kernel picks. */
   portBase?: number;
+  /** Every node in a network namespace of its own on one bridge (netns.ts); needs root. */
+  isolated?: boolean;
   log?: (line: string) => void;
+}
+
+/** The names of every node `up` starts, in the order it starts them. */
+function nodeNames(options: UpOptions): string[] {
+  return [
+    'monitor',
+    'pg1',
+    'pg2',
+    ...Array.from({ length: options.nats }, (_, i) => `nats${i + 1}`),
+    'channel',
+    'worker',
+    ...Array.from({ length: options.apis }, (_, i) => `api${i + 1}`),
+    'haproxy',
+  ];
+}
+
+/** Where a node runs: loopback, or (isolated) its namespace and address. */
+function placementOf(network: NetPlan | undefined): Placement & { locate<T extends NodeSpec>(spec: T): T } {
+  const nodeOf = (name: string) => network?.nodes.find((n) => n.name === name);
+  return {
+    hostOf: (name) => nodeOf(name)?.address ?? '127.0.0.1',
+    wrap(name, command) {
+      const node = nodeOf(name);
+      return node ? inNamespace(node, command.command, command.args) : command;
+    },
+    network: network ? `${network.prefix}.0/24` : '127.0.0.1/32',
+    locate(spec) {
+      const node = nodeOf(spec.name);
+      if (!node) return spec;
+      // A PostgreSQL node's spec comes wrapped already (pg_autoctl runs in its namespace).
+      const wrapped = spec.command === 'ip' ? spec : { ...spec, ...inNamespace(node, spec.command, spec.args) };
+      return { ...wrapped, netns: node.netns, address: node.address };
+    },
+  };
 }
 
 /**
@@ -117,6 +154,11 @@ export async function clusterUp(options: UpOptions): Promise<ClusterState> {
   };
   await saveState(state);
   try {
+    if (options.isolated) {
+      log('making the cluster network: a namespace per node on one bridge');
+      state.network = createNetwork(dir, nodeNames(options));
+      await saveState(state);
+    }
     await startAll(state, options, logs, log);
     return state;
   } catch (error) {
@@ -146,6 +188,8 @@ async function startAll(
 ): Promise<void> {
   const ports = await portsFor(3 + options.nats * 2 + 3 + options.apis, options.portBase);
   const take = (n: number) => ports.splice(0, n);
+  const place = placementOf(state.network);
+  const host = place.hostOf;
   const add = async (record: NodeRecord) => {
     state.nodes.push(record);
     await saveState(state);
@@ -159,8 +203,9 @@ async function startAll(
     logs,
     cwd: ROOT,
     ports: [monitorPort, pg1, pg2],
+    ...(state.network ? { placement: place } : {}),
   });
-  state.nodes.push(...formation.nodes);
+  state.nodes.push(...formation.nodes.map((node) => place.locate(node)));
   state.databaseUrl = formation.databaseUrl;
   state.monitor = formation.monitor;
   await saveState(state);
@@ -175,8 +220,9 @@ async function startAll(
         client: natsPorts[i * 2] ?? 0,
         route: natsPorts[i * 2 + 1] ?? 0,
       })),
+      hosts: Array.from({ length: options.nats }, (_, i) => host(`nats${i + 1}`)),
     });
-    for (const spec of specs) await add(spawnNode(spec, ROOT));
+    for (const spec of specs) await add(spawnNode(place.locate(spec), ROOT));
     state.natsUrl = specs.map((s) => s.url).join(',');
     await waitJetStream(state.natsUrl);
   }
@@ -184,9 +230,18 @@ async function startAll(
   const config = loadConfig();
   const secrets = await loadSecrets({ ...config, dataDir: path.join(state.dir, 'data') });
   const [channelPort = 0, workerPort = 0, haproxyPort = 0, ...apiPorts] = ports;
-  const api = `http://127.0.0.1:${haproxyPort}`;
-  state.channel = `http://127.0.0.1:${channelPort}`;
+  const api = `http://${host('haproxy')}:${haproxyPort}`;
+  state.channel = `http://${host('channel')}:${channelPort}`;
   const env = (name: string): Record<string, string> => ({
+    // Isolated, each listens on its own address, and the channel notifies the API through HAProxy's:
+    // not loopback, so it is named to the channel's allow-list of notification hosts.
+    ...(state.network
+      ? {
+          FLASHPAY_HOST: host(name),
+          FLASHPAY_CHANNEL_HOST: host(name),
+          FLASHPAY_CHANNEL_NOTIFY_HOSTS: `127.0.0.1,localhost,::1,${host('haproxy')}`,
+        }
+      : {}),
     DATABASE_URL: state.databaseUrl,
     FLASHPAY_DATA_DIR: path.join(state.dir, 'data', name),
     FLASHPAY_JWT_SECRET: secrets.jwt,
@@ -206,13 +261,15 @@ async function startAll(
   log('starting the provider double, the API processes and the worker');
   const channel = await add(
     spawnNode(
-      flashpaySpec(
-        'channel',
-        'channel',
-        ['channel', '--port', String(channelPort), '--control'],
-        env('channel'),
-        logs,
-        state.channel,
+      place.locate(
+        flashpaySpec(
+          'channel',
+          'channel',
+          ['channel', '--port', String(channelPort), '--control'],
+          env('channel'),
+          logs,
+          state.channel,
+        ),
       ),
       ROOT,
     ),
@@ -221,43 +278,48 @@ async function startAll(
   // The worker first: it migrates the schema once, so the API processes start on a migrated database.
   const worker = await add(
     spawnNode(
-      flashpaySpec(
-        'worker',
-        'worker',
-        ['start', '--role', 'worker', '--port', String(workerPort)],
-        env('worker'),
-        logs,
-        `http://127.0.0.1:${workerPort}`,
+      place.locate(
+        flashpaySpec(
+          'worker',
+          'worker',
+          ['start', '--role', 'worker', '--port', String(workerPort)],
+          env('worker'),
+          logs,
+          `http://${host('worker')}:${workerPort}`,
+        ),
       ),
       ROOT,
     ),
   );
   await waitHttp(`${worker.url}/readyz`, 'the worker', worker);
-  const apis = apiPorts.map((port, i) => ({ name: `api${i + 1}`, port }));
+  const apis = apiPorts.map((port, i) => ({ name: `api${i + 1}`, port, host: host(`api${i + 1}`) }));
   for (const a of apis)
     await add(
       spawnNode(
-        flashpaySpec(
-          a.name,
-          'api',
-          ['start', '--role', 'api', '--port', String(a.port)],
-          env(a.name),
-          logs,
-          `http://127.0.0.1:${a.port}`,
+        place.locate(
+          flashpaySpec(
+            a.name,
+            'api',
+            ['start', '--role', 'api', '--port', String(a.port)],
+            env(a.name),
+            logs,
+            `http://${host(a.name)}:${a.port}`,
+          ),
         ),
         ROOT,
       ),
     );
   for (const a of apis)
     await waitHttp(
-      `http://127.0.0.1:${a.port}/readyz`,
+      `http://${host(a.name)}:${a.port}/readyz`,
       a.name,
       state.nodes.find((n) => n.name === a.name),
     );
 
   const haproxyDir = path.join(state.dir, 'haproxy');
   await mkdir(haproxyDir, { recursive: true });
-  await add(spawnNode(await haproxySpec({ dir: haproxyDir, logs, port: haproxyPort, apis }), ROOT));
+  const balancer = await haproxySpec({ dir: haproxyDir, logs, port: haproxyPort, apis, host: host('haproxy') });
+  await add(spawnNode(place.locate(balancer), ROOT));
   state.api = api;
   await saveState(state);
   await waitHttp(`${api}/readyz`, 'the API through HAProxy');

@@ -25,13 +25,20 @@ function problemPage(status: number, reason: string, detail: string): string {
   ].join('\r\n');
 }
 
+/** An API process behind HAProxy; `host` is its address under `cluster up --isolated`. */
+export interface ApiServer {
+  name: string;
+  port: number;
+  host?: string;
+}
+
 /**
  * Round robin over the API processes, each checked on /readyz (red while its database or broker is
  * down) every 500 ms. A request whose process died before answering (connection refused, closed
  * without a response) is sent to another one: every write carries an Idempotency-Key, so the second
  * attempt replays or finishes what the first began.
  */
-export function haproxyConfig(port: number, apis: { name: string; port: number }[], pages: string): string {
+export function haproxyConfig(port: number, apis: ApiServer[], pages: string, bind = '127.0.0.1'): string {
   return `global
   maxconn 4096
   stats socket ${pages}/admin.sock mode 600 level admin
@@ -53,7 +60,7 @@ defaults
   errorfile 504 ${pages}/504.http
 
 frontend api
-  bind 127.0.0.1:${port}
+  bind ${bind}:${port}
   default_backend apis
 
 backend apis
@@ -61,7 +68,7 @@ backend apis
   option httpchk GET /readyz
   http-check expect status 200
   default-server inter 500ms fall 2 rise 2
-${apis.map((api) => `  server ${api.name} 127.0.0.1:${api.port} check`).join('\n')}
+${apis.map((api) => `  server ${api.name} ${api.host ?? '127.0.0.1'}:${api.port} check`).join('\n')}
 `;
 }
 
@@ -69,7 +76,9 @@ export async function haproxySpec(options: {
   dir: string;
   logs: string;
   port: number;
-  apis: { name: string; port: number }[];
+  apis: ApiServer[];
+  /** HAProxy's own address (`cluster up --isolated`); loopback by default. */
+  host?: string;
 }): Promise<NodeSpec> {
   const file = path.join(options.dir, 'haproxy.cfg');
   await writeFile(path.join(options.dir, '502.http'), problemPage(502, 'Bad Gateway', 'an API process failed'));
@@ -78,11 +87,12 @@ export async function haproxySpec(options: {
     problemPage(503, 'Service Unavailable', 'no API process is ready'),
   );
   await writeFile(path.join(options.dir, '504.http'), problemPage(504, 'Gateway Timeout', 'an API process timed out'));
-  await writeFile(file, haproxyConfig(options.port, options.apis, options.dir));
+  const host = options.host ?? '127.0.0.1';
+  await writeFile(file, haproxyConfig(options.port, options.apis, options.dir, host));
   return {
     name: 'haproxy',
     kind: 'haproxy',
-    url: `http://127.0.0.1:${options.port}`,
+    url: `http://${host}:${options.port}`,
     command: 'haproxy',
     args: ['-db', '-f', file],
     env: {},

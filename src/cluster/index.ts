@@ -2,6 +2,14 @@
 // loopback, to try and to test failover on one machine (docs/deploy.md).
 export { APT_LINE, checkEngines, clusterUp } from './cluster.ts';
 export { ClusterError, readState, type ClusterState, type NodeView } from './cluster.state.ts';
-export { clusterDown, clusterKill, clusterStart, clusterStatus } from './cluster.manage.ts';
+export {
+  clusterDown,
+  clusterHeal,
+  clusterKill,
+  clusterPartition,
+  clusterStart,
+  clusterStatus,
+} from './cluster.manage.ts';
+export { isRoot } from './netns.ts';
 export { isAlive, waitUntil, type NodeKind, type NodeRecord } from './node.ts';
 export { pgDirOf, setReplicationQuorum } from './postgres.ts';

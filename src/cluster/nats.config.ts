@@ -11,8 +11,11 @@ export async function natsNodeSpecs(options: {
   dir: string;
   logs: string;
   ports: { client: number; route: number }[];
+  /** Each node's address (`cluster up --isolated`); loopback by default. */
+  hosts?: string[];
 }): Promise<NodeSpec[]> {
-  const routes = options.ports.map((p) => `nats-route://127.0.0.1:${p.route}`);
+  const host = (index: number) => options.hosts?.[index] ?? '127.0.0.1';
+  const routes = options.ports.map((p, index) => `nats-route://${host(index)}:${p.route}`);
   return Promise.all(
     options.ports.map(async (port, index) => {
       const name = `nats${index + 1}`;
@@ -22,11 +25,11 @@ export async function natsNodeSpecs(options: {
       await writeFile(
         file,
         `server_name: ${name}
-listen: 127.0.0.1:${port.client}
+listen: ${host(index)}:${port.client}
 jetstream { store_dir: ${JSON.stringify(store)} }
 cluster {
   name: flashpay
-  listen: 127.0.0.1:${port.route}
+  listen: ${host(index)}:${port.route}
   routes: [${routes.map((r) => JSON.stringify(r)).join(', ')}]
 }
 `,
@@ -34,7 +37,7 @@ cluster {
       return {
         name,
         kind: 'nats' as const,
-        url: `nats://127.0.0.1:${port.client}`,
+        url: `nats://${host(index)}:${port.client}`,
         command: 'nats-server',
         args: ['-c', file],
         env: {},

@@ -19,6 +19,9 @@ export interface NodeRecord {
   log: string;
   /** PostgreSQL nodes: the data directory pg_autoctl keeps. */
   dataDir?: string;
+  /** `cluster up --isolated`: the node's network namespace and its address there (netns.ts). */
+  netns?: string;
+  address?: string;
 }
 
 export type NodeSpec = Omit<NodeRecord, 'pid'>;

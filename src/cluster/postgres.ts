@@ -43,6 +43,19 @@ interface Formation {
   bin: string;
   /** XDG dirs of pg_autoctl's config and state: inside the cluster's directory, not postgres's home. */
   env: Record<string, string>;
+  placement?: Placement;
+}
+
+type Command = { command: string; args: string[] };
+
+/**
+ * Where each node lives under `cluster up --isolated` (netns.ts): its address, the command that runs
+ * inside its namespace, and the /24 every node (and the host) talks from.
+ */
+export interface Placement {
+  hostOf(name: string): string;
+  wrap(name: string, command: Command): Command;
+  network: string;
 }
 
 const isRoot = () => process.getuid?.() === 0;
@@ -55,8 +68,14 @@ function asPostgres(formation: Formation, args: string[]): { command: string; ar
     : { command: 'env', args: [...env, 'pg_autoctl', ...args] };
 }
 
-async function autoctl(formation: Formation, args: string[], timeoutMs = FORMATION_TIMEOUT_MS): Promise<string> {
-  const { command, args: argv } = asPostgres(formation, args);
+async function autoctl(
+  formation: Formation,
+  args: string[],
+  timeoutMs = FORMATION_TIMEOUT_MS,
+  node?: string,
+): Promise<string> {
+  const plain = asPostgres(formation, args);
+  const { command, args: argv } = node && formation.placement ? formation.placement.wrap(node, plain) : plain;
   const { stdout } = await run(command, argv, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 });
   return stdout;
 }
@@ -76,8 +95,8 @@ function formationOf(dir: string): Formation {
   return { dir, bin, env: { XDG_CONFIG_HOME: path.join(xdg, 'config'), XDG_DATA_HOME: path.join(xdg, 'data') } };
 }
 
-export const monitorUrl = (port: number) =>
-  `postgres://autoctl_node@127.0.0.1:${port}/pg_auto_failover?sslmode=disable`;
+export const monitorUrl = (port: number, host = '127.0.0.1') =>
+  `postgres://autoctl_node@${host}:${port}/pg_auto_failover?sslmode=disable`;
 
 function runSpec(
   formation: Formation,
@@ -87,13 +106,25 @@ function runSpec(
   logs: string,
 ): NodeSpec {
   const dataDir = path.join(formation.dir, name);
-  const { command, args } = asPostgres(formation, ['run', '--pgdata', dataDir]);
+  const plain = asPostgres(formation, ['run', '--pgdata', dataDir]);
+  const { command, args } = formation.placement ? formation.placement.wrap(name, plain) : plain;
   return { name, kind, url, command, args, env: {}, log: path.join(logs, `${name}.log`), dataDir };
 }
 
 async function appendSettings(dataDir: string, settings: Record<string, number | string>): Promise<void> {
   const lines = Object.entries(settings).map(([k, v]) => `${k} = ${v}`);
   await appendFile(path.join(dataDir, 'postgresql.conf'), `\n# flashpay cluster\n${lines.join('\n')}\n`);
+}
+
+/**
+ * Isolated, the API processes, the worker, the channel and the host (the bridge) reach PostgreSQL
+ * from their own addresses: the cluster's /24 is trusted as loopback is in the plain cluster (a
+ * development cluster; docs/deploy.md has production's authentication).
+ */
+async function trustNetwork(dataDir: string, placement: Placement | undefined): Promise<void> {
+  if (!placement) return;
+  const lines = [`host all all ${placement.network} trust`, `host replication all ${placement.network} trust`];
+  await appendFile(path.join(dataDir, 'pg_hba.conf'), `\n# flashpay cluster --isolated\n${lines.join('\n')}\n`);
 }
 
 export interface PostgresNodeState {
@@ -173,18 +204,26 @@ export async function startPgFormation(options: {
   logs: string;
   cwd: string;
   ports: [number, number, number];
+  placement?: Placement;
 }): Promise<PgFormation> {
   await ownedByPostgres(options.dir);
-  const formation = formationOf(options.dir);
+  const formation = { ...formationOf(options.dir), placement: options.placement };
+  const hostOf = (name: string) => options.placement?.hostOf(name) ?? '127.0.0.1';
   for (const dir of Object.values(formation.env)) await ownedByPostgres(dir);
   const [monitorPort, ...dataPorts] = options.ports;
-  const monitor = monitorUrl(monitorPort);
+  const monitor = monitorUrl(monitorPort, hostOf('monitor'));
   const nodes: NodeRecord[] = [];
 
   const monitorDir = path.join(options.dir, 'monitor');
-  const common = ['--hostname', '127.0.0.1', '--auth', 'trust', '--no-ssl'];
-  await autoctl(formation, ['create', 'monitor', '--pgdata', monitorDir, '--pgport', String(monitorPort), ...common]);
+  const common = (name: string) => ['--hostname', hostOf(name), '--auth', 'trust', '--no-ssl'];
+  await autoctl(
+    formation,
+    ['create', 'monitor', '--pgdata', monitorDir, '--pgport', String(monitorPort), ...common('monitor')],
+    FORMATION_TIMEOUT_MS,
+    'monitor',
+  );
   await appendSettings(monitorDir, MONITOR_SETTINGS);
+  await trustNetwork(monitorDir, options.placement);
   nodes.push(spawnNode(runSpec(formation, 'monitor', 'monitor', monitor, options.logs), options.cwd));
   await waitUntil('the pg_auto_failover monitor', 60_000, async () => (await formationState(monitor)) && true);
 
@@ -192,11 +231,11 @@ export async function startPgFormation(options: {
   for (const [index, port] of dataPorts.entries()) {
     const name = `pg${index + 1}`;
     const dataDir = path.join(options.dir, name);
-    const url = `postgres://postgres@127.0.0.1:${port}/${SERVICE_DATABASE}`;
+    const url = `postgres://postgres@${hostOf(name)}:${port}/${SERVICE_DATABASE}`;
     const create = autoctl(formation, [
       'create', 'postgres', '--pgdata', dataDir, '--pgport', String(port), '--name', name,
-      '--dbname', SERVICE_DATABASE, '--monitor', monitor, ...common,
-    ]); // prettier-ignore
+      '--dbname', SERVICE_DATABASE, '--monitor', monitor, ...common(name),
+    ], FORMATION_TIMEOUT_MS, name); // prettier-ignore
     if (index > 0) void checkpointsUntil(urls[0] ?? '', create);
     await create;
     await autoctl(formation, [
@@ -208,11 +247,12 @@ export async function startPgFormation(options: {
       String(NETWORK_PARTITION_TIMEOUT_S),
     ]);
     await appendSettings(dataDir, NODE_SETTINGS);
+    await trustNetwork(dataDir, options.placement);
     nodes.push(spawnNode(runSpec(formation, name, 'postgres', url, options.logs), options.cwd));
     urls.push(url);
     await waitStates(monitor, index === 0 ? { pg1: ['single'] } : { pg1: ['primary'], [name]: ['secondary'] });
   }
-  const hosts = dataPorts.map((port) => `127.0.0.1:${port}`).join(',');
+  const hosts = dataPorts.map((port, index) => `${hostOf(`pg${index + 1}`)}:${port}`).join(',');
   return {
     nodes,
     monitor,

@@ -8,10 +8,30 @@
 export class CommitOutcomeUnknownError extends Error {
   constructor(cause: unknown) {
     super(
-      `the connection was lost during COMMIT; the outcome is unknown (${(cause as Error | null)?.message ?? String(cause)})`,
+      `the COMMIT's answer was lost or not final; the outcome is unknown (${(cause as Error | null)?.message ?? String(cause)})`,
       { cause },
     );
   }
+}
+
+// PostgreSQL's WARNING when a wait for a synchronous standby is cut short (a cancel, a terminate):
+// "canceling wait for synchronous replication …; the transaction has already committed locally".
+export const SYNC_REP_CANCELLED = /wait for synchronous replication/i;
+
+// pg's own error when a statement's answer did not come within query_timeout: the statement may be
+// running still, or done. The connection is useless (its answer may yet arrive) and is discarded.
+const READ_TIMEOUT = /Query read timeout/;
+
+/**
+ * An error met after COMMIT was sent that leaves its outcome open: anything but the server's own
+ * refusal. A server error of class 08 or 57P0x is the connection's end, not a refusal (a backend
+ * terminated while its COMMIT waited for a synchronous standby has committed locally).
+ */
+export function isCommitAnswerLost(error: unknown): boolean {
+  const code = pgCode(error);
+  const fromServer = typeof code === 'string' && (error as { severity?: unknown }).severity !== undefined;
+  if (!fromServer) return true;
+  return code.startsWith('08') || /^57P0[123]$/.test(code);
 }
 
 export function pgCode(error: unknown): string | undefined {
@@ -36,7 +56,8 @@ export function isConnectionError(error: unknown): boolean {
   // 57P03 cannot connect now (starting up, shutting down, in recovery), 53300 too many connections.
   if (code && (code.startsWith('08') || /^57P0[123]$/.test(code) || code === '53300' || code === '25006')) return true;
   const message = (error as Error | null)?.message ?? '';
-  return /ECONNREFUSED|ECONNRESET|Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+  if (READ_TIMEOUT.test(message)) return true;
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
     message,
   );
 }

@@ -1,8 +1,10 @@
 import pg from 'pg';
 import { businessMetrics } from './business-metrics.ts';
+import { CheckedPool } from './db.pool.ts';
 import { routeFor } from './pg-primary.ts';
+import { ROLE_RECHECK_INTERVAL_MS } from './pg-role.ts';
 import { pgbouncerFromEnv, unpreparedClientClass } from './pgbouncer.ts';
-import { CommitOutcomeUnknownError, isReadOnlyError, isConnectionError } from './db.errors.ts';
+import { CommitOutcomeUnknownError, isCommitAnswerLost, isConnectionError, SYNC_REP_CANCELLED } from './db.errors.ts';
 import { SpanKind, tracingOn, withSpan, type Span } from './tracing.ts';
 import { recordStatements, traceparentSetting } from './tracing.db.ts';
 export {
@@ -52,6 +54,14 @@ export function sessionOptions(env: NodeJS.ProcessEnv = process.env): string {
   return [SESSION_OPTIONS, env.PGOPTIONS?.trim()].filter(Boolean).join(' ');
 }
 
+/** Bounds a test may shorten; production takes the defaults. */
+export interface PoolTuning {
+  /** Client-side bound on one statement (a COMMIT included): QUERY_TIMEOUT_MS. */
+  queryTimeoutMs?: number;
+  /** Longest a pooled connection goes without re-checking its server's role (pg-role.ts). */
+  roleRecheckMs?: number;
+}
+
 /**
  * A URL naming several hosts or a target_session_attrs (libpq's form) gets a Client that connects
  * only to a host that qualifies (pg-primary.ts); any other URL, the plain pool exactly as before.
@@ -63,16 +73,18 @@ export function createPool(
   max: number,
   connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS,
   pgbouncer = pgbouncerFromEnv(),
+  tuning: PoolTuning = {},
 ): Db {
-  const route = routeFor(url);
+  const route = routeFor(url, tuning.roleRecheckMs ?? ROLE_RECHECK_INTERVAL_MS);
   const Client = pgbouncer ? unpreparedClientClass(route.Client ?? pg.Client) : route.Client;
-  const pool = new pg.Pool({
+  const PoolClass = route.Client ? CheckedPool : pg.Pool;
+  const pool = new PoolClass({
     connectionString: route.connectionString,
     ...(Client ? { Client } : {}),
     ...(pgbouncer ? {} : { options: sessionOptions() }),
     max,
     connectionTimeoutMillis: connectTimeoutMs,
-    query_timeout: QUERY_TIMEOUT_MS,
+    query_timeout: tuning.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
     keepAlive: true,
   });
   // An idle client whose backend died (pg_terminate_backend, server restart) must not crash us.
@@ -129,7 +141,26 @@ function inOneWrite<T>(client: pg.PoolClient, send: () => T): T {
   }
 }
 
+/**
+ * COMMIT, and what the server said while it ran: a cancel (pg_cancel_backend, a pooler's) during
+ * the wait for a synchronous standby makes PostgreSQL answer COMMIT with a WARNING, the commit
+ * local only; a failover may then lose it. Told as unknown, never as done.
+ */
 async function commitWith(client: pg.PoolClient, pipelined: boolean, onSent: () => void): Promise<void> {
+  let localOnly: { message?: string } | undefined;
+  const onNotice = (notice: { message?: string }) => {
+    if (SYNC_REP_CANCELLED.test(notice.message ?? '')) localOnly = notice;
+  };
+  client.on('notice', onNotice);
+  try {
+    await sendCommit(client, pipelined, onSent);
+  } finally {
+    client.removeListener('notice', onNotice);
+  }
+  if (localOnly) throw new CommitOutcomeUnknownError(new Error(localOnly.message));
+}
+
+async function sendCommit(client: pg.PoolClient, pipelined: boolean, onSent: () => void): Promise<void> {
   const last = withCommit.get(client) ?? [];
   withCommit.delete(client);
   if (!pipelined) {
@@ -148,7 +179,14 @@ async function commitWith(client: pg.PoolClient, pipelined: boolean, onSent: () 
   if (failed) throw failed.reason;
   // A statement that failed made PostgreSQL answer the COMMIT with a rollback; it was reported above.
   const outcome = settled.at(-1) as PromiseFulfilledResult<pg.QueryResult>;
-  if (outcome.value.command !== 'COMMIT') throw new Error(`the transaction ended in ${outcome.value.command}`);
+  if (outcome.value.command !== 'COMMIT') throw new RolledBackError(outcome.value.command);
+}
+
+/** The server answered COMMIT with ROLLBACK (a statement sent with it failed): known, nothing committed. */
+class RolledBackError extends Error {
+  constructor(command: string) {
+    super(`the transaction ended in ${command}`);
+  }
 }
 
 /**
@@ -227,9 +265,15 @@ async function runTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, options: TxOptions, 
       await commitWith(client, pipelined, () => (committing = true));
       return result;
     } catch (error) {
-      // A read-only server's refusal (25006) is known: nothing committed. Like a dead connection
-      // it is discarded below (on a standby or a fenced primary) and tried once more afresh.
-      if (committing && isConnectionError(error) && !isReadOnlyError(error)) {
+      // Once COMMIT is on its way, only the server's own refusal (an error answer: 25006 on a
+      // read-only server, a deferred constraint, a serialization failure) says nothing committed.
+      // A lost connection, a read timeout, a backend terminated while waiting for a synchronous
+      // standby: it may have committed (db.errors.ts).
+      if (error instanceof CommitOutcomeUnknownError) {
+        broken = true;
+        throw error;
+      }
+      if (committing && !(error instanceof RolledBackError) && isCommitAnswerLost(error)) {
         broken = true;
         throw new CommitOutcomeUnknownError(error);
       }

@@ -1,12 +1,15 @@
 import pg from 'pg';
 import { isPgUrl, needsHostChoice, parsePgUrl, singleHostUrl, type PgUrl, type SessionAttrs } from './pg-hosts.ts';
+import { HostBook, ROLE_RECHECK_INTERVAL_MS, type RoleStamp } from './pg-role.ts';
 
 // A pg.Client that connects only to a host that satisfies the URL's target_session_attrs, trying
 // the hosts of a libpq multi-host URL (pg-hosts.ts) as libpq does: it is given to pg.Pool as its
 // `Client`, so the pool never holds a connection that was not checked on itself, and after a
 // failover new connections find the new primary without a restart. Connections to a primary that
 // died fail and the pool drops them (db.ts); a statement that meets a read-only server (25006) is a
-// connection fault there too, and its connection is discarded.
+// connection fault there too, and its connection is discarded. A pooled connection re-checks its
+// server's role before use after any failover signal and at a bounded interval (pg-role.ts,
+// db.pool.ts): a partition or a failover does not close the connections to an old primary.
 
 // A lone client (migrate's, a LISTEN) has no connect timeout: a host that drops our SYN must not
 // hold the next one back for the kernel's two minutes, so without a budget each host gets this.
@@ -27,7 +30,11 @@ export class NoPrimaryError extends Error {
 // connects once; to try the next host, the spent Connection is let go and these are set as the
 // constructor left them, on a Connection built by pg itself from the same config.
 interface Internals {
-  connection: pg.Connection & { stream: { destroy(): void }; end(): void };
+  connection: pg.Connection & {
+    stream: { destroy(): void };
+    end(): void;
+    on(event: string, listener: (m: { code?: string }) => void): void;
+  };
   host: string;
   port: number;
   connectionParameters: { host: string; port: number };
@@ -65,11 +72,25 @@ function serverRefusal(error: unknown): Error | undefined {
 
 type Callback = ((err: Error) => void) | ((err: null, c: pg.Client) => void);
 
-/** The Client class for one parsed URL; its instances share which host answered last. */
-export function primaryClientClass(parsed: PgUrl): typeof pg.Client {
+/** What a pool asks of its connections before handing one out (db.pool.ts). */
+export interface RoleChecked {
+  /** True when this connection's role must be checked before use (a failover signal, the interval). */
+  roleCheckDue(): boolean;
+  /** Asks the server whether it can still take writes; false means discard this connection. */
+  checkRole(timeoutMs: number): Promise<boolean>;
+}
+
+export function isRoleChecked(client: unknown): client is RoleChecked {
+  return typeof (client as Partial<RoleChecked> | null)?.roleCheckDue === 'function';
+}
+
+const ROLE_SQL = `SELECT pg_catalog.pg_is_in_recovery() AS recovering, current_setting('transaction_read_only') AS read_only`;
+
+/** The Client class for one parsed URL; its instances share what they know of the hosts (pg-role.ts). */
+export function primaryClientClass(parsed: PgUrl, recheckMs = ROLE_RECHECK_INTERVAL_MS): typeof pg.Client {
   const hosts = parsed.hosts;
   const attrs: SessionAttrs = parsed.sessionAttrs ?? 'any';
-  let lastGood = 0; // the known primary is tried first: after a failover only the first connect pays for the search
+  const book = new HostBook(hosts.length, recheckMs);
 
   return class PrimaryClient extends pg.Client {
     readonly #config: string | pg.ClientConfig | undefined;
@@ -77,6 +98,8 @@ export function primaryClientClass(parsed: PgUrl): typeof pg.Client {
     #used = false;
     #closed = false;
     #search: Promise<void> | undefined;
+    #hostIndex = -1;
+    #stamp: RoleStamp | undefined;
 
     constructor(config?: string | pg.ClientConfig) {
       super(config);
@@ -126,7 +149,7 @@ export function primaryClientClass(parsed: PgUrl): typeof pg.Client {
       const self = this as unknown as Internals;
       const budgetMs = self._connectionTimeoutMillis;
       const startedAt = Date.now();
-      const order = [lastGood, ...hosts.keys()].filter((index, at, all) => all.indexOf(index) === at);
+      const order = book.order();
       const tried: string[] = [];
       let refusal: Error | undefined;
       this.#attempting = true;
@@ -157,10 +180,12 @@ export function primaryClientClass(parsed: PgUrl): typeof pg.Client {
             continue;
           }
           if (writable) {
-            lastGood = index;
+            book.noteGood(index);
+            this.#watch(index);
             self._connectionTimeoutMillis = budgetMs;
             return;
           }
+          book.noteReadOnly(index, false);
           tried.push(`${label}: read-only (a standby, or default_transaction_read_only)`);
           this.#letGo(true);
         }
@@ -193,6 +218,36 @@ export function primaryClientClass(parsed: PgUrl): typeof pg.Client {
       return result.rows[0]?.transaction_read_only === 'off';
     }
 
+    /**
+     * Failover signals seen on this connection reach every connection of the URL: a write refused
+     * (25006: a standby, a demoted or fenced primary) and a connection lost that we did not end.
+     */
+    #watch(index: number): void {
+      this.#hostIndex = index;
+      this.#stamp = book.stamp();
+      const connection = (this as unknown as Internals).connection;
+      connection.on('errorMessage', (message) => {
+        if (message.code === '25006') book.noteReadOnly(index, true);
+      });
+      connection.on('end', () => {
+        if (!this.#closed) book.signal();
+      });
+    }
+
+    roleCheckDue(): boolean {
+      // `any` asks nothing of a server's role (libpq's meaning); its guard is the order of hosts.
+      return attrs !== 'any' && this.#stamp !== undefined && book.isDue(this.#stamp);
+    }
+
+    async checkRole(timeoutMs: number): Promise<boolean> {
+      const result = await this.query({ text: ROLE_SQL, query_timeout: timeoutMs } as pg.QueryConfig);
+      const row = result.rows[0] as { recovering: boolean; read_only: string } | undefined;
+      const writable = row?.recovering === false && (attrs === 'primary' || row.read_only === 'off');
+      if (writable) this.#stamp = book.stamp();
+      else book.noteReadOnly(this.#hostIndex, true);
+      return writable;
+    }
+
     /** Lets the spent attempt's connection go: its events no longer reach this client. */
     #letGo(graceful: boolean): void {
       const self = this as unknown as Internals;
@@ -222,12 +277,12 @@ export interface Route {
  * How to connect to `url`. A single host without target_session_attrs is pg's alone, the URL
  * untouched: the pool is then exactly the plain pg.Pool it always was, with no extra round trip.
  */
-export function routeFor(url: string): Route {
+export function routeFor(url: string, recheckMs = ROLE_RECHECK_INTERVAL_MS): Route {
   if (!isPgUrl(url) || !needsHostChoice(url)) return { connectionString: url };
   const parsed = parsePgUrl(url);
   const first = parsed.hosts[0];
   if (!first) throw new Error('DATABASE_URL: target_session_attrs needs at least one host');
-  return { connectionString: singleHostUrl(parsed, first), Client: primaryClientClass(parsed) };
+  return { connectionString: singleHostUrl(parsed, first), Client: primaryClientClass(parsed, recheckMs) };
 }
 
 /** A lone pg.Client for `url` (migrations, CREATE DATABASE), on the primary when the URL asks for one. */

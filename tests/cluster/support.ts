@@ -29,7 +29,11 @@ export interface TestCluster {
   standby(): Promise<string>;
 }
 
-export async function startTestCluster(options: { apis: number; nats: number }): Promise<TestCluster> {
+export async function startTestCluster(options: {
+  apis: number;
+  nats: number;
+  isolated?: boolean;
+}): Promise<TestCluster> {
   // mkdtemp makes it 0700; the postgres user must reach it.
   const dir = await mkdtemp(path.join(os.tmpdir(), 'flashpay-cluster-'));
   await chmod(dir, 0o755);

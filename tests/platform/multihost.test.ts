@@ -102,7 +102,11 @@ describe('multi-host DATABASE_URL: flashpay follows the writable primary', () =>
     const pool = createPool(pair.url('flashpay', 'any'), 2, CONNECT_TIMEOUT_MS);
     try {
       expect((await pool.query<Where>(WHERE)).rows[0]).toEqual({ recovering: true, port: pair.standby.port });
-      const error = await inTx(pool, (tx) => tx.query(`INSERT INTO mh_probe (note) VALUES ('any')`)).catch((e) => e);
+      // The standby's connection refuses the write (25006). Since issue 50 that host is then tried
+      // last, so inTx's retry lands on the primary (RR-01): the refusal is shown on the bare client.
+      const client = await pool.connect();
+      const error = await client.query(`INSERT INTO mh_probe (note) VALUES ('any')`).catch((e: unknown) => e);
+      client.release(true);
       expect(pgCode(error)).toBe('25006');
       expect(isDatabaseFault(error)).toBe(true); // answered 503, never 500
     } finally {

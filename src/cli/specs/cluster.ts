@@ -9,7 +9,8 @@ export const CLUSTER_UP: CommandSpec = {
   synopsis: '[options]',
   summary:
     'A PostgreSQL primary + synchronous standby (pg_auto_failover), a JetStream cluster, API\n' +
-    'processes and a worker behind HAProxy, on loopback; prints where each node is.',
+    'processes and a worker behind HAProxy, on loopback (or, --isolated, each node in a network\n' +
+    'namespace of its own on one bridge); prints where each node is.',
   flags: [
     DIR,
     { name: 'api', value: 'N', description: 'API processes, 1..16 (default 2)' },
@@ -18,6 +19,10 @@ export const CLUSTER_UP: CommandSpec = {
       name: 'port-base',
       value: 'N',
       description: 'ports from N upward, one per listener, instead of free ones the kernel picks',
+    },
+    {
+      name: 'isolated',
+      description: 'every node in a network namespace of its own, on a bridge in a free private /24 (root)',
     },
     JSON_FLAG,
   ],
@@ -28,7 +33,11 @@ export const CLUSTER_UP: CommandSpec = {
     },
   ],
   notes: 'As root, the postgres user must be able to reach --dir.',
-  examples: ['flashpay cluster up --dir /tmp/fp --api 2 --nats 3 --json', 'flashpay cluster up --port-base 21000'],
+  examples: [
+    'flashpay cluster up --dir /tmp/fp --api 2 --nats 3 --json',
+    'flashpay cluster up --port-base 21000',
+    'flashpay cluster up --isolated --dir /tmp/fp',
+  ],
 };
 
 export const CLUSTER_STATUS: CommandSpec = {
@@ -60,10 +69,31 @@ export const CLUSTER_START: CommandSpec = {
   examples: ['flashpay cluster start pg1 --dir /tmp/fp'],
 };
 
+export const CLUSTER_PARTITION: CommandSpec = {
+  name: 'cluster partition',
+  synopsis: 'A[,B…] [--from C[,D…]] [--dir D]',
+  summary:
+    'Drops (never refuses) every packet between the named nodes and all others, or only between\n' +
+    'the two groups. An --isolated cluster only.',
+  positional: { min: 1, max: 1 },
+  flags: [DIR, { name: 'from', value: 'C[,D…]', description: 'the other side (default: every other node)' }],
+  env: [],
+  examples: ['flashpay cluster partition pg1 --dir /tmp/fp', 'flashpay cluster partition api1 --from pg1,pg2'],
+};
+
+export const CLUSTER_HEAL: CommandSpec = {
+  name: 'cluster heal',
+  synopsis: '[--dir D]',
+  summary: 'Restores every path a partition cut.',
+  flags: [DIR],
+  env: [],
+  examples: ['flashpay cluster heal --dir /tmp/fp'],
+};
+
 export const CLUSTER_DOWN: CommandSpec = {
   name: 'cluster down',
   synopsis: '[--dir D]',
-  summary: 'Stops every node; no process is left.',
+  summary: 'Stops every node; no process, namespace or link is left.',
   flags: [DIR],
   env: [],
   examples: ['flashpay cluster down --dir /tmp/fp'],
@@ -74,12 +104,14 @@ export const CLUSTER_SUBCOMMANDS: Record<string, CommandSpec> = {
   status: CLUSTER_STATUS,
   kill: CLUSTER_KILL,
   start: CLUSTER_START,
+  partition: CLUSTER_PARTITION,
+  heal: CLUSTER_HEAL,
   down: CLUSTER_DOWN,
 };
 
 export const CLUSTER: CommandSpec = {
   name: 'cluster',
-  synopsis: 'up|status|kill NAME|start NAME|down [options]',
+  synopsis: 'up|status|kill NAME|start NAME|partition A,B|heal|down [options]',
   summary: 'A failing-over cluster on one machine, to try and to test. `flashpay cluster up --help` for each.',
   positional: { min: 1, max: 2 },
   flags: [DIR],
