@@ -82,6 +82,25 @@ describe('pooled connections re-check their server’s role (issue 50)', () => {
       on ? 'ALTER SYSTEM SET default_transaction_read_only = on' : 'ALTER SYSTEM RESET default_transaction_read_only',
     );
     await onNode(node, 'SELECT pg_reload_conf()');
+    // The reload is asynchronous. Once a new session sees the setting, the postmaster has reloaded
+    // and signalled every backend, and a pooled one applies it before its next statement.
+    await waitFor(
+      async () => {
+        const client = new pg.Client({ connectionString: pair.url('flashpay', 'any', [node]) });
+        try {
+          await client.connect();
+          const shown = (
+            await client.query<{ v: string }>("SELECT current_setting('default_transaction_read_only') AS v")
+          ).rows[0]?.v;
+          return shown === (on ? 'on' : 'off') || undefined;
+        } finally {
+          await client.end().catch(() => undefined);
+        }
+      },
+      `${node.name} read-only ${on ? 'on' : 'off'}`,
+      10_000,
+      20,
+    );
   };
   const write = (db: Db, note: string) =>
     inTx(db, (tx) => tx.query<Where>(`INSERT INTO rr_probe (note) VALUES ($1) RETURNING ${WHERE.slice(7)}`, [note]));
