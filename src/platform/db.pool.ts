@@ -36,6 +36,11 @@ export class CheckedPool extends pg.Pool {
     for (let round = 0; ; round++) {
       const client = await super.connect();
       if (!isRoleChecked(client) || !client.roleCheckDue() || round >= rounds) return client;
+      // Checked out, the client has no pool listener: a server that dies during the question (MH-03
+      // once killed the primary there) would be an unhandled 'error' ending the process. Ours stays
+      // on a client that is discarded; a late socket error of it is nobody's.
+      const lost = () => undefined;
+      client.on('error', lost);
       let writable: boolean;
       try {
         writable = await client.checkRole(ROLE_CHECK_TIMEOUT_MS);
@@ -43,7 +48,10 @@ export class CheckedPool extends pg.Pool {
         client.release(true);
         throw error;
       }
-      if (writable) return client;
+      if (writable) {
+        client.off('error', lost);
+        return client;
+      }
       client.release(true);
     }
   }
