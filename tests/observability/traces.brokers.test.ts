@@ -1,6 +1,8 @@
 import { describe, expect } from 'vitest';
 import { brokerTest } from '../outbox/broker-gate.ts';
+import { freshDatabase } from '../support/db.ts';
 import { spawnFixture } from '../support/spawn.ts';
+import { KIND, startOtlpReceiver } from './otlp-receiver.ts';
 
 // CONTRACT.md "Traces": the broker message carries the trace onward. Each sink publishes one event
 // inside a span (in a process of its own, where tracing is on), and the message the broker stored
@@ -36,4 +38,49 @@ describe('broker headers carry the trace (issue 53)', () => {
       expect(received).toBe(sent);
     },
   );
+
+  /** The fulfilment consumer of `broker` reading one event published inside a span: that span's traceparent, and every span exported. */
+  async function consumed(broker: 'nats' | 'amqp') {
+    const receiver = await startOtlpReceiver();
+    const db = await freshDatabase({ poolSize: 1 });
+    try {
+      const child = spawnFixture(
+        '../observability/consumer-trace.fixture.ts',
+        {
+          DATABASE_URL: db.url,
+          OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+          OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+          OTEL_BSP_SCHEDULE_DELAY: '50',
+        },
+        [broker],
+      );
+      const line = await child.waitFor('RESULT', 60_000);
+      const { sent } = JSON.parse(line.slice(line.indexOf('{'))) as { sent?: string };
+      return { sent: sent ?? '', spans: [...receiver.spans] };
+    } finally {
+      await receiver.close();
+      await db.drop();
+    }
+  }
+
+  for (const [id, broker, system, gate] of [
+    ['TR-08', 'nats', 'nats', 'NATS_URL'],
+    ['TR-09', 'amqp', 'rabbitmq', 'AMQP_URL'],
+  ] as const)
+    brokerTest(
+      `${id}: the ${system} fulfilment consumer's span continues the trace its message carries (a child of the publishing span)`,
+      gate,
+      async () => {
+        const { sent, spans } = await consumed(broker);
+        const [, traceId, publisher] = sent.split('-');
+        const consumer = spans.find((s) => s.kind === KIND.CONSUMER);
+        expect(consumer).toMatchObject({
+          traceId,
+          parentSpanId: publisher,
+          name: 'fulfilment consume ORDER_PAID',
+          attributes: { 'messaging.system': system, 'flashpay.event_ids': ['1'] },
+        });
+        // The fixture saw the event recorded in ful_received before it printed: the span is of work done.
+      },
+    );
 });

@@ -7,6 +7,7 @@ import { registerComponent } from '../../platform/health.ts';
 import { parseEvent } from '../fulfillment.event.ts';
 import { consume, type ConsumeFn } from '../fulfillment.service.ts';
 import type { RunningConsumer } from './running.ts';
+import { consumeSpan, headerText } from './consume.trace.ts';
 
 export interface AmqpConsumerOptions {
   /** AMQP_URL: one node, or several of a cluster; a lost connection reconnects to the next. */
@@ -39,7 +40,8 @@ async function handle(
     return;
   }
   try {
-    await apply(options.db, event);
+    const traceparent = headerText((message.properties.headers as Record<string, unknown> | undefined)?.traceparent);
+    await consumeSpan('rabbitmq', [{ traceparent, event }], () => apply(options.db, event));
     channel.ack(message); // manual ack only after the effect committed
   } catch (error) {
     options.onError?.(error);

@@ -9,6 +9,7 @@ import { parseEvent } from '../fulfillment.event.ts';
 import { consumeBatch } from '../fulfillment.batch.ts';
 import { consume, type ConsumeFn } from '../fulfillment.service.ts';
 import type { RunningConsumer } from './running.ts';
+import { consumeSpan } from './consume.trace.ts';
 
 export interface JetStreamConsumerOptions {
   /** `NATS_URL`: one server or several, comma-separated. */
@@ -45,6 +46,8 @@ function parseOrTerminate(message: JsMsg, options: JetStreamConsumerOptions): Ev
   }
 }
 
+const traceparentOf = (message: JsMsg): string | undefined => message.headers?.get('traceparent') || undefined;
+
 async function handle(
   message: JsMsg,
   event: Event,
@@ -52,7 +55,7 @@ async function handle(
   apply: ConsumeFn,
 ): Promise<void> {
   try {
-    await apply(options.db, event);
+    await consumeSpan('nats', [{ traceparent: traceparentOf(message), event }], () => apply(options.db, event));
     message.ack(); // only after the effect committed; a lost ack means a redelivery, absorbed as DUPLICATE
   } catch (error) {
     message.nak(RETRY_DELAY_MS);
@@ -106,9 +109,14 @@ function batchedPool(options: JetStreamConsumerOptions) {
 
   async function settle(batch: { message: JsMsg; event: Event }[]): Promise<void> {
     try {
-      const outcomes = await consumeBatch(
-        options.db,
-        batch.map((entry) => entry.event),
+      const outcomes = await consumeSpan(
+        'nats',
+        batch.map(({ message, event }) => ({ traceparent: traceparentOf(message), event })),
+        () =>
+          consumeBatch(
+            options.db,
+            batch.map((entry) => entry.event),
+          ),
       );
       outcomes.forEach((outcome, i) => {
         const { message } = batch[i]!;
