@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -18,40 +17,14 @@ import {
   type NodeRecord,
   type NodeSpec,
 } from './node.ts';
-import { pgBinDir, startPgFormation, type Placement } from './postgres.ts';
+import { checkEngines, checkReachable } from './engines.ts';
+import { startPgFormation, type Placement } from './postgres.ts';
 import { createNetwork, inNamespace, type NetPlan } from './netns.ts';
 import { clusterDown } from './cluster.manage.ts';
 import { READY_TIMEOUT_MS, waitHttp } from './ready.ts';
 import { ClusterError, readState, ROOT, saveState, stateFile, type ClusterState } from './cluster.state.ts';
 
 const FLASHPAY_BIN = path.join(ROOT, 'bin', 'flashpay.js');
-export const APT_LINE = 'apt-get install -y postgresql-15-auto-failover haproxy nats-server';
-
-function onPath(binary: string): boolean {
-  return (process.env.PATH ?? '').split(':').some((dir) => dir && existsSync(path.join(dir, binary)));
-}
-
-/** One clear error naming the apt-get line, before anything is started. */
-export function checkEngines(natsNodes: number): void {
-  const missing = [
-    !onPath('pg_autoctl') || !pgBinDir() ? 'pg_autoctl (postgresql-15-auto-failover)' : '',
-    !onPath('haproxy') && !existsSync('/usr/sbin/haproxy') ? 'haproxy' : '',
-    natsNodes > 0 && !onPath('nats-server') && !existsSync('/usr/sbin/nats-server') ? 'nats-server' : '',
-  ].filter(Boolean);
-  if (missing.length > 0)
-    throw new ClusterError(`flashpay cluster needs ${missing.join(', ')}: install them with\n  ${APT_LINE}`);
-}
-
-/** As root, PostgreSQL runs as `postgres`, which must be able to reach the cluster's directory. */
-function checkReachable(dir: string): void {
-  if (process.getuid?.() !== 0) return;
-  try {
-    execFileSync('runuser', ['-u', 'postgres', '--', 'test', '-x', path.dirname(dir)]);
-  } catch {
-    throw new ClusterError(`the postgres user cannot reach ${dir}; choose a --dir it can, e.g. /tmp/flashpay-cluster`);
-  }
-}
-
 /** JetStream answers account info only once the cluster has elected its meta leader. */
 async function waitJetStream(servers: string): Promise<void> {
   await waitUntil('the JetStream cluster', READY_TIMEOUT_MS, async () => {

@@ -1,6 +1,7 @@
 // flashpay cluster: real engines (pg_auto_failover, nats-server, HAProxy) and flashpay processes on
 // loopback, to try and to test failover on one machine (docs/deploy.md).
-export { APT_LINE, checkEngines, clusterUp } from './cluster.ts';
+export { clusterUp } from './cluster.ts';
+export { APT_LINE, checkEngines } from './engines.ts';
 export { ClusterError, readState, type ClusterState, type NodeView } from './cluster.state.ts';
 export {
   clusterDown,
